@@ -1,0 +1,481 @@
+#include "actors/agent.hpp"
+
+#include "actors/blocking.hpp"
+#include "actors/dump.hpp"
+#include "guest/log.hpp"
+#include "guest/os/btrfs.hpp"
+#include "guest/os/fs.hpp"
+#include "messages/ids.hpp"
+#include "messages/params.hpp"
+
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <sys/stat.h>
+
+namespace allox {
+
+json::object describe_agent_workspace(const std::string& agent_id) {
+  json::object o;
+  o["agent_id"] = agent_id;
+  o["workspace_level"] = "agent";
+  o["relative_workspace"] = store::layout::rel_agent_workspace(agent_id);
+  o["relative_shared"] = store::layout::rel_agent_shared(agent_id);
+  return o;
+}
+
+caf::error ensure_agent_dirs(const store::layout& paths,
+                             const std::string& agent_id) {
+  const std::pair<std::string, const char*> dirs[] = {
+    {paths.agents_dir(), "agents directory"},
+    {paths.agent_dir(agent_id), "agent directory"},
+    {paths.agent_workspace(agent_id), "agent workspace"},
+    {paths.agent_shared(agent_id), "agent shared directory"},
+    {paths.sessions_dir(agent_id), "agent sessions directory"},
+  };
+  for (const auto& [path, label] : dirs)
+    if (auto err = os::ensure_managed_dir(path, 0755, label))
+      return err;
+  return caf::none;
+}
+
+namespace {
+
+using self_ptr = agent_actor::stateful_pointer<agent_state>;
+
+audit_event audit(const std::string& op, const std::string& agent_id,
+                  const std::string& session_id, json::object fields) {
+  return {os::now_ns(), op, agent_id, session_id, json::serialize(fields)};
+}
+
+session_init make_session_init(self_ptr self, const session_entry& e) {
+  return {e.row.agent_id, e.row.session_id, e.row.created_ns, e.restarts,
+          self->state.init.paths, self->state.init.metadata};
+}
+
+void spawn_session(self_ptr self, session_entry& e) {
+  e.handle = self->spawn<caf::linked + caf::monitored>(
+    session, make_session_init(self, e));
+  e.status = "running";
+}
+
+caf::error agent_busy(self_ptr self) {
+  if (self->state.phase == "deleting")
+    return make_error(errc::conflict, "agent is being deleted: "
+                                        + self->state.init.row.agent_id);
+  return caf::none;
+}
+
+// -- session.create -----------------------------------------------------------
+
+// Blocking part: the session directory, `checkpoints/`, the subvolume
+// `current/` and `current/.allox-tmp` (0700). A crash after the subvolume
+// exists but before the catalog row is written is repaired at start-up,
+// which adopts the session (guest/store/reconcile.cpp).
+expected<json::value> create_session_files(const store::layout& paths,
+                                           const std::string& a,
+                                           const std::string& s,
+                                           fault_set faults) {
+  if (auto err = ensure_agent_dirs(paths, a))
+    return err;
+  auto current = paths.current(a, s);
+  if (os::kind_of(current) != os::entry_kind::missing)
+    return make_error(errc::already_exists,
+                      "session already exists: " + session_key(a, s));
+  if (auto err = os::ensure_managed_dir(paths.session_dir(a, s), 0755,
+                                        "session workspace"))
+    return err;
+  if (auto err = os::ensure_managed_dir(paths.checkpoints_dir(a, s), 0755,
+                                        "checkpoint directory"))
+    return err;
+  faults.trigger("session.create.before_subvolume");
+  if (auto err = os::create_subvolume(current))
+    return err;
+  auto tmp = current + "/.allox-tmp";
+  if (::mkdir(tmp.c_str(), 0700) != 0 || ::chmod(tmp.c_str(), 0700) != 0)
+    return make_error(errc::internal, "cannot create " + tmp);
+  if (auto err = os::fsync_dir(paths.sessions_dir(a)))
+    return err;
+  faults.trigger("session.create.after_subvolume");
+  return json::value();
+}
+
+caf::result<json::value> handle_session_create(self_ptr self,
+                                               const json::object& params) {
+  auto sid = params::required_id(params, "session_id", "session");
+  if (!sid)
+    return sid.error();
+  auto& st = self->state;
+  const auto& aid = st.init.row.agent_id;
+  if (st.sessions.count(*sid) > 0)
+    return make_error(errc::already_exists,
+                      "session already exists: " + session_key(aid, *sid));
+  auto origin = params::origin(params);
+  auto& entry = st.sessions[*sid];
+  entry.status = "creating";
+  entry.row = {aid, *sid, os::now_ns(), false};
+  auto rp = self->make_response_promise<json::value>();
+  auto paths = st.init.paths;
+  auto faults = st.faults.take("session.create");
+  auto fail = [self, rp, sid = *sid](caf::error& err) mutable {
+    ++self->state.failures;
+    self->state.sessions.erase(sid);
+    rp.deliver(std::move(err));
+  };
+  run_blocking(self,
+               [paths, aid, sid = *sid, faults]() mutable {
+                 return create_session_files(paths, aid, sid, faults);
+               })
+    .then(
+      [self, rp, sid = *sid, origin, fail](json::value&) mutable {
+        const auto& init = self->state.init;
+        metadata_write w;
+        w.put_agents.push_back(init.row);
+        w.put_sessions.push_back(self->state.sessions[sid].row);
+        w.audit.push_back(
+          audit("agent.create", init.row.agent_id, {}, {{"origin", origin}}));
+        w.audit.push_back(audit("session.create", init.row.agent_id, sid,
+                                {{"origin", origin}}));
+        self->request(init.metadata, caf::infinite, atom::write_v,
+                      std::move(w))
+          .then(
+            [self, rp, sid](caf::ok_atom) mutable {
+              auto& e = self->state.sessions[sid];
+              spawn_session(self, e);
+              rp.deliver(json::value(describe_session(make_session_init(self, e))));
+            },
+            fail);
+      },
+      fail);
+  return rp;
+}
+
+// -- session.delete -----------------------------------------------------------
+
+caf::result<json::value> handle_session_delete(self_ptr self,
+                                               const std::string& action,
+                                               const json::object& params) {
+  auto sid = params::required_id(params, "session_id", "session");
+  if (!sid)
+    return sid.error();
+  auto& st = self->state;
+  auto it = st.sessions.find(*sid);
+  if (it == st.sessions.end() || it->second.status != "running")
+    return make_error(errc::not_found,
+                      "session does not exist: "
+                        + session_key(st.init.row.agent_id, *sid));
+  auto rp = self->make_response_promise<json::value>();
+  self->request(it->second.handle, caf::infinite, atom::rpc_v, action,
+                json::value(params))
+    .then(
+      [self, rp, sid = *sid](json::value& result) mutable {
+        self->state.sessions.erase(sid);
+        rp.deliver(std::move(result));
+      },
+      [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+// -- agent.delete -------------------------------------------------------------
+
+/// Undoes the retirement of every session after a refused or failed delete.
+void resume_sessions(self_ptr self) {
+  self->state.phase = "idle";
+  for (auto& entry : self->state.sessions)
+    if (entry.second.handle)
+      caf::anon_send(entry.second.handle, atom::retire_v, false);
+}
+
+/// The durable part of agent.delete, once every session is retired: mark the
+/// row, move the directory into the trash, remove the rows, purge.
+void delete_agent_files(self_ptr self,
+                        caf::typed_response_promise<json::value> rp,
+                        std::string origin) {
+  const auto& init = self->state.init;
+  auto aid = init.row.agent_id;
+  auto paths = init.paths;
+  metadata_write mark;
+  auto row = init.row;
+  row.deleting = true;
+  mark.put_agents.push_back(row);
+  auto fail = [self, rp](caf::error& err) mutable {
+    resume_sessions(self);
+    rp.deliver(std::move(err));
+  };
+  auto done = [self, rp, aid]() mutable {
+    rp.deliver(
+      json::value(json::object{{"agent_id", aid}, {"deleted", true}}));
+    self->quit(caf::exit_reason::user_shutdown);
+  };
+  self->request(init.metadata, caf::infinite, atom::write_v, std::move(mark))
+    .then(
+      [self, origin, aid, paths, fail, done](caf::ok_atom) mutable {
+        auto trash = paths.agents_dir() + "/"
+                     + std::string{store::trash_prefix} + random_hex_token();
+        run_blocking(self,
+                     [paths, aid, trash]() -> expected<json::value> {
+                       if (auto err = os::rename_path(paths.agent_dir(aid),
+                                                      trash))
+                         return err;
+                       if (auto err = os::fsync_dir(paths.agents_dir()))
+                         return err;
+                       return json::value();
+                     })
+          .then(
+            [self, origin, aid, trash, fail, done](json::value&) mutable {
+              metadata_write w;
+              w.delete_agents.push_back(aid);
+              w.audit.push_back(
+                audit("agent.delete", aid, {}, {{"origin", origin}}));
+              self
+                ->request(self->state.init.metadata, caf::infinite,
+                          atom::write_v, std::move(w))
+                .then(
+                  [self, trash, done](caf::ok_atom) mutable {
+                    // Committed: a crash from here on only leaves trash,
+                    // which start-up purges.
+                    run_blocking(self, [trash]() -> expected<json::value> {
+                      if (auto err = os::remove_tree(trash))
+                        log::warn("agent", "purging " + trash + " failed: "
+                                             + message_of(err));
+                      return json::value();
+                    })
+                      .then([done](json::value&) mutable { done(); },
+                            [done](caf::error&) mutable { done(); });
+                  },
+                  fail);
+            },
+            fail);
+      },
+      fail);
+}
+
+// Every session is retired first (refused if one is busy), then the agent
+// directory goes the way of delete_agent_files.
+caf::result<json::value> handle_agent_delete(self_ptr self,
+                                             const json::object& params) {
+  auto rp = self->make_response_promise<json::value>();
+  auto origin = params::origin(params);
+  std::vector<session_actor> live;
+  for (auto& entry : self->state.sessions)
+    if (entry.second.handle)
+      live.push_back(entry.second.handle);
+  self->state.phase = "deleting";
+  if (live.empty()) {
+    delete_agent_files(self, rp, origin);
+    return rp;
+  }
+  struct retirement {
+    size_t remaining;
+    caf::error refused;
+  };
+  auto r = std::make_shared<retirement>(retirement{live.size(), {}});
+  auto settle = [self, rp, origin, r]() mutable {
+    if (--r->remaining > 0)
+      return;
+    if (r->refused) {
+      resume_sessions(self);
+      rp.deliver(r->refused);
+      return;
+    }
+    delete_agent_files(self, rp, origin);
+  };
+  for (auto& handle : live)
+    self->request(handle, caf::infinite, atom::retire_v, true)
+      .then([settle](caf::ok_atom) mutable { settle(); },
+            [r, settle](caf::error& err) mutable {
+              if (!r->refused)
+                r->refused = err;
+              settle();
+            });
+  return rp;
+}
+
+// -- agent.create (existing agent) -------------------------------------------
+
+caf::result<json::value> handle_agent_create(self_ptr self,
+                                             const json::object& params) {
+  auto rp = self->make_response_promise<json::value>();
+  auto origin = params::origin(params);
+  auto paths = self->state.init.paths;
+  auto aid = self->state.init.row.agent_id;
+  auto fail = [self, rp](caf::error& err) mutable {
+    ++self->state.failures;
+    rp.deliver(std::move(err));
+  };
+  run_blocking(self,
+               [paths, aid]() -> expected<json::value> {
+                 if (auto err = ensure_agent_dirs(paths, aid))
+                   return err;
+                 return json::value();
+               })
+    .then(
+      [self, rp, origin, aid, fail](json::value&) mutable {
+        metadata_write w;
+        w.audit.push_back(audit("agent.create", aid, {}, {{"origin", origin}}));
+        self
+          ->request(self->state.init.metadata, caf::infinite, atom::write_v,
+                    std::move(w))
+          .then(
+            [rp, aid](caf::ok_atom) mutable {
+              rp.deliver(json::value(describe_agent_workspace(aid)));
+            },
+            fail);
+      },
+      fail);
+  return rp;
+}
+
+json::array session_ids(self_ptr self) {
+  json::array ids;
+  for (const auto& [sid, e] : self->state.sessions)
+    if (e.status != "creating")
+      ids.emplace_back(sid);
+  return ids;
+}
+
+// -- supervision --------------------------------------------------------------
+
+void on_session_down(self_ptr self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  for (auto& [sid, e] : st.sessions) {
+    if (!e.handle || e.handle.address() != dm.source)
+      continue;
+    if (!dm.reason || dm.reason == caf::exit_reason::user_shutdown) {
+      e.handle = nullptr;
+      return;
+    }
+    auto reason = message_of(dm.reason);
+    auto now = std::chrono::steady_clock::now();
+    e.recent_failures.push_back(now);
+    while (!e.recent_failures.empty()
+           && now - e.recent_failures.front() > restart_window)
+      e.recent_failures.pop_front();
+    metadata_write w;
+    json::object fields{{"reason", reason}};
+    if (e.recent_failures.size() > max_restarts_per_window) {
+      e.handle = nullptr;
+      e.status = "failed";
+      fields["restarted"] = false;
+      log::error("agent", "session " + session_key(e.row.agent_id, sid)
+                            + " failed too often; not restarting");
+    } else {
+      ++e.restarts;
+      spawn_session(self, e);
+      fields["restarted"] = true;
+      log::warn("agent", "session " + session_key(e.row.agent_id, sid)
+                           + " failed (" + reason + "); restarted");
+    }
+    w.audit.push_back(
+      audit("session.actor_failed", e.row.agent_id, sid, std::move(fields)));
+    caf::anon_send(st.init.metadata, atom::write_v, std::move(w));
+    return;
+  }
+}
+
+} // namespace
+
+agent_actor::behavior_type agent(self_ptr self, agent_init init) {
+  self->state.init = std::move(init);
+  self->state.started = std::chrono::steady_clock::now();
+  for (auto& row : self->state.init.sessions) {
+    auto& entry = self->state.sessions[row.session_id];
+    entry.row = row;
+    spawn_session(self, entry);
+  }
+  self->state.init.sessions.clear();
+  self->set_down_handler(
+    [self](caf::down_msg& dm) { on_session_down(self, dm); });
+  // Children's exits are handled by the down handler (restarts); only the
+  // parent's exit stops the agent, and its sessions with it.
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    if (em.source != self->state.init.parent)
+      return;
+    for (auto& [sid, e] : self->state.sessions)
+      if (e.handle)
+        self->send_exit(e.handle, em.reason);
+    self->quit(em.reason);
+  });
+  return {
+    [self](atom::rpc, const std::string& action,
+           const json::value& body) -> caf::result<json::value> {
+      const auto& params = body.as_object();
+      ++self->state.requests;
+      self->state.faults.trigger(action);
+      if (auto err = agent_busy(self))
+        return err;
+      const auto& aid = self->state.init.row.agent_id;
+      if (action == "session.create")
+        return handle_session_create(self, params);
+      if (action == "session.delete")
+        return handle_session_delete(self, action, params);
+      if (action == "session.list")
+        return json_reply(json::object{{"agent_id", aid},
+                                        {"session_ids", session_ids(self)}});
+      if (action == "agent.create")
+        return handle_agent_create(self, params);
+      if (action == "agent.describe") {
+        auto o = describe_agent_workspace(aid);
+        o["created_ns"] = self->state.init.row.created_ns;
+        o["session_ids"] = session_ids(self);
+        return json_reply(std::move(o));
+      }
+      if (action == "agent.delete")
+        return handle_agent_delete(self, params);
+      if (action == "debug.fault") {
+        auto f = parse_fault(params);
+        if (!f)
+          return f.error();
+        self->state.faults.arm(std::move(*f));
+        return json_reply(json::object{{"armed", true}});
+      }
+      return make_error(errc::invalid_argument, "unknown action: " + action);
+    },
+    [self](atom::session,
+           const std::string& sid) -> caf::result<session_actor> {
+      auto& st = self->state;
+      auto it = st.sessions.find(sid);
+      auto key = session_key(st.init.row.agent_id, sid);
+      if (it == st.sessions.end() || it->second.status == "creating")
+        return make_error(errc::not_found, "session does not exist: " + key);
+      if (it->second.status == "failed" || !it->second.handle)
+        return make_error(errc::internal,
+                          "session actor failed repeatedly and is stopped: "
+                            + key);
+      return it->second.handle;
+    },
+    [self](atom::dump) -> caf::result<json::value> {
+      auto& st = self->state;
+      json::object o;
+      o["kind"] = "agent";
+      o["agent_id"] = st.init.row.agent_id;
+      o["state"] = st.phase;
+      o["mailbox"] = self->mailbox().size();
+      o["resources"] = json::object{
+        {"workspace", st.init.paths.agent_workspace(st.init.row.agent_id)}};
+      o["counters"] = json::object{{"requests", st.requests},
+                                   {"failures", st.failures},
+                                   {"restarts", st.init.restarts}};
+      o["uptime_ms"] = uptime_ms(st.started);
+      std::vector<session_actor> live;
+      json::array stopped;
+      for (auto& [sid, e] : st.sessions) {
+        if (e.handle) {
+          live.push_back(e.handle);
+          continue;
+        }
+        // Sessions without an actor still show, with why.
+        stopped.push_back(json::object{
+          {"kind", "session"},
+          {"agent_id", e.row.agent_id},
+          {"session_id", sid},
+          {"state", e.status},
+          {"counters", json::object{{"restarts", e.restarts}}}});
+      }
+      return dump_with_children(self, std::move(o), live, std::move(stopped));
+    },
+  };
+}
+
+} // namespace allox

@@ -1,0 +1,66 @@
+// The AGENT actor: owns agents/<a>/workspace (shared/, sessions/) and
+// supervises one SESSION actor per session. A session actor that fails is
+// re-spawned from its persisted row, with a restart budget.
+#pragma once
+
+#include "actors/session.hpp"
+#include "guest/faults.hpp"
+#include "guest/store/layout.hpp"
+#include "messages/actors.hpp"
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace allox {
+
+struct agent_init {
+  agent_row row;
+  std::vector<session_row> sessions;
+  uint32_t restarts = 0;
+  store::layout paths;
+  metadata_actor metadata;
+  /// The AGENTS actor; only its exit stops this agent.
+  caf::actor_addr parent;
+};
+
+struct session_entry {
+  session_actor handle;
+  session_row row;
+  uint32_t restarts = 0;
+  std::deque<std::chrono::steady_clock::time_point> recent_failures;
+  /// running, creating, deleting or failed (restart budget exhausted).
+  std::string status = "running";
+};
+
+struct agent_state {
+  static inline const char* name = "agent";
+
+  agent_init init;
+  std::map<std::string, session_entry> sessions;
+  /// idle or deleting.
+  std::string phase = "idle";
+  uint64_t requests = 0;
+  uint64_t failures = 0;
+  std::chrono::steady_clock::time_point started;
+  fault_set faults;
+};
+
+/// Restarts allowed per session within `restart_window` before the session
+/// is marked failed and left for an operator.
+inline constexpr size_t max_restarts_per_window = 5;
+inline constexpr std::chrono::seconds restart_window{60};
+
+agent_actor::behavior_type
+agent(agent_actor::stateful_pointer<agent_state> self, agent_init init);
+
+/// The agent.create result.
+json::object describe_agent_workspace(const std::string& agent_id);
+
+/// Creates the agent's directories if missing (blocking).
+caf::error ensure_agent_dirs(const store::layout& paths,
+                             const std::string& agent_id);
+
+} // namespace allox

@@ -1,0 +1,55 @@
+// The AGENTS actor: registry and supervisor of agent actors. At start it
+// reconciles the store with the catalog and spawns an actor for every agent
+// (which spawn their sessions); afterwards it creates agents on demand and
+// routes agent- and store-level actions.
+#pragma once
+
+#include "actors/agent.hpp"
+#include "guest/store/layout.hpp"
+#include "messages/actors.hpp"
+
+#include <caf/typed_response_promise.hpp>
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace allox {
+
+struct agent_slot {
+  agent_actor handle;
+  agent_row row;
+  uint32_t restarts = 0;
+  std::deque<std::chrono::steady_clock::time_point> recent_failures;
+  /// running, deleting or failed.
+  std::string status = "running";
+};
+
+/// A request for an agent that is being created; answered once it exists.
+struct queued_call {
+  std::string action;
+  json::object params;
+  caf::typed_response_promise<json::value> promise;
+};
+
+struct agents_state {
+  static inline const char* name = "agents";
+
+  store::layout paths;
+  metadata_actor metadata;
+  std::map<std::string, agent_slot> agents;
+  std::map<std::string, std::vector<queued_call>> creating;
+  bool ready = false;
+  uint64_t requests = 0;
+  uint64_t failures = 0;
+  std::chrono::steady_clock::time_point started;
+};
+
+/// `parent` is the SUPERVISOR; only its exit stops the registry.
+agents_actor::behavior_type
+agents(agents_actor::stateful_pointer<agents_state> self, store::layout paths,
+       metadata_actor metadata, caf::actor_addr parent);
+
+} // namespace allox

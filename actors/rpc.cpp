@@ -1,0 +1,214 @@
+#include "actors/rpc.hpp"
+
+#include "actors/dump.hpp"
+#include "guest/log.hpp"
+#include "messages/ids.hpp"
+#include "messages/params.hpp"
+
+#include <caf/stateful_actor.hpp>
+
+namespace allox {
+
+bool is_session_action(const std::string& action) {
+  return action == "session.describe";
+}
+
+namespace {
+
+using self_ptr = rpc_actor::stateful_pointer<rpc_state>;
+
+void reply(self_ptr self, uint64_t ticket, const json::value& result) {
+  self->state.init.channel->post(
+    {ticket, 200, ok_body(json::serialize(result))});
+}
+
+void reply_error(self_ptr self, uint64_t ticket, const caf::error& err) {
+  ++self->state.errors;
+  auto code = code_of(err);
+  auto msg = message_of(err);
+  if (code == errc::internal)
+    log::warn("rpc", "request failed: " + msg);
+  self->state.init.channel->post(
+    {ticket, http_status(code), error_body(msg, code_name(code))});
+}
+
+template <class Handle>
+void call(self_ptr self, uint64_t ticket, const Handle& target,
+          const std::string& action, const json::object& params) {
+  self->request(target, rpc_timeout, atom::rpc_v, action,
+                json::value(params))
+    .then([self, ticket](json::value& v) { reply(self, ticket, v); },
+          [self, ticket](caf::error& err) { reply_error(self, ticket, err); });
+}
+
+void call_session(self_ptr self, uint64_t ticket, const session_actor& target,
+                  const std::string& action, const json::object& params) {
+  self->state.in_flight.emplace(ticket, target.address());
+  self->request(target, rpc_timeout, atom::rpc_v, action,
+                json::value(params))
+    .then(
+      [self, ticket](json::value& v) {
+        if (self->state.in_flight.erase(ticket) > 0)
+          reply(self, ticket, v);
+      },
+      [self, ticket](caf::error& err) {
+        if (self->state.in_flight.erase(ticket) > 0)
+          reply_error(self, ticket, err);
+      });
+}
+
+void route_to_session(self_ptr self, uint64_t ticket, std::string action,
+                      json::object params) {
+  auto aid = params::required_id(params, "agent_id", "agent");
+  if (!aid)
+    return reply_error(self, ticket, aid.error());
+  auto sid = params::required_id(params, "session_id", "session");
+  if (!sid)
+    return reply_error(self, ticket, sid.error());
+  auto key = session_key(*aid, *sid);
+  if (auto it = self->state.sessions.find(key);
+      it != self->state.sessions.end())
+    return call_session(self, ticket, it->second, action, params);
+  self
+    ->request(self->state.init.agents, rpc_timeout, atom::session_v, *aid,
+              *sid)
+    .then(
+      [self, ticket, key, action, params](session_actor& target) {
+        if (self->state.sessions.emplace(key, target).second)
+          self->monitor(target);
+        call_session(self, ticket, target, action, params);
+      },
+      [self, ticket](caf::error& err) { reply_error(self, ticket, err); });
+}
+
+caf::error decode_audit_query(const json::object& p, audit_query& q) {
+  if (params::has(p, "agent_id")) {
+    auto a = params::required_id(p, "agent_id", "agent");
+    if (!a)
+      return a.error();
+    q.agent_id = *a;
+  }
+  if (params::has(p, "session_id")) {
+    auto s = params::required_id(p, "session_id", "session");
+    if (!s)
+      return s.error();
+    q.session_id = *s;
+  }
+  auto op = params::optional_string(p, "op");
+  if (!op)
+    return op.error();
+  q.op = *op;
+  auto cursor = params::optional_int(p, "cursor", 0);
+  if (!cursor)
+    return cursor.error();
+  auto limit = params::optional_int(p, "limit", 100);
+  if (!limit)
+    return limit.error();
+  if (*cursor < 0 || *limit < 1 || *limit > 1000)
+    return make_error(errc::invalid_argument,
+                      "cursor must be nonnegative; limit must be 1..1000");
+  q.after = *cursor;
+  q.limit = *limit;
+  return caf::none;
+}
+
+void dispatch(self_ptr self, uint64_t ticket, std::string action,
+              json::object params) {
+  auto& init = self->state.init;
+  if (is_session_action(action)
+      || (action == "debug.fault" && params::has(params, "session_id")))
+    return route_to_session(self, ticket, std::move(action),
+                            std::move(params));
+  if (action == "store.initialize" || action.rfind("agent.", 0) == 0
+      || action == "session.create" || action == "session.list"
+      || action == "session.delete" || action == "debug.fault")
+    return call(self, ticket, init.agents, action, params);
+  if (action == "audit.list") {
+    audit_query q;
+    if (auto err = decode_audit_query(params, q))
+      return reply_error(self, ticket, err);
+    self->request(init.metadata, rpc_timeout, atom::audit_v, q)
+      .then([self, ticket](json::value& v) { reply(self, ticket, v); },
+            [self, ticket](caf::error& e) { reply_error(self, ticket, e); });
+    return;
+  }
+  if (action == "system.dump") {
+    self->request(init.supervisor, rpc_timeout, atom::dump_v)
+      .then(
+        [self, ticket](json::value& tree) {
+          json::object o{{"daemon", self->state.init.daemon_info},
+                         {"tree", std::move(tree)}};
+          reply(self, ticket, o);
+        },
+        [self, ticket](caf::error& e) { reply_error(self, ticket, e); });
+    return;
+  }
+  reply_error(self, ticket,
+              make_error(errc::invalid_argument, "unknown action: " + action));
+}
+
+} // namespace
+
+rpc_actor::behavior_type rpc(self_ptr self, rpc_init init) {
+  self->state.init = std::move(init);
+  self->state.started = std::chrono::steady_clock::now();
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    for (auto it = st.sessions.begin(); it != st.sessions.end();) {
+      if (it->second.address() == dm.source)
+        it = st.sessions.erase(it);
+      else
+        ++it;
+    }
+    if (!dm.reason || dm.reason == caf::exit_reason::user_shutdown)
+      return;
+    // The owner failed: its callers must not wait for a reply that will
+    // never come.
+    for (auto it = st.in_flight.begin(); it != st.in_flight.end();) {
+      if (it->second != dm.source) {
+        ++it;
+        continue;
+      }
+      auto ticket = it->first;
+      it = st.in_flight.erase(it);
+      reply_error(self, ticket,
+                  make_error(errc::internal,
+                             "session actor failed while handling the "
+                             "request (" + message_of(dm.reason)
+                               + "); it has been restarted"));
+    }
+  });
+  return {
+    [self](atom::rpc, uint64_t ticket, std::string& action,
+           json::value& params) {
+      ++self->state.requests;
+      dispatch(self, ticket, std::move(action),
+               std::move(params.as_object()));
+    },
+    [self](atom::log) {
+      self->request(self->state.init.supervisor, rpc_timeout, atom::dump_v)
+        .then(
+          [](json::value& tree) {
+            log::info("dump", json::serialize(tree));
+          },
+          [](caf::error& err) {
+            log::error("dump", "system dump failed: " + message_of(err));
+          });
+    },
+    [self](atom::dump) -> json::value {
+      auto& st = self->state;
+      json::object o;
+      o["kind"] = "rpc";
+      o["state"] = st.in_flight.empty() ? "idle" : "busy";
+      o["mailbox"] = self->mailbox().size();
+      o["counters"] = json::object{{"requests", st.requests},
+                                   {"errors", st.errors},
+                                   {"cached_sessions", st.sessions.size()},
+                                   {"in_flight", st.in_flight.size()}};
+      o["uptime_ms"] = uptime_ms(st.started);
+      return o;
+    },
+  };
+}
+
+} // namespace allox

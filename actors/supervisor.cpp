@@ -1,0 +1,69 @@
+#include "actors/supervisor.hpp"
+
+#include "actors/agents.hpp"
+#include "actors/dump.hpp"
+#include "actors/metadata.hpp"
+#include "guest/log.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/stateful_actor.hpp>
+
+namespace allox {
+
+supervisor_actor::behavior_type
+supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
+           supervisor_init init) {
+  {
+    auto& st = self->state;
+    st.init = std::move(init);
+    st.started = std::chrono::steady_clock::now();
+    st.metadata = self->spawn<caf::detached + caf::linked + caf::monitored>(
+      metadata, st.init.catalog, st.init.paths.database());
+    st.init.catalog.reset();
+    st.agents = self->spawn<caf::linked + caf::monitored>(
+      agents, st.init.paths, st.metadata, self->address());
+    st.rpc = self->spawn<caf::linked + caf::monitored>(
+      rpc, rpc_init{caf::actor_cast<supervisor_actor>(self), st.agents,
+                    st.metadata, st.init.channel, st.init.daemon_info});
+  }
+  self->set_down_handler([self](caf::down_msg& dm) {
+    if (!dm.reason || dm.reason == caf::exit_reason::user_shutdown)
+      return;
+    auto what = "a core actor failed: " + message_of(dm.reason);
+    log::error("supervisor", what);
+    if (self->state.init.on_fatal)
+      self->state.init.on_fatal(what);
+  });
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    auto& st = self->state;
+    if (em.source == st.metadata.address() || em.source == st.agents.address()
+        || em.source == st.rpc.address())
+      return; // the down handler reports it
+    // Children stop on their own exit handlers; agents take their sessions
+    // with them (links).
+    self->send_exit(st.rpc, em.reason);
+    self->send_exit(st.agents, em.reason);
+    self->send_exit(st.metadata, em.reason);
+    self->quit(em.reason);
+  });
+  return {
+    [self](atom::rpc) { return self->state.rpc; },
+    [self](atom::agent) { return self->state.agents; },
+    [self](atom::dump) -> caf::result<json::value> {
+      auto& st = self->state;
+      json::object o;
+      o["kind"] = "supervisor";
+      o["state"] = "idle";
+      o["mailbox"] = self->mailbox().size();
+      o["uptime_ms"] = uptime_ms(st.started);
+      std::vector<dump_client_actor> children{
+        caf::actor_cast<dump_client_actor>(st.metadata),
+        caf::actor_cast<dump_client_actor>(st.rpc),
+        caf::actor_cast<dump_client_actor>(st.agents)};
+      return dump_with_children(self, std::move(o), children);
+    },
+  };
+}
+
+} // namespace allox

@@ -1,0 +1,42 @@
+// The SUPERVISOR: root of the actor tree. It spawns METADATA (detached),
+// AGENTS and RPC, answers system.dump for the whole tree, and treats the
+// failure of any direct child as fatal for the daemon: without its catalog
+// or registry the daemon cannot keep its promises, so it stops serving and
+// lets the service manager restart it (start-up recovery then runs).
+#pragma once
+
+#include "actors/rpc.hpp"
+#include "guest/store/catalog.hpp"
+#include "guest/store/layout.hpp"
+#include "messages/actors.hpp"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+namespace allox {
+
+struct supervisor_init {
+  store::layout paths;
+  std::shared_ptr<store::catalog> catalog;
+  reply_channel* channel = nullptr;
+  json::object daemon_info;
+  /// Called (from an actor thread) when a direct child fails.
+  std::function<void(std::string)> on_fatal;
+};
+
+struct supervisor_state {
+  static inline const char* name = "supervisor";
+
+  supervisor_init init;
+  metadata_actor metadata;
+  agents_actor agents;
+  rpc_actor rpc;
+  std::chrono::steady_clock::time_point started;
+};
+
+supervisor_actor::behavior_type
+supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
+           supervisor_init init);
+
+} // namespace allox

@@ -1,0 +1,276 @@
+// allox-workspace-daemon: start-up order, the libuv loop, signals and a
+// clean shutdown.
+//
+//   parse -> token rules -> (loop image) -> Btrfs check -> catalog ->
+//   actor system -> reconcile + spawn (before serving) -> listen -> serve
+//   SIGINT/SIGTERM: stop accepting -> drain in-flight -> stop actors ->
+//   close catalog -> unmount what we mounted.
+#include "actors/supervisor.hpp"
+#include "guest/daemon/options.hpp"
+#include "guest/http/server.hpp"
+#include "guest/log.hpp"
+#include "guest/os/btrfs.hpp"
+#include "guest/os/fs.hpp"
+#include "guest/os/loop_mount.hpp"
+#include "messages/atoms.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <climits>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <unistd.h>
+
+using namespace allox;
+
+namespace {
+
+[[noreturn]] void die(const std::string& msg) {
+  log::error("daemon", msg);
+  std::cerr << "allox-workspace-daemon: " << msg << std::endl;
+  std::exit(1);
+}
+
+std::string absolute(const std::string& p) {
+  char buf[PATH_MAX];
+  if (realpath(p.c_str(), buf) != nullptr)
+    return buf;
+  if (!p.empty() && p.front() == '/')
+    return p;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr)
+    return p;
+  return std::string{cwd} + "/" + p;
+}
+
+log::level level_from(const std::string& s) {
+  if (s == "debug")
+    return log::level::debug;
+  if (s == "warn")
+    return log::level::warn;
+  if (s == "error")
+    return log::level::error;
+  return log::level::info;
+}
+
+/// State of the loop thread's shutdown sequence.
+struct loop_context {
+  http::server* server = nullptr;
+  caf::actor_system* system = nullptr;
+  rpc_actor rpc;
+  uv_signal_t sigint{}, sigterm{}, sigusr1{};
+  uv_timer_t drain{};
+  uv_async_t fatal{};
+  std::chrono::steady_clock::time_point drain_deadline;
+  std::chrono::milliseconds grace{10000};
+  bool stopping = false;
+  int exit_code = 0;
+};
+
+void finish_loop(loop_context* ctx) {
+  uv_timer_stop(&ctx->drain);
+  ctx->server->close();
+  for (auto* h : {reinterpret_cast<uv_handle_t*>(&ctx->sigint),
+                  reinterpret_cast<uv_handle_t*>(&ctx->sigterm),
+                  reinterpret_cast<uv_handle_t*>(&ctx->sigusr1),
+                  reinterpret_cast<uv_handle_t*>(&ctx->drain),
+                  reinterpret_cast<uv_handle_t*>(&ctx->fatal)})
+    if (!uv_is_closing(h))
+      uv_close(h, nullptr);
+}
+
+void begin_shutdown(loop_context* ctx, const char* why) {
+  if (ctx->stopping)
+    return;
+  ctx->stopping = true;
+  log::info("daemon", std::string{"shutting down ("} + why
+                        + "): no new connections, draining requests");
+  ctx->server->stop_accepting();
+  ctx->drain_deadline = std::chrono::steady_clock::now() + ctx->grace;
+  uv_timer_start(
+    &ctx->drain,
+    [](uv_timer_t* t) {
+      auto* c = static_cast<loop_context*>(t->data);
+      if (c->server->in_flight() == 0
+          || std::chrono::steady_clock::now() >= c->drain_deadline) {
+        if (c->server->in_flight() > 0)
+          log::warn("daemon", std::to_string(c->server->in_flight())
+                                + " request(s) still running at shutdown");
+        finish_loop(c);
+      }
+    },
+    0, 20);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  daemon::options opts;
+  if (int rc = daemon::parse(argc, argv, opts); rc >= 0)
+    return rc;
+  log::set_threshold(level_from(opts.log_level));
+
+  auto listen = http::parse_listen(opts.listen);
+  if (!listen)
+    die(message_of(listen.error()));
+  if (!http::is_loopback_host(listen->first) && opts.token.empty())
+    die("a bearer token is required when listening beyond loopback");
+
+  auto root = absolute(opts.root);
+  std::optional<os::loop_mount> loop;
+  if (!opts.loop_image.empty()) {
+    auto size = os::parse_size(opts.loop_size);
+    if (!size)
+      die(message_of(size.error()));
+    auto mounted = os::loop_mount::open(absolute(opts.loop_image), *size, root);
+    if (!mounted)
+      die(message_of(mounted.error()));
+    loop.emplace(std::move(*mounted));
+    log::info("daemon", "store image " + opts.loop_image + " on "
+                          + loop->device() + " mounted at " + root
+                          + (loop->adopted() ? " (adopted)" : ""));
+    root = loop->mount_point();
+  }
+  int exit_code = 0;
+  {
+    if (auto err = os::require_btrfs(root))
+      die(message_of(err));
+    store::layout paths{absolute(root)};
+    if (auto err = os::ensure_managed_dir(paths.metadata_dir(), 0700,
+                                          "metadata directory"))
+      die(message_of(err));
+    auto catalog = store::catalog::open(paths.database());
+    if (!catalog)
+      die(message_of(catalog.error()));
+    auto shared_catalog =
+      std::make_shared<store::catalog>(std::move(*catalog));
+
+    uv_loop_t uv;
+    uv_loop_init(&uv);
+    loop_context ctx;
+    ctx.grace = opts.shutdown_grace;
+    http::server_options sopts;
+    sopts.host = listen->first;
+    sopts.port = listen->second;
+    sopts.token = opts.token;
+    sopts.idle_timeout = opts.idle_timeout;
+    sopts.max_connections = opts.max_connections;
+    // Declared before the actor system so it outlives every actor that may
+    // still post a reply.
+    http::server server{&uv, sopts,
+                        [&ctx](uint64_t ticket, std::string action,
+                               json::object params) {
+                          caf::anon_send(ctx.rpc, atom::rpc_v, ticket,
+                                         std::move(action),
+                                         json::value(std::move(params)));
+                        }};
+    ctx.server = &server;
+    uv_async_init(&uv, &ctx.fatal, [](uv_async_t* a) {
+      auto* c = static_cast<loop_context*>(a->data);
+      c->exit_code = 1;
+      begin_shutdown(c, "core actor failure");
+    });
+    ctx.fatal.data = &ctx;
+
+    caf::actor_system_config cfg;
+    cfg.add_message_types<caf::id_block::allox>();
+    cfg.set("scheduler.max-threads", opts.workers);
+    caf::actor_system system{cfg};
+    ctx.system = &system;
+
+    json::object info{{"pid", static_cast<int64_t>(::getpid())},
+                      {"root", paths.root},
+                      {"listen", opts.listen},
+                      {"loop_device", loop ? loop->device() : ""},
+                      {"workers", opts.workers}};
+    auto sup = system.spawn(
+      supervisor,
+      supervisor_init{paths, shared_catalog, &server, info,
+                      [&ctx](std::string) { uv_async_send(&ctx.fatal); }});
+    shared_catalog.reset();
+
+    // Reconcile and spawn every agent and session before serving. The
+    // scoped actor lives only in this block, on the main thread, and is
+    // gone before the loop runs.
+    {
+      caf::scoped_actor self{system};
+      auto started = std::chrono::steady_clock::now();
+      agents_actor agents;
+      self->request(sup, std::chrono::seconds{10}, atom::agent_v)
+        .receive([&](agents_actor& a) { agents = a; },
+                 [&](caf::error& err) { die(message_of(err)); });
+      self->request(sup, std::chrono::seconds{10}, atom::rpc_v)
+        .receive([&](rpc_actor& r) { ctx.rpc = r; },
+                 [&](caf::error& err) { die(message_of(err)); });
+      self->request(agents, std::chrono::minutes{10}, atom::load_v)
+        .receive(
+          [&](json::value& summary) {
+            auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - started)
+                        .count();
+            log::info("daemon", "store ready in " + std::to_string(ms)
+                                  + " ms: " + json::serialize(summary));
+          },
+          [&](caf::error& err) {
+            self->send_exit(sup, caf::exit_reason::user_shutdown);
+            die("start-up recovery failed: " + message_of(err));
+          });
+    }
+
+    if (auto err = server.listen())
+      die(message_of(err));
+    auto where = (listen->first.find(':') != std::string::npos
+                    ? "[" + listen->first + "]"
+                    : listen->first)
+                 + ":" + std::to_string(server.port());
+    log::info("daemon", "serving on http://" + where + "/v1/rpc"
+                          + (opts.token.empty() ? "" : " (token required)"));
+
+    for (auto* sig : {&ctx.sigint, &ctx.sigterm, &ctx.sigusr1}) {
+      uv_signal_init(&uv, sig);
+      sig->data = &ctx;
+    }
+    uv_signal_start(
+      &ctx.sigint,
+      [](uv_signal_t* s, int) {
+        begin_shutdown(static_cast<loop_context*>(s->data), "SIGINT");
+      },
+      SIGINT);
+    uv_signal_start(
+      &ctx.sigterm,
+      [](uv_signal_t* s, int) {
+        begin_shutdown(static_cast<loop_context*>(s->data), "SIGTERM");
+      },
+      SIGTERM);
+    uv_signal_start(
+      &ctx.sigusr1,
+      [](uv_signal_t* s, int) {
+        caf::anon_send(static_cast<loop_context*>(s->data)->rpc,
+                       atom::log_v);
+      },
+      SIGUSR1);
+    uv_timer_init(&uv, &ctx.drain);
+    ctx.drain.data = &ctx;
+
+    uv_run(&uv, UV_RUN_DEFAULT);
+
+    ctx.rpc = nullptr;
+    caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+    sup = nullptr;
+    system.await_all_actors_done();
+    uv_run(&uv, UV_RUN_NOWAIT);
+    uv_loop_close(&uv);
+    exit_code = ctx.exit_code;
+  }
+  if (loop) {
+    if (auto err = loop->unmount())
+      log::error("daemon", "unmount failed: " + message_of(err));
+    else
+      log::info("daemon", "store unmounted");
+  }
+  log::info("daemon", "stopped");
+  return exit_code;
+}

@@ -1,0 +1,55 @@
+#include "guest/daemon/options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+
+namespace allox::daemon {
+
+int parse(int argc, char** argv, options& out) {
+  CLI::App app{"Allox OS workspace daemon: agents, sessions, checkpoints and "
+               "rollback over JSON RPC"};
+  app.add_option("--root", out.root, "workspace store root (on Btrfs)")
+    ->required();
+  app.add_option("--listen", out.listen, "HOST:PORT to serve on")
+    ->capture_default_str();
+  app.add_option("--token", out.token,
+                 "bearer token (default: $ALLOX_WORKSPACE_TOKEN)");
+  app.add_option("--loop-image", out.loop_image,
+                 "back the store with this sparse Btrfs image, created and "
+                 "loop-mounted at --root if needed");
+  app.add_option("--loop-size", out.loop_size, "size of a new loop image")
+    ->capture_default_str();
+  app.add_option("--workers", out.workers, "actor scheduler threads")
+    ->capture_default_str()
+    ->check(CLI::Range(1, 64));
+  int64_t idle_ms = out.idle_timeout.count();
+  app.add_option("--idle-timeout-ms", idle_ms,
+                 "close idle HTTP connections after this long")
+    ->capture_default_str()
+    ->check(CLI::Range(int64_t{100}, int64_t{3600000}));
+  app.add_option("--max-connections", out.max_connections,
+                 "concurrent HTTP connections")
+    ->capture_default_str()
+    ->check(CLI::Range(1, 65536));
+  int64_t grace_ms = out.shutdown_grace.count();
+  app.add_option("--shutdown-grace-ms", grace_ms,
+                 "how long shutdown waits for in-flight requests")
+    ->capture_default_str();
+  app.add_option("--log-level", out.log_level, "debug, info, warn or error")
+    ->capture_default_str()
+    ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  out.idle_timeout = std::chrono::milliseconds{idle_ms};
+  out.shutdown_grace = std::chrono::milliseconds{grace_ms};
+  if (out.token.empty())
+    if (const char* env = std::getenv("ALLOX_WORKSPACE_TOKEN"))
+      out.token = env;
+  return -1;
+}
+
+} // namespace allox::daemon

@@ -1,0 +1,29 @@
+// Command line of allox-workspace-daemon (prototype-compatible flags).
+#pragma once
+
+#include "messages/errors.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace allox::daemon {
+
+struct options {
+  std::string root;
+  std::string listen = "127.0.0.1:8092";
+  std::string token;
+  std::string loop_image;
+  std::string loop_size = "8G";
+  size_t workers = 2;
+  std::chrono::milliseconds idle_timeout{60000};
+  size_t max_connections = 1024;
+  std::chrono::milliseconds shutdown_grace{10000};
+  std::string log_level = "info";
+};
+
+/// Parses argv; returns an exit code >= 0 when the program should stop
+/// (help printed or bad usage), -1 to continue.
+int parse(int argc, char** argv, options& out);
+
+} // namespace allox::daemon

@@ -1,0 +1,101 @@
+// HTTP/1.1 front end on a libuv loop: keep-alive connections, Beast's
+// parser and serializer, limits (header, body, idle time, connections), the
+// bearer-token check and the JSON envelope. Valid requests are handed to a
+// dispatch function; replies come back through post() from actor threads.
+//
+// Everything but post() runs on the loop thread.
+#pragma once
+
+#include "messages/errors.hpp"
+#include "messages/json.hpp"
+#include "messages/rpc.hpp"
+
+#include <uv.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace allox::http {
+
+struct server_options {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8092;
+  std::string token;
+  size_t max_body = 1 << 20;
+  size_t max_header = 64 << 10;
+  std::chrono::milliseconds idle_timeout{60000};
+  size_t max_connections = 1024;
+};
+
+/// Receives a validated request; the reply must be posted under `ticket`.
+using dispatch_fn =
+  std::function<void(uint64_t ticket, std::string action, json::object)>;
+
+class connection;
+
+class server final : public reply_channel {
+public:
+  server(uv_loop_t* loop, server_options opts, dispatch_fn dispatch);
+  ~server() override;
+
+  /// Binds and listens; the error names the address.
+  caf::error listen();
+
+  /// The bound port (useful with port 0).
+  uint16_t port() const { return bound_port_; }
+
+  /// Thread-safe: queues a reply and wakes the loop.
+  void post(rpc_reply reply) override;
+
+  /// Stops accepting new connections; in-flight requests still complete.
+  void stop_accepting();
+
+  /// Requests dispatched and not yet answered.
+  size_t in_flight() const { return tickets_.size(); }
+
+  /// Closes every connection and the wake-up handle; after this post()
+  /// drops replies. The loop can then run to completion.
+  void close();
+
+  // -- used by connections ----------------------------------------------------
+  const server_options& options() const { return opts_; }
+  uint64_t dispatch(connection* conn, std::string action, json::object params);
+  void forget(connection* conn);
+
+private:
+  static void on_connection(uv_stream_t* listener, int status);
+  static void on_wakeup(uv_async_t* async);
+  void deliver_replies();
+
+  uv_loop_t* loop_;
+  server_options opts_;
+  dispatch_fn dispatch_;
+  uv_tcp_t listener_{};
+  bool listening_ = false;
+  uv_async_t wakeup_{};
+  uint16_t bound_port_ = 0;
+  uint64_t next_ticket_ = 1;
+  std::unordered_map<uint64_t, connection*> tickets_;
+  std::unordered_map<connection*, std::unique_ptr<connection>> connections_;
+
+  std::mutex mtx_; // guards replies_ and closed_ (touched by actor threads)
+  std::deque<rpc_reply> replies_;
+  bool closed_ = false;
+};
+
+/// Splits HOST:PORT at the last colon; accepts [v6]:port.
+expected<std::pair<std::string, uint16_t>> parse_listen(const std::string& s);
+
+/// True for addresses that never leave the machine.
+bool is_loopback_host(const std::string& host);
+
+/// Constant-time comparison of the Authorization header with the token.
+bool token_matches(std::string_view header, std::string_view token);
+
+} // namespace allox::http

@@ -1,0 +1,39 @@
+// Btrfs subvolumes through libbtrfsutil (ioctls, no `btrfs` processes).
+//
+// Every function blocks in the kernel and must run off the actor scheduler
+// (see actors/blocking.hpp).
+#pragma once
+
+#include "messages/errors.hpp"
+
+#include <string>
+
+namespace allox::os {
+
+/// Name of the filesystem type holding `path` ("btrfs", "ext4", ...), from
+/// mountinfo; falls back to the statfs magic number in hex.
+expected<std::string> filesystem_type(const std::string& path);
+
+/// Succeeds when `path` exists and lives on Btrfs; otherwise the error names
+/// the filesystem found.
+caf::error require_btrfs(const std::string& path);
+
+/// Creates a new, empty subvolume at `path`.
+caf::error create_subvolume(const std::string& path);
+
+/// Snapshots the subvolume `source` at `target`, optionally read-only.
+caf::error create_snapshot(const std::string& source, const std::string& target,
+                           bool read_only);
+
+/// Deletes the subvolume at `path` and any subvolumes nested inside it.
+/// Returns without waiting for the cleaner to reclaim space.
+caf::error delete_subvolume(const std::string& path);
+
+/// True when `path` is the root of a subvolume.
+bool is_subvolume(const std::string& path);
+
+/// Removes `path` recursively, deleting subvolumes with the ioctl and
+/// everything else with unlink/rmdir. Missing paths are fine.
+caf::error remove_tree(const std::string& path);
+
+} // namespace allox::os

@@ -1,0 +1,100 @@
+#include "guest/os/fs.hpp"
+
+#include "guest/os/unique_fd.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace allox::os {
+
+namespace {
+
+caf::error sys_error(const std::string& what) {
+  return make_error(errc::internal, what + ": " + std::strerror(errno));
+}
+
+caf::error unmanaged(const std::string& path, const std::string& label) {
+  return make_error(errc::invalid_argument,
+                    label + " is not a managed directory: " + path);
+}
+
+} // namespace
+
+entry_kind kind_of(const std::string& path) {
+  struct stat st{};
+  if (lstat(path.c_str(), &st) != 0)
+    return entry_kind::missing;
+  if (S_ISLNK(st.st_mode))
+    return entry_kind::symlink;
+  if (S_ISDIR(st.st_mode))
+    return entry_kind::directory;
+  return entry_kind::other;
+}
+
+caf::error require_managed_dir(const std::string& path,
+                               const std::string& label) {
+  switch (kind_of(path)) {
+    case entry_kind::directory:
+      return caf::none;
+    case entry_kind::missing:
+      return make_error(errc::not_found, label + " does not exist: " + path);
+    default:
+      return unmanaged(path, label);
+  }
+}
+
+caf::error ensure_managed_dir(const std::string& path, unsigned mode,
+                              const std::string& label) {
+  if (mkdir(path.c_str(), mode) == 0)
+    return caf::none;
+  if (errno != EEXIST)
+    return sys_error("mkdir " + path);
+  if (kind_of(path) != entry_kind::directory)
+    return unmanaged(path, label);
+  return caf::none;
+}
+
+caf::error fsync_dir(const std::string& path) {
+  unique_fd fd{::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (!fd)
+    return sys_error("open " + path);
+  if (::fsync(fd.get()) != 0)
+    return sys_error("fsync " + path);
+  return caf::none;
+}
+
+expected<std::vector<std::string>> list_dir(const std::string& path) {
+  DIR* dir = opendir(path.c_str());
+  if (dir == nullptr)
+    return sys_error("opendir " + path);
+  std::vector<std::string> names;
+  while (auto* ent = readdir(dir)) {
+    std::string_view n = ent->d_name;
+    if (n != "." && n != "..")
+      names.emplace_back(n);
+  }
+  closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+caf::error rename_path(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0)
+    return sys_error("rename " + from + " -> " + to);
+  return caf::none;
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+} // namespace allox::os

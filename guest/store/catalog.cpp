@@ -1,0 +1,308 @@
+#include "guest/store/catalog.hpp"
+
+#include <sqlite3.h>
+
+#include <utility>
+
+namespace allox::store {
+
+namespace {
+
+// Each entry moves the schema from version i to i + 1. Never edit a shipped
+// entry; append a new one.
+constexpr const char* migrations[] = {
+  R"sql(
+    CREATE TABLE agents (
+      agent_id   TEXT PRIMARY KEY,
+      created_ns INTEGER NOT NULL,
+      deleting   INTEGER NOT NULL DEFAULT 0
+    ) WITHOUT ROWID;
+    CREATE TABLE sessions (
+      agent_id   TEXT NOT NULL,
+      session_id TEXT NOT NULL,
+      created_ns INTEGER NOT NULL,
+      deleting   INTEGER NOT NULL DEFAULT 0,
+      PRIMARY KEY (agent_id, session_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE audit (
+      seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+      timestamp_ns INTEGER NOT NULL,
+      op           TEXT NOT NULL,
+      agent_id     TEXT,
+      session_id   TEXT,
+      fields       TEXT NOT NULL
+    );
+    CREATE INDEX audit_by_scope ON audit (agent_id, session_id, seq);
+    CREATE INDEX audit_by_op ON audit (op, seq);
+  )sql",
+};
+
+class statement {
+public:
+  statement(sqlite3* db, const char* sql) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      stmt_ = nullptr;
+  }
+  statement(const statement&) = delete;
+  statement& operator=(const statement&) = delete;
+  ~statement() { sqlite3_finalize(stmt_); }
+  explicit operator bool() const { return stmt_ != nullptr; }
+  sqlite3_stmt* get() const { return stmt_; }
+
+  void bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()),
+                      SQLITE_TRANSIENT);
+  }
+  void bind_nullable(int i, const std::string& s) {
+    if (s.empty())
+      sqlite3_bind_null(stmt_, i);
+    else
+      bind(i, s);
+  }
+  void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  int step() { return sqlite3_step(stmt_); }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  std::string text(int col) const {
+    auto* p = sqlite3_column_text(stmt_, col);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+  int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+
+private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+caf::error db_error(sqlite3* db, const std::string& what) {
+  return make_error(errc::internal,
+                    "metadata database: " + what + ": " + sqlite3_errmsg(db));
+}
+
+} // namespace
+
+expected<catalog> catalog::open(const std::string& path) {
+  catalog result;
+  int rc = sqlite3_open_v2(path.c_str(), &result.db_,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                             | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    auto err = make_error(errc::internal, "cannot open metadata database "
+                                            + path + ": "
+                                            + sqlite3_errstr(rc));
+    return err;
+  }
+  sqlite3_busy_timeout(result.db_, 5000);
+  // WAL keeps readers off the writer's path; synchronous=FULL makes every
+  // commit durable before the filesystem step it guards (journals).
+  if (auto err = result.exec("PRAGMA journal_mode=WAL;"
+                             "PRAGMA synchronous=FULL;"))
+    return err;
+  if (auto err = result.migrate())
+    return err;
+  return result;
+}
+
+catalog::catalog(catalog&& other) noexcept
+  : db_(std::exchange(other.db_, nullptr)) {
+}
+
+catalog& catalog::operator=(catalog&& other) noexcept {
+  if (this != &other) {
+    sqlite3_close_v2(db_);
+    db_ = std::exchange(other.db_, nullptr);
+  }
+  return *this;
+}
+
+catalog::~catalog() {
+  sqlite3_close_v2(db_);
+}
+
+caf::error catalog::exec(const char* sql) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+    std::string text = msg ? msg : "unknown error";
+    sqlite3_free(msg);
+    return make_error(errc::internal, "metadata database: " + text);
+  }
+  return caf::none;
+}
+
+int catalog::schema_version() const {
+  statement st{db_, "PRAGMA user_version"};
+  if (!st || st.step() != SQLITE_ROW)
+    return -1;
+  return static_cast<int>(st.integer(0));
+}
+
+caf::error catalog::migrate() {
+  constexpr int latest = static_cast<int>(std::size(migrations));
+  int version = schema_version();
+  if (version > latest)
+    return make_error(errc::internal,
+                      "metadata database schema version "
+                        + std::to_string(version)
+                        + " is newer than this daemon supports ("
+                        + std::to_string(latest) + ")");
+  for (; version < latest; ++version) {
+    if (auto err = exec("BEGIN IMMEDIATE"))
+      return err;
+    if (auto err = exec(migrations[version])) {
+      exec("ROLLBACK");
+      return err;
+    }
+    auto set = "PRAGMA user_version=" + std::to_string(version + 1);
+    if (auto err = exec(set.c_str())) {
+      exec("ROLLBACK");
+      return err;
+    }
+    if (auto err = exec("COMMIT"))
+      return err;
+  }
+  return caf::none;
+}
+
+expected<catalog_snapshot> catalog::load() {
+  catalog_snapshot snap;
+  statement agents{db_, "SELECT agent_id, created_ns, deleting FROM agents "
+                        "ORDER BY agent_id"};
+  if (!agents)
+    return db_error(db_, "load agents");
+  while (agents.step() == SQLITE_ROW)
+    snap.agents.push_back(
+      {agents.text(0), agents.integer(1), agents.integer(2) != 0});
+  statement sessions{db_, "SELECT agent_id, session_id, created_ns, deleting "
+                          "FROM sessions ORDER BY agent_id, session_id"};
+  if (!sessions)
+    return db_error(db_, "load sessions");
+  while (sessions.step() == SQLITE_ROW)
+    snap.sessions.push_back({sessions.text(0), sessions.text(1),
+                             sessions.integer(2), sessions.integer(3) != 0});
+  return snap;
+}
+
+caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
+  if (auto err = exec("BEGIN IMMEDIATE"))
+    return err;
+  auto fail = [this](const char* what) {
+    auto err = db_error(db_, what);
+    exec("ROLLBACK");
+    return err;
+  };
+  statement put_agent{db_, "INSERT INTO agents (agent_id, created_ns, deleting)"
+                           " VALUES (?1, ?2, ?3) ON CONFLICT (agent_id) DO "
+                           "UPDATE SET deleting = excluded.deleting"};
+  statement del_agent_sessions{db_, "DELETE FROM sessions WHERE agent_id = ?1"};
+  statement del_agent{db_, "DELETE FROM agents WHERE agent_id = ?1"};
+  statement put_session{
+    db_, "INSERT INTO sessions (agent_id, session_id, created_ns, deleting) "
+         "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (agent_id, session_id) DO "
+         "UPDATE SET deleting = excluded.deleting"};
+  statement del_session{
+    db_, "DELETE FROM sessions WHERE agent_id = ?1 AND session_id = ?2"};
+  statement put_audit{db_, "INSERT INTO audit (timestamp_ns, op, agent_id, "
+                           "session_id, fields) VALUES (?1, ?2, ?3, ?4, ?5)"};
+  if (!put_agent || !del_agent_sessions || !del_agent || !put_session
+      || !del_session || !put_audit)
+    return fail("prepare");
+  for (const auto* w : writes) {
+    for (const auto& a : w->put_agents) {
+      put_agent.bind(1, a.agent_id);
+      put_agent.bind(2, a.created_ns);
+      put_agent.bind(3, int64_t{a.deleting});
+      if (put_agent.step() != SQLITE_DONE)
+        return fail("write agent");
+      put_agent.reset();
+    }
+    for (const auto& s : w->put_sessions) {
+      put_session.bind(1, s.agent_id);
+      put_session.bind(2, s.session_id);
+      put_session.bind(3, s.created_ns);
+      put_session.bind(4, int64_t{s.deleting});
+      if (put_session.step() != SQLITE_DONE)
+        return fail("write session");
+      put_session.reset();
+    }
+    for (const auto& s : w->delete_sessions) {
+      del_session.bind(1, s.agent_id);
+      del_session.bind(2, s.session_id);
+      if (del_session.step() != SQLITE_DONE)
+        return fail("delete session");
+      del_session.reset();
+    }
+    for (const auto& a : w->delete_agents) {
+      del_agent_sessions.bind(1, a);
+      del_agent.bind(1, a);
+      if (del_agent_sessions.step() != SQLITE_DONE
+          || del_agent.step() != SQLITE_DONE)
+        return fail("delete agent");
+      del_agent_sessions.reset();
+      del_agent.reset();
+    }
+    for (const auto& e : w->audit) {
+      put_audit.bind(1, e.timestamp_ns);
+      put_audit.bind(2, e.op);
+      put_audit.bind_nullable(3, e.agent_id);
+      put_audit.bind_nullable(4, e.session_id);
+      put_audit.bind(5, e.fields);
+      if (put_audit.step() != SQLITE_DONE)
+        return fail("write audit");
+      put_audit.reset();
+    }
+  }
+  if (auto err = exec("COMMIT")) {
+    exec("ROLLBACK");
+    return err;
+  }
+  return caf::none;
+}
+
+expected<json::value> catalog::audit(const audit_query& q) {
+  // Empty filters match everything; the limit is fetched plus one to tell
+  // whether more records follow.
+  statement st{db_, "SELECT seq, timestamp_ns, op, agent_id, session_id, "
+                    "fields FROM audit WHERE seq > ?1 "
+                    "AND (?2 = '' OR agent_id = ?2) "
+                    "AND (?3 = '' OR session_id = ?3) "
+                    "AND (?4 = '' OR op = ?4) ORDER BY seq LIMIT ?5"};
+  if (!st)
+    return db_error(db_, "audit query");
+  st.bind(1, q.after);
+  st.bind(2, q.agent_id);
+  st.bind(3, q.session_id);
+  st.bind(4, q.op);
+  st.bind(5, q.limit + 1);
+  json::array events;
+  int64_t next = q.after;
+  bool more = false;
+  while (st.step() == SQLITE_ROW) {
+    if (static_cast<int64_t>(events.size()) == q.limit) {
+      more = true;
+      break;
+    }
+    json::object ev;
+    boost::system::error_code ec;
+    auto fields = json::parse(st.text(5), ec);
+    if (!ec && fields.is_object())
+      ev = std::move(fields.as_object());
+    ev["cursor"] = st.integer(0);
+    ev["timestamp_ns"] = st.integer(1);
+    ev["op"] = st.text(2);
+    if (auto a = st.text(3); !a.empty())
+      ev["agent_id"] = a;
+    if (auto s = st.text(4); !s.empty())
+      ev["session_id"] = s;
+    next = st.integer(0);
+    events.push_back(std::move(ev));
+  }
+  json::object out;
+  out["events"] = std::move(events);
+  out["next_cursor"] = next;
+  out["has_more"] = more;
+  return json::value(std::move(out));
+}
+
+} // namespace allox::store

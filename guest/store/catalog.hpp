@@ -1,0 +1,48 @@
+// The metadata database: one SQLite file in WAL mode under <root>/.allox/,
+// outside every subvolume, so rollback never touches it.
+//
+// Only the METADATA actor uses a catalog; it is not thread-safe.
+#pragma once
+
+#include "messages/errors.hpp"
+#include "messages/json.hpp"
+#include "messages/records.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace allox::store {
+
+class catalog {
+public:
+  /// Opens (creating if needed) and migrates the database at `path`.
+  static expected<catalog> open(const std::string& path);
+
+  catalog(catalog&&) noexcept;
+  catalog& operator=(catalog&&) noexcept;
+  ~catalog();
+
+  /// Current schema version (PRAGMA user_version).
+  int schema_version() const;
+
+  /// Every agent and session row.
+  expected<catalog_snapshot> load();
+
+  /// Applies all writes in one durable transaction (all or nothing).
+  caf::error apply(const std::vector<const metadata_write*>& writes);
+
+  /// Audit records matching the query, oldest first:
+  /// {events:[...], next_cursor, has_more}.
+  expected<json::value> audit(const audit_query& query);
+
+private:
+  catalog() = default;
+  caf::error exec(const char* sql);
+  caf::error migrate();
+  sqlite3* db_ = nullptr;
+};
+
+} // namespace allox::store

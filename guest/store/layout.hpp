@@ -1,0 +1,41 @@
+// Where things live inside the store root (prototype-compatible layout):
+//
+//   <root>/agents/<a>/workspace/{shared/, sessions/<s>/{current/,
+//   checkpoints/<id>/}}  and  <root>/.allox/ (metadata, never rolled back)
+//
+// Every function takes ids that were already validated.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace allox::store {
+
+struct layout {
+  std::string root; // absolute, no trailing slash
+
+  // -- relative paths (as reported over RPC) ---------------------------------
+  static std::string rel_agent_workspace(std::string_view a);
+  static std::string rel_agent_shared(std::string_view a);
+  static std::string rel_session(std::string_view a, std::string_view s);
+  static std::string rel_current(std::string_view a, std::string_view s);
+
+  // -- absolute paths ---------------------------------------------------------
+  std::string agents_dir() const { return root + "/agents"; }
+  std::string agent_dir(std::string_view a) const;
+  std::string agent_workspace(std::string_view a) const;
+  std::string agent_shared(std::string_view a) const;
+  std::string sessions_dir(std::string_view a) const;
+  std::string session_dir(std::string_view a, std::string_view s) const;
+  std::string current(std::string_view a, std::string_view s) const;
+  std::string checkpoints_dir(std::string_view a, std::string_view s) const;
+  std::string checkpoint(std::string_view a, std::string_view s,
+                         std::string_view c) const;
+  std::string metadata_dir() const { return root + "/.allox"; }
+  std::string database() const { return metadata_dir() + "/allox.db"; }
+};
+
+/// Prefix of directories being deleted; never a valid id, so never listed.
+inline constexpr std::string_view trash_prefix = ".trash-";
+
+} // namespace allox::store

@@ -1,0 +1,31 @@
+// Start-up reconciliation of the store with the catalog, run before the
+// daemon serves: finishes interrupted deletions, purges trash, adopts
+// workspaces that exist on disk without rows (a crash between creating a
+// subvolume and committing its row, or a store written by other tools), and
+// forgets rows whose workspace is gone.
+#pragma once
+
+#include "guest/store/layout.hpp"
+#include "messages/errors.hpp"
+#include "messages/json.hpp"
+#include "messages/records.hpp"
+
+#include <vector>
+
+namespace allox::store {
+
+struct reconcile_result {
+  /// Catalog changes (with audit records) that make it match the disk.
+  metadata_write changes;
+  /// Agents and sessions that exist after reconciliation.
+  std::vector<agent_row> agents;
+  std::vector<session_row> sessions;
+  /// What was done, for the log and store.initialize.
+  json::object summary;
+};
+
+/// Blocking; runs on a worker thread.
+expected<reconcile_result> reconcile(const layout& paths,
+                                     const catalog_snapshot& rows);
+
+} // namespace allox::store

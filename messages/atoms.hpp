@@ -1,0 +1,19 @@
+// The daemon's atoms, in one type ID block.
+#pragma once
+
+#include <caf/type_id.hpp>
+
+CAF_BEGIN_TYPE_ID_BLOCK(allox, caf::first_custom_type_id)
+  CAF_ADD_ATOM(allox, allox::atom, rpc, "rpc")
+  CAF_ADD_ATOM(allox, allox::atom, load, "load")
+  CAF_ADD_ATOM(allox, allox::atom, write, "write")
+  CAF_ADD_ATOM(allox, allox::atom, audit, "audit")
+  CAF_ADD_ATOM(allox, allox::atom, dump, "dump")
+  CAF_ADD_ATOM(allox, allox::atom, retire, "retire")
+  CAF_ADD_ATOM(allox, allox::atom, flush, "flush")
+  CAF_ADD_ATOM(allox, allox::atom, run, "run")
+  CAF_ADD_ATOM(allox, allox::atom, session, "session")
+  CAF_ADD_ATOM(allox, allox::atom, agent, "agent")
+  CAF_ADD_ATOM(allox, allox::atom, purge, "purge")
+  CAF_ADD_ATOM(allox, allox::atom, log, "log")
+CAF_END_TYPE_ID_BLOCK(allox)

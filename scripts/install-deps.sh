@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian package Allox OS needs to build, run and test.
+# Idempotent: packages already present are left alone and apt is only
+# consulted when something is missing.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git
+  # core libraries
+  libcaf-dev libuv1-dev libboost-json1.81-dev libboost1.81-dev
+  libbtrfsutil-dev libsqlite3-dev libcli11-dev doctest-dev
+  # kernel-facing runtime tools
+  btrfs-progs bubblewrap util-linux mount e2fsprogs procps
+  # eBPF toolchain (tracker)
+  clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
+  # benchmarks and manual checks
+  wrk curl jq sqlite3 python3
+)
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps: run as root (apt-get needs it)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
+    || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
