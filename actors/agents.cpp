@@ -309,6 +309,12 @@ agents_actor::behavior_type agents(self_ptr self, store::layout paths,
       }
       auto it = st.agents.find(*aid);
       if (it == st.agents.end()) {
+        // Bad input creates nothing: check the session id before the
+        // implicit agent creation.
+        if (action == "session.create")
+          if (auto sid = params::required_id(params, "session_id", "session");
+              !sid)
+            return sid.error();
         if (action == "agent.create" || action == "session.create")
           return create_agent(self, *aid, action, params);
         return not_found(*aid);

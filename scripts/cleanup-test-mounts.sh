@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Safety net for the test suite: unmounts stores and detaches loop devices
+# that tests left under /tmp/allox-test-* (a test binary that crashed cannot
+# run its own clean-up). Touches nothing else. Exits 0 if nothing is left.
+set -u
+prefix=/tmp/allox-test-
+# Daemons started by a test binary that died: SIGTERM makes them unmount.
+if pkill -TERM -f -- "--root $prefix" 2>/dev/null; then
+  for _ in $(seq 50); do
+    pgrep -f -- "--root $prefix" >/dev/null || break
+    sleep 0.1
+  done
+  pkill -KILL -f -- "--root $prefix" 2>/dev/null || true
+fi
+awk -v p="$prefix" '$2 ~ "^"p {print $2}' /proc/mounts | sort -r |
+  while read -r mnt; do
+    umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
+  done
+losetup -a -O NAME,BACK-FILE -n 2>/dev/null | awk -v p="$prefix" 'index($2,p)==1 {print $1}' |
+  while read -r dev; do losetup -d "$dev" 2>/dev/null || true; done
+left=$(losetup -a -O BACK-FILE -n 2>/dev/null | grep -c "^$prefix" || true)
+if [ "${left:-0}" -gt 0 ]; then
+  echo "cleanup: $left test loop device(s) still attached" >&2
+  exit 1
+fi
+echo "cleanup: no test mounts or loop devices left"

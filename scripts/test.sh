@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# README command 2: from a fresh Debian 12 machine (as root) to a passing
+# test run: installs packages, configures, builds and runs every suite with
+# the `ci` workflow preset (optimised, warnings as errors, fault injection).
+# PRESET=dev runs the same under ASan and UBSan.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+./scripts/install-deps.sh
+# Leftovers from an earlier interrupted run would confuse the tests.
+./scripts/cleanup-test-mounts.sh >/dev/null || true
+cmake --workflow --preset "${PRESET:-ci}" --fresh

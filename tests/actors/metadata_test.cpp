@@ -1,0 +1,116 @@
+// The METADATA actor under CAF's deterministic scheduler, with a real
+// SQLite catalog in a scratch directory.
+#include "actors/metadata.hpp"
+
+#include "tests/fixtures/temp_dir.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <caf/scoped_actor.hpp>
+#include <doctest/doctest.h>
+#include <sqlite3.h>
+
+using namespace allox;
+
+namespace {
+
+struct deterministic {
+  caf::actor_system_config cfg;
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+
+  static caf::actor_system_config& prepare(caf::actor_system_config& c) {
+    c.set("scheduler.policy", caf::atom("testing"));
+    c.add_message_types<caf::id_block::allox>();
+    return c;
+  }
+  deterministic()
+    : sys(prepare(cfg)),
+      sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
+  }
+};
+
+metadata_write session_write(const std::string& sid) {
+  metadata_write w;
+  w.put_sessions.push_back({"a", sid, 1, false});
+  w.audit.push_back({1, "session.create", "a", sid, "{}"});
+  return w;
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(deterministic,
+                  "metadata: writes queued together commit in one "
+                  "transaction (group commit)") {
+  test::temp_dir dir;
+  auto db = store::catalog::open(dir / "allox.db");
+  REQUIRE(db);
+  auto shared = std::make_shared<store::catalog>(std::move(*db));
+  auto m = sys.spawn(metadata, shared, dir / "allox.db");
+  {
+    caf::scoped_actor self{sys};
+    for (auto sid : {"s1", "s2", "s3"})
+      self->send(m, atom::write_v, session_write(sid));
+    sched.run();
+    int acks = 0;
+    for (int i = 0; i < 3; ++i)
+      self->receive([&](caf::ok_atom) { ++acks; },
+                    caf::after(std::chrono::seconds{0}) >> [] {});
+    CHECK(acks == 3);
+    self->send(m, atom::dump_v);
+    sched.run();
+    self->receive(
+      [&](json::value& v) {
+        auto& counters = v.as_object().at("counters").as_object();
+        CHECK(counters.at("commits") == 1);
+        CHECK(counters.at("batches") == 3);
+      },
+      caf::after(std::chrono::seconds{0}) >> [] { FAIL("no dump"); });
+    self->send(m, atom::load_v);
+    sched.run();
+    self->receive(
+      [&](catalog_snapshot& snap) { CHECK(snap.sessions.size() == 3); },
+      caf::after(std::chrono::seconds{0}) >> [] { FAIL("no snapshot"); });
+  }
+  caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
+TEST_CASE_FIXTURE(deterministic, "metadata: a failed commit fails every "
+                                 "waiting writer") {
+  test::temp_dir dir;
+  auto db = store::catalog::open(dir / "allox.db");
+  REQUIRE(db);
+  auto shared = std::make_shared<store::catalog>(std::move(*db));
+  auto m = sys.spawn(metadata, shared, dir / "allox.db");
+  {
+    caf::scoped_actor self{sys};
+    // Break the database underneath the actor so the next commit fails.
+    sqlite3* raw = nullptr;
+    REQUIRE(sqlite3_open((dir / "allox.db").c_str(), &raw) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(raw, "DROP TABLE audit", nullptr, nullptr, nullptr)
+            == SQLITE_OK);
+    sqlite3_close(raw);
+    self->send(m, atom::write_v, session_write("s1"));
+    self->send(m, atom::write_v, session_write("s2"));
+    sched.run();
+    int errors = 0;
+    for (int i = 0; i < 2; ++i)
+      self->receive([&](caf::ok_atom) { FAIL("commit should fail"); },
+                    [&](caf::error& err) {
+                      CHECK(code_of(err) == errc::internal);
+                      ++errors;
+                    },
+                    caf::after(std::chrono::seconds{0}) >> [] {});
+    CHECK(errors == 2);
+    self->send(m, atom::load_v);
+    sched.run();
+    self->receive(
+      [&](catalog_snapshot& snap) { CHECK(snap.sessions.empty()); },
+      [&](caf::error&) { FAIL("load failed"); },
+      caf::after(std::chrono::seconds{0}) >> [] { FAIL("no snapshot"); });
+  }
+  caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
+  sched.run();
+}
