@@ -1,0 +1,145 @@
+// allox-bench: load generators and raw baselines for docs/benchmarks.md.
+//
+//   allox-bench create --port P --count N [--connections C] [--agents A]
+//       session.create over keep-alive connections; latency percentiles.
+//   allox-bench subvolumes --dir D --count N
+//       the raw kernel work of a session.create (libbtrfsutil subvolume +
+//       .allox-tmp + directory fsync), same percentiles: the baseline.
+//
+// Output: one JSON object per run on stdout.
+#include "guest/os/btrfs.hpp"
+#include "guest/os/fs.hpp"
+#include "tests/fixtures/http_client.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <thread>
+#include <vector>
+
+using namespace allox;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+json::object summarize(std::vector<double> micros, double seconds) {
+  std::sort(micros.begin(), micros.end());
+  auto pct = [&](double p) {
+    if (micros.empty())
+      return 0.0;
+    auto idx = static_cast<size_t>(p * static_cast<double>(micros.size() - 1));
+    return micros[idx];
+  };
+  json::object o;
+  o["count"] = micros.size();
+  o["p50_us"] = pct(0.50);
+  o["p99_us"] = pct(0.99);
+  o["max_us"] = micros.empty() ? 0.0 : micros.back();
+  o["seconds"] = seconds;
+  o["per_second"] = seconds > 0 ? static_cast<double>(micros.size()) / seconds
+                                : 0.0;
+  return o;
+}
+
+int create_sessions(const std::string& host, uint16_t port, size_t count,
+                    size_t connections, size_t agents,
+                    const std::string& prefix) {
+  std::vector<std::vector<double>> per_thread(connections);
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> failures{0};
+  auto start = clock_type::now();
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < connections; ++t)
+    threads.emplace_back([&, t] {
+      test::http_client client{host, port};
+      for (;;) {
+        auto i = next.fetch_add(1);
+        if (i >= count)
+          break;
+        json::object p{{"agent_id", prefix + "a" + std::to_string(i % agents)},
+                       {"session_id", prefix + "s" + std::to_string(i)}};
+        auto t0 = clock_type::now();
+        auto r = client.rpc("session.create", p);
+        auto us = std::chrono::duration<double, std::micro>(clock_type::now()
+                                                            - t0)
+                    .count();
+        if (r.status != 200)
+          ++failures;
+        per_thread[t].push_back(us);
+      }
+    });
+  for (auto& th : threads)
+    th.join();
+  auto seconds =
+    std::chrono::duration<double>(clock_type::now() - start).count();
+  std::vector<double> all;
+  for (auto& v : per_thread)
+    all.insert(all.end(), v.begin(), v.end());
+  auto o = summarize(std::move(all), seconds);
+  o["what"] = "session.create";
+  o["connections"] = connections;
+  o["failures"] = failures.load();
+  std::cout << json::serialize(o) << std::endl;
+  return failures.load() == 0 ? 0 : 1;
+}
+
+int raw_subvolumes(const std::string& dir, size_t count) {
+  if (auto err = os::ensure_managed_dir(dir, 0755, "bench directory")) {
+    std::cerr << message_of(err) << "\n";
+    return 1;
+  }
+  std::vector<double> micros;
+  auto start = clock_type::now();
+  for (size_t i = 0; i < count; ++i) {
+    auto t0 = clock_type::now();
+    auto session = dir + "/s" + std::to_string(i);
+    ::mkdir(session.c_str(), 0755);
+    ::mkdir((session + "/checkpoints").c_str(), 0755);
+    if (auto err = os::create_subvolume(session + "/current")) {
+      std::cerr << message_of(err) << "\n";
+      return 1;
+    }
+    ::mkdir((session + "/current/.allox-tmp").c_str(), 0700);
+    os::fsync_dir(dir);
+    micros.push_back(
+      std::chrono::duration<double, std::micro>(clock_type::now() - t0)
+        .count());
+  }
+  auto seconds =
+    std::chrono::duration<double>(clock_type::now() - start).count();
+  auto o = summarize(std::move(micros), seconds);
+  o["what"] = "raw subvolume create";
+  std::cout << json::serialize(o) << std::endl;
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Allox OS benchmark helper"};
+  app.require_subcommand(1);
+  std::string host = "127.0.0.1";
+  uint16_t port = 8092;
+  size_t count = 1000, connections = 1, agents = 1;
+  std::string prefix, dir;
+  auto* create = app.add_subcommand("create", "session.create load");
+  create->add_option("--host", host);
+  create->add_option("--port", port)->required();
+  create->add_option("--count", count);
+  create->add_option("--connections", connections);
+  create->add_option("--agents", agents);
+  create->add_option("--prefix", prefix, "id prefix, to run several times");
+  auto* raw = app.add_subcommand("subvolumes", "raw baseline");
+  raw->add_option("--dir", dir)->required();
+  raw->add_option("--count", count);
+  CLI11_PARSE(app, argc, argv);
+  if (*create)
+    return create_sessions(host, port, count, std::max<size_t>(1, connections),
+                           std::max<size_t>(1, agents), prefix);
+  return raw_subvolumes(dir, count);
+}
