@@ -105,6 +105,158 @@ void begin_shutdown(loop_context* ctx, const char* why) {
     0, 20);
 }
 
+/// Everything between mounting and unmounting the store; returns the exit
+/// code so that main() always unmounts what it mounted.
+int serve(const daemon::options& opts,
+          const std::pair<std::string, uint16_t>& listen_on,
+          const std::string& root, os::loop_mount* loop) {
+  auto fail = [](const std::string& msg) {
+    log::error("daemon", msg);
+    std::cerr << "allox-workspace-daemon: " << msg << std::endl;
+    return 1;
+  };
+  const auto* listen = &listen_on;
+  if (auto err = os::require_btrfs(root))
+    return fail(message_of(err));
+  store::layout paths{absolute(root)};
+  if (auto err = os::ensure_managed_dir(paths.metadata_dir(), 0700,
+                                        "metadata directory"))
+    return fail(message_of(err));
+  auto catalog = store::catalog::open(paths.database());
+  if (!catalog)
+    return fail(message_of(catalog.error()));
+  auto shared_catalog =
+    std::make_shared<store::catalog>(std::move(*catalog));
+
+  uv_loop_t uv;
+  uv_loop_init(&uv);
+  loop_context ctx;
+  ctx.grace = opts.shutdown_grace;
+  http::server_options sopts;
+  sopts.host = listen->first;
+  sopts.port = listen->second;
+  sopts.token = opts.token;
+  sopts.idle_timeout = opts.idle_timeout;
+  sopts.max_connections = opts.max_connections;
+  // Declared before the actor system so it outlives every actor that may
+  // still post a reply.
+  http::server server{&uv, sopts,
+                      [&ctx](uint64_t ticket, std::string action,
+                             json::object params) {
+                        caf::anon_send(ctx.rpc, atom::rpc_v, ticket,
+                                       std::move(action),
+                                       json::value(std::move(params)));
+                      }};
+  ctx.server = &server;
+  uv_async_init(&uv, &ctx.fatal, [](uv_async_t* a) {
+    auto* c = static_cast<loop_context*>(a->data);
+    c->exit_code = 1;
+    begin_shutdown(c, "core actor failure");
+  });
+  ctx.fatal.data = &ctx;
+
+  caf::actor_system_config cfg;
+  cfg.add_message_types<caf::id_block::allox>();
+  cfg.set("scheduler.max-threads", opts.workers);
+  caf::actor_system system{cfg};
+  ctx.system = &system;
+
+  json::object info{{"pid", static_cast<int64_t>(::getpid())},
+                    {"root", paths.root},
+                    {"listen", opts.listen},
+                    {"loop_device", loop ? loop->device() : ""},
+                    {"workers", opts.workers}};
+  auto sup = system.spawn(
+    supervisor,
+    supervisor_init{paths, shared_catalog, &server, info,
+                    [&ctx](std::string) { uv_async_send(&ctx.fatal); }});
+  shared_catalog.reset();
+
+  // Reconcile and spawn every agent and session before serving. The
+  // scoped actor lives only in this block, on the main thread, and is
+  // gone before the loop runs.
+  std::string startup_error;
+  {
+    caf::scoped_actor self{system};
+    auto started = std::chrono::steady_clock::now();
+    agents_actor agents;
+    auto on_error = [&](caf::error& err) { startup_error = message_of(err); };
+    self->request(sup, std::chrono::seconds{10}, atom::agent_v)
+      .receive([&](agents_actor& a) { agents = a; }, on_error);
+    self->request(sup, std::chrono::seconds{10}, atom::rpc_v)
+      .receive([&](rpc_actor& r) { ctx.rpc = r; }, on_error);
+    if (startup_error.empty())
+      self->request(agents, std::chrono::minutes{10}, atom::load_v)
+        .receive(
+          [&](json::value& summary) {
+            auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - started)
+                        .count();
+            log::info("daemon", "store ready in " + std::to_string(ms)
+                                  + " ms: " + json::serialize(summary));
+          },
+          [&](caf::error& err) {
+            startup_error = "start-up recovery failed: " + message_of(err);
+          });
+  }
+  if (startup_error.empty())
+    if (auto err = server.listen())
+      startup_error = message_of(err);
+  if (!startup_error.empty()) {
+    ctx.rpc = nullptr;
+    caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+    sup = nullptr;
+    system.await_all_actors_done();
+    server.close();
+    uv_close(reinterpret_cast<uv_handle_t*>(&ctx.fatal), nullptr);
+    uv_run(&uv, UV_RUN_DEFAULT);
+    uv_loop_close(&uv);
+    return fail(startup_error);
+  }
+  auto where = (listen->first.find(':') != std::string::npos
+                  ? "[" + listen->first + "]"
+                  : listen->first)
+               + ":" + std::to_string(server.port());
+  log::info("daemon", "serving on http://" + where + "/v1/rpc"
+                        + (opts.token.empty() ? "" : " (token required)"));
+
+  for (auto* sig : {&ctx.sigint, &ctx.sigterm, &ctx.sigusr1}) {
+    uv_signal_init(&uv, sig);
+    sig->data = &ctx;
+  }
+  uv_signal_start(
+    &ctx.sigint,
+    [](uv_signal_t* s, int) {
+      begin_shutdown(static_cast<loop_context*>(s->data), "SIGINT");
+    },
+    SIGINT);
+  uv_signal_start(
+    &ctx.sigterm,
+    [](uv_signal_t* s, int) {
+      begin_shutdown(static_cast<loop_context*>(s->data), "SIGTERM");
+    },
+    SIGTERM);
+  uv_signal_start(
+    &ctx.sigusr1,
+    [](uv_signal_t* s, int) {
+      caf::anon_send(static_cast<loop_context*>(s->data)->rpc,
+                     atom::log_v);
+    },
+    SIGUSR1);
+  uv_timer_init(&uv, &ctx.drain);
+  ctx.drain.data = &ctx;
+
+  uv_run(&uv, UV_RUN_DEFAULT);
+
+  ctx.rpc = nullptr;
+  caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  sup = nullptr;
+  system.await_all_actors_done();
+  uv_run(&uv, UV_RUN_NOWAIT);
+  uv_loop_close(&uv);
+  return ctx.exit_code;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -134,137 +286,7 @@ int main(int argc, char** argv) {
                           + (loop->adopted() ? " (adopted)" : ""));
     root = loop->mount_point();
   }
-  int exit_code = 0;
-  {
-    if (auto err = os::require_btrfs(root))
-      die(message_of(err));
-    store::layout paths{absolute(root)};
-    if (auto err = os::ensure_managed_dir(paths.metadata_dir(), 0700,
-                                          "metadata directory"))
-      die(message_of(err));
-    auto catalog = store::catalog::open(paths.database());
-    if (!catalog)
-      die(message_of(catalog.error()));
-    auto shared_catalog =
-      std::make_shared<store::catalog>(std::move(*catalog));
-
-    uv_loop_t uv;
-    uv_loop_init(&uv);
-    loop_context ctx;
-    ctx.grace = opts.shutdown_grace;
-    http::server_options sopts;
-    sopts.host = listen->first;
-    sopts.port = listen->second;
-    sopts.token = opts.token;
-    sopts.idle_timeout = opts.idle_timeout;
-    sopts.max_connections = opts.max_connections;
-    // Declared before the actor system so it outlives every actor that may
-    // still post a reply.
-    http::server server{&uv, sopts,
-                        [&ctx](uint64_t ticket, std::string action,
-                               json::object params) {
-                          caf::anon_send(ctx.rpc, atom::rpc_v, ticket,
-                                         std::move(action),
-                                         json::value(std::move(params)));
-                        }};
-    ctx.server = &server;
-    uv_async_init(&uv, &ctx.fatal, [](uv_async_t* a) {
-      auto* c = static_cast<loop_context*>(a->data);
-      c->exit_code = 1;
-      begin_shutdown(c, "core actor failure");
-    });
-    ctx.fatal.data = &ctx;
-
-    caf::actor_system_config cfg;
-    cfg.add_message_types<caf::id_block::allox>();
-    cfg.set("scheduler.max-threads", opts.workers);
-    caf::actor_system system{cfg};
-    ctx.system = &system;
-
-    json::object info{{"pid", static_cast<int64_t>(::getpid())},
-                      {"root", paths.root},
-                      {"listen", opts.listen},
-                      {"loop_device", loop ? loop->device() : ""},
-                      {"workers", opts.workers}};
-    auto sup = system.spawn(
-      supervisor,
-      supervisor_init{paths, shared_catalog, &server, info,
-                      [&ctx](std::string) { uv_async_send(&ctx.fatal); }});
-    shared_catalog.reset();
-
-    // Reconcile and spawn every agent and session before serving. The
-    // scoped actor lives only in this block, on the main thread, and is
-    // gone before the loop runs.
-    {
-      caf::scoped_actor self{system};
-      auto started = std::chrono::steady_clock::now();
-      agents_actor agents;
-      self->request(sup, std::chrono::seconds{10}, atom::agent_v)
-        .receive([&](agents_actor& a) { agents = a; },
-                 [&](caf::error& err) { die(message_of(err)); });
-      self->request(sup, std::chrono::seconds{10}, atom::rpc_v)
-        .receive([&](rpc_actor& r) { ctx.rpc = r; },
-                 [&](caf::error& err) { die(message_of(err)); });
-      self->request(agents, std::chrono::minutes{10}, atom::load_v)
-        .receive(
-          [&](json::value& summary) {
-            auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - started)
-                        .count();
-            log::info("daemon", "store ready in " + std::to_string(ms)
-                                  + " ms: " + json::serialize(summary));
-          },
-          [&](caf::error& err) {
-            self->send_exit(sup, caf::exit_reason::user_shutdown);
-            die("start-up recovery failed: " + message_of(err));
-          });
-    }
-
-    if (auto err = server.listen())
-      die(message_of(err));
-    auto where = (listen->first.find(':') != std::string::npos
-                    ? "[" + listen->first + "]"
-                    : listen->first)
-                 + ":" + std::to_string(server.port());
-    log::info("daemon", "serving on http://" + where + "/v1/rpc"
-                          + (opts.token.empty() ? "" : " (token required)"));
-
-    for (auto* sig : {&ctx.sigint, &ctx.sigterm, &ctx.sigusr1}) {
-      uv_signal_init(&uv, sig);
-      sig->data = &ctx;
-    }
-    uv_signal_start(
-      &ctx.sigint,
-      [](uv_signal_t* s, int) {
-        begin_shutdown(static_cast<loop_context*>(s->data), "SIGINT");
-      },
-      SIGINT);
-    uv_signal_start(
-      &ctx.sigterm,
-      [](uv_signal_t* s, int) {
-        begin_shutdown(static_cast<loop_context*>(s->data), "SIGTERM");
-      },
-      SIGTERM);
-    uv_signal_start(
-      &ctx.sigusr1,
-      [](uv_signal_t* s, int) {
-        caf::anon_send(static_cast<loop_context*>(s->data)->rpc,
-                       atom::log_v);
-      },
-      SIGUSR1);
-    uv_timer_init(&uv, &ctx.drain);
-    ctx.drain.data = &ctx;
-
-    uv_run(&uv, UV_RUN_DEFAULT);
-
-    ctx.rpc = nullptr;
-    caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
-    sup = nullptr;
-    system.await_all_actors_done();
-    uv_run(&uv, UV_RUN_NOWAIT);
-    uv_loop_close(&uv);
-    exit_code = ctx.exit_code;
-  }
+  int exit_code = serve(opts, *listen, root, loop ? &*loop : nullptr);
   if (loop) {
     if (auto err = loop->unmount())
       log::error("daemon", "unmount failed: " + message_of(err));

@@ -8,6 +8,10 @@
 
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <atomic>
 #include <future>
 #include <thread>
@@ -330,4 +334,27 @@ TEST_CASE("lifecycle: many sessions created concurrently") {
         .as_array()
         .size());
   CHECK(listed == 80);
+}
+
+TEST_CASE("lifecycle: a start-up failure after mounting still unmounts") {
+  test::temp_dir dir;
+  // Occupy the port so listening fails after the store is mounted.
+  int busy = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(busy, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  REQUIRE(::listen(busy, 1) == 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(busy, reinterpret_cast<sockaddr*>(&addr), &len);
+  auto [code, out] = run_daemon(
+    {"--root", dir / "store", "--loop-image", dir / "store.img",
+     "--loop-size", "1G", "--listen",
+     "127.0.0.1:" + std::to_string(ntohs(addr.sin_port))});
+  ::close(busy);
+  CHECK(code == 1);
+  CHECK(out.find("cannot listen") != std::string::npos);
+  CHECK(out.find("store unmounted") != std::string::npos);
+  CHECK_FALSE(mounted(dir / "store"));
+  CHECK(os::loop_device_for(dir / "store.img").empty());
 }
