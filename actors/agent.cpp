@@ -49,15 +49,37 @@ audit_event audit(const std::string& op, const std::string& agent_id,
   return {os::now_ns(), op, agent_id, session_id, json::serialize(fields)};
 }
 
-session_init make_session_init(self_ptr self, const session_entry& e) {
-  return {e.row.agent_id, e.row.session_id, e.row.created_ns, e.restarts,
-          self->state.init.paths, self->state.init.metadata};
+void spawn_session(self_ptr self, session_entry& e,
+                   std::vector<checkpoint_row> checkpoints) {
+  session_init init{e.row, std::move(checkpoints), e.restarts,
+                    self->state.init.paths, self->state.init.metadata};
+  e.handle = self->spawn<caf::linked + caf::monitored>(session,
+                                                       std::move(init));
+  e.status = "running";
 }
 
-void spawn_session(self_ptr self, session_entry& e) {
-  e.handle = self->spawn<caf::linked + caf::monitored>(
-    session, make_session_init(self, e));
-  e.status = "running";
+/// Re-spawns a failed session from its persisted row and checkpoints.
+void restart_session(self_ptr self, const std::string& sid) {
+  auto& e = self->state.sessions[sid];
+  e.status = "restarting";
+  self
+    ->request(self->state.init.metadata, caf::infinite, atom::load_v,
+              e.row.agent_id, sid)
+    .then(
+      [self, sid](catalog_snapshot& snap) {
+        auto it = self->state.sessions.find(sid);
+        if (it == self->state.sessions.end() || snap.sessions.empty())
+          return;
+        it->second.row = snap.sessions.front();
+        spawn_session(self, it->second, std::move(snap.checkpoints));
+      },
+      [self, sid](caf::error& err) {
+        log::error("agent", "cannot restart session " + sid + ": "
+                              + message_of(err));
+        if (auto it = self->state.sessions.find(sid);
+            it != self->state.sessions.end())
+          it->second.status = "failed";
+      });
 }
 
 caf::error agent_busy(self_ptr self) {
@@ -114,7 +136,7 @@ caf::result<json::value> handle_session_create(self_ptr self,
   auto origin = params::origin(params);
   auto& entry = st.sessions[*sid];
   entry.status = "creating";
-  entry.row = {aid, *sid, os::now_ns(), false};
+  entry.row = {aid, *sid, os::now_ns(), false, {}};
   auto rp = self->make_response_promise<json::value>();
   auto paths = st.init.paths;
   auto faults = st.faults.take("session.create");
@@ -142,8 +164,9 @@ caf::result<json::value> handle_session_create(self_ptr self,
           .then(
             [self, rp, sid](caf::ok_atom) mutable {
               auto& e = self->state.sessions[sid];
-              spawn_session(self, e);
-              rp.deliver(json::value(describe_session(make_session_init(self, e))));
+              spawn_session(self, e, {});
+              rp.deliver(
+                json::value(describe_session(e.row, store::checkpoint_dag{})));
             },
             fail);
       },
@@ -362,7 +385,8 @@ void on_session_down(self_ptr self, const caf::down_msg& dm) {
                             + " failed too often; not restarting");
     } else {
       ++e.restarts;
-      spawn_session(self, e);
+      e.handle = nullptr;
+      restart_session(self, sid);
       fields["restarted"] = true;
       log::warn("agent", "session " + session_key(e.row.agent_id, sid)
                            + " failed (" + reason + "); restarted");
@@ -379,12 +403,16 @@ void on_session_down(self_ptr self, const caf::down_msg& dm) {
 agent_actor::behavior_type agent(self_ptr self, agent_init init) {
   self->state.init = std::move(init);
   self->state.started = std::chrono::steady_clock::now();
+  std::map<std::string, std::vector<checkpoint_row>> by_session;
+  for (auto& c : self->state.init.checkpoints)
+    by_session[c.session_id].push_back(std::move(c));
   for (auto& row : self->state.init.sessions) {
     auto& entry = self->state.sessions[row.session_id];
     entry.row = row;
-    spawn_session(self, entry);
+    spawn_session(self, entry, std::move(by_session[row.session_id]));
   }
   self->state.init.sessions.clear();
+  self->state.init.checkpoints.clear();
   self->set_down_handler(
     [self](caf::down_msg& dm) { on_session_down(self, dm); });
   // Children's exits are handled by the down handler (restarts); only the
@@ -439,6 +467,8 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
       auto key = session_key(st.init.row.agent_id, sid);
       if (it == st.sessions.end() || it->second.status == "creating")
         return make_error(errc::not_found, "session does not exist: " + key);
+      if (it->second.status == "restarting")
+        return make_error(errc::conflict, "session is restarting: " + key);
       if (it->second.status == "failed" || !it->second.handle)
         return make_error(errc::internal,
                           "session actor failed repeatedly and is stopped: "

@@ -19,6 +19,7 @@ namespace allox {
 struct agent_init {
   agent_row row;
   std::vector<session_row> sessions;
+  std::vector<checkpoint_row> checkpoints;
   uint32_t restarts = 0;
   store::layout paths;
   metadata_actor metadata;
@@ -31,7 +32,7 @@ struct session_entry {
   session_row row;
   uint32_t restarts = 0;
   std::deque<std::chrono::steady_clock::time_point> recent_failures;
-  /// running, creating, deleting or failed (restart budget exhausted).
+  /// running, creating, restarting, or failed (restart budget exhausted).
   std::string status = "running";
 };
 

@@ -20,10 +20,15 @@ namespace {
 using self_ptr = agents_actor::stateful_pointer<agents_state>;
 
 void spawn_agent(self_ptr self, agent_slot& slot,
-                 std::vector<session_row> sessions) {
-  agent_init init{slot.row,          std::move(sessions),
-                  slot.restarts,     self->state.paths,
-                  self->state.metadata, self->address()};
+                 std::vector<session_row> sessions,
+                 std::vector<checkpoint_row> checkpoints) {
+  agent_init init{slot.row,
+                  std::move(sessions),
+                  std::move(checkpoints),
+                  slot.restarts,
+                  self->state.paths,
+                  self->state.metadata,
+                  self->address()};
   slot.handle = self->spawn<caf::linked + caf::monitored>(agent,
                                                           std::move(init));
   slot.status = "running";
@@ -114,7 +119,7 @@ caf::result<json::value> create_agent(self_ptr self, const std::string& aid,
             [self, aid, row](caf::ok_atom) {
               auto& slot = self->state.agents[aid];
               slot.row = row;
-              spawn_agent(self, slot, {});
+              spawn_agent(self, slot, {}, {});
               answer_queued(self, aid, caf::none);
             },
             [self, aid](caf::error& err) {
@@ -189,19 +194,24 @@ caf::result<json::value> load(self_ptr self) {
                 .then(
                   [self, rp, result](caf::ok_atom) mutable {
                     std::map<std::string, std::vector<session_row>> by_agent;
+                    std::map<std::string, std::vector<checkpoint_row>>
+                      checkpoints;
                     for (auto& s : result->sessions)
                       by_agent[s.agent_id].push_back(std::move(s));
+                    for (auto& c : result->checkpoints)
+                      checkpoints[c.agent_id].push_back(std::move(c));
                     for (auto& a : result->agents) {
                       auto& slot = self->state.agents[a.agent_id];
                       slot.row = a;
                       spawn_agent(self, slot,
-                                  std::move(by_agent[a.agent_id]));
+                                  std::move(by_agent[a.agent_id]),
+                                  std::move(checkpoints[a.agent_id]));
                     }
                     self->state.ready = true;
                     auto summary = std::move(result->summary);
                     summary["agents"] = result->agents.size();
                     summary["sessions"] = result->sessions.size();
-                    summary["recovered_sessions"] = json::array{};
+                    summary["checkpoints"] = result->checkpoints.size();
                     rp.deliver(json::value(std::move(summary)));
                   },
                   [rp](caf::error& err) mutable { rp.deliver(err); });
@@ -251,10 +261,15 @@ void on_agent_down(self_ptr self, const caf::down_msg& dm) {
           if (pos == self->state.agents.end() || pos->second.handle)
             return;
           std::vector<session_row> sessions;
+          std::vector<checkpoint_row> checkpoints;
           for (auto& s : snap.sessions)
             if (s.agent_id == aid && !s.deleting)
               sessions.push_back(std::move(s));
-          spawn_agent(self, pos->second, std::move(sessions));
+          for (auto& c : snap.checkpoints)
+            if (c.agent_id == aid)
+              checkpoints.push_back(std::move(c));
+          spawn_agent(self, pos->second, std::move(sessions),
+                      std::move(checkpoints));
         },
         [self, aid](caf::error& err) {
           log::error("agents", "cannot restart agent " + aid + ": "

@@ -53,6 +53,13 @@ metadata_actor::behavior_type metadata(self_ptr self,
         return snap.error();
       return std::move(*snap);
     },
+    [self](atom::load, const std::string& a,
+           const std::string& s) -> caf::result<catalog_snapshot> {
+      auto snap = self->state.db->load_session(a, s);
+      if (!snap)
+        return snap.error();
+      return std::move(*snap);
+    },
     [self](atom::write, metadata_write& w) -> caf::result<caf::ok_atom> {
       auto& st = self->state;
       st.queued.push_back(std::move(w));

@@ -7,10 +7,26 @@
 
 #include <caf/stateful_actor.hpp>
 
+#include <set>
+
 namespace allox {
 
 bool is_session_action(const std::string& action) {
-  return action == "session.describe";
+  static const std::set<std::string, std::less<>> actions{
+    "session.describe",
+    "session.rollback",
+    "session.rollback_after_runtime_reset",
+    "session.unfence",
+    "checkpoint.create",
+    "checkpoint.list",
+    "checkpoint.describe",
+    "checkpoint.delete",
+    "checkpoint.diff",
+    "execution.acquire",
+    "runtime.register_background",
+    "runtime.begin_reset",
+  };
+  return actions.count(action) > 0;
 }
 
 namespace {
@@ -112,9 +128,35 @@ caf::error decode_audit_query(const json::object& p, audit_query& q) {
   return caf::none;
 }
 
+/// execution.release and runtime.complete_reset carry only a token; route
+/// them to the session that issued it.
+void route_by_token(self_ptr self, uint64_t ticket, std::string action,
+                    json::object params, const char* field) {
+  auto token = params::required_string(params, field);
+  if (!token)
+    return reply_error(self, ticket, token.error());
+  auto it = self->state.tokens.find(*token);
+  if (it == self->state.tokens.end()) {
+    if (action == "execution.release")
+      return reply(self, ticket, json::object{{"released", false}});
+    return reply_error(self, ticket,
+                       make_error(errc::not_found,
+                                  "unknown runtime reset token"));
+  }
+  params["agent_id"] = it->second.first;
+  params["session_id"] = it->second.second;
+  route_to_session(self, ticket, std::move(action), std::move(params));
+}
+
 void dispatch(self_ptr self, uint64_t ticket, std::string action,
               json::object params) {
   auto& init = self->state.init;
+  if (action == "execution.release")
+    return route_by_token(self, ticket, std::move(action), std::move(params),
+                          "lease_token");
+  if (action == "runtime.complete_reset")
+    return route_by_token(self, ticket, std::move(action), std::move(params),
+                          "reset_token");
   if (is_session_action(action)
       || (action == "debug.fault" && params::has(params, "session_id")))
     return route_to_session(self, ticket, std::move(action),

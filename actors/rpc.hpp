@@ -32,6 +32,10 @@ struct rpc_state {
   /// Requests sent to a session actor and not answered yet, so a failing
   /// actor's callers are answered at once.
   std::unordered_map<uint64_t, caf::actor_addr> in_flight;
+  /// Lease and reset tokens -> (agent, session), learned from the replies
+  /// that hand them out: execution.release and runtime.complete_reset name
+  /// only the token.
+  std::unordered_map<std::string, std::pair<std::string, std::string>> tokens;
   uint64_t requests = 0;
   uint64_t errors = 0;
   std::chrono::steady_clock::time_point started;

@@ -5,18 +5,27 @@
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
+#include "guest/store/workspace_ops.hpp"
+#include "messages/checkpoint_params.hpp"
 #include "messages/ids.hpp"
 #include "messages/params.hpp"
 
-#include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include <functional>
+#include <memory>
+
 namespace allox {
 
-json::object describe_session(const session_init& init) {
-  const auto& a = init.agent_id;
-  const auto& s = init.session_id;
+std::string session_state::key() const {
+  return session_key(agent_id(), session_id());
+}
+
+json::object describe_session(const session_row& row,
+                              const store::checkpoint_dag& dag) {
+  const auto& a = row.agent_id;
+  const auto& s = row.session_id;
   json::object o;
   o["agent_id"] = a;
   o["session_id"] = s;
@@ -25,163 +34,859 @@ json::object describe_session(const session_init& init) {
   o["relative_agent_shared"] = store::layout::rel_agent_shared(a);
   o["relative_session_workspace"] = store::layout::rel_session(a, s);
   o["relative_workspace"] = store::layout::rel_current(a, s);
-  o["checkpoint_ids"] = json::array{};
-  o["checkpoint_head"] = nullptr;
+  o["checkpoint_ids"] = dag.present_ids();
+  if (dag.head().empty())
+    o["checkpoint_head"] = nullptr;
+  else
+    o["checkpoint_head"] = dag.head();
   return o;
 }
 
 namespace {
 
 using self_ptr = session_actor::stateful_pointer<session_state>;
+using promise = caf::typed_response_promise<json::value>;
+using fail_fn = std::function<void(caf::error)>;
 
-std::string key(const session_init& init) {
-  return session_key(init.agent_id, init.session_id);
+caf::error conflict(std::string msg) {
+  return make_error(errc::conflict, std::move(msg));
 }
 
-/// Refuses work unless the session is idle.
-caf::error require_idle(self_ptr self) {
-  const auto& phase = self->state.phase;
-  if (phase == "idle")
-    return caf::none;
-  if (phase == "retired")
-    return make_error(errc::not_found,
-                      "session does not exist: " + key(self->state.init));
-  return make_error(errc::conflict, "session is busy (" + phase
-                                      + "): " + key(self->state.init));
+audit_event audit(self_ptr self, const std::string& op, json::object fields) {
+  return {os::now_ns(), op, self->state.agent_id(), self->state.session_id(),
+          json::serialize(fields)};
 }
+
+session_ref ref(self_ptr self) {
+  return {self->state.agent_id(), self->state.session_id()};
+}
+
+// -- guards ---------------------------------------------------------------------
+
+caf::error require_alive(self_ptr self) {
+  auto& st = self->state;
+  if (st.phase == "retired" || st.phase == "deleting")
+    return make_error(errc::not_found, "session does not exist: " + st.key());
+  if (st.phase == "fenced")
+    return conflict("session is fenced (" + st.fence_reason
+                    + "); restart the daemon to recover: " + st.key());
+  return caf::none;
+}
+
+/// The prototype's "mutating": a mutation runs or a reset fences.
+bool mutating(self_ptr self) {
+  return self->state.phase == "mutating" || !self->state.reset_token.empty();
+}
+
+/// Guard of checkpoint.create/delete and session.rollback.
+caf::error require_mutable(self_ptr self) {
+  if (auto err = require_alive(self))
+    return err;
+  auto& st = self->state;
+  if (mutating(self))
+    return conflict("session mutation already in progress: " + st.key());
+  if (!st.leases.empty())
+    return conflict("session has active executions: " + st.key());
+  if (!st.background.empty())
+    return conflict("session has persistent runtime executions: " + st.key()
+                    + "; use runtime reset before rollback");
+  return caf::none;
+}
+
+void begin_mutation(self_ptr self, std::string what) {
+  self->state.phase = "mutating";
+  self->state.mutation = std::move(what);
+}
+
+void end_mutation(self_ptr self) {
+  if (self->state.phase == "mutating")
+    self->state.phase = "idle";
+  self->state.mutation.clear();
+}
+
+/// A journal write failed: the store may be mid-operation, so nothing else
+/// may touch the session until start-up recovery has run.
+void fence(self_ptr self, const caf::error& err) {
+  auto& st = self->state;
+  st.phase = "fenced";
+  st.fence_reason = "journal write failed: " + message_of(err);
+  st.mutation.clear();
+  log::error("session", st.key() + " fenced: " + st.fence_reason);
+}
+
+// -- sequencing -----------------------------------------------------------------
+
+/// Commits `w` durably, then runs `next`; a failed commit goes to `fail`.
+template <class Next>
+void commit(self_ptr self, metadata_write w, Next next, fail_fn fail) {
+  self
+    ->request(self->state.init.metadata, caf::infinite, atom::write_v,
+              std::move(w))
+    .then([next](caf::ok_atom) mutable { next(); },
+          [fail](caf::error& err) { fail(err); });
+}
+
+/// Runs a filesystem step on a worker thread, then `next(result)`.
+template <class Job, class Next>
+void blocking(self_ptr self, Job job, Next next, fail_fn fail) {
+  run_blocking(self, std::move(job))
+    .then([next](json::value& v) mutable { next(v); },
+          [fail](caf::error& err) { fail(err); });
+}
+
+// -- describe / list ------------------------------------------------------------
 
 caf::result<json::value> handle_describe(self_ptr self) {
   if (self->state.phase == "retired")
     return make_error(errc::not_found,
-                      "session does not exist: " + key(self->state.init));
-  const auto& init = self->state.init;
-  auto current = init.paths.current(init.agent_id, init.session_id);
+                      "session does not exist: " + self->state.key());
+  const auto& row = self->state.init.row;
+  auto current = self->state.init.paths.current(row.agent_id, row.session_id);
   // One lstat: cheap, and catches a workspace replaced behind our back.
   switch (os::kind_of(current)) {
     case os::entry_kind::directory:
       break;
     case os::entry_kind::missing:
+      if (self->state.phase == "mutating")
+        break; // mid-rollback: current/ is being swapped
       return make_error(errc::not_found,
-                        "session does not exist: " + key(init));
+                        "session does not exist: " + self->state.key());
     default:
       return make_error(errc::invalid_argument,
                         "session workspace is not a managed directory: "
                           + current);
   }
-  return json_reply(describe_session(init));
+  return json_reply(describe_session(row, self->state.dag));
 }
+
+json::object checkpoint_list(self_ptr self) {
+  auto& st = self->state;
+  json::object o;
+  o["agent_id"] = st.agent_id();
+  o["session_id"] = st.session_id();
+  if (st.dag.head().empty())
+    o["head"] = nullptr;
+  else
+    o["head"] = st.dag.head();
+  o["checkpoint_ids"] = st.dag.present_ids();
+  o["checkpoints"] = st.dag.records();
+  return o;
+}
+
+caf::result<json::value> handle_checkpoint_describe(self_ptr self,
+                                                    const json::object& p) {
+  auto key = params::required_string(p, "checkpoint_id");
+  if (!key)
+    return key.error();
+  auto id = self->state.dag.resolve(*key);
+  if (!id)
+    return id.error();
+  auto rec = self->state.dag.record(*self->state.dag.find(*id));
+  rec["agent_id"] = self->state.agent_id();
+  rec["session_id"] = self->state.session_id();
+  rec["is_head"] = *id == self->state.dag.head();
+  return json_reply(std::move(rec));
+}
+
+// -- checkpoint.create ----------------------------------------------------------
+
+// Crash-safe in two durable steps: a journal naming the checkpoint, then
+// the snapshot, then one transaction with the row, the new head, the audit
+// record and the journal's removal. A crash before that transaction leaves
+// a journal, and start-up deletes the snapshot: the checkpoint exists
+// completely or not at all.
+caf::result<json::value> handle_checkpoint_create(self_ptr self,
+                                                  const json::object& p) {
+  auto req = params::decode_checkpoint_create(p);
+  if (!req)
+    return req.error();
+  if (auto err = require_mutable(self))
+    return err;
+  auto& st = self->state;
+  auto id = req->checkpoint_id.empty()
+              ? "cp-" + std::to_string(os::now_ns())
+              : req->checkpoint_id;
+  if (st.dag.find(id) != nullptr)
+    return make_error(errc::already_exists, "checkpoint already exists: " + id);
+  checkpoint_row row;
+  row.agent_id = st.agent_id();
+  row.session_id = st.session_id();
+  row.checkpoint_id = id;
+  row.created_at_ns = os::now_ns();
+  row.origin = req->origin;
+  row.has_message = req->has_message;
+  row.message = req->message;
+  row.pinned = req->pinned;
+  row.metadata = req->metadata;
+  row.parent_id = st.dag.head();
+  begin_mutation(self, "checkpoint.create");
+  auto rp = self->make_response_promise<json::value>();
+  auto faults = std::make_shared<fault_set>(st.faults.take("checkpoint.create"));
+  auto fail = [self, rp](caf::error err) mutable {
+    ++self->state.failures;
+    end_mutation(self);
+    rp.deliver(std::move(err));
+  };
+  journal_row journal{row.agent_id, row.session_id, "checkpoint", "preparing",
+                      id,           "",             "",           false,
+                      row.origin,   ""};
+  metadata_write w;
+  w.put_journals.push_back(journal);
+  commit(
+    self, std::move(w),
+    [self, rp, row, faults, fail]() mutable {
+      auto paths = self->state.init.paths;
+      blocking(
+        self,
+        [paths, row, faults]() -> expected<json::value> {
+          faults->trigger("checkpoint.create.before_snapshot");
+          auto gen = store::snapshot_current(paths, row.agent_id,
+                                             row.session_id, row.checkpoint_id);
+          if (!gen)
+            return gen.error();
+          faults->trigger("checkpoint.create.after_snapshot");
+          return json::value(*gen);
+        },
+        [self, rp, row, faults, fail](json::value& gen) mutable {
+          row.generation = gen.as_int64();
+          json::object fields{{"checkpoint_id", row.checkpoint_id},
+                              {"origin", row.origin},
+                              {"pinned", row.pinned}};
+          fields["message"] = row.has_message ? json::value(row.message)
+                                              : json::value(nullptr);
+          fields["metadata"] = row.metadata.empty()
+                                 ? json::value(nullptr)
+                                 : json::parse(row.metadata);
+          metadata_write done;
+          done.put_checkpoints.push_back(row);
+          done.set_heads.push_back(
+            {row.agent_id, row.session_id, row.checkpoint_id});
+          done.delete_journals.push_back(ref(self));
+          done.audit.push_back(audit(self, "checkpoint.create", fields));
+          commit(
+            self, std::move(done),
+            [self, rp, row, faults]() mutable {
+              faults->trigger("checkpoint.create.after_commit");
+              auto& state = self->state;
+              state.dag.add(row);
+              ++state.checkpoints_created;
+              end_mutation(self);
+              json::object r{{"agent_id", row.agent_id},
+                             {"session_id", row.session_id},
+                             {"checkpoint_id", row.checkpoint_id}};
+              r["parent_id"] = row.parent_id.empty()
+                                 ? json::value(nullptr)
+                                 : json::value(row.parent_id);
+              r["metadata"] = row.metadata.empty()
+                                ? json::value(nullptr)
+                                : json::parse(row.metadata);
+              rp.deliver(json::value(std::move(r)));
+            },
+            [self, rp](caf::error err) mutable {
+              fence(self, err);
+              rp.deliver(err);
+            });
+        },
+        [self, fail](caf::error err) mutable {
+          // The snapshot step removed anything half-made; drop the journal.
+          metadata_write undo;
+          undo.delete_journals.push_back(ref(self));
+          commit(
+            self, std::move(undo), [fail, err]() mutable { fail(err); },
+            [self, fail](caf::error jerr) mutable {
+              fence(self, jerr);
+              fail(jerr);
+            });
+        });
+    },
+    fail);
+  return rp;
+}
+
+// -- checkpoint.delete ----------------------------------------------------------
+
+caf::result<json::value> handle_checkpoint_delete(self_ptr self,
+                                                  const json::object& p) {
+  auto key = params::required_string(p, "checkpoint_id");
+  if (!key)
+    return key.error();
+  auto force = params::optional_bool(p, "force", false);
+  if (!force)
+    return force.error();
+  auto origin = params::origin(p);
+  auto& st = self->state;
+  // Unlike the prototype, a row marked missing can be deleted by its id.
+  std::string id;
+  if (auto* exact = st.dag.find(*key); exact != nullptr) {
+    id = exact->checkpoint_id;
+  } else {
+    auto resolved = st.dag.resolve(*key);
+    if (!resolved)
+      return resolved.error();
+    id = *resolved;
+  }
+  if (st.dag.find(id)->pinned && !*force)
+    return conflict("checkpoint is pinned; use force to delete: " + id);
+  if (auto err = require_mutable(self))
+    return err;
+  begin_mutation(self, "checkpoint.delete");
+  auto rp = self->make_response_promise<json::value>();
+  auto faults = std::make_shared<fault_set>(st.faults.take("checkpoint.delete"));
+  auto fail = [self, rp](caf::error err) mutable {
+    ++self->state.failures;
+    end_mutation(self);
+    rp.deliver(std::move(err));
+  };
+  // The journal lets start-up finish a deletion whose snapshot is gone but
+  // whose row is not (re-parenting and the head move happen there too).
+  metadata_write w;
+  w.put_journals.push_back({st.agent_id(), st.session_id(), "checkpoint.delete",
+                            "preparing", id, "", "", false, origin, ""});
+  commit(
+    self, std::move(w),
+    [self, rp, id, origin, faults, fail]() mutable {
+      auto paths = self->state.init.paths;
+      auto a = self->state.agent_id();
+      auto s = self->state.session_id();
+      blocking(
+        self,
+        [paths, a, s, id, faults]() -> expected<json::value> {
+          faults->trigger("checkpoint.delete.before_delete");
+          if (auto err = store::delete_checkpoint(paths, a, s, id))
+            return err;
+          faults->trigger("checkpoint.delete.after_delete");
+          return json::value();
+        },
+        [self, rp, id, origin](json::value&) mutable {
+          auto& state = self->state;
+          auto dag = state.dag;
+          auto* row = dag.find(id);
+          auto removed = *row;
+          auto reparented = dag.remove(id);
+          metadata_write done;
+          done.delete_checkpoints.push_back(removed);
+          for (auto& r : reparented)
+            done.put_checkpoints.push_back(r);
+          done.set_heads.push_back(
+            {state.agent_id(), state.session_id(), dag.head()});
+          done.delete_journals.push_back(ref(self));
+          done.audit.push_back(audit(
+            self, "checkpoint.delete", {{"checkpoint_id", id}, {"origin", origin}}));
+          commit(
+            self, std::move(done),
+            [self, rp, id, dag]() mutable {
+              self->state.dag = std::move(dag);
+              end_mutation(self);
+              rp.deliver(json::value(json::object{
+                {"agent_id", self->state.agent_id()},
+                {"session_id", self->state.session_id()},
+                {"checkpoint_id", id},
+                {"deleted", true}}));
+            },
+            [self, rp](caf::error err) mutable {
+              fence(self, err);
+              rp.deliver(err);
+            });
+        },
+        [self, fail](caf::error err) mutable {
+          metadata_write undo;
+          undo.delete_journals.push_back(ref(self));
+          commit(
+            self, std::move(undo), [fail, err]() mutable { fail(err); },
+            [self, fail](caf::error jerr) mutable {
+              fence(self, jerr);
+              fail(jerr);
+            });
+        });
+    },
+    fail);
+  return rp;
+}
+
+// -- session.rollback -------------------------------------------------------------
+
+/// One rollback in flight: the prototype's journaled swap (reference 5.4).
+/// Each phase is committed before the filesystem step it guards:
+///   preparing -> snapshot checkpoint as .restore-<t>
+///   prepared  -> rename current/ to .discard-<t>
+///   old_moved -> rename .restore-<t> to current/
+///   committed -> scrub sockets/FIFOs, delete .discard-<t>
+///   then head, audit and journal removal in one transaction.
+struct rollback_run {
+  self_ptr self;
+  promise rp;
+  params::rollback req;
+  std::string target;
+  journal_row journal;
+  std::shared_ptr<fault_set> faults;
+  json::array removed;
+};
+
+using run_ptr = std::shared_ptr<rollback_run>;
+
+void rollback_fail(const run_ptr& run, caf::error err) {
+  auto self = run->self;
+  ++self->state.failures;
+  end_mutation(self);
+  run->rp.deliver(std::move(err));
+}
+
+/// Undoes the journal after a step failed with nothing left on disk.
+void rollback_abort(const run_ptr& run, caf::error err) {
+  metadata_write undo;
+  undo.delete_journals.push_back(ref(run->self));
+  commit(
+    run->self, std::move(undo), [run, err]() { rollback_fail(run, err); },
+    [run](caf::error jerr) {
+      fence(run->self, jerr);
+      rollback_fail(run, jerr);
+    });
+}
+
+/// Writes the next journal phase, then runs `next`.
+template <class Next>
+void rollback_phase(const run_ptr& run, const char* phase, Next next) {
+  run->journal.phase = phase;
+  metadata_write w;
+  w.put_journals.push_back(run->journal);
+  commit(run->self, std::move(w), std::move(next), [run](caf::error err) {
+    fence(run->self, err);
+    rollback_fail(run, err);
+  });
+}
+
+void rollback_finish(const run_ptr& run) {
+  auto self = run->self;
+  auto& st = self->state;
+  json::object fields{{"checkpoint_id", run->target},
+                      {"origin", run->req.origin},
+                      {"scrub_runtime", run->req.scrub_runtime},
+                      {"removed_runtime_entries", run->removed}};
+  metadata_write done;
+  done.set_heads.push_back({st.agent_id(), st.session_id(), run->target});
+  done.delete_journals.push_back(ref(self));
+  done.audit.push_back(audit(self, "session.rollback", fields));
+  commit(
+    self, std::move(done),
+    [run]() {
+      auto owner = run->self;
+      auto& state = owner->state;
+      state.dag.move_head(run->target);
+      ++state.rollbacks;
+      // After a runtime reset the session stays fenced by the reset token
+      // until runtime.complete_reset.
+      end_mutation(owner);
+      json::object r{{"agent_id", state.agent_id()},
+                     {"session_id", state.session_id()},
+                     {"checkpoint_id", run->target},
+                     {"relative_workspace",
+                      store::layout::rel_current(state.agent_id(),
+                                                 state.session_id())},
+                     {"removed_runtime_entries", run->removed}};
+      run->rp.deliver(json::value(std::move(r)));
+    },
+    [run](caf::error err) {
+      // Committed on disk; the journal says so and start-up will move the
+      // head. Until then nothing else may touch the session.
+      fence(run->self, err);
+      rollback_fail(run, err);
+    });
+}
+
+void rollback_cleanup(const run_ptr& run) {
+  auto self = run->self;
+  auto paths = self->state.init.paths;
+  auto a = self->state.agent_id();
+  auto s = self->state.session_id();
+  auto journal = run->journal;
+  auto faults = run->faults;
+  bool scrub = run->req.scrub_runtime;
+  blocking(
+    self,
+    [paths, a, s, journal, faults, scrub]() -> expected<json::value> {
+      json::array removed;
+      if (scrub) {
+        auto entries = store::scrub_runtime(paths.current(a, s));
+        if (!entries)
+          return entries.error();
+        for (auto& e : *entries)
+          removed.emplace_back(e);
+      }
+      faults->trigger("rollback.before_discard");
+      // The ioctl returns before Btrfs reclaims the space (the cleaner
+      // does that later), so this does not wait for the old tree.
+      if (auto err = store::remove_in_session(paths, a, s,
+                                              journal.discard_name))
+        log::warn("session", "cannot delete " + journal.discard_name + ": "
+                               + message_of(err));
+      faults->trigger("rollback.after_discard");
+      return json::value(std::move(removed));
+    },
+    [run](json::value& removed) {
+      run->removed = std::move(removed.as_array());
+      rollback_finish(run);
+    },
+    [run](caf::error err) {
+      // The swap is committed; a failed scrub is reported, not undone.
+      log::warn("session", run->self->state.key() + ": post-rollback clean-up "
+                             "failed: " + message_of(err));
+      rollback_finish(run);
+    });
+}
+
+void rollback_swap(const run_ptr& run) {
+  auto self = run->self;
+  auto paths = self->state.init.paths;
+  auto a = self->state.agent_id();
+  auto s = self->state.session_id();
+  auto j = run->journal;
+  auto faults = run->faults;
+  rollback_phase(run, "prepared", [=]() {
+    blocking(
+      self,
+      [paths, a, s, j, faults]() -> expected<json::value> {
+        faults->trigger("rollback.before_move_old");
+        if (auto err = store::rename_in_session(paths, a, s, "current",
+                                                j.discard_name)) {
+          store::remove_in_session(paths, a, s, j.restore_name);
+          return err;
+        }
+        faults->trigger("rollback.after_move_old");
+        return json::value();
+      },
+      [=](json::value&) {
+        rollback_phase(run, "old_moved", [=]() {
+          blocking(
+            self,
+            [paths, a, s, j, faults]() -> expected<json::value> {
+              faults->trigger("rollback.before_move_new");
+              if (auto err = store::rename_in_session(paths, a, s,
+                                                      j.restore_name,
+                                                      "current")) {
+                // Put the old workspace back before reporting.
+                store::rename_in_session(paths, a, s, j.discard_name,
+                                         "current");
+                store::remove_in_session(paths, a, s, j.restore_name);
+                return err;
+              }
+              faults->trigger("rollback.after_move_new");
+              return json::value();
+            },
+            [=](json::value&) {
+              rollback_phase(run, "committed", [run]() {
+                run->faults->trigger("rollback.after_commit_phase");
+                rollback_cleanup(run);
+              });
+            },
+            [run](caf::error err) { rollback_abort(run, err); });
+        });
+      },
+      [run](caf::error err) { rollback_abort(run, err); });
+  });
+}
+
+caf::result<json::value> handle_rollback(self_ptr self, const json::object& p,
+                                         bool after_reset) {
+  auto req = params::decode_rollback(p, after_reset, false);
+  if (!req)
+    return req.error();
+  auto& st = self->state;
+  if (req->kill_processes)
+    return make_error(errc::unsupported,
+                      "kill_processes requires process tracking");
+  if (after_reset) {
+    if (auto err = require_alive(self))
+      return err;
+    if (st.reset_token.empty() || st.reset_token != req->reset_token)
+      return make_error(errc::invalid_argument,
+                        "invalid runtime reset token for session");
+    if (st.phase == "mutating")
+      return conflict("session mutation already in progress: " + st.key());
+  } else if (auto err = require_mutable(self)) {
+    return err;
+  }
+  auto target = req->checkpoint_id.empty() ? st.dag.ancestor(req->num_ancestors)
+                                           : st.dag.resolve(req->checkpoint_id);
+  if (!target)
+    return target.error();
+  begin_mutation(self, "session.rollback");
+  auto run = std::make_shared<rollback_run>();
+  run->self = self;
+  run->rp = self->make_response_promise<json::value>();
+  run->req = std::move(*req);
+  run->target = *target;
+  run->faults = std::make_shared<fault_set>(st.faults.take("rollback"));
+  auto token = random_hex_token();
+  run->journal = {st.agent_id(),
+                  st.session_id(),
+                  "rollback",
+                  "preparing",
+                  run->target,
+                  std::string{store::restore_prefix} + token,
+                  std::string{store::discard_prefix} + token,
+                  run->req.scrub_runtime,
+                  run->req.origin,
+                  ""};
+  metadata_write w;
+  w.put_journals.push_back(run->journal);
+  commit(
+    self, std::move(w),
+    [run]() {
+      auto owner = run->self;
+      auto paths = owner->state.init.paths;
+      auto a = owner->state.agent_id();
+      auto s = owner->state.session_id();
+      auto j = run->journal;
+      auto faults = run->faults;
+      blocking(
+        owner,
+        [paths, a, s, j, faults]() -> expected<json::value> {
+          faults->trigger("rollback.before_snapshot");
+          if (auto err = store::make_restore(paths, a, s, j.checkpoint_id,
+                                             j.restore_name))
+            return err;
+          faults->trigger("rollback.after_snapshot");
+          return json::value();
+        },
+        [run](json::value&) { rollback_swap(run); },
+        [run](caf::error err) { rollback_abort(run, err); });
+    },
+    [run](caf::error err) { rollback_fail(run, err); });
+  return run->rp;
+}
+
+// -- leases, background executions, runtime reset -----------------------------------
+
+caf::result<json::value> handle_acquire(self_ptr self) {
+  if (auto err = require_alive(self))
+    return err;
+  auto& st = self->state;
+  if (mutating(self))
+    return conflict("session is being checkpointed or restored: " + st.key());
+  if (!st.leases.empty())
+    return conflict("session already has an active execution: " + st.key());
+  auto token = random_hex_token();
+  st.leases.emplace(token, os::now_ns());
+  return json_reply(json::object{{"lease_token", token}});
+}
+
+caf::result<json::value> handle_release(self_ptr self, const json::object& p) {
+  auto token = params::required_string(p, "lease_token");
+  if (!token)
+    return token.error();
+  bool released = self->state.leases.erase(*token) > 0;
+  return json_reply(json::object{{"released", released}});
+}
+
+caf::result<json::value> handle_register_background(self_ptr self,
+                                                    const json::object& p) {
+  auto sandbox = params::required_string(p, "sandbox_id");
+  if (!sandbox)
+    return sandbox.error();
+  auto execution = params::required_string(p, "execution_id");
+  if (!execution)
+    return execution.error();
+  if (auto err = require_alive(self))
+    return err;
+  if (mutating(self))
+    return conflict("session is being restored: " + self->state.key());
+  self->state.background[*execution] = *sandbox;
+  return json_reply(
+    json::object{{"registered", true}, {"execution_id", *execution}});
+}
+
+caf::result<json::value> handle_begin_reset(self_ptr self,
+                                            const json::object& p) {
+  auto kill = params::optional_bool(p, "kill_processes", false);
+  if (!kill)
+    return kill.error();
+  if (*kill)
+    return make_error(errc::unsupported,
+                      "kill_processes requires process tracking");
+  if (auto err = require_alive(self))
+    return err;
+  auto& st = self->state;
+  if (mutating(self))
+    return conflict("session mutation already in progress: " + st.key());
+  if (!st.leases.empty())
+    return conflict("session has active executions: " + st.key());
+  st.reset_token = random_hex_token();
+  json::array executions;
+  for (const auto& [execution, sandbox] : st.background)
+    executions.push_back(json::object{{"sandbox_id", sandbox},
+                                      {"execution_id", execution}});
+  return json_reply(json::object{{"reset_token", st.reset_token},
+                                 {"executions", std::move(executions)}});
+}
+
+caf::result<json::value> handle_complete_reset(self_ptr self,
+                                               const json::object& p) {
+  auto token = params::required_string(p, "reset_token");
+  if (!token)
+    return token.error();
+  auto success = params::optional_bool(p, "success", false);
+  if (!success)
+    return success.error();
+  auto& st = self->state;
+  if (st.reset_token.empty() || st.reset_token != *token)
+    return make_error(errc::not_found, "unknown runtime reset token");
+  if (st.phase == "mutating")
+    return conflict("session mutation already in progress: " + st.key());
+  st.reset_token.clear();
+  if (*success)
+    st.background.clear();
+  return json_reply(json::object{{"completed", true}, {"success", *success}});
+}
+
+// An administrator's way out of a fence the prototype could only leave by
+// restarting: forgets the runtime reset, every lease and every background
+// registration, with an audit record of what was cleared.
+caf::result<json::value> handle_unfence(self_ptr self, const json::object& p) {
+  auto& st = self->state;
+  if (st.phase == "mutating")
+    return conflict("session mutation in progress: " + st.key());
+  if (auto err = require_alive(self))
+    return err;
+  auto origin = params::origin(p);
+  json::object cleared{{"reset", !st.reset_token.empty()},
+                       {"leases", st.leases.size()},
+                       {"background_executions", st.background.size()}};
+  auto rp = self->make_response_promise<json::value>();
+  metadata_write w;
+  w.audit.push_back(audit(self, "session.unfence",
+                          {{"origin", origin}, {"cleared", cleared}}));
+  commit(
+    self, std::move(w),
+    [self, rp, cleared]() mutable {
+      auto& state = self->state;
+      state.reset_token.clear();
+      state.leases.clear();
+      state.background.clear();
+      rp.deliver(json::value(json::object{{"agent_id", state.agent_id()},
+                                          {"session_id", state.session_id()},
+                                          {"unfenced", true},
+                                          {"cleared", cleared}}));
+    },
+    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+// -- session.delete -------------------------------------------------------------
 
 // Deletion is crash-safe in three durable steps: the row is marked
 // `deleting`, the session directory is renamed into a trash name (atomic),
 // the row is removed with the audit record. Whatever a crash interrupts,
-// start-up reconciliation finishes (actors/agents.cpp).
-caf::result<json::value> handle_delete(self_ptr self,
-                                       const json::object& params) {
-  if (auto err = require_idle(self))
+// start-up reconciliation finishes (guest/store/reconcile.cpp).
+caf::result<json::value> handle_delete(self_ptr self, const json::object& p) {
+  if (auto err = require_mutable(self))
     return err;
-  auto origin = params::origin(params);
+  auto origin = params::origin(p);
   auto rp = self->make_response_promise<json::value>();
   auto& st = self->state;
+  begin_mutation(self, "session.delete");
   st.phase = "deleting";
-  const auto init = st.init;
+  auto row = st.init.row;
+  auto paths = st.init.paths;
+  auto faults = std::make_shared<fault_set>(st.faults.take("session.delete"));
   auto fail = [self, rp](caf::error err) mutable {
     self->state.phase = "idle";
+    self->state.mutation.clear();
     ++self->state.failures;
     rp.deliver(std::move(err));
   };
+  auto result = json::object{{"agent_id", row.agent_id},
+                             {"session_id", row.session_id},
+                             {"deleted", true}};
+  auto marked = row;
+  marked.deleting = true;
   metadata_write mark;
-  mark.put_sessions.push_back(
-    {init.agent_id, init.session_id, init.created_ns, true});
-  self->request(init.metadata, caf::infinite, atom::write_v, std::move(mark))
-    .then(
-      [self, rp, init, origin, fail](caf::ok_atom) mutable {
-        auto faults = self->state.faults.take("session.delete");
-        auto trash = init.paths.sessions_dir(init.agent_id) + "/"
-                     + std::string{store::trash_prefix} + random_hex_token();
-        run_blocking(self, [init, trash, faults]() mutable
-                     -> expected<json::value> {
-          faults.trigger("session.delete.before_rename");
-          auto dir = init.paths.session_dir(init.agent_id, init.session_id);
+  mark.put_sessions.push_back(marked);
+  auto trash = paths.sessions_dir(row.agent_id) + "/"
+               + std::string{store::trash_prefix} + random_hex_token();
+  commit(
+    self, std::move(mark),
+    [=]() mutable {
+      blocking(
+        self,
+        [row, paths, trash, faults]() -> expected<json::value> {
+          faults->trigger("session.delete.before_rename");
+          auto dir = paths.session_dir(row.agent_id, row.session_id);
           if (auto err = os::rename_path(dir, trash))
             return err;
-          if (auto err = os::fsync_dir(init.paths.sessions_dir(init.agent_id)))
+          if (auto err = os::fsync_dir(paths.sessions_dir(row.agent_id)))
             return err;
-          faults.trigger("session.delete.after_rename");
-          return json::value(trash);
-        })
-          .then(
-            [self, rp, init, origin, trash, fail](json::value&) mutable {
-              metadata_write done;
-              done.delete_sessions.push_back({init.agent_id, init.session_id});
-              json::object fields{{"origin", origin}};
-              done.audit.push_back({os::now_ns(), "session.delete",
-                                    init.agent_id, init.session_id,
-                                    json::serialize(fields)});
-              self
-                ->request(init.metadata, caf::infinite, atom::write_v,
-                          std::move(done))
-                .then(
-                  [self, rp, init, trash](caf::ok_atom) mutable {
-                    self->state.phase = "retired";
-                    // Space is reclaimed after the reply; a crash here
-                    // leaves only a trash directory for start-up to purge.
-                    run_blocking(self, [trash]() -> expected<json::value> {
-                      if (auto err = os::remove_tree(trash))
-                        return err;
-                      return json::value();
-                    })
-                      .then(
-                        [self, rp, init](json::value&) mutable {
-                          json::object r{{"agent_id", init.agent_id},
-                                         {"session_id", init.session_id},
-                                         {"deleted", true}};
-                          rp.deliver(json::value(std::move(r)));
-                          self->quit();
-                        },
-                        [self, rp, init](caf::error& err) mutable {
-                          log::warn("session", "purging deleted session "
-                                                 + key(init) + " failed: "
-                                                 + message_of(err));
-                          json::object r{{"agent_id", init.agent_id},
-                                         {"session_id", init.session_id},
-                                         {"deleted", true}};
-                          rp.deliver(json::value(std::move(r)));
-                          self->quit();
-                        });
-                  },
-                  [fail](caf::error& err) mutable { fail(std::move(err)); });
+          faults->trigger("session.delete.after_rename");
+          return json::value();
+        },
+        [=](json::value&) mutable {
+          metadata_write done;
+          done.delete_sessions.push_back({row.agent_id, row.session_id});
+          done.audit.push_back(
+            audit(self, "session.delete", {{"origin", origin}}));
+          commit(
+            self, std::move(done),
+            [=]() mutable {
+              self->state.phase = "retired";
+              // Space is reclaimed after the commit; a crash here leaves
+              // only a trash directory for start-up to purge.
+              blocking(
+                self,
+                [trash]() -> expected<json::value> {
+                  if (auto err = os::remove_tree(trash))
+                    log::warn("session", "purging " + trash
+                                           + " failed: " + message_of(err));
+                  return json::value();
+                },
+                [=](json::value&) mutable {
+                  rp.deliver(json::value(result));
+                  self->quit();
+                },
+                [=](caf::error) mutable {
+                  rp.deliver(json::value(result));
+                  self->quit();
+                });
             },
-            [self, init, fail](caf::error& err) mutable {
-              // Nothing moved: clear the mark so a restart does not finish
-              // a deletion the caller saw fail.
-              metadata_write undo;
-              undo.put_sessions.push_back(
-                {init.agent_id, init.session_id, init.created_ns, false});
-              caf::anon_send(init.metadata, atom::write_v, std::move(undo));
-              fail(std::move(err));
-            });
-      },
-      [fail](caf::error& err) mutable { fail(std::move(err)); });
+            fail);
+        },
+        [=](caf::error err) mutable {
+          // Nothing moved: clear the mark so a restart does not finish a
+          // deletion the caller saw fail.
+          metadata_write undo;
+          undo.put_sessions.push_back(row);
+          caf::anon_send(self->state.init.metadata, atom::write_v,
+                         std::move(undo));
+          fail(std::move(err));
+        });
+    },
+    fail);
   return rp;
 }
 
 json::value dump(self_ptr self) {
   const auto& st = self->state;
-  const auto& init = st.init;
   json::object o;
   o["kind"] = "session";
-  o["agent_id"] = init.agent_id;
-  o["session_id"] = init.session_id;
+  o["agent_id"] = st.agent_id();
+  o["session_id"] = st.session_id();
   o["state"] = st.phase;
+  if (!st.mutation.empty())
+    o["mutation"] = st.mutation;
+  if (!st.fence_reason.empty())
+    o["fence_reason"] = st.fence_reason;
   o["mailbox"] = self->mailbox().size();
-  json::object resources;
-  resources["subvolume"] = init.paths.current(init.agent_id, init.session_id);
-  o["resources"] = std::move(resources);
-  json::object counters;
-  counters["requests"] = st.requests;
-  counters["failures"] = st.failures;
-  counters["restarts"] = init.restarts;
-  o["counters"] = std::move(counters);
+  o["resources"] = json::object{
+    {"subvolume", st.init.paths.current(st.agent_id(), st.session_id())},
+    {"checkpoints", st.dag.size()}};
+  o["leases"] = st.leases.size();
+  o["background_executions"] = st.background.size();
+  o["reset_fence"] = !st.reset_token.empty();
+  o["head"] = st.dag.head().empty() ? json::value(nullptr)
+                                    : json::value(st.dag.head());
+  o["counters"] = json::object{{"requests", st.requests},
+                               {"failures", st.failures},
+                               {"restarts", st.init.restarts},
+                               {"checkpoints_created", st.checkpoints_created},
+                               {"rollbacks", st.rollbacks}};
   o["uptime_ms"] = uptime_ms(st.started);
   return o;
 }
@@ -189,6 +894,9 @@ json::value dump(self_ptr self) {
 } // namespace
 
 session_actor::behavior_type session(self_ptr self, session_init init) {
+  self->state.dag = store::checkpoint_dag(std::move(init.checkpoints),
+                                          init.row.head);
+  init.checkpoints.clear();
   self->state.init = std::move(init);
   self->state.started = std::chrono::steady_clock::now();
   self->set_exception_handler([self](std::exception_ptr& ep) -> caf::error {
@@ -199,22 +907,49 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
       what = e.what();
     } catch (...) {
     }
-    log::error("session", key(self->state.init) + " failed: " + what);
+    log::error("session", self->state.key() + " failed: " + what);
     return make_error(errc::internal, what);
   });
   return {
     [self](atom::rpc, const std::string& action,
            const json::value& body) -> caf::result<json::value> {
-      const auto& params = body.as_object();
+      const auto& p = body.as_object();
       ++self->state.requests;
-      // Lets tests crash this actor in the middle of a request.
+      // Lets tests fail this actor in the middle of a request.
       self->state.faults.trigger(action);
       if (action == "session.describe")
         return handle_describe(self);
+      if (action == "checkpoint.list") {
+        if (auto err = require_alive(self))
+          return err;
+        return json_reply(checkpoint_list(self));
+      }
+      if (action == "checkpoint.describe")
+        return handle_checkpoint_describe(self, p);
+      if (action == "checkpoint.create")
+        return handle_checkpoint_create(self, p);
+      if (action == "checkpoint.delete")
+        return handle_checkpoint_delete(self, p);
+      if (action == "session.rollback")
+        return handle_rollback(self, p, false);
+      if (action == "session.rollback_after_runtime_reset")
+        return handle_rollback(self, p, true);
+      if (action == "execution.acquire")
+        return handle_acquire(self);
+      if (action == "execution.release")
+        return handle_release(self, p);
+      if (action == "runtime.register_background")
+        return handle_register_background(self, p);
+      if (action == "runtime.begin_reset")
+        return handle_begin_reset(self, p);
+      if (action == "runtime.complete_reset")
+        return handle_complete_reset(self, p);
+      if (action == "session.unfence")
+        return handle_unfence(self, p);
       if (action == "session.delete")
-        return handle_delete(self, params);
+        return handle_delete(self, p);
       if (action == "debug.fault") {
-        auto f = parse_fault(params);
+        auto f = parse_fault(p);
         if (!f)
           return f.error();
         self->state.faults.arm(std::move(*f));
@@ -223,14 +958,15 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
       return make_error(errc::invalid_argument, "unknown action: " + action);
     },
     [self](atom::retire, bool retire) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
       if (!retire) {
-        if (self->state.phase == "retired")
-          self->state.phase = "idle";
+        if (st.phase == "retired")
+          st.phase = "idle";
         return caf::ok_atom_v;
       }
-      if (auto err = require_idle(self))
+      if (auto err = require_mutable(self))
         return err;
-      self->state.phase = "retired";
+      st.phase = "retired";
       return caf::ok_atom_v;
     },
     [self](atom::dump) -> json::value { return dump(self); },

@@ -1,22 +1,27 @@
 // The SESSION actor: single owner of one session workspace
-// (agents/<a>/workspace/sessions/<s>/), its state and its mutations.
+// (agents/<a>/workspace/sessions/<s>/): its checkpoint DAG, its mutations
+// (checkpoint, rollback, delete) and its execution leases and fences. No
+// other actor touches the session's subvolumes, and no lock is shared with
+// any other session.
 #pragma once
 
 #include "guest/faults.hpp"
+#include "guest/store/checkpoint_dag.hpp"
 #include "guest/store/layout.hpp"
 #include "messages/actors.hpp"
 
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 
 namespace allox {
 
 /// What a session actor needs to (re)start.
 struct session_init {
-  std::string agent_id;
-  std::string session_id;
-  int64_t created_ns = 0;
+  session_row row;
+  std::vector<checkpoint_row> checkpoints;
   uint32_t restarts = 0;
   store::layout paths;
   metadata_actor metadata;
@@ -26,12 +31,30 @@ struct session_state {
   static inline const char* name = "session";
 
   session_init init;
-  /// idle, mutating, deleting or retired.
+  store::checkpoint_dag dag;
+  /// idle, mutating (checkpoint/rollback running), deleting, retired, or
+  /// fenced (a journal write failed; only a restart recovers it).
   std::string phase = "idle";
+  /// The running mutation, for the dump and conflict messages.
+  std::string mutation;
+  std::string fence_reason;
+  /// Execution leases (token -> acquired at), at most one.
+  std::map<std::string, int64_t> leases;
+  /// Background executions registered by outside launchers:
+  /// execution_id -> sandbox_id.
+  std::map<std::string, std::string> background;
+  /// Non-empty while a runtime reset fences the session.
+  std::string reset_token;
   uint64_t requests = 0;
   uint64_t failures = 0;
+  uint64_t checkpoints_created = 0;
+  uint64_t rollbacks = 0;
   std::chrono::steady_clock::time_point started;
   fault_set faults;
+
+  const std::string& agent_id() const { return init.row.agent_id; }
+  const std::string& session_id() const { return init.row.session_id; }
+  std::string key() const;
 };
 
 session_actor::behavior_type
@@ -39,7 +62,7 @@ session(session_actor::stateful_pointer<session_state> self,
         session_init init);
 
 /// The session.describe result.
-json::object describe_session(const session_init& init);
+json::object describe_session(const session_row& row,
+                              const store::checkpoint_dag& dag);
 
 } // namespace allox
-

@@ -27,8 +27,11 @@ using dump_client_actor = caf::typed_actor<
 
 /// The METADATA actor: sole owner and writer of the SQLite catalog.
 using metadata_actor = caf::typed_actor<
-  // Loads every agent and session row (daemon start).
+  // Loads every row of the catalog (daemon start).
   caf::replies_to<atom::load>::with<catalog_snapshot>,
+  // Loads one session's row and checkpoints (restarting its actor).
+  caf::replies_to<atom::load, std::string, std::string>::with<
+    catalog_snapshot>,
   // Queues a batch of changes; replies once it is durably committed.
   caf::replies_to<atom::write, metadata_write>::with<caf::ok_atom>,
   // Commits every queued batch in one transaction (sent to itself).

@@ -24,6 +24,55 @@ struct session_row {
   std::string session_id;
   int64_t created_ns = 0;
   bool deleting = false;
+  /// Head checkpoint; empty for none. Written with set_heads.
+  std::string head;
+};
+
+/// One checkpoint of a session's DAG. Strings stand in for optionals (CAF
+/// 0.17 messages cannot carry std::optional): an empty `parent_id` is null,
+/// `has_message` tells a null message from an empty one, and `metadata` is
+/// the JSON text of an object or empty for null.
+struct checkpoint_row {
+  std::string agent_id;
+  std::string session_id;
+  std::string checkpoint_id;
+  int64_t created_at_ns = 0;
+  std::string origin;
+  bool has_message = false;
+  std::string message;
+  bool pinned = false;
+  std::string metadata;
+  bool missing = false;
+  std::string parent_id;
+  /// Btrfs generation at which the snapshot was taken (0 if unknown); lets
+  /// checkpoint.diff skip trees unchanged since a common ancestor.
+  int64_t generation = 0;
+};
+
+/// A session's pending crash-safe operation, written before each
+/// filesystem step (rollback phases, checkpoint creation).
+struct journal_row {
+  std::string agent_id;
+  std::string session_id;
+  /// "rollback" or "checkpoint".
+  std::string op;
+  /// rollback: preparing, prepared, old_moved, committed;
+  /// checkpoint: preparing.
+  std::string phase;
+  std::string checkpoint_id;
+  std::string restore_name;
+  std::string discard_name;
+  bool scrub_runtime = true;
+  std::string origin;
+  /// For checkpoint: the complete row to commit with the snapshot.
+  std::string payload;
+};
+
+/// A session's head pointer (empty = null).
+struct session_head {
+  std::string agent_id;
+  std::string session_id;
+  std::string head;
 };
 
 /// Identifies one session.
@@ -47,6 +96,11 @@ struct metadata_write {
   std::vector<std::string> delete_agents;
   std::vector<session_row> put_sessions;
   std::vector<session_ref> delete_sessions;
+  std::vector<checkpoint_row> put_checkpoints;
+  std::vector<checkpoint_row> delete_checkpoints;
+  std::vector<session_head> set_heads;
+  std::vector<journal_row> put_journals;
+  std::vector<session_ref> delete_journals;
   std::vector<audit_event> audit;
 };
 
@@ -54,6 +108,8 @@ struct metadata_write {
 struct catalog_snapshot {
   std::vector<agent_row> agents;
   std::vector<session_row> sessions;
+  std::vector<checkpoint_row> checkpoints;
+  std::vector<journal_row> journals;
 };
 
 /// Filters and paging of audit.list; `after` is an exclusive cursor.
@@ -74,7 +130,28 @@ typename Inspector::result_type inspect(Inspector& f, agent_row& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_row& x) {
   return f(caf::meta::type_name("session_row"), x.agent_id, x.session_id,
-           x.created_ns, x.deleting);
+           x.created_ns, x.deleting, x.head);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_row& x) {
+  return f(caf::meta::type_name("checkpoint_row"), x.agent_id, x.session_id,
+           x.checkpoint_id, x.created_at_ns, x.origin, x.has_message,
+           x.message, x.pinned, x.metadata, x.missing, x.parent_id,
+           x.generation);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, journal_row& x) {
+  return f(caf::meta::type_name("journal_row"), x.agent_id, x.session_id,
+           x.op, x.phase, x.checkpoint_id, x.restore_name, x.discard_name,
+           x.scrub_runtime, x.origin, x.payload);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_head& x) {
+  return f(caf::meta::type_name("session_head"), x.agent_id, x.session_id,
+           x.head);
 }
 
 template <class Inspector>
@@ -91,12 +168,15 @@ typename Inspector::result_type inspect(Inspector& f, audit_event& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metadata_write& x) {
   return f(caf::meta::type_name("metadata_write"), x.put_agents,
-           x.delete_agents, x.put_sessions, x.delete_sessions, x.audit);
+           x.delete_agents, x.put_sessions, x.delete_sessions,
+           x.put_checkpoints, x.delete_checkpoints, x.set_heads,
+           x.put_journals, x.delete_journals, x.audit);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, catalog_snapshot& x) {
-  return f(caf::meta::type_name("catalog_snapshot"), x.agents, x.sessions);
+  return f(caf::meta::type_name("catalog_snapshot"), x.agents, x.sessions,
+           x.checkpoints, x.journals);
 }
 
 template <class Inspector>

@@ -35,6 +35,37 @@ constexpr const char* migrations[] = {
     CREATE INDEX audit_by_scope ON audit (agent_id, session_id, seq);
     CREATE INDEX audit_by_op ON audit (op, seq);
   )sql",
+  // 2: checkpoint DAG, session heads, crash journals.
+  R"sql(
+    ALTER TABLE sessions ADD COLUMN head TEXT;
+    CREATE TABLE checkpoints (
+      agent_id      TEXT NOT NULL,
+      session_id    TEXT NOT NULL,
+      checkpoint_id TEXT NOT NULL,
+      created_at_ns INTEGER NOT NULL,
+      origin        TEXT NOT NULL,
+      message       TEXT,
+      pinned        INTEGER NOT NULL,
+      metadata      TEXT,
+      missing       INTEGER NOT NULL,
+      parent_id     TEXT,
+      generation    INTEGER NOT NULL DEFAULT 0,
+      PRIMARY KEY (agent_id, session_id, checkpoint_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE journals (
+      agent_id      TEXT NOT NULL,
+      session_id    TEXT NOT NULL,
+      op            TEXT NOT NULL,
+      phase         TEXT NOT NULL,
+      checkpoint_id TEXT NOT NULL,
+      restore_name  TEXT NOT NULL,
+      discard_name  TEXT NOT NULL,
+      scrub_runtime INTEGER NOT NULL,
+      origin        TEXT NOT NULL,
+      payload       TEXT NOT NULL,
+      PRIMARY KEY (agent_id, session_id)
+    ) WITHOUT ROWID;
+  )sql",
 };
 
 class statement {
@@ -174,14 +205,65 @@ expected<catalog_snapshot> catalog::load() {
   while (agents.step() == SQLITE_ROW)
     snap.agents.push_back(
       {agents.text(0), agents.integer(1), agents.integer(2) != 0});
-  statement sessions{db_, "SELECT agent_id, session_id, created_ns, deleting "
-                          "FROM sessions ORDER BY agent_id, session_id"};
+  statement sessions{db_, "SELECT agent_id, session_id, created_ns, deleting, "
+                          "head FROM sessions ORDER BY agent_id, session_id"};
   if (!sessions)
     return db_error(db_, "load sessions");
   while (sessions.step() == SQLITE_ROW)
     snap.sessions.push_back({sessions.text(0), sessions.text(1),
-                             sessions.integer(2), sessions.integer(3) != 0});
+                             sessions.integer(2), sessions.integer(3) != 0,
+                             sessions.text(4)});
+  statement checkpoints{
+    db_, "SELECT agent_id, session_id, checkpoint_id, created_at_ns, origin, "
+         "message IS NOT NULL, message, pinned, metadata, missing, parent_id, "
+         "generation FROM checkpoints ORDER BY agent_id, session_id, "
+         "created_at_ns, checkpoint_id"};
+  if (!checkpoints)
+    return db_error(db_, "load checkpoints");
+  while (checkpoints.step() == SQLITE_ROW) {
+    checkpoint_row r;
+    r.agent_id = checkpoints.text(0);
+    r.session_id = checkpoints.text(1);
+    r.checkpoint_id = checkpoints.text(2);
+    r.created_at_ns = checkpoints.integer(3);
+    r.origin = checkpoints.text(4);
+    r.has_message = checkpoints.integer(5) != 0;
+    r.message = checkpoints.text(6);
+    r.pinned = checkpoints.integer(7) != 0;
+    r.metadata = checkpoints.text(8);
+    r.missing = checkpoints.integer(9) != 0;
+    r.parent_id = checkpoints.text(10);
+    r.generation = checkpoints.integer(11);
+    snap.checkpoints.push_back(std::move(r));
+  }
+  statement journals{
+    db_, "SELECT agent_id, session_id, op, phase, checkpoint_id, restore_name, "
+         "discard_name, scrub_runtime, origin, payload FROM journals"};
+  if (!journals)
+    return db_error(db_, "load journals");
+  while (journals.step() == SQLITE_ROW)
+    snap.journals.push_back(
+      {journals.text(0), journals.text(1), journals.text(2), journals.text(3),
+       journals.text(4), journals.text(5), journals.text(6),
+       journals.integer(7) != 0, journals.text(8), journals.text(9)});
   return snap;
+}
+
+expected<catalog_snapshot>
+catalog::load_session(const std::string& agent_id,
+                      const std::string& session_id) {
+  // Small enough to filter a full load; restarts are rare.
+  auto all = load();
+  if (!all)
+    return all;
+  catalog_snapshot one;
+  for (auto& s : all->sessions)
+    if (s.agent_id == agent_id && s.session_id == session_id)
+      one.sessions.push_back(std::move(s));
+  for (auto& c : all->checkpoints)
+    if (c.agent_id == agent_id && c.session_id == session_id)
+      one.checkpoints.push_back(std::move(c));
+  return one;
 }
 
 caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
@@ -195,7 +277,29 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
   statement put_agent{db_, "INSERT INTO agents (agent_id, created_ns, deleting)"
                            " VALUES (?1, ?2, ?3) ON CONFLICT (agent_id) DO "
                            "UPDATE SET deleting = excluded.deleting"};
-  statement del_agent_sessions{db_, "DELETE FROM sessions WHERE agent_id = ?1"};
+  statement del_agent_sessions{
+    db_, "DELETE FROM sessions WHERE agent_id = ?1"};
+  statement del_agent_checkpoints{
+    db_, "DELETE FROM checkpoints WHERE agent_id = ?1"};
+  statement del_agent_journals{db_, "DELETE FROM journals WHERE agent_id = ?1"};
+  statement del_session_checkpoints{
+    db_, "DELETE FROM checkpoints WHERE agent_id = ?1 AND session_id = ?2"};
+  statement del_session_journal{
+    db_, "DELETE FROM journals WHERE agent_id = ?1 AND session_id = ?2"};
+  statement put_checkpoint{
+    db_, "INSERT OR REPLACE INTO checkpoints (agent_id, session_id, "
+         "checkpoint_id, created_at_ns, origin, message, pinned, metadata, "
+         "missing, parent_id, generation) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+         "?8, ?9, ?10, ?11)"};
+  statement del_checkpoint{
+    db_, "DELETE FROM checkpoints WHERE agent_id = ?1 AND session_id = ?2 "
+         "AND checkpoint_id = ?3"};
+  statement set_head{
+    db_, "UPDATE sessions SET head = ?3 WHERE agent_id = ?1 AND session_id = ?2"};
+  statement put_journal{
+    db_, "INSERT OR REPLACE INTO journals (agent_id, session_id, op, phase, "
+         "checkpoint_id, restore_name, discard_name, scrub_runtime, origin, "
+         "payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"};
   statement del_agent{db_, "DELETE FROM agents WHERE agent_id = ?1"};
   statement put_session{
     db_, "INSERT INTO sessions (agent_id, session_id, created_ns, deleting) "
@@ -206,7 +310,10 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
   statement put_audit{db_, "INSERT INTO audit (timestamp_ns, op, agent_id, "
                            "session_id, fields) VALUES (?1, ?2, ?3, ?4, ?5)"};
   if (!put_agent || !del_agent_sessions || !del_agent || !put_session
-      || !del_session || !put_audit)
+      || !del_session || !put_audit || !del_agent_checkpoints
+      || !del_agent_journals || !del_session_checkpoints
+      || !del_session_journal || !put_checkpoint || !del_checkpoint
+      || !set_head || !put_journal)
     return fail("prepare");
   for (const auto* w : writes) {
     for (const auto& a : w->put_agents) {
@@ -226,20 +333,89 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
         return fail("write session");
       put_session.reset();
     }
+    for (const auto& c : w->put_checkpoints) {
+      put_checkpoint.bind(1, c.agent_id);
+      put_checkpoint.bind(2, c.session_id);
+      put_checkpoint.bind(3, c.checkpoint_id);
+      put_checkpoint.bind(4, c.created_at_ns);
+      put_checkpoint.bind(5, c.origin);
+      if (c.has_message)
+        put_checkpoint.bind(6, c.message);
+      put_checkpoint.bind(7, int64_t{c.pinned});
+      put_checkpoint.bind_nullable(8, c.metadata);
+      put_checkpoint.bind(9, int64_t{c.missing});
+      put_checkpoint.bind_nullable(10, c.parent_id);
+      put_checkpoint.bind(11, c.generation);
+      if (put_checkpoint.step() != SQLITE_DONE)
+        return fail("write checkpoint");
+      put_checkpoint.reset();
+    }
+    for (const auto& c : w->delete_checkpoints) {
+      del_checkpoint.bind(1, c.agent_id);
+      del_checkpoint.bind(2, c.session_id);
+      del_checkpoint.bind(3, c.checkpoint_id);
+      if (del_checkpoint.step() != SQLITE_DONE)
+        return fail("delete checkpoint");
+      del_checkpoint.reset();
+    }
+    for (const auto& h : w->set_heads) {
+      set_head.bind(1, h.agent_id);
+      set_head.bind(2, h.session_id);
+      set_head.bind_nullable(3, h.head);
+      if (set_head.step() != SQLITE_DONE)
+        return fail("write head");
+      set_head.reset();
+    }
+    for (const auto& j : w->put_journals) {
+      put_journal.bind(1, j.agent_id);
+      put_journal.bind(2, j.session_id);
+      put_journal.bind(3, j.op);
+      put_journal.bind(4, j.phase);
+      put_journal.bind(5, j.checkpoint_id);
+      put_journal.bind(6, j.restore_name);
+      put_journal.bind(7, j.discard_name);
+      put_journal.bind(8, int64_t{j.scrub_runtime});
+      put_journal.bind(9, j.origin);
+      put_journal.bind(10, j.payload);
+      if (put_journal.step() != SQLITE_DONE)
+        return fail("write journal");
+      put_journal.reset();
+    }
+    for (const auto& j : w->delete_journals) {
+      del_session_journal.bind(1, j.agent_id);
+      del_session_journal.bind(2, j.session_id);
+      if (del_session_journal.step() != SQLITE_DONE)
+        return fail("delete journal");
+      del_session_journal.reset();
+    }
     for (const auto& s : w->delete_sessions) {
       del_session.bind(1, s.agent_id);
       del_session.bind(2, s.session_id);
-      if (del_session.step() != SQLITE_DONE)
+      del_session_checkpoints.bind(1, s.agent_id);
+      del_session_checkpoints.bind(2, s.session_id);
+      del_session_journal.bind(1, s.agent_id);
+      del_session_journal.bind(2, s.session_id);
+      if (del_session.step() != SQLITE_DONE
+          || del_session_checkpoints.step() != SQLITE_DONE
+          || del_session_journal.step() != SQLITE_DONE)
         return fail("delete session");
       del_session.reset();
+      del_session_checkpoints.reset();
+      del_session_journal.reset();
     }
     for (const auto& a : w->delete_agents) {
       del_agent_sessions.bind(1, a);
+      del_agent_checkpoints.bind(1, a);
+      del_agent_journals.bind(1, a);
       del_agent.bind(1, a);
       if (del_agent_sessions.step() != SQLITE_DONE
+          || del_agent_checkpoints.step() != SQLITE_DONE
+          || del_agent_journals.step() != SQLITE_DONE
           || del_agent.step() != SQLITE_DONE)
         return fail("delete agent");
       del_agent_sessions.reset();
+      del_agent_checkpoints.reset();
+      del_agent_journals.reset();
       del_agent.reset();
     }
     for (const auto& e : w->audit) {

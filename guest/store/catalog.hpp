@@ -28,8 +28,12 @@ public:
   /// Current schema version (PRAGMA user_version).
   int schema_version() const;
 
-  /// Every agent and session row.
+  /// Every row (agents, sessions, checkpoints, journals).
   expected<catalog_snapshot> load();
+
+  /// One session's row and checkpoints.
+  expected<catalog_snapshot> load_session(const std::string& agent_id,
+                                          const std::string& session_id);
 
   /// Applies all writes in one durable transaction (all or nothing).
   caf::error apply(const std::vector<const metadata_write*>& writes);

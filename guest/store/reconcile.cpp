@@ -3,6 +3,8 @@
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
+#include "guest/store/checkpoint_dag.hpp"
+#include "guest/store/workspace_ops.hpp"
 #include "messages/ids.hpp"
 
 #include <sys/stat.h>
@@ -49,6 +51,197 @@ size_t purge_trash(const std::string& dir) {
       ++purged;
   }
   return purged;
+}
+
+bool phase_at_least_prepared(const std::string& phase) {
+  return phase == "prepared" || phase == "old_moved" || phase == "committed";
+}
+
+/// What recovery did for one session.
+struct session_recovery {
+  bool recovered = false;
+};
+
+/// Finishes or undoes an interrupted rollback from what is on disk (the
+/// journal's phase only breaks ties):
+///   current missing: the restore wins from `prepared` on, else the discard
+///                    goes back;
+///   current present: a remaining restore means the second rename never
+///                    happened (abort); otherwise it did (commit) once the
+///                    journal reached old_moved.
+/// Leftovers are deleted, sockets and FIFOs scrubbed on a commit (also
+/// here, unlike the prototype), and the head moved to the target.
+caf::error recover_rollback(const layout& paths, const journal_row& j,
+                            checkpoint_dag& dag, metadata_write& changes) {
+  const auto& a = j.agent_id;
+  const auto& s = j.session_id;
+  auto has = [&](const std::string& name) {
+    return !name.empty() && exists_in_session(paths, a, s, name);
+  };
+  bool current = has("current");
+  bool restore = has(j.restore_name);
+  bool discard = has(j.discard_name);
+  bool commit = false;
+  if (!current) {
+    if (restore && phase_at_least_prepared(j.phase)) {
+      if (auto err = rename_in_session(paths, a, s, j.restore_name, "current"))
+        return err;
+      commit = true;
+    } else if (discard) {
+      if (auto err = rename_in_session(paths, a, s, j.discard_name, "current"))
+        return err;
+    } else {
+      return make_error(errc::internal,
+                        "rollback recovery has no current workspace: " + a
+                          + "/" + s);
+    }
+  } else if (!restore) {
+    commit = j.phase == "old_moved" || j.phase == "committed";
+  }
+  for (const auto& name : {j.restore_name, j.discard_name})
+    if (has(name))
+      if (auto err = remove_in_session(paths, a, s, name))
+        return err;
+  json::object fields{{"checkpoint_id", j.checkpoint_id},
+                      {"outcome", commit ? "committed" : "aborted"}};
+  if (commit) {
+    if (j.scrub_runtime) {
+      auto removed = scrub_runtime(paths.current(a, s));
+      if (!removed)
+        return removed.error();
+      json::array entries;
+      for (auto& e : *removed)
+        entries.emplace_back(e);
+      fields["removed_runtime_entries"] = std::move(entries);
+    }
+    dag.move_head(j.checkpoint_id);
+  }
+  changes.audit.push_back(
+    event("session.rollback.recovered", a, s, std::move(fields)));
+  log::warn("reconcile", "rollback of " + a + "/" + s + " to "
+                           + j.checkpoint_id + " recovered: "
+                           + (commit ? "committed" : "aborted"));
+  return caf::none;
+}
+
+/// Leftover .restore-/.discard- entries without a journal (the prototype's
+/// "orphan" case, or a crash before the first journal write).
+caf::error recover_orphans(const layout& paths, const std::string& a,
+                           const std::string& s, metadata_write& changes,
+                           bool& recovered) {
+  auto restores = session_entries(paths, a, s, restore_prefix);
+  auto discards = session_entries(paths, a, s, discard_prefix);
+  if (restores.empty() && discards.empty())
+    return caf::none;
+  if (!exists_in_session(paths, a, s, "current")) {
+    if (discards.size() != 1)
+      return make_error(errc::internal,
+                        "cannot recover orphan rollback for " + a + "/" + s);
+    if (auto err = rename_in_session(paths, a, s, discards.front(), "current"))
+      return err;
+    discards.clear();
+  }
+  for (const auto& list : {restores, discards})
+    for (const auto& name : list)
+      if (auto err = remove_in_session(paths, a, s, name))
+        return err;
+  changes.audit.push_back(event("session.rollback.recovered", a, s,
+                                {{"outcome", "aborted-orphan"}}));
+  recovered = true;
+  return caf::none;
+}
+
+/// Rows against snapshots: rows without a snapshot are marked missing,
+/// snapshots without a row (made outside the daemon) are adopted.
+void reconcile_checkpoints(const layout& paths, const std::string& a,
+                           const std::string& s, checkpoint_dag& dag,
+                           metadata_write& changes) {
+  std::set<std::string> on_disk;
+  if (auto names = os::list_dir(paths.checkpoints_dir(a, s)))
+    for (auto& n : *names)
+      if (is_valid_id(n)
+          && os::kind_of(paths.checkpoint(a, s, n))
+               == os::entry_kind::directory)
+        on_disk.insert(n);
+  for (const auto& row : dag.rows()) {
+    bool missing = on_disk.count(row.checkpoint_id) == 0;
+    if (missing != row.missing) {
+      auto changed = row;
+      changed.missing = missing;
+      changes.put_checkpoints.push_back(changed);
+      dag.set_missing(row.checkpoint_id, missing);
+    }
+  }
+  for (const auto& id : on_disk) {
+    if (dag.find(id) != nullptr)
+      continue;
+    checkpoint_row row;
+    row.agent_id = a;
+    row.session_id = s;
+    row.checkpoint_id = id;
+    row.origin = "filesystem-recovery";
+    row.generation = snapshot_generation(paths.checkpoint(a, s, id));
+    dag.adopt(row);
+    changes.put_checkpoints.push_back(row);
+    changes.audit.push_back(
+      event("checkpoint.adopt", a, s, {{"checkpoint_id", id}}));
+  }
+  // The prototype's rule: a head whose snapshot is gone becomes null.
+  if (!dag.head().empty() && dag.find(dag.head())->missing)
+    dag.clear_head();
+}
+
+/// Journal, orphan and checkpoint recovery of one live session.
+caf::error recover_session(const layout& paths, session_row& row,
+                           std::vector<checkpoint_row> rows,
+                           const journal_row* journal, metadata_write& changes,
+                           std::vector<checkpoint_row>& out,
+                           json::array& recovered_sessions) {
+  const auto& a = row.agent_id;
+  const auto& s = row.session_id;
+  checkpoint_dag dag{std::move(rows), row.head};
+  auto before_head = dag.head();
+  bool recovered = false;
+  if (journal != nullptr) {
+    recovered = true;
+    if (journal->op == "rollback") {
+      if (auto err = recover_rollback(paths, *journal, dag, changes))
+        return err;
+    } else if (journal->op == "checkpoint") {
+      // Our own interrupted creation: never adopted, always undone.
+      if (dag.find(journal->checkpoint_id) == nullptr)
+        if (auto err = delete_checkpoint(paths, a, s, journal->checkpoint_id))
+          return err;
+      changes.audit.push_back(
+        event("checkpoint.create.recovered", a, s,
+              {{"checkpoint_id", journal->checkpoint_id},
+               {"outcome", "aborted"}}));
+    } else if (journal->op == "checkpoint.delete") {
+      if (auto err = delete_checkpoint(paths, a, s, journal->checkpoint_id))
+        return err;
+      if (auto* victim = dag.find(journal->checkpoint_id)) {
+        changes.delete_checkpoints.push_back(*victim);
+        for (auto& moved : dag.remove(journal->checkpoint_id))
+          changes.put_checkpoints.push_back(moved);
+      }
+      changes.audit.push_back(event("checkpoint.delete", a, s,
+                                    {{"checkpoint_id", journal->checkpoint_id},
+                                     {"origin", journal->origin},
+                                     {"recovered", true}}));
+    }
+    changes.delete_journals.push_back({a, s});
+  }
+  if (auto err = recover_orphans(paths, a, s, changes, recovered))
+    return err;
+  reconcile_checkpoints(paths, a, s, dag, changes);
+  if (dag.head() != before_head)
+    changes.set_heads.push_back({a, s, dag.head()});
+  row.head = dag.head();
+  for (const auto& r : dag.rows())
+    out.push_back(r);
+  if (recovered)
+    recovered_sessions.emplace_back(session_key(a, s));
+  return caf::none;
 }
 
 } // namespace
@@ -170,13 +363,33 @@ expected<reconcile_result> reconcile(const layout& paths,
     for (const auto& s : sessions) {
       if (session_rows.count({a, s}) > 0)
         continue;
-      session_row row{a, s, now, false};
+      session_row row{a, s, now, false, {}};
       r.changes.put_sessions.push_back(row);
       r.changes.audit.push_back(event("session.adopt", a, s, {}));
       r.sessions.push_back(row);
       adopted_sessions.emplace_back(session_key(a, s));
     }
   }
+  // Journals, orphans and checkpoints of every live session.
+  std::map<std::pair<std::string, std::string>, std::vector<checkpoint_row>>
+    checkpoints;
+  for (const auto& c : rows.checkpoints)
+    checkpoints[{c.agent_id, c.session_id}].push_back(c);
+  std::map<std::pair<std::string, std::string>, const journal_row*> journals;
+  for (const auto& j : rows.journals)
+    journals[{j.agent_id, j.session_id}] = &j;
+  json::array recovered;
+  for (auto& session : r.sessions) {
+    std::pair<std::string, std::string> key{session.agent_id,
+                                            session.session_id};
+    auto j = journals.find(key);
+    if (auto err = recover_session(
+          paths, session, std::move(checkpoints[key]),
+          j == journals.end() ? nullptr : j->second, r.changes, r.checkpoints,
+          recovered))
+      return err;
+  }
+  r.summary["recovered_sessions"] = std::move(recovered);
   r.summary["adopted_agents"] = std::move(adopted_agents);
   r.summary["adopted_sessions"] = std::move(adopted_sessions);
   r.summary["forgotten"] = std::move(forgotten);

@@ -20,6 +20,7 @@ struct reconcile_result {
   /// Agents and sessions that exist after reconciliation.
   std::vector<agent_row> agents;
   std::vector<session_row> sessions;
+  std::vector<checkpoint_row> checkpoints;
   /// What was done, for the log and store.initialize.
   json::object summary;
 };

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <thread>
 #include <unistd.h>
@@ -53,6 +54,19 @@ std::vector<std::string> audit_ops(http_client& c, const json::object& q) {
   for (const auto& e : r.at("events").as_array())
     ops.emplace_back(e.as_object().at("op").as_string());
   return ops;
+}
+
+/// Retries while the answer is `conflict` (a session actor restarting).
+http_response until_settled(const std::function<http_response()>& call) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
+  for (;;) {
+    auto r = call();
+    bool conflict = r.json.is_object() && r.json.as_object().contains("code")
+                    && r.json.as_object().at("code") == "conflict";
+    if (!conflict || std::chrono::steady_clock::now() > deadline)
+      return r;
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
 }
 
 bool fault_injection_built(http_client& c) {
@@ -161,8 +175,8 @@ TEST_CASE("lifecycle: a failing session actor is restarted; its caller gets "
                                        "throw")));
   auto failed = c.rpc("session.describe", ids("probe", "s"));
   expect_error(failed, 500, "internal");
-  // The replacement actor serves at once.
-  expect_ok(c.rpc("session.describe", ids("probe", "s")));
+  // The replacement actor serves as soon as its rows are reloaded.
+  expect_ok(until_settled([&] { return c.rpc("session.describe", ids("probe", "s")); }));
   auto ops = audit_ops(c, {{"op", "session.actor_failed"}});
   CHECK(ops.size() == 1);
   auto dump = expect_ok(c.rpc("system.dump"));
@@ -179,12 +193,15 @@ TEST_CASE("lifecycle: a session that keeps failing is stopped and shows as "
     return;
   expect_ok(c.rpc("session.create", ids("probe", "s")));
   for (int i = 0; i < 6; ++i) {
-    expect_ok(c.rpc("debug.fault", fault("probe", "s", "session.describe",
-                                         "throw")));
+    expect_ok(until_settled([&] {
+      return c.rpc("debug.fault",
+                   fault("probe", "s", "session.describe", "throw"));
+    }));
     expect_error(c.rpc("session.describe", ids("probe", "s")), 500,
                  "internal");
   }
-  auto stopped = c.rpc("session.describe", ids("probe", "s"));
+  auto stopped = until_settled(
+    [&] { return c.rpc("session.describe", ids("probe", "s")); });
   expect_error(stopped, 500, "internal");
   auto text = json::serialize(expect_ok(c.rpc("system.dump")));
   CHECK(text.find(R"("state":"failed")") != std::string::npos);

@@ -1,0 +1,198 @@
+#include "guest/store/checkpoint_dag.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace allox::store {
+
+checkpoint_dag::checkpoint_dag(std::vector<checkpoint_row> rows,
+                               std::string head)
+  : head_(std::move(head)) {
+  for (auto& r : rows) {
+    auto id = r.checkpoint_id;
+    rows_.emplace(std::move(id), std::move(r));
+  }
+  if (!head_.empty() && rows_.count(head_) == 0)
+    head_.clear();
+}
+
+const checkpoint_row* checkpoint_dag::find(std::string_view id) const {
+  auto it = rows_.find(id);
+  return it == rows_.end() ? nullptr : &it->second;
+}
+
+expected<std::string> checkpoint_dag::resolve(std::string_view key) const {
+  if (auto* r = find(key); r != nullptr && !r->missing)
+    return r->checkpoint_id;
+  std::vector<std::string> matches;
+  for (auto it = rows_.lower_bound(key);
+       it != rows_.end() && it->first.compare(0, key.size(), key) == 0; ++it)
+    if (!it->second.missing)
+      matches.push_back(it->first);
+  if (matches.empty())
+    return make_error(errc::not_found,
+                      "checkpoint does not exist: " + std::string{key});
+  if (matches.size() > 1)
+    return make_error(errc::invalid_argument,
+                      "checkpoint prefix is ambiguous: " + std::string{key});
+  return matches.front();
+}
+
+expected<std::string> checkpoint_dag::ancestor(int64_t n) const {
+  if (n < 1)
+    return make_error(errc::invalid_argument, "num_ancestors must be >= 1");
+  if (head_.empty())
+    return make_error(errc::not_found, "checkpoint lineage has no head");
+  std::string cur = head_;
+  for (int64_t i = 1; i < n; ++i) {
+    auto* r = find(cur);
+    if (r == nullptr || r->parent_id.empty() || find(r->parent_id) == nullptr)
+      return make_error(errc::not_found,
+                        "checkpoint lineage ends before ancestor "
+                          + std::to_string(n));
+    cur = r->parent_id;
+  }
+  return cur;
+}
+
+void checkpoint_dag::add(checkpoint_row row) {
+  row.parent_id = head_;
+  head_ = row.checkpoint_id;
+  auto id = row.checkpoint_id;
+  rows_[id] = std::move(row);
+}
+
+void checkpoint_dag::move_head(const std::string& id) {
+  if (rows_.count(id) > 0)
+    head_ = id;
+}
+
+std::vector<checkpoint_row> checkpoint_dag::remove(const std::string& id) {
+  std::vector<checkpoint_row> changed;
+  auto it = rows_.find(id);
+  if (it == rows_.end())
+    return changed;
+  auto parent = it->second.parent_id;
+  if (!parent.empty() && rows_.count(parent) == 0)
+    parent.clear();
+  for (auto& [cid, row] : rows_) {
+    if (row.parent_id == id) {
+      row.parent_id = parent;
+      changed.push_back(row);
+    }
+  }
+  if (head_ == id)
+    head_ = parent;
+  rows_.erase(it);
+  return changed;
+}
+
+void checkpoint_dag::set_missing(const std::string& id, bool missing) {
+  if (auto it = rows_.find(id); it != rows_.end())
+    it->second.missing = missing;
+}
+
+void checkpoint_dag::adopt(checkpoint_row row) {
+  auto id = row.checkpoint_id;
+  rows_.emplace(std::move(id), std::move(row));
+}
+
+std::vector<checkpoint_row> checkpoint_dag::rows() const {
+  std::vector<checkpoint_row> out;
+  out.reserve(rows_.size());
+  for (const auto& [id, row] : rows_)
+    out.push_back(row);
+  return out;
+}
+
+std::vector<std::string>
+checkpoint_dag::ancestors(const std::string& id) const {
+  std::vector<std::string> chain;
+  std::set<std::string> seen;
+  for (auto cur = id; !cur.empty() && seen.insert(cur).second;) {
+    auto* r = find(cur);
+    if (r == nullptr)
+      break;
+    chain.push_back(cur);
+    cur = r->parent_id;
+  }
+  return chain;
+}
+
+std::string checkpoint_dag::common_ancestor(const std::string& a,
+                                            const std::string& b) const {
+  auto chain_a = ancestors(a);
+  std::set<std::string> in_a(chain_a.begin(), chain_a.end());
+  for (const auto& id : ancestors(b))
+    if (in_a.count(id) > 0)
+      return id;
+  return {};
+}
+
+json::array checkpoint_dag::present_ids() const {
+  json::array ids;
+  for (const auto& [id, row] : rows_)
+    if (!row.missing)
+      ids.emplace_back(id);
+  return ids;
+}
+
+json::array checkpoint_dag::child_ids(const std::string& id) const {
+  std::vector<const checkpoint_row*> children;
+  for (const auto& [cid, row] : rows_)
+    if (row.parent_id == id)
+      children.push_back(&row);
+  std::sort(children.begin(), children.end(), [](auto* x, auto* y) {
+    return std::tie(x->created_at_ns, x->checkpoint_id)
+           < std::tie(y->created_at_ns, y->checkpoint_id);
+  });
+  json::array out;
+  for (auto* c : children)
+    out.emplace_back(c->checkpoint_id);
+  if (id == head_)
+    out.emplace_back(live_marker);
+  return out;
+}
+
+json::object checkpoint_dag::record(const checkpoint_row& row) const {
+  json::object o;
+  o["checkpoint_id"] = row.checkpoint_id;
+  o["created_at_ns"] = row.created_at_ns;
+  o["origin"] = row.origin;
+  if (row.has_message)
+    o["message"] = row.message;
+  else
+    o["message"] = nullptr;
+  o["pinned"] = row.pinned;
+  json::value meta = nullptr;
+  if (!row.metadata.empty()) {
+    boost::system::error_code ec;
+    auto parsed = json::parse(row.metadata, ec);
+    if (!ec)
+      meta = std::move(parsed);
+  }
+  o["metadata"] = std::move(meta);
+  o["missing"] = row.missing;
+  if (row.parent_id.empty())
+    o["parent_id"] = nullptr;
+  else
+    o["parent_id"] = row.parent_id;
+  o["child_ids"] = child_ids(row.checkpoint_id);
+  return o;
+}
+
+json::array checkpoint_dag::records() const {
+  std::vector<const checkpoint_row*> sorted;
+  for (const auto& [id, row] : rows_)
+    sorted.push_back(&row);
+  std::sort(sorted.begin(), sorted.end(), [](auto* x, auto* y) {
+    return std::tie(x->created_at_ns, x->checkpoint_id)
+           < std::tie(y->created_at_ns, y->checkpoint_id);
+  });
+  json::array out;
+  for (auto* r : sorted)
+    out.emplace_back(record(*r));
+  return out;
+}
+
+} // namespace allox::store

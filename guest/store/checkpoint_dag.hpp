@@ -1,0 +1,80 @@
+// A session's checkpoint DAG (prototype semantics): a head, parents and
+// children, branches after rollback, exact-or-unique-prefix resolution,
+// ancestor lookup, re-parenting on removal. Pure logic; the SESSION actor
+// owns one and persists every change through the METADATA actor.
+#pragma once
+
+#include "messages/errors.hpp"
+#include "messages/json.hpp"
+#include "messages/records.hpp"
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace allox::store {
+
+/// Marker child id: "the live current/ descends from here" (head only).
+inline constexpr std::string_view live_marker = "__live__";
+
+class checkpoint_dag {
+public:
+  checkpoint_dag() = default;
+  checkpoint_dag(std::vector<checkpoint_row> rows, std::string head);
+
+  const std::string& head() const { return head_; }
+  size_t size() const { return rows_.size(); }
+  const checkpoint_row* find(std::string_view id) const;
+
+  /// Exact non-missing id, else the unique non-missing id with that prefix.
+  expected<std::string> resolve(std::string_view id_or_prefix) const;
+
+  /// 1 = head, 2 = its parent, ...
+  expected<std::string> ancestor(int64_t n) const;
+
+  /// Adds a new checkpoint as a child of the head and makes it the head.
+  void add(checkpoint_row row);
+
+  /// Moves the head (after a rollback).
+  void move_head(const std::string& id);
+
+  /// Removes a checkpoint; its children move to its parent and a removed
+  /// head moves to its parent. Returns the rows whose parent changed.
+  std::vector<checkpoint_row> remove(const std::string& id);
+
+  /// Marks rows missing or present.
+  void set_missing(const std::string& id, bool missing);
+
+  /// Inserts a row found on disk without changing the head.
+  void adopt(checkpoint_row row);
+
+  void clear_head() { head_.clear(); }
+
+  /// Every row, by id.
+  std::vector<checkpoint_row> rows() const;
+
+  /// The latest checkpoint both `a` and `b` descend from (either may be
+  /// that ancestor itself); empty if none.
+  std::string common_ancestor(const std::string& a, const std::string& b) const;
+
+  /// Ids of checkpoints whose snapshot exists, sorted.
+  json::array present_ids() const;
+
+  /// Children in creation order, plus the live marker for the head.
+  json::array child_ids(const std::string& id) const;
+
+  /// The prototype's record: {checkpoint_id, created_at_ns, origin,
+  /// message, pinned, metadata, missing, parent_id, child_ids}.
+  json::object record(const checkpoint_row& row) const;
+
+  /// All records sorted by (created_at_ns, id).
+  json::array records() const;
+
+private:
+  std::vector<std::string> ancestors(const std::string& id) const;
+  std::map<std::string, checkpoint_row, std::less<>> rows_;
+  std::string head_;
+};
+
+} // namespace allox::store
