@@ -57,13 +57,38 @@ void call(self_ptr self, uint64_t ticket, const Handle& target,
           [self, ticket](caf::error& err) { reply_error(self, ticket, err); });
 }
 
+/// Remembers which session handed out a lease or reset token, and forgets
+/// tokens that were used up.
+void track_token(self_ptr self, const std::string& action,
+                 const json::object& params, const json::value& result) {
+  auto& tokens = self->state.tokens;
+  auto* obj = result.if_object();
+  if (obj == nullptr)
+    return;
+  auto remember = [&](const char* field) {
+    if (auto* t = obj->if_contains(field); t && t->is_string())
+      tokens[std::string{t->get_string()}] = {
+        std::string{params.at("agent_id").get_string()},
+        std::string{params.at("session_id").get_string()}};
+  };
+  if (action == "execution.acquire")
+    remember("lease_token");
+  else if (action == "runtime.begin_reset")
+    remember("reset_token");
+  else if (action == "execution.release")
+    tokens.erase(std::string{params.at("lease_token").get_string()});
+  else if (action == "runtime.complete_reset")
+    tokens.erase(std::string{params.at("reset_token").get_string()});
+}
+
 void call_session(self_ptr self, uint64_t ticket, const session_actor& target,
                   const std::string& action, const json::object& params) {
   self->state.in_flight.emplace(ticket, target.address());
   self->request(target, rpc_timeout, atom::rpc_v, action,
                 json::value(params))
     .then(
-      [self, ticket](json::value& v) {
+      [self, ticket, action, params](json::value& v) {
+        track_token(self, action, params, v);
         if (self->state.in_flight.erase(ticket) > 0)
           reply(self, ticket, v);
       },

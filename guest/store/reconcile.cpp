@@ -57,9 +57,13 @@ bool phase_at_least_prepared(const std::string& phase) {
   return phase == "prepared" || phase == "old_moved" || phase == "committed";
 }
 
-/// What recovery did for one session.
-struct session_recovery {
-  bool recovered = false;
+/// What the filesystem half of recovery did for one session directory.
+struct swap_recovery {
+  /// A rollback journal was resolved; `commit` says which way.
+  bool journal = false;
+  bool commit = false;
+  /// Leftover .restore-/.discard- entries without a journal were removed.
+  bool orphans = false;
 };
 
 /// Finishes or undoes an interrupted rollback from what is on disk (the
@@ -69,10 +73,9 @@ struct session_recovery {
 ///   current present: a remaining restore means the second rename never
 ///                    happened (abort); otherwise it did (commit) once the
 ///                    journal reached old_moved.
-/// Leftovers are deleted, sockets and FIFOs scrubbed on a commit (also
-/// here, unlike the prototype), and the head moved to the target.
-caf::error recover_rollback(const layout& paths, const journal_row& j,
-                            checkpoint_dag& dag, metadata_write& changes) {
+/// Leftovers are deleted. Runs before the session's presence is decided,
+/// so a session caught between the two renames is never taken for gone.
+expected<bool> finish_swap(const layout& paths, const journal_row& j) {
   const auto& a = j.agent_id;
   const auto& s = j.session_id;
   auto has = [&](const std::string& name) {
@@ -102,37 +105,17 @@ caf::error recover_rollback(const layout& paths, const journal_row& j,
     if (has(name))
       if (auto err = remove_in_session(paths, a, s, name))
         return err;
-  json::object fields{{"checkpoint_id", j.checkpoint_id},
-                      {"outcome", commit ? "committed" : "aborted"}};
-  if (commit) {
-    if (j.scrub_runtime) {
-      auto removed = scrub_runtime(paths.current(a, s));
-      if (!removed)
-        return removed.error();
-      json::array entries;
-      for (auto& e : *removed)
-        entries.emplace_back(e);
-      fields["removed_runtime_entries"] = std::move(entries);
-    }
-    dag.move_head(j.checkpoint_id);
-  }
-  changes.audit.push_back(
-    event("session.rollback.recovered", a, s, std::move(fields)));
-  log::warn("reconcile", "rollback of " + a + "/" + s + " to "
-                           + j.checkpoint_id + " recovered: "
-                           + (commit ? "committed" : "aborted"));
-  return caf::none;
+  return commit;
 }
 
 /// Leftover .restore-/.discard- entries without a journal (the prototype's
 /// "orphan" case, or a crash before the first journal write).
-caf::error recover_orphans(const layout& paths, const std::string& a,
-                           const std::string& s, metadata_write& changes,
-                           bool& recovered) {
+expected<bool> remove_orphans(const layout& paths, const std::string& a,
+                              const std::string& s) {
   auto restores = session_entries(paths, a, s, restore_prefix);
   auto discards = session_entries(paths, a, s, discard_prefix);
   if (restores.empty() && discards.empty())
-    return caf::none;
+    return false;
   if (!exists_in_session(paths, a, s, "current")) {
     if (discards.size() != 1)
       return make_error(errc::internal,
@@ -145,10 +128,25 @@ caf::error recover_orphans(const layout& paths, const std::string& a,
     for (const auto& name : list)
       if (auto err = remove_in_session(paths, a, s, name))
         return err;
-  changes.audit.push_back(event("session.rollback.recovered", a, s,
-                                {{"outcome", "aborted-orphan"}}));
-  recovered = true;
-  return caf::none;
+  return true;
+}
+
+expected<swap_recovery> recover_swap(const layout& paths, const std::string& a,
+                                     const std::string& s,
+                                     const journal_row* journal) {
+  swap_recovery out;
+  if (journal != nullptr && journal->op == "rollback") {
+    auto commit = finish_swap(paths, *journal);
+    if (!commit)
+      return commit.error();
+    out.journal = true;
+    out.commit = *commit;
+  }
+  auto orphans = remove_orphans(paths, a, s);
+  if (!orphans)
+    return orphans.error();
+  out.orphans = *orphans;
+  return out;
 }
 
 /// Rows against snapshots: rows without a snapshot are marked missing,
@@ -191,22 +189,46 @@ void reconcile_checkpoints(const layout& paths, const std::string& a,
     dag.clear_head();
 }
 
-/// Journal, orphan and checkpoint recovery of one live session.
+/// The catalog half of recovery for one live session: the head after a
+/// recovered rollback (and its runtime scrub, also here, unlike the
+/// prototype), interrupted checkpoint creations and deletions, and the
+/// checkpoint rows against the snapshots on disk.
 caf::error recover_session(const layout& paths, session_row& row,
                            std::vector<checkpoint_row> rows,
-                           const journal_row* journal, metadata_write& changes,
+                           const journal_row* journal,
+                           const swap_recovery& swap, metadata_write& changes,
                            std::vector<checkpoint_row>& out,
                            json::array& recovered_sessions) {
   const auto& a = row.agent_id;
   const auto& s = row.session_id;
   checkpoint_dag dag{std::move(rows), row.head};
   auto before_head = dag.head();
-  bool recovered = false;
+  bool recovered = swap.orphans;
+  if (swap.orphans)
+    changes.audit.push_back(event("session.rollback.recovered", a, s,
+                                  {{"outcome", "aborted-orphan"}}));
   if (journal != nullptr) {
     recovered = true;
     if (journal->op == "rollback") {
-      if (auto err = recover_rollback(paths, *journal, dag, changes))
-        return err;
+      json::object fields{{"checkpoint_id", journal->checkpoint_id},
+                          {"outcome", swap.commit ? "committed" : "aborted"}};
+      if (swap.commit) {
+        if (journal->scrub_runtime) {
+          auto removed = scrub_runtime(paths.current(a, s));
+          if (!removed)
+            return removed.error();
+          json::array entries;
+          for (auto& e : *removed)
+            entries.emplace_back(e);
+          fields["removed_runtime_entries"] = std::move(entries);
+        }
+        dag.move_head(journal->checkpoint_id);
+      }
+      changes.audit.push_back(
+        event("session.rollback.recovered", a, s, std::move(fields)));
+      log::warn("reconcile", "rollback of " + session_key(a, s) + " to "
+                               + journal->checkpoint_id + " recovered: "
+                               + (swap.commit ? "committed" : "aborted"));
     } else if (journal->op == "checkpoint") {
       // Our own interrupted creation: never adopted, always undone.
       if (dag.find(journal->checkpoint_id) == nullptr)
@@ -231,8 +253,6 @@ caf::error recover_session(const layout& paths, session_row& row,
     }
     changes.delete_journals.push_back({a, s});
   }
-  if (auto err = recover_orphans(paths, a, s, changes, recovered))
-    return err;
   reconcile_checkpoints(paths, a, s, dag, changes);
   if (dag.head() != before_head)
     changes.set_heads.push_back({a, s, dag.head()});
@@ -283,7 +303,12 @@ expected<reconcile_result> reconcile(const layout& paths,
     finished.emplace_back(session_key(s.agent_id, s.session_id));
   }
 
-  // What the disk holds.
+  std::map<std::pair<std::string, std::string>, const journal_row*> journals;
+  for (const auto& j : rows.journals)
+    journals[{j.agent_id, j.session_id}] = &j;
+  std::map<std::pair<std::string, std::string>, swap_recovery> swaps;
+
+  // What the disk holds, after interrupted swaps have put current/ back.
   std::map<std::string, std::set<std::string>> on_disk;
   auto agent_names = os::list_dir(paths.agents_dir());
   if (!agent_names)
@@ -304,6 +329,12 @@ expected<reconcile_result> reconcile(const layout& paths,
         continue;
       if (os::kind_of(paths.session_dir(a, s)) != os::entry_kind::directory)
         continue;
+      auto j = journals.find({a, s});
+      auto swap = recover_swap(paths, a, s,
+                               j == journals.end() ? nullptr : j->second);
+      if (!swap)
+        return swap.error();
+      swaps[{a, s}] = *swap;
       auto current = paths.current(a, s);
       if (os::kind_of(current) != os::entry_kind::directory)
         continue;
@@ -375,9 +406,6 @@ expected<reconcile_result> reconcile(const layout& paths,
     checkpoints;
   for (const auto& c : rows.checkpoints)
     checkpoints[{c.agent_id, c.session_id}].push_back(c);
-  std::map<std::pair<std::string, std::string>, const journal_row*> journals;
-  for (const auto& j : rows.journals)
-    journals[{j.agent_id, j.session_id}] = &j;
   json::array recovered;
   for (auto& session : r.sessions) {
     std::pair<std::string, std::string> key{session.agent_id,
@@ -385,8 +413,8 @@ expected<reconcile_result> reconcile(const layout& paths,
     auto j = journals.find(key);
     if (auto err = recover_session(
           paths, session, std::move(checkpoints[key]),
-          j == journals.end() ? nullptr : j->second, r.changes, r.checkpoints,
-          recovered))
+          j == journals.end() ? nullptr : j->second, swaps[key], r.changes,
+          r.checkpoints, recovered))
       return err;
   }
   r.summary["recovered_sessions"] = std::move(recovered);

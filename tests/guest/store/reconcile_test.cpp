@@ -8,6 +8,8 @@
 
 #include <sys/stat.h>
 
+#include <map>
+
 using namespace allox;
 
 namespace {
@@ -103,4 +105,194 @@ TEST_CASE("reconcile: ignores names that are not ids and symlinks") {
   REQUIRE(r);
   CHECK(strings(r->summary.at("adopted_sessions"))
         == std::vector<std::string>{"a/s"});
+}
+
+// -- rollback and checkpoint recovery (prototype 5.5 cases and ours) ----------
+
+namespace {
+
+journal_row rollback_journal(const std::string& phase) {
+  return {"a", "s", "rollback", phase, "target", ".restore-t", ".discard-t",
+          true, "test", ""};
+}
+
+catalog_snapshot one_session(std::vector<journal_row> journals = {}) {
+  catalog_snapshot rows;
+  rows.agents.push_back({"a", 1, false});
+  rows.sessions.push_back({"a", "s", 1, false, "old"});
+  checkpoint_row old;
+  old.agent_id = "a";
+  old.session_id = "s";
+  old.checkpoint_id = "old";
+  old.origin = "test";
+  auto target = old;
+  target.checkpoint_id = "target";
+  target.parent_id = "old";
+  rows.checkpoints = {old, target};
+  rows.journals = std::move(journals);
+  return rows;
+}
+
+void make_checkpoints(const store::layout& l) {
+  mkdirs(l.checkpoint("a", "s", "old"));
+  mkdirs(l.checkpoint("a", "s", "target"));
+}
+
+std::string session_file(const store::layout& l, const std::string& name) {
+  return l.session_dir("a", "s") + "/" + name;
+}
+
+const session_row& only_session(const store::reconcile_result& r) {
+  REQUIRE(r.sessions.size() == 1);
+  return r.sessions.front();
+}
+
+bool audited(const store::reconcile_result& r, const std::string& op,
+             const std::string& outcome) {
+  for (const auto& e : r.changes.audit)
+    if (e.op == op && e.fields.find(outcome) != std::string::npos)
+      return true;
+  return false;
+}
+
+} // namespace
+
+TEST_CASE("recovery: old_moved with current renamed away finishes to the "
+          "target") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  make_session(l, "a", "s");
+  make_checkpoints(l);
+  test::write_file(l.current("a", "s") + "/who", "old");
+  REQUIRE(::rename(l.current("a", "s").c_str(),
+                   session_file(l, ".discard-t").c_str()) == 0);
+  mkdirs(session_file(l, ".restore-t") + "/.allox-tmp");
+  test::write_file(session_file(l, ".restore-t") + "/who", "target");
+  ::mkfifo((session_file(l, ".restore-t") + "/.allox-tmp/fifo").c_str(), 0600);
+  auto r = store::reconcile(l, one_session({rollback_journal("old_moved")}));
+  REQUIRE(r);
+  CHECK(test::read_file(l.current("a", "s") + "/who") == "target");
+  CHECK_FALSE(exists(session_file(l, ".restore-t")));
+  CHECK_FALSE(exists(session_file(l, ".discard-t")));
+  // Scrubbed on a recovered commit, unlike the prototype.
+  CHECK_FALSE(exists(l.current("a", "s") + "/.allox-tmp/fifo"));
+  CHECK(only_session(*r).head == "target");
+  CHECK(r->changes.delete_journals.size() == 1);
+  CHECK(audited(*r, "session.rollback.recovered", "committed"));
+  CHECK(r->summary.at("recovered_sessions").as_array().size() == 1);
+}
+
+TEST_CASE("recovery: prepared with current intact is aborted") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  make_session(l, "a", "s");
+  make_checkpoints(l);
+  test::write_file(l.current("a", "s") + "/who", "old");
+  mkdirs(session_file(l, ".restore-t"));
+  auto r = store::reconcile(l, one_session({rollback_journal("prepared")}));
+  REQUIRE(r);
+  CHECK(test::read_file(l.current("a", "s") + "/who") == "old");
+  CHECK_FALSE(exists(session_file(l, ".restore-t")));
+  CHECK(only_session(*r).head == "old");
+  CHECK(audited(*r, "session.rollback.recovered", "aborted"));
+}
+
+TEST_CASE("recovery: a swapped-in current with the old one still there is "
+          "committed") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  make_session(l, "a", "s");
+  make_checkpoints(l);
+  test::write_file(l.current("a", "s") + "/who", "target");
+  mkdirs(session_file(l, ".discard-t"));
+  for (auto phase : {"old_moved", "committed"}) {
+    CAPTURE(phase);
+    mkdirs(session_file(l, ".discard-t"));
+    auto r = store::reconcile(l, one_session({rollback_journal(phase)}));
+    REQUIRE(r);
+    CHECK(only_session(*r).head == "target");
+    CHECK_FALSE(exists(session_file(l, ".discard-t")));
+  }
+}
+
+TEST_CASE("recovery: current missing before the journal reached prepared "
+          "takes the old workspace back") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  make_session(l, "a", "s");
+  make_checkpoints(l);
+  REQUIRE(::rename(l.current("a", "s").c_str(),
+                   session_file(l, ".discard-t").c_str()) == 0);
+  mkdirs(session_file(l, ".restore-t"));
+  auto r = store::reconcile(l, one_session({rollback_journal("preparing")}));
+  REQUIRE(r);
+  CHECK(exists(l.current("a", "s")));
+  CHECK(only_session(*r).head == "old");
+}
+
+TEST_CASE("recovery: orphans without a journal") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  make_session(l, "a", "s");
+  make_checkpoints(l);
+  REQUIRE(::rename(l.current("a", "s").c_str(),
+                   session_file(l, ".discard-x").c_str()) == 0);
+  mkdirs(session_file(l, ".restore-x"));
+  auto r = store::reconcile(l, one_session());
+  REQUIRE(r);
+  CHECK(exists(l.current("a", "s")));
+  CHECK_FALSE(exists(session_file(l, ".restore-x")));
+  CHECK(audited(*r, "session.rollback.recovered", "aborted-orphan"));
+}
+
+TEST_CASE("recovery: an interrupted checkpoint creation is undone, never "
+          "adopted") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  make_session(l, "a", "s");
+  make_checkpoints(l);
+  mkdirs(l.checkpoint("a", "s", "half"));
+  journal_row j{"a", "s", "checkpoint", "preparing", "half", "", "", false,
+                "test", ""};
+  auto r = store::reconcile(l, one_session({j}));
+  REQUIRE(r);
+  CHECK_FALSE(exists(l.checkpoint("a", "s", "half")));
+  for (const auto& c : r->checkpoints)
+    CHECK(c.checkpoint_id != "half");
+  CHECK(audited(*r, "checkpoint.create.recovered", "aborted"));
+}
+
+TEST_CASE("recovery: an interrupted checkpoint deletion is finished") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  make_session(l, "a", "s");
+  make_checkpoints(l);
+  journal_row j{"a", "s", "checkpoint.delete", "preparing", "old", "", "",
+                false, "test", ""};
+  auto r = store::reconcile(l, one_session({j}));
+  REQUIRE(r);
+  CHECK_FALSE(exists(l.checkpoint("a", "s", "old")));
+  REQUIRE(r->checkpoints.size() == 1);
+  CHECK(r->checkpoints[0].checkpoint_id == "target");
+  CHECK(r->checkpoints[0].parent_id.empty()); // re-parented
+  CHECK(only_session(*r).head.empty());       // the deleted head had no parent
+}
+
+TEST_CASE("recovery: rows without snapshots are missing; snapshots without "
+          "rows are adopted") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  make_session(l, "a", "s");
+  mkdirs(l.checkpoint("a", "s", "target"));
+  mkdirs(l.checkpoint("a", "s", "stranger"));
+  auto r = store::reconcile(l, one_session());
+  REQUIRE(r);
+  std::map<std::string, checkpoint_row> byid;
+  for (const auto& c : r->checkpoints)
+    byid[c.checkpoint_id] = c;
+  CHECK(byid.at("old").missing);
+  CHECK_FALSE(byid.at("target").missing);
+  CHECK(byid.at("stranger").origin == "filesystem-recovery");
+  CHECK(byid.at("stranger").parent_id.empty());
+  CHECK(only_session(*r).head.empty()); // head "old" has no snapshot
 }

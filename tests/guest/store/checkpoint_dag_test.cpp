@@ -1,0 +1,116 @@
+#include "guest/store/checkpoint_dag.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace allox;
+using store::checkpoint_dag;
+
+namespace {
+
+checkpoint_row row(const std::string& id, int64_t t) {
+  checkpoint_row r;
+  r.agent_id = "a";
+  r.session_id = "s";
+  r.checkpoint_id = id;
+  r.created_at_ns = t;
+  r.origin = "test";
+  return r;
+}
+
+std::vector<std::string> strings(const json::array& a) {
+  std::vector<std::string> out;
+  for (const auto& v : a)
+    out.emplace_back(v.as_string());
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("dag: add chains checkpoints under the head") {
+  checkpoint_dag dag;
+  dag.add(row("c1", 1));
+  dag.add(row("c2", 2));
+  dag.add(row("c3", 3));
+  CHECK(dag.head() == "c3");
+  CHECK(dag.find("c2")->parent_id == "c1");
+  CHECK(dag.find("c1")->parent_id.empty());
+  CHECK(strings(dag.child_ids("c2")) == std::vector<std::string>{"c3"});
+  CHECK(strings(dag.child_ids("c3")) == std::vector<std::string>{"__live__"});
+}
+
+TEST_CASE("dag: ancestors 1/2/3 and the end of the lineage") {
+  checkpoint_dag dag;
+  CHECK(message_of(dag.ancestor(1).error()) == "checkpoint lineage has no head");
+  dag.add(row("c1", 1));
+  dag.add(row("c2", 2));
+  dag.add(row("c3", 3));
+  CHECK(*dag.ancestor(1) == "c3");
+  CHECK(*dag.ancestor(2) == "c2");
+  CHECK(*dag.ancestor(3) == "c1");
+  CHECK(message_of(dag.ancestor(4).error())
+        == "checkpoint lineage ends before ancestor 4");
+  CHECK(message_of(dag.ancestor(0).error()) == "num_ancestors must be >= 1");
+}
+
+TEST_CASE("dag: a checkpoint after moving the head starts a branch") {
+  checkpoint_dag dag;
+  dag.add(row("c1", 1));
+  dag.add(row("c2", 2));
+  dag.move_head("c1");
+  dag.add(row("c3", 3));
+  CHECK(dag.find("c3")->parent_id == "c1");
+  CHECK(strings(dag.child_ids("c1")) == std::vector<std::string>{"c2", "c3"});
+  CHECK(strings(dag.child_ids("c3")) == std::vector<std::string>{"__live__"});
+  CHECK(dag.common_ancestor("c2", "c3") == "c1");
+  CHECK(dag.common_ancestor("c1", "c3") == "c1");
+}
+
+TEST_CASE("dag: exact id, unique prefix, ambiguous prefix") {
+  checkpoint_dag dag;
+  dag.add(row("abc1", 1));
+  dag.add(row("abc2", 2));
+  dag.add(row("abd", 3));
+  dag.add(row("ab", 4));
+  CHECK(*dag.resolve("ab") == "ab"); // exact wins over prefix
+  CHECK(*dag.resolve("abd") == "abd");
+  CHECK(*dag.resolve("abc1") == "abc1");
+  auto amb = dag.resolve("abc");
+  REQUIRE_FALSE(amb);
+  CHECK(message_of(amb.error()) == "checkpoint prefix is ambiguous: abc");
+  auto none = dag.resolve("zz");
+  CHECK(message_of(none.error()) == "checkpoint does not exist: zz");
+  dag.set_missing("abc2", true);
+  CHECK(*dag.resolve("abc") == "abc1"); // missing entries never resolve
+}
+
+TEST_CASE("dag: removal re-parents children and moves a removed head") {
+  checkpoint_dag dag;
+  dag.add(row("c1", 1));
+  dag.add(row("c2", 2));
+  dag.add(row("c3", 3));
+  auto changed = dag.remove("c2");
+  REQUIRE(changed.size() == 1);
+  CHECK(changed[0].checkpoint_id == "c3");
+  CHECK(dag.find("c3")->parent_id == "c1");
+  dag.remove("c3");
+  CHECK(dag.head() == "c1");
+  CHECK(strings(dag.child_ids("c1")) == std::vector<std::string>{"__live__"});
+  dag.remove("c1");
+  CHECK(dag.head().empty());
+}
+
+TEST_CASE("dag: records are sorted by creation time and id") {
+  checkpoint_dag dag;
+  dag.add(row("b", 5));
+  dag.add(row("a", 5));
+  dag.add(row("c", 1));
+  auto recs = dag.records();
+  REQUIRE(recs.size() == 3);
+  CHECK(recs[0].as_object().at("checkpoint_id") == "c");
+  CHECK(recs[1].as_object().at("checkpoint_id") == "a");
+  CHECK(recs[2].as_object().at("checkpoint_id") == "b");
+  auto& rec = recs[2].as_object();
+  CHECK(rec.at("message").is_null());
+  CHECK(rec.at("metadata").is_null());
+  CHECK(rec.at("parent_id").is_null());
+}
