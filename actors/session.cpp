@@ -190,11 +190,11 @@ caf::result<json::value> handle_checkpoint_describe(self_ptr self,
 
 // -- checkpoint.create ----------------------------------------------------------
 
-// Crash-safe in two durable steps: a journal naming the checkpoint, then
-// the snapshot, then one transaction with the row, the new head, the audit
-// record and the journal's removal. A crash before that transaction leaves
-// a journal, and start-up deletes the snapshot: the checkpoint exists
-// completely or not at all.
+// All or nothing without a journal: the snapshot is taken under a pending
+// name that start-up never adopts, the row, head and audit record are
+// committed in one transaction, and only then is the snapshot renamed to
+// its id. A crash before the commit leaves a pending snapshot that start-up
+// deletes; a crash after it leaves one that start-up publishes.
 caf::result<json::value> handle_checkpoint_create(self_ptr self,
                                                   const json::object& p) {
   auto req = params::decode_checkpoint_create(p);
@@ -222,82 +222,85 @@ caf::result<json::value> handle_checkpoint_create(self_ptr self,
   begin_mutation(self, "checkpoint.create");
   auto rp = self->make_response_promise<json::value>();
   auto faults = std::make_shared<fault_set>(st.faults.take("checkpoint.create"));
+  auto paths = st.init.paths;
   auto fail = [self, rp](caf::error err) mutable {
     ++self->state.failures;
     end_mutation(self);
     rp.deliver(std::move(err));
   };
-  journal_row journal{row.agent_id, row.session_id, "checkpoint", "preparing",
-                      id,           "",             "",           false,
-                      row.origin,   ""};
-  metadata_write w;
-  w.put_journals.push_back(journal);
-  commit(
-    self, std::move(w),
-    [self, rp, row, faults, fail]() mutable {
-      auto paths = self->state.init.paths;
-      blocking(
-        self,
-        [paths, row, faults]() -> expected<json::value> {
-          faults->trigger("checkpoint.create.before_snapshot");
-          auto gen = store::snapshot_current(paths, row.agent_id,
-                                             row.session_id, row.checkpoint_id);
-          if (!gen)
-            return gen.error();
-          faults->trigger("checkpoint.create.after_snapshot");
-          return json::value(*gen);
-        },
-        [self, rp, row, faults, fail](json::value& gen) mutable {
-          row.generation = gen.as_int64();
-          json::object fields{{"checkpoint_id", row.checkpoint_id},
-                              {"origin", row.origin},
-                              {"pinned", row.pinned}};
-          fields["message"] = row.has_message ? json::value(row.message)
-                                              : json::value(nullptr);
-          fields["metadata"] = row.metadata.empty()
-                                 ? json::value(nullptr)
-                                 : json::parse(row.metadata);
-          metadata_write done;
-          done.put_checkpoints.push_back(row);
-          done.set_heads.push_back(
-            {row.agent_id, row.session_id, row.checkpoint_id});
-          done.delete_journals.push_back(ref(self));
-          done.audit.push_back(audit(self, "checkpoint.create", fields));
-          commit(
-            self, std::move(done),
-            [self, rp, row, faults]() mutable {
-              faults->trigger("checkpoint.create.after_commit");
-              auto& state = self->state;
-              state.dag.add(row);
-              ++state.checkpoints_created;
-              end_mutation(self);
-              json::object r{{"agent_id", row.agent_id},
-                             {"session_id", row.session_id},
-                             {"checkpoint_id", row.checkpoint_id}};
-              r["parent_id"] = row.parent_id.empty()
-                                 ? json::value(nullptr)
-                                 : json::value(row.parent_id);
-              r["metadata"] = row.metadata.empty()
-                                ? json::value(nullptr)
-                                : json::parse(row.metadata);
-              rp.deliver(json::value(std::move(r)));
-            },
-            [self, rp](caf::error err) mutable {
-              fence(self, err);
-              rp.deliver(err);
-            });
-        },
-        [self, fail](caf::error err) mutable {
-          // The snapshot step removed anything half-made; drop the journal.
-          metadata_write undo;
-          undo.delete_journals.push_back(ref(self));
-          commit(
-            self, std::move(undo), [fail, err]() mutable { fail(err); },
-            [self, fail](caf::error jerr) mutable {
-              fence(self, jerr);
-              fail(jerr);
-            });
-        });
+  auto publish = [self, rp, row, faults, paths]() mutable {
+    blocking(
+      self,
+      [paths, row, faults]() -> expected<json::value> {
+        faults->trigger("checkpoint.create.after_commit");
+        if (auto err = store::publish_checkpoint(paths, row.agent_id,
+                                                 row.session_id,
+                                                 row.checkpoint_id))
+          return err;
+        faults->trigger("checkpoint.create.after_publish");
+        return json::value();
+      },
+      [self, rp, row](json::value&) mutable {
+        auto& state = self->state;
+        state.dag.add(row);
+        ++state.checkpoints_created;
+        end_mutation(self);
+        json::object r{{"agent_id", row.agent_id},
+                       {"session_id", row.session_id},
+                       {"checkpoint_id", row.checkpoint_id}};
+        r["parent_id"] = row.parent_id.empty() ? json::value(nullptr)
+                                               : json::value(row.parent_id);
+        r["metadata"] = row.metadata.empty() ? json::value(nullptr)
+                                             : json::parse(row.metadata);
+        rp.deliver(json::value(std::move(r)));
+      },
+      [self, rp](caf::error err) mutable {
+        // Committed but not published: start-up finishes it.
+        fence(self, err);
+        rp.deliver(std::move(err));
+      });
+  };
+  blocking(
+    self,
+    [paths, row, faults]() -> expected<json::value> {
+      faults->trigger("checkpoint.create.before_snapshot");
+      auto gen = store::snapshot_current(paths, row.agent_id, row.session_id,
+                                         row.checkpoint_id);
+      if (!gen)
+        return gen.error();
+      faults->trigger("checkpoint.create.after_snapshot");
+      return json::value(*gen);
+    },
+    [self, row, publish, fail](json::value& gen) mutable {
+      row.generation = gen.as_int64();
+      json::object fields{{"checkpoint_id", row.checkpoint_id},
+                          {"origin", row.origin},
+                          {"pinned", row.pinned}};
+      fields["message"] = row.has_message ? json::value(row.message)
+                                          : json::value(nullptr);
+      fields["metadata"] = row.metadata.empty() ? json::value(nullptr)
+                                                : json::parse(row.metadata);
+      metadata_write done;
+      done.put_checkpoints.push_back(row);
+      done.set_heads.push_back(
+        {row.agent_id, row.session_id, row.checkpoint_id});
+      done.audit.push_back(audit(self, "checkpoint.create", fields));
+      auto layout = self->state.init.paths;
+      commit(self, std::move(done), publish, [self, row, layout, fail](
+                                               caf::error err) mutable {
+        // Not committed: the pending snapshot must not survive.
+        auto pending = layout.checkpoints_dir(row.agent_id, row.session_id)
+                       + "/" + std::string{store::pending_prefix}
+                       + row.checkpoint_id;
+        blocking(
+          self,
+          [pending]() -> expected<json::value> {
+            os::remove_tree(pending);
+            return json::value();
+          },
+          [fail, err](json::value&) mutable { fail(err); },
+          [fail, err](caf::error) mutable { fail(err); });
+      });
     },
     fail);
   return rp;
@@ -407,11 +410,13 @@ caf::result<json::value> handle_checkpoint_delete(self_ptr self,
 
 /// One rollback in flight: the prototype's journaled swap (reference 5.4).
 /// Each phase is committed before the filesystem step it guards:
-///   preparing -> snapshot checkpoint as .restore-<t>
+///   preparing -> snapshot the checkpoint as .restore-<t> and scrub its
+///                sockets and FIFOs (before it goes live)
 ///   prepared  -> rename current/ to .discard-<t>
-///   old_moved -> rename .restore-<t> to current/
-///   committed -> scrub sockets/FIFOs, delete .discard-<t>
-///   then head, audit and journal removal in one transaction.
+///   old_moved -> rename .restore-<t> to current/, fsync the directory
+///   then head, audit and journal removal in one transaction (the commit),
+///   the reply, and the deletion of .discard-<t> in the background.
+/// Start-up recovery decides from what is on disk (guest/store/reconcile).
 struct rollback_run {
   self_ptr self;
   promise rp;
@@ -455,6 +460,26 @@ void rollback_phase(const run_ptr& run, const char* phase, Next next) {
   });
 }
 
+/// After the reply: the old tree goes in the background. The ioctl returns
+/// before Btrfs reclaims the space (its cleaner does that later); a crash
+/// first leaves an orphaned .discard- entry that start-up removes.
+void rollback_discard(const run_ptr& run) {
+  auto self = run->self;
+  auto paths = self->state.init.paths;
+  auto a = self->state.agent_id();
+  auto s = self->state.session_id();
+  auto name = run->journal.discard_name;
+  auto faults = run->faults;
+  run_blocking(self, [paths, a, s, name, faults]() -> expected<json::value> {
+    faults->trigger("rollback.before_discard");
+    if (auto err = store::remove_in_session(paths, a, s, name))
+      log::warn("session", "cannot delete " + name + ": " + message_of(err));
+    faults->trigger("rollback.after_discard");
+    return json::value();
+  })
+    .then([](json::value&) {}, [](caf::error&) {});
+}
+
 void rollback_finish(const run_ptr& run) {
   auto self = run->self;
   auto& st = self->state;
@@ -469,6 +494,7 @@ void rollback_finish(const run_ptr& run) {
   commit(
     self, std::move(done),
     [run]() {
+      run->faults->trigger("rollback.after_commit");
       auto owner = run->self;
       auto& state = owner->state;
       state.dag.move_head(run->target);
@@ -484,53 +510,13 @@ void rollback_finish(const run_ptr& run) {
                                                  state.session_id())},
                      {"removed_runtime_entries", run->removed}};
       run->rp.deliver(json::value(std::move(r)));
+      rollback_discard(run);
     },
     [run](caf::error err) {
-      // Committed on disk; the journal says so and start-up will move the
-      // head. Until then nothing else may touch the session.
+      // Swapped on disk; the journal says old_moved and start-up will
+      // commit it. Until then nothing else may touch the session.
       fence(run->self, err);
       rollback_fail(run, err);
-    });
-}
-
-void rollback_cleanup(const run_ptr& run) {
-  auto self = run->self;
-  auto paths = self->state.init.paths;
-  auto a = self->state.agent_id();
-  auto s = self->state.session_id();
-  auto journal = run->journal;
-  auto faults = run->faults;
-  bool scrub = run->req.scrub_runtime;
-  blocking(
-    self,
-    [paths, a, s, journal, faults, scrub]() -> expected<json::value> {
-      json::array removed;
-      if (scrub) {
-        auto entries = store::scrub_runtime(paths.current(a, s));
-        if (!entries)
-          return entries.error();
-        for (auto& e : *entries)
-          removed.emplace_back(e);
-      }
-      faults->trigger("rollback.before_discard");
-      // The ioctl returns before Btrfs reclaims the space (the cleaner
-      // does that later), so this does not wait for the old tree.
-      if (auto err = store::remove_in_session(paths, a, s,
-                                              journal.discard_name))
-        log::warn("session", "cannot delete " + journal.discard_name + ": "
-                               + message_of(err));
-      faults->trigger("rollback.after_discard");
-      return json::value(std::move(removed));
-    },
-    [run](json::value& removed) {
-      run->removed = std::move(removed.as_array());
-      rollback_finish(run);
-    },
-    [run](caf::error err) {
-      // The swap is committed; a failed scrub is reported, not undone.
-      log::warn("session", run->self->state.key() + ": post-rollback clean-up "
-                             "failed: " + message_of(err));
-      rollback_finish(run);
     });
 }
 
@@ -546,8 +532,10 @@ void rollback_swap(const run_ptr& run) {
       self,
       [paths, a, s, j, faults]() -> expected<json::value> {
         faults->trigger("rollback.before_move_old");
+        // No fsync: if a power cut loses this rename, recovery sees
+        // current/ and the restore and aborts.
         if (auto err = store::rename_in_session(paths, a, s, "current",
-                                                j.discard_name)) {
+                                                j.discard_name, false)) {
           store::remove_in_session(paths, a, s, j.restore_name);
           return err;
         }
@@ -560,6 +548,8 @@ void rollback_swap(const run_ptr& run) {
             self,
             [paths, a, s, j, faults]() -> expected<json::value> {
               faults->trigger("rollback.before_move_new");
+              // Durable before the commit: after it, nothing but the disk
+              // says which tree is current.
               if (auto err = store::rename_in_session(paths, a, s,
                                                       j.restore_name,
                                                       "current")) {
@@ -572,12 +562,7 @@ void rollback_swap(const run_ptr& run) {
               faults->trigger("rollback.after_move_new");
               return json::value();
             },
-            [=](json::value&) {
-              rollback_phase(run, "committed", [run]() {
-                run->faults->trigger("rollback.after_commit_phase");
-                rollback_cleanup(run);
-              });
-            },
+            [run](json::value&) { rollback_finish(run); },
             [run](caf::error err) { rollback_abort(run, err); });
         });
       },
@@ -645,10 +630,24 @@ caf::result<json::value> handle_rollback(self_ptr self, const json::object& p,
           if (auto err = store::make_restore(paths, a, s, j.checkpoint_id,
                                              j.restore_name))
             return err;
+          json::array removed;
+          if (j.scrub_runtime) {
+            auto entries = store::scrub_runtime(paths.session_dir(a, s) + "/"
+                                                + j.restore_name);
+            if (!entries) {
+              store::remove_in_session(paths, a, s, j.restore_name);
+              return entries.error();
+            }
+            for (auto& e : *entries)
+              removed.emplace_back(e);
+          }
           faults->trigger("rollback.after_snapshot");
-          return json::value();
+          return json::value(std::move(removed));
         },
-        [run](json::value&) { rollback_swap(run); },
+        [run](json::value& removed) {
+          run->removed = std::move(removed.as_array());
+          rollback_swap(run);
+        },
         [run](caf::error err) { rollback_abort(run, err); });
     },
     [run](caf::error err) { rollback_fail(run, err); });

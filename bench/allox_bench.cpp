@@ -88,6 +88,44 @@ int create_sessions(const std::string& host, uint16_t port, size_t count,
   return failures.load() == 0 ? 0 : 1;
 }
 
+/// Latency of one action repeated on one session over one connection.
+/// `rollback` alternates between the given checkpoints.
+int repeat_action(const std::string& host, uint16_t port,
+                  const std::string& action, const std::string& agent,
+                  const std::string& session, size_t count,
+                  const std::vector<std::string>& targets,
+                  const std::string& label) {
+  test::http_client client{host, port};
+  std::vector<double> micros;
+  size_t failures = 0;
+  auto start = clock_type::now();
+  for (size_t i = 0; i < count; ++i) {
+    json::object p{{"agent_id", agent}, {"session_id", session}};
+    if (action == "session.rollback")
+      p["checkpoint_id"] = targets[i % targets.size()];
+    if (action == "checkpoint.diff") {
+      p["from"] = targets.at(0);
+      p["to"] = targets.at(1);
+    }
+    auto t0 = clock_type::now();
+    auto r = client.rpc(action, p);
+    micros.push_back(
+      std::chrono::duration<double, std::micro>(clock_type::now() - t0)
+        .count());
+    if (r.status != 200) {
+      if (failures++ == 0)
+        std::cerr << action << " failed: " << r.body << "\n";
+    }
+  }
+  auto seconds =
+    std::chrono::duration<double>(clock_type::now() - start).count();
+  auto o = summarize(std::move(micros), seconds);
+  o["what"] = label.empty() ? action : label;
+  o["failures"] = failures;
+  std::cout << json::serialize(o) << std::endl;
+  return failures == 0 ? 0 : 1;
+}
+
 int raw_subvolumes(const std::string& dir, size_t count) {
   if (auto err = os::ensure_managed_dir(dir, 0755, "bench directory")) {
     std::cerr << message_of(err) << "\n";
@@ -134,6 +172,17 @@ int main(int argc, char** argv) {
   create->add_option("--connections", connections);
   create->add_option("--agents", agents);
   create->add_option("--prefix", prefix, "id prefix, to run several times");
+  std::string action, agent = "bench", session = "s", label;
+  std::vector<std::string> targets;
+  auto* repeat = app.add_subcommand("repeat", "one action, repeated");
+  repeat->add_option("--host", host);
+  repeat->add_option("--port", port)->required();
+  repeat->add_option("--action", action)->required();
+  repeat->add_option("--agent", agent);
+  repeat->add_option("--session", session);
+  repeat->add_option("--count", count);
+  repeat->add_option("--target", targets, "rollback targets / diff pair");
+  repeat->add_option("--label", label);
   auto* raw = app.add_subcommand("subvolumes", "raw baseline");
   raw->add_option("--dir", dir)->required();
   raw->add_option("--count", count);
@@ -141,5 +190,8 @@ int main(int argc, char** argv) {
   if (*create)
     return create_sessions(host, port, count, std::max<size_t>(1, connections),
                            std::max<size_t>(1, agents), prefix);
+  if (*repeat)
+    return repeat_action(host, port, action, agent, session, count, targets,
+                         label);
   return raw_subvolumes(dir, count);
 }

@@ -68,11 +68,13 @@ struct swap_recovery {
 
 /// Finishes or undoes an interrupted rollback from what is on disk (the
 /// journal's phase only breaks ties):
-///   current missing: the restore wins from `prepared` on, else the discard
-///                    goes back;
+///   current missing: between the two renames; the restore wins from
+///                    `prepared` on, else the discard goes back;
 ///   current present: a remaining restore means the second rename never
-///                    happened (abort); otherwise it did (commit) once the
-///                    journal reached old_moved.
+///                    happened (abort); a remaining discard without a
+///                    restore means both happened (commit); neither means
+///                    nothing started, unless a prototype journal says
+///                    `committed`.
 /// Leftovers are deleted. Runs before the session's presence is decided,
 /// so a session caught between the two renames is never taken for gone.
 expected<bool> finish_swap(const layout& paths, const journal_row& j) {
@@ -99,7 +101,7 @@ expected<bool> finish_swap(const layout& paths, const journal_row& j) {
                           + "/" + s);
     }
   } else if (!restore) {
-    commit = j.phase == "old_moved" || j.phase == "committed";
+    commit = discard || j.phase == "committed";
   }
   for (const auto& name : {j.restore_name, j.discard_name})
     if (has(name))
@@ -154,6 +156,29 @@ expected<swap_recovery> recover_swap(const layout& paths, const std::string& a,
 void reconcile_checkpoints(const layout& paths, const std::string& a,
                            const std::string& s, checkpoint_dag& dag,
                            metadata_write& changes) {
+  // Our own interrupted creations first: never adopted; published when
+  // their row was committed, deleted otherwise.
+  if (auto names = os::list_dir(paths.checkpoints_dir(a, s))) {
+    for (auto& n : *names) {
+      if (n.compare(0, pending_prefix.size(), pending_prefix) != 0)
+        continue;
+      auto id = n.substr(pending_prefix.size());
+      bool committed = dag.find(id) != nullptr
+                       && os::kind_of(paths.checkpoint(a, s, id))
+                            == os::entry_kind::missing;
+      if (committed) {
+        if (!publish_checkpoint(paths, a, s, id))
+          changes.audit.push_back(event("checkpoint.create.recovered", a, s,
+                                        {{"checkpoint_id", id},
+                                         {"outcome", "committed"}}));
+      } else {
+        os::remove_tree(paths.checkpoints_dir(a, s) + "/" + n);
+        changes.audit.push_back(event("checkpoint.create.recovered", a, s,
+                                      {{"checkpoint_id", id},
+                                       {"outcome", "aborted"}}));
+      }
+    }
+  }
   std::set<std::string> on_disk;
   if (auto names = os::list_dir(paths.checkpoints_dir(a, s)))
     for (auto& n : *names)
@@ -229,15 +254,6 @@ caf::error recover_session(const layout& paths, session_row& row,
       log::warn("reconcile", "rollback of " + session_key(a, s) + " to "
                                + journal->checkpoint_id + " recovered: "
                                + (swap.commit ? "committed" : "aborted"));
-    } else if (journal->op == "checkpoint") {
-      // Our own interrupted creation: never adopted, always undone.
-      if (dag.find(journal->checkpoint_id) == nullptr)
-        if (auto err = delete_checkpoint(paths, a, s, journal->checkpoint_id))
-          return err;
-      changes.audit.push_back(
-        event("checkpoint.create.recovered", a, s,
-              {{"checkpoint_id", journal->checkpoint_id},
-               {"outcome", "aborted"}}));
     } else if (journal->op == "checkpoint.delete") {
       if (auto err = delete_checkpoint(paths, a, s, journal->checkpoint_id))
         return err;

@@ -27,14 +27,23 @@ expected<int64_t> snapshot_current(const layout& paths, const std::string& a,
   if (auto err = os::require_managed_dir(paths.checkpoints_dir(a, s),
                                          "checkpoint directory"))
     return err;
-  auto target = paths.checkpoint(a, s, id);
-  if (os::kind_of(target) != os::entry_kind::missing)
+  if (os::kind_of(paths.checkpoint(a, s, id)) != os::entry_kind::missing)
     return make_error(errc::already_exists, "checkpoint already exists: " + id);
+  auto target = paths.checkpoints_dir(a, s) + "/" + std::string{pending_prefix}
+                + id;
+  os::remove_tree(target); // a leftover of an earlier failed attempt
   if (auto err = os::create_snapshot(current, target, true)) {
     os::remove_tree(target);
     return err;
   }
   return snapshot_generation(target);
+}
+
+caf::error publish_checkpoint(const layout& paths, const std::string& a,
+                              const std::string& s, const std::string& id) {
+  auto dir = paths.checkpoints_dir(a, s);
+  return os::rename_path(dir + "/" + std::string{pending_prefix} + id,
+                         dir + "/" + id);
 }
 
 int64_t snapshot_generation(const std::string& path) {
@@ -85,11 +94,11 @@ caf::error make_restore(const layout& paths, const std::string& a,
 
 caf::error rename_in_session(const layout& paths, const std::string& a,
                              const std::string& s, const std::string& from,
-                             const std::string& to) {
+                             const std::string& to, bool durable) {
   auto dir = paths.session_dir(a, s);
   if (auto err = os::rename_path(dir + "/" + from, dir + "/" + to))
     return err;
-  return os::fsync_dir(dir);
+  return durable ? os::fsync_dir(dir) : caf::none;
 }
 
 caf::error remove_in_session(const layout& paths, const std::string& a,
@@ -141,9 +150,9 @@ caf::error scrub_dir(const std::string& root, const std::string& rel,
 
 } // namespace
 
-expected<std::vector<std::string>> scrub_runtime(const std::string& current) {
+expected<std::vector<std::string>> scrub_runtime(const std::string& workspace) {
   std::vector<std::string> removed;
-  auto tmp = current + "/.allox-tmp";
+  auto tmp = workspace + "/.allox-tmp";
   if (os::kind_of(tmp) != os::entry_kind::directory)
     return removed;
   if (auto err = scrub_dir(tmp, "", removed))

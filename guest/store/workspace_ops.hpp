@@ -16,11 +16,20 @@ namespace allox::store {
 inline constexpr std::string_view restore_prefix = ".restore-";
 inline constexpr std::string_view discard_prefix = ".discard-";
 
-/// Read-only snapshot of current/ at checkpoints/<id>; returns the Btrfs
-/// generation at which it was taken. A half-made snapshot is removed.
+/// Prefix of a checkpoint snapshot whose row is not committed yet. Never a
+/// valid id, so never adopted: start-up deletes it without a row and
+/// publishes it (renames it to its id) with one.
+inline constexpr std::string_view pending_prefix = ".pending-";
+
+/// Read-only snapshot of current/ at checkpoints/.pending-<id>; returns the
+/// Btrfs generation at which it was taken. A half-made snapshot is removed.
 expected<int64_t> snapshot_current(const layout& paths, const std::string& a,
                                    const std::string& s,
                                    const std::string& id);
+
+/// Renames checkpoints/.pending-<id> to checkpoints/<id>.
+caf::error publish_checkpoint(const layout& paths, const std::string& a,
+                              const std::string& s, const std::string& id);
 
 /// Deletes checkpoints/<id> (missing is fine).
 caf::error delete_checkpoint(const layout& paths, const std::string& a,
@@ -31,10 +40,12 @@ caf::error make_restore(const layout& paths, const std::string& a,
                         const std::string& s, const std::string& id,
                         const std::string& restore_name);
 
-/// Renames <session>/<from> to <session>/<to> and fsyncs the directory.
+/// Renames <session>/<from> to <session>/<to>; with `durable`, fsyncs the
+/// session directory too (needed only before a step that would otherwise
+/// lose track of the rename after a power cut).
 caf::error rename_in_session(const layout& paths, const std::string& a,
                              const std::string& s, const std::string& from,
-                             const std::string& to);
+                             const std::string& to, bool durable = true);
 
 /// Deletes <session>/<name> if it exists (subvolume or not).
 caf::error remove_in_session(const layout& paths, const std::string& a,
@@ -44,9 +55,9 @@ caf::error remove_in_session(const layout& paths, const std::string& a,
 bool exists_in_session(const layout& paths, const std::string& a,
                        const std::string& s, const std::string& name);
 
-/// Unlinks every socket and FIFO below current/.allox-tmp; returns their
+/// Unlinks every socket and FIFO below <workspace>/.allox-tmp; returns their
 /// paths relative to .allox-tmp, sorted.
-expected<std::vector<std::string>> scrub_runtime(const std::string& current);
+expected<std::vector<std::string>> scrub_runtime(const std::string& workspace);
 
 /// Btrfs generation at which a snapshot was taken (0 if not a subvolume).
 int64_t snapshot_generation(const std::string& path);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <thread>
 
 using namespace allox;
 using namespace allox::test;
@@ -158,6 +159,10 @@ TEST_CASE("checkpoints: rollback restores only that session, .allox-tmp "
   CHECK(read_file(shared) == "shared");
   CHECK(os::is_subvolume(w.current()));
   CHECK(session_entries(d, "a", "s", ".restore-").empty());
+  // The replaced tree is deleted in the background, right after the reply.
+  for (int i = 0; i < 200 && !session_entries(d, "a", "s", ".discard-").empty();
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
   CHECK(session_entries(d, "a", "s", ".discard-").empty());
   auto ev = expect_ok(c.rpc("audit.list", with(ids("a", "s"),
                                                {{"op", "session.rollback"}})));

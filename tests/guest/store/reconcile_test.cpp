@@ -205,7 +205,7 @@ TEST_CASE("recovery: a swapped-in current with the old one still there is "
   make_checkpoints(l);
   test::write_file(l.current("a", "s") + "/who", "target");
   mkdirs(session_file(l, ".discard-t"));
-  for (auto phase : {"old_moved", "committed"}) {
+  for (auto phase : {"prepared", "old_moved", "committed"}) {
     CAPTURE(phase);
     mkdirs(session_file(l, ".discard-t"));
     auto r = store::reconcile(l, one_session({rollback_journal(phase)}));
@@ -245,21 +245,26 @@ TEST_CASE("recovery: orphans without a journal") {
   CHECK(audited(*r, "session.rollback.recovered", "aborted-orphan"));
 }
 
-TEST_CASE("recovery: an interrupted checkpoint creation is undone, never "
-          "adopted") {
+TEST_CASE("recovery: a pending snapshot without a row is deleted, never "
+          "adopted; with a row it is published") {
   test::temp_dir dir;
   store::layout l{dir.path()};
   make_session(l, "a", "s");
-  make_checkpoints(l);
-  mkdirs(l.checkpoint("a", "s", "half"));
-  journal_row j{"a", "s", "checkpoint", "preparing", "half", "", "", false,
-                "test", ""};
-  auto r = store::reconcile(l, one_session({j}));
+  mkdirs(l.checkpoint("a", "s", "old"));
+  mkdirs(l.checkpoints_dir("a", "s") + "/.pending-half");
+  mkdirs(l.checkpoints_dir("a", "s") + "/.pending-target");
+  auto r = store::reconcile(l, one_session());
   REQUIRE(r);
-  CHECK_FALSE(exists(l.checkpoint("a", "s", "half")));
-  for (const auto& c : r->checkpoints)
+  CHECK_FALSE(exists(l.checkpoints_dir("a", "s") + "/.pending-half"));
+  CHECK_FALSE(exists(l.checkpoints_dir("a", "s") + "/.pending-target"));
+  CHECK(exists(l.checkpoint("a", "s", "target")));
+  for (const auto& c : r->checkpoints) {
     CHECK(c.checkpoint_id != "half");
+    if (c.checkpoint_id == "target")
+      CHECK_FALSE(c.missing);
+  }
   CHECK(audited(*r, "checkpoint.create.recovered", "aborted"));
+  CHECK(audited(*r, "checkpoint.create.recovered", "committed"));
 }
 
 TEST_CASE("recovery: an interrupted checkpoint deletion is finished") {
