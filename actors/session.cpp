@@ -4,6 +4,7 @@
 #include "actors/dump.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
+#include "guest/os/btrfs_diff.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/store/workspace_ops.hpp"
 #include "messages/checkpoint_params.hpp"
@@ -188,6 +189,99 @@ caf::result<json::value> handle_checkpoint_describe(self_ptr self,
   return json_reply(std::move(rec));
 }
 
+// -- checkpoint.diff ------------------------------------------------------------
+
+// Paths added, modified and deleted between two checkpoints, or between a
+// checkpoint and current/. The common ancestor in the DAG gives the Btrfs
+// generation from which both trees diverged, so only what changed since is
+// read (guest/os/btrfs_diff.hpp). Paginated by path.
+caf::result<json::value> handle_checkpoint_diff(self_ptr self,
+                                                const json::object& p) {
+  if (auto err = require_alive(self))
+    return err;
+  auto& st = self->state;
+  auto from_key = params::required_string(p, "from");
+  if (!from_key)
+    return from_key.error();
+  auto from = st.dag.resolve(*from_key);
+  if (!from)
+    return from.error();
+  std::string to;
+  if (params::has(p, "to")) {
+    auto to_key = params::required_string(p, "to");
+    if (!to_key)
+      return to_key.error();
+    auto resolved = st.dag.resolve(*to_key);
+    if (!resolved)
+      return resolved.error();
+    to = *resolved;
+  } else if (st.phase == "mutating") {
+    return conflict("session mutation in progress: " + st.key());
+  }
+  auto cursor = params::optional_string(p, "cursor");
+  if (!cursor)
+    return cursor.error();
+  auto limit = params::optional_int(p, "limit", 1000);
+  if (!limit)
+    return limit.error();
+  if (*limit < 1 || *limit > 10000)
+    return make_error(errc::invalid_argument, "limit must be 1..10000");
+  // current/ descends from the head.
+  auto ancestor = st.dag.common_ancestor(*from, to.empty() ? st.dag.head()
+                                                           : to);
+  uint64_t base = 0;
+  if (auto* row = st.dag.find(ancestor); row != nullptr && !row->missing)
+    base = static_cast<uint64_t>(row->generation);
+  const auto& paths = st.init.paths;
+  auto a = st.agent_id();
+  auto s = st.session_id();
+  auto from_dir = paths.checkpoint(a, s, *from);
+  auto to_dir = to.empty() ? paths.current(a, s) : paths.checkpoint(a, s, to);
+  auto rp = self->make_response_promise<json::value>();
+  json::object head{{"agent_id", a}, {"session_id", s}, {"from", *from}};
+  head["to"] = to.empty() ? json::value(nullptr) : json::value(to);
+  head["base_checkpoint"] = ancestor.empty() ? json::value(nullptr)
+                                             : json::value(ancestor);
+  blocking(
+    self,
+    [from_dir, to_dir, base, cursor = *cursor, limit = *limit,
+     head]() mutable -> expected<json::value> {
+      os::diff_stats stats;
+      auto changes = os::diff_trees(from_dir, to_dir, base, &stats);
+      if (!changes)
+        return changes.error();
+      json::array page;
+      json::object counts{{"added", 0}, {"modified", 0}, {"deleted", 0}};
+      std::string next;
+      bool more = false;
+      for (const auto& c : *changes) {
+        counts[c.change] = counts[c.change].as_int64() + 1;
+        if (!cursor.empty() && c.path <= cursor)
+          continue;
+        if (static_cast<int64_t>(page.size()) == limit) {
+          more = true;
+          continue;
+        }
+        page.push_back(json::object{
+          {"path", c.path}, {"change", c.change}, {"type", c.type}});
+        next = c.path;
+      }
+      head["changes"] = std::move(page);
+      head["counts"] = std::move(counts);
+      head["next_cursor"] = next.empty() ? json::value(nullptr)
+                                         : json::value(next);
+      head["has_more"] = more;
+      head["method"] = stats.method;
+      head["stats"] = json::object{{"changed_inodes", stats.changed_inodes},
+                                   {"compared_paths", stats.compared_paths},
+                                   {"listed_dirs", stats.listed_dirs}};
+      return json::value(std::move(head));
+    },
+    [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
 // -- checkpoint.create ----------------------------------------------------------
 
 // All or nothing without a journal: the snapshot is taken under a pending
@@ -228,30 +322,30 @@ caf::result<json::value> handle_checkpoint_create(self_ptr self,
     end_mutation(self);
     rp.deliver(std::move(err));
   };
-  auto publish = [self, rp, row, faults, paths]() mutable {
+  auto publish = [self, rp, faults, paths](checkpoint_row made) mutable {
     blocking(
       self,
-      [paths, row, faults]() -> expected<json::value> {
+      [paths, made, faults]() -> expected<json::value> {
         faults->trigger("checkpoint.create.after_commit");
-        if (auto err = store::publish_checkpoint(paths, row.agent_id,
-                                                 row.session_id,
-                                                 row.checkpoint_id))
+        if (auto err = store::publish_checkpoint(paths, made.agent_id,
+                                                 made.session_id,
+                                                 made.checkpoint_id))
           return err;
         faults->trigger("checkpoint.create.after_publish");
         return json::value();
       },
-      [self, rp, row](json::value&) mutable {
+      [self, rp, made](json::value&) mutable {
         auto& state = self->state;
-        state.dag.add(row);
+        state.dag.add(made);
         ++state.checkpoints_created;
         end_mutation(self);
-        json::object r{{"agent_id", row.agent_id},
-                       {"session_id", row.session_id},
-                       {"checkpoint_id", row.checkpoint_id}};
-        r["parent_id"] = row.parent_id.empty() ? json::value(nullptr)
-                                               : json::value(row.parent_id);
-        r["metadata"] = row.metadata.empty() ? json::value(nullptr)
-                                             : json::parse(row.metadata);
+        json::object r{{"agent_id", made.agent_id},
+                       {"session_id", made.session_id},
+                       {"checkpoint_id", made.checkpoint_id}};
+        r["parent_id"] = made.parent_id.empty() ? json::value(nullptr)
+                                                : json::value(made.parent_id);
+        r["metadata"] = made.metadata.empty() ? json::value(nullptr)
+                                              : json::parse(made.metadata);
         rp.deliver(json::value(std::move(r)));
       },
       [self, rp](caf::error err) mutable {
@@ -286,7 +380,9 @@ caf::result<json::value> handle_checkpoint_create(self_ptr self,
         {row.agent_id, row.session_id, row.checkpoint_id});
       done.audit.push_back(audit(self, "checkpoint.create", fields));
       auto layout = self->state.init.paths;
-      commit(self, std::move(done), publish, [self, row, layout, fail](
+      commit(
+        self, std::move(done), [publish, row]() mutable { publish(row); },
+        [self, row, layout, fail](
                                                caf::error err) mutable {
         // Not committed: the pending snapshot must not survive.
         auto pending = layout.checkpoints_dir(row.agent_id, row.session_id)
@@ -929,6 +1025,8 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
         return handle_checkpoint_create(self, p);
       if (action == "checkpoint.delete")
         return handle_checkpoint_delete(self, p);
+      if (action == "checkpoint.diff")
+        return handle_checkpoint_diff(self, p);
       if (action == "session.rollback")
         return handle_rollback(self, p, false);
       if (action == "session.rollback_after_runtime_reset")
