@@ -84,8 +84,12 @@ public:
 
   /// Reject the connection outright (too many connections).
   void refuse() {
+    refused_ = true;
     respond(503, R"({"error":"too many connections"})", true);
   }
+
+  /// Still counted against the connection limit.
+  bool active() const { return !lingering_ && !closing_; }
 
   void close() {
     if (closing_)
@@ -126,6 +130,14 @@ private:
 
   static void on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
     auto* self = static_cast<connection*>(s->data);
+    if (self->lingering_) {
+      // Discard what the client still sends after our final response.
+      delete[] buf->base;
+      self->lingered_ += n > 0 ? static_cast<size_t>(n) : 0;
+      if (n < 0 || self->lingered_ > linger_limit)
+        self->close();
+      return;
+    }
     if (n > 0 && !self->closing_) {
       self->input_.append(buf->base, static_cast<size_t>(n));
       self->arm_timer();
@@ -138,6 +150,10 @@ private:
 
   static void on_timeout(uv_timer_t* t) {
     auto* self = static_cast<connection*>(t->data);
+    if (self->lingering_) {
+      self->close();
+      return;
+    }
     if (self->waiting_ || self->writing_) {
       self->arm_timer(); // never cut off a request the daemon is serving
       return;
@@ -300,15 +316,46 @@ private:
     bool close_after = w->close_after;
     delete w;
     self->writing_ = false;
-    if (status != 0 || close_after) {
+    if (status != 0) {
       self->close();
+      return;
+    }
+    if (close_after) {
+      if (self->refused_)
+        self->close(); // it never sent a body worth draining
+      else
+        self->linger();
       return;
     }
     self->arm_timer();
     self->process();
   }
 
+  // A closing connection first half-closes and reads (and drops) what the
+  // client is still sending, so a client in the middle of a large request
+  // reads our response instead of a connection reset.
+  static constexpr size_t linger_limit = 4 << 20;
+  static constexpr uint64_t linger_ms = 2000;
+
+  void linger() {
+    lingering_ = true;
+    input_.clear();
+    auto* req = new uv_shutdown_t{};
+    req->data = this;
+    if (uv_shutdown(req, stream(),
+                    [](uv_shutdown_t* r, int) { delete r; })
+        != 0) {
+      delete req;
+      close();
+      return;
+    }
+    uv_timer_start(&timer_, on_timeout, linger_ms, 0);
+  }
+
   server* srv_;
+  bool refused_ = false;
+  bool lingering_ = false;
+  size_t lingered_ = 0;
   uv_tcp_t tcp_{};
   uv_timer_t timer_{};
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
@@ -375,7 +422,10 @@ void server::on_connection(uv_stream_t* listener, int status) {
     return;
   }
   auto* raw = conn.get();
-  bool full = srv->connections_.size() >= srv->opts_.max_connections;
+  size_t active = 0;
+  for (const auto& [c, owned] : srv->connections_)
+    active += c->active() ? 1 : 0;
+  bool full = active >= srv->opts_.max_connections;
   srv->connections_.emplace(raw, std::move(conn));
   if (full) {
     raw->refuse();
