@@ -5,6 +5,7 @@
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
+#include "guest/store/prototype_import.hpp"
 #include "guest/store/reconcile.hpp"
 #include "messages/ids.hpp"
 #include "messages/params.hpp"
@@ -13,11 +14,69 @@
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include <set>
+
 namespace allox {
 
 namespace {
 
 using self_ptr = agents_actor::stateful_pointer<agents_state>;
+
+template <class T>
+void append_all(std::vector<T>& into, std::vector<T>&& from) {
+  into.insert(into.end(), std::make_move_iterator(from.begin()),
+              std::make_move_iterator(from.end()));
+}
+
+/// Appends every change of `from` to `into` (applied in that order).
+void append(metadata_write& into, metadata_write&& from) {
+  append_all(into.put_agents, std::move(from.put_agents));
+  append_all(into.delete_agents, std::move(from.delete_agents));
+  append_all(into.put_sessions, std::move(from.put_sessions));
+  append_all(into.delete_sessions, std::move(from.delete_sessions));
+  append_all(into.put_checkpoints, std::move(from.put_checkpoints));
+  append_all(into.delete_checkpoints, std::move(from.delete_checkpoints));
+  append_all(into.set_heads, std::move(from.set_heads));
+  append_all(into.put_journals, std::move(from.put_journals));
+  append_all(into.delete_journals, std::move(from.delete_journals));
+  append_all(into.audit, std::move(from.audit));
+  into.mark_prototype_imported |= from.mark_prototype_imported;
+}
+
+/// Adds the prototype's rows to what start-up recovery sees, and to the
+/// write that persists them.
+void merge_import(catalog_snapshot& snap, const store::prototype_store& proto,
+                  metadata_write& write) {
+  std::set<std::pair<std::string, std::string>> known;
+  for (const auto& s : snap.sessions)
+    known.insert({s.agent_id, s.session_id});
+  std::set<std::string> agents;
+  for (const auto& a : snap.agents)
+    agents.insert(a.agent_id);
+  auto now = os::now_ns();
+  for (auto a : proto.rows.agents) {
+    if (!agents.insert(a.agent_id).second)
+      continue;
+    a.created_ns = now;
+    snap.agents.push_back(a);
+    write.put_agents.push_back(a);
+  }
+  for (auto s : proto.rows.sessions) {
+    if (known.count({s.agent_id, s.session_id}) > 0)
+      continue; // the catalog already knows better
+    s.created_ns = now;
+    snap.sessions.push_back(s);
+    write.put_sessions.push_back(s);
+    for (const auto& c : proto.rows.checkpoints)
+      if (c.agent_id == s.agent_id && c.session_id == s.session_id) {
+        snap.checkpoints.push_back(c);
+        write.put_checkpoints.push_back(c);
+      }
+  }
+  for (const auto& j : proto.rows.journals)
+    snap.journals.push_back(j);
+  write.audit = proto.events;
+}
 
 void spawn_agent(self_ptr self, agent_slot& slot,
                  std::vector<session_row> sessions,
@@ -174,18 +233,46 @@ caf::result<json::value> load(self_ptr self) {
         auto paths = self->state.paths;
         auto result = std::make_shared<store::reconcile_result>();
         run_blocking(self,
-                     [paths, snap, result]() -> expected<json::value> {
+                     [paths, snap, result]() mutable -> expected<json::value> {
                        if (auto err = os::require_btrfs(paths.root))
                          return err;
+                       // A store written by the prototype, once.
+                       metadata_write imported;
+                       json::value import_summary;
+                       if (!snap.prototype_imported) {
+                         auto proto = store::read_prototype_store(paths);
+                         if (!proto)
+                           return proto.error();
+                         if (proto->found) {
+                           merge_import(snap, *proto, imported);
+                           import_summary = proto->summary;
+                           log::info("import",
+                                     "adopting a store written by the "
+                                     "prototype: "
+                                       + json::serialize(proto->summary));
+                         }
+                         imported.mark_prototype_imported = true;
+                       }
                        auto r = store::reconcile(paths, snap);
                        if (!r)
                          return r.error();
                        *result = std::move(*r);
+                       if (!import_summary.is_null()) {
+                         result->changes.audit.insert(
+                           result->changes.audit.begin(),
+                           {os::now_ns(), "store.import", {}, {},
+                            json::serialize(import_summary)});
+                         result->summary["imported"] = import_summary;
+                       }
+                       // One transaction: the imported rows, then what
+                       // recovery changed on disk and in them.
+                       append(imported, std::move(result->changes));
+                       result->changes = std::move(imported);
                        return json::value();
                      })
           .then(
             [self, rp, result](json::value&) mutable {
-              auto changes = result->changes;
+              auto changes = std::move(result->changes);
               changes.audit.push_back(
                 {os::now_ns(), "store.initialize", {}, {}, "{}"});
               self

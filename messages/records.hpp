@@ -102,6 +102,8 @@ struct metadata_write {
   std::vector<journal_row> put_journals;
   std::vector<session_ref> delete_journals;
   std::vector<audit_event> audit;
+  /// Records that a store written by the prototype was imported.
+  bool mark_prototype_imported = false;
 };
 
 /// Everything the daemon needs at start to re-spawn its actors.
@@ -110,6 +112,7 @@ struct catalog_snapshot {
   std::vector<session_row> sessions;
   std::vector<checkpoint_row> checkpoints;
   std::vector<journal_row> journals;
+  bool prototype_imported = false;
 };
 
 /// Filters and paging of audit.list; `after` is an exclusive cursor.
@@ -170,13 +173,14 @@ typename Inspector::result_type inspect(Inspector& f, metadata_write& x) {
   return f(caf::meta::type_name("metadata_write"), x.put_agents,
            x.delete_agents, x.put_sessions, x.delete_sessions,
            x.put_checkpoints, x.delete_checkpoints, x.set_heads,
-           x.put_journals, x.delete_journals, x.audit);
+           x.put_journals, x.delete_journals, x.audit,
+           x.mark_prototype_imported);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, catalog_snapshot& x) {
   return f(caf::meta::type_name("catalog_snapshot"), x.agents, x.sessions,
-           x.checkpoints, x.journals);
+           x.checkpoints, x.journals, x.prototype_imported);
 }
 
 template <class Inspector>

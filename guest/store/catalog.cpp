@@ -66,6 +66,13 @@ constexpr const char* migrations[] = {
       PRIMARY KEY (agent_id, session_id)
     ) WITHOUT ROWID;
   )sql",
+  // 3: facts about the store itself (one-time imports).
+  R"sql(
+    CREATE TABLE meta (
+      key   TEXT PRIMARY KEY,
+      value TEXT NOT NULL
+    ) WITHOUT ROWID;
+  )sql",
 };
 
 class statement {
@@ -236,6 +243,11 @@ expected<catalog_snapshot> catalog::load() {
     r.generation = checkpoints.integer(11);
     snap.checkpoints.push_back(std::move(r));
   }
+  statement imported{
+    db_, "SELECT 1 FROM meta WHERE key = 'prototype_imported'"};
+  if (!imported)
+    return db_error(db_, "load meta");
+  snap.prototype_imported = imported.step() == SQLITE_ROW;
   statement journals{
     db_, "SELECT agent_id, session_id, op, phase, checkpoint_id, restore_name, "
          "discard_name, scrub_runtime, origin, payload FROM journals"};
@@ -302,20 +314,28 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
          "payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"};
   statement del_agent{db_, "DELETE FROM agents WHERE agent_id = ?1"};
   statement put_session{
-    db_, "INSERT INTO sessions (agent_id, session_id, created_ns, deleting) "
-         "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (agent_id, session_id) DO "
-         "UPDATE SET deleting = excluded.deleting"};
+    db_, "INSERT INTO sessions (agent_id, session_id, created_ns, deleting, "
+         "head) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (agent_id, session_id) "
+         "DO UPDATE SET deleting = excluded.deleting"};
   statement del_session{
     db_, "DELETE FROM sessions WHERE agent_id = ?1 AND session_id = ?2"};
+  statement mark_imported{
+    db_, "INSERT OR REPLACE INTO meta (key, value) VALUES "
+         "('prototype_imported', strftime('%s','now'))"};
   statement put_audit{db_, "INSERT INTO audit (timestamp_ns, op, agent_id, "
                            "session_id, fields) VALUES (?1, ?2, ?3, ?4, ?5)"};
   if (!put_agent || !del_agent_sessions || !del_agent || !put_session
       || !del_session || !put_audit || !del_agent_checkpoints
       || !del_agent_journals || !del_session_checkpoints
       || !del_session_journal || !put_checkpoint || !del_checkpoint
-      || !set_head || !put_journal)
+      || !set_head || !put_journal || !mark_imported)
     return fail("prepare");
   for (const auto* w : writes) {
+    if (w->mark_prototype_imported) {
+      if (mark_imported.step() != SQLITE_DONE)
+        return fail("write meta");
+      mark_imported.reset();
+    }
     for (const auto& a : w->put_agents) {
       put_agent.bind(1, a.agent_id);
       put_agent.bind(2, a.created_ns);
@@ -329,6 +349,7 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       put_session.bind(2, s.session_id);
       put_session.bind(3, s.created_ns);
       put_session.bind(4, int64_t{s.deleting});
+      put_session.bind_nullable(5, s.head);
       if (put_session.step() != SQLITE_DONE)
         return fail("write session");
       put_session.reset();
