@@ -160,8 +160,20 @@ caf::result<json::value> handle_describe(self_ptr self) {
   return json_reply(describe_session(row, self->state.dag));
 }
 
-json::object checkpoint_list(self_ptr self) {
+caf::result<json::value> handle_checkpoint_list(self_ptr self,
+                                                const json::object& p) {
+  if (auto err = require_alive(self))
+    return err;
   auto& st = self->state;
+  // Paging is optional: without `limit` the prototype's full list.
+  auto cursor = params::optional_string(p, "cursor");
+  if (!cursor)
+    return cursor.error();
+  auto limit = params::optional_int(p, "limit", 0);
+  if (!limit)
+    return limit.error();
+  if (*limit < 0 || *limit > 10000)
+    return make_error(errc::invalid_argument, "limit must be 1..10000");
   json::object o;
   o["agent_id"] = st.agent_id();
   o["session_id"] = st.session_id();
@@ -170,8 +182,17 @@ json::object checkpoint_list(self_ptr self) {
   else
     o["head"] = st.dag.head();
   o["checkpoint_ids"] = st.dag.present_ids();
-  o["checkpoints"] = st.dag.records();
-  return o;
+  bool more = false;
+  auto records = st.dag.records(*cursor, static_cast<size_t>(*limit), &more);
+  if (*limit > 0) {
+    o["has_more"] = more;
+    o["next_cursor"] =
+      records.empty()
+        ? json::value(nullptr)
+        : records.back().as_object().at("checkpoint_id");
+  }
+  o["checkpoints"] = std::move(records);
+  return json_reply(std::move(o));
 }
 
 caf::result<json::value> handle_checkpoint_describe(self_ptr self,
@@ -1014,11 +1035,8 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
       self->state.faults.trigger(action);
       if (action == "session.describe")
         return handle_describe(self);
-      if (action == "checkpoint.list") {
-        if (auto err = require_alive(self))
-          return err;
-        return json_reply(checkpoint_list(self));
-      }
+      if (action == "checkpoint.list")
+        return handle_checkpoint_list(self, p);
       if (action == "checkpoint.describe")
         return handle_checkpoint_describe(self, p);
       if (action == "checkpoint.create")

@@ -8,6 +8,8 @@
 //
 // Output: one JSON object per run on stdout.
 #include "guest/os/btrfs.hpp"
+#include "guest/os/btrfs_diff.hpp"
+#include "guest/store/workspace_ops.hpp"
 #include "guest/os/fs.hpp"
 #include "tests/fixtures/http_client.hpp"
 
@@ -126,6 +128,43 @@ int repeat_action(const std::string& host, uint16_t port,
   return failures == 0 ? 0 : 1;
 }
 
+/// Diff of two snapshots in-process: the generation search (given the
+/// common ancestor's snapshot) next to the full walk of both trees.
+int tree_diff(const std::string& from, const std::string& to,
+              const std::string& ancestor, size_t count) {
+  auto base = static_cast<uint64_t>(store::snapshot_generation(ancestor));
+  for (auto method : {"generation", "walk"}) {
+    std::vector<double> micros;
+    size_t changes = 0;
+    os::diff_stats stats;
+    auto start = clock_type::now();
+    for (size_t i = 0; i < count; ++i) {
+      stats = {};
+      auto t0 = clock_type::now();
+      auto r = std::string{method} == "walk"
+                 ? os::diff_walk(from, to, &stats)
+                 : os::diff_trees(from, to, base, &stats);
+      micros.push_back(
+        std::chrono::duration<double, std::micro>(clock_type::now() - t0)
+          .count());
+      if (!r) {
+        std::cerr << message_of(r.error()) << "\n";
+        return 1;
+      }
+      changes = r->size();
+    }
+    auto seconds =
+      std::chrono::duration<double>(clock_type::now() - start).count();
+    auto o = summarize(std::move(micros), seconds);
+    o["what"] = std::string{"diff by "} + method;
+    o["changes"] = changes;
+    o["listed_dirs"] = stats.listed_dirs;
+    o["compared_paths"] = stats.compared_paths;
+    std::cout << json::serialize(o) << std::endl;
+  }
+  return 0;
+}
+
 int raw_subvolumes(const std::string& dir, size_t count) {
   if (auto err = os::ensure_managed_dir(dir, 0755, "bench directory")) {
     std::cerr << message_of(err) << "\n";
@@ -183,6 +222,12 @@ int main(int argc, char** argv) {
   repeat->add_option("--count", count);
   repeat->add_option("--target", targets, "rollback targets / diff pair");
   repeat->add_option("--label", label);
+  std::string from, to, ancestor;
+  auto* diff = app.add_subcommand("treediff", "generation search vs walk");
+  diff->add_option("--from", from)->required();
+  diff->add_option("--to", to)->required();
+  diff->add_option("--ancestor", ancestor)->required();
+  diff->add_option("--count", count);
   auto* raw = app.add_subcommand("subvolumes", "raw baseline");
   raw->add_option("--dir", dir)->required();
   raw->add_option("--count", count);
@@ -190,6 +235,8 @@ int main(int argc, char** argv) {
   if (*create)
     return create_sessions(host, port, count, std::max<size_t>(1, connections),
                            std::max<size_t>(1, agents), prefix);
+  if (*diff)
+    return tree_diff(from, to, ancestor, count);
   if (*repeat)
     return repeat_action(host, port, action, agent, session, count, targets,
                          label);

@@ -5,6 +5,43 @@
 
 namespace allox::store {
 
+namespace {
+
+bool creation_order(const checkpoint_row* x, const checkpoint_row* y) {
+  return std::tie(x->created_at_ns, x->checkpoint_id)
+         < std::tie(y->created_at_ns, y->checkpoint_id);
+}
+
+/// The prototype's record with a precomputed list of children.
+json::object make_record(const checkpoint_row& row, json::array children) {
+  json::object o;
+  o["checkpoint_id"] = row.checkpoint_id;
+  o["created_at_ns"] = row.created_at_ns;
+  o["origin"] = row.origin;
+  if (row.has_message)
+    o["message"] = row.message;
+  else
+    o["message"] = nullptr;
+  o["pinned"] = row.pinned;
+  json::value meta = nullptr;
+  if (!row.metadata.empty()) {
+    boost::system::error_code ec;
+    auto parsed = json::parse(row.metadata, ec);
+    if (!ec)
+      meta = std::move(parsed);
+  }
+  o["metadata"] = std::move(meta);
+  o["missing"] = row.missing;
+  if (row.parent_id.empty())
+    o["parent_id"] = nullptr;
+  else
+    o["parent_id"] = row.parent_id;
+  o["child_ids"] = std::move(children);
+  return o;
+}
+
+} // namespace
+
 checkpoint_dag::checkpoint_dag(std::vector<checkpoint_row> rows,
                                std::string head)
   : head_(std::move(head)) {
@@ -142,10 +179,7 @@ json::array checkpoint_dag::child_ids(const std::string& id) const {
   for (const auto& [cid, row] : rows_)
     if (row.parent_id == id)
       children.push_back(&row);
-  std::sort(children.begin(), children.end(), [](auto* x, auto* y) {
-    return std::tie(x->created_at_ns, x->checkpoint_id)
-           < std::tie(y->created_at_ns, y->checkpoint_id);
-  });
+  std::sort(children.begin(), children.end(), creation_order);
   json::array out;
   for (auto* c : children)
     out.emplace_back(c->checkpoint_id);
@@ -155,43 +189,40 @@ json::array checkpoint_dag::child_ids(const std::string& id) const {
 }
 
 json::object checkpoint_dag::record(const checkpoint_row& row) const {
-  json::object o;
-  o["checkpoint_id"] = row.checkpoint_id;
-  o["created_at_ns"] = row.created_at_ns;
-  o["origin"] = row.origin;
-  if (row.has_message)
-    o["message"] = row.message;
-  else
-    o["message"] = nullptr;
-  o["pinned"] = row.pinned;
-  json::value meta = nullptr;
-  if (!row.metadata.empty()) {
-    boost::system::error_code ec;
-    auto parsed = json::parse(row.metadata, ec);
-    if (!ec)
-      meta = std::move(parsed);
-  }
-  o["metadata"] = std::move(meta);
-  o["missing"] = row.missing;
-  if (row.parent_id.empty())
-    o["parent_id"] = nullptr;
-  else
-    o["parent_id"] = row.parent_id;
-  o["child_ids"] = child_ids(row.checkpoint_id);
-  return o;
+  return make_record(row, child_ids(row.checkpoint_id));
 }
 
-json::array checkpoint_dag::records() const {
+json::array checkpoint_dag::records(const std::string& after, size_t limit,
+                                    bool* more) const {
   std::vector<const checkpoint_row*> sorted;
+  sorted.reserve(rows_.size());
   for (const auto& [id, row] : rows_)
     sorted.push_back(&row);
-  std::sort(sorted.begin(), sorted.end(), [](auto* x, auto* y) {
-    return std::tie(x->created_at_ns, x->checkpoint_id)
-           < std::tie(y->created_at_ns, y->checkpoint_id);
-  });
-  json::array out;
+  std::sort(sorted.begin(), sorted.end(), creation_order);
+  // Children of every node in one pass (not a scan per record).
+  std::map<std::string_view, json::array> children;
   for (auto* r : sorted)
-    out.emplace_back(record(*r));
+    if (!r->parent_id.empty())
+      children[r->parent_id].emplace_back(r->checkpoint_id);
+  if (!head_.empty())
+    children[head_].emplace_back(live_marker);
+  auto begin = sorted.begin();
+  if (auto* from = find(after))
+    begin = std::upper_bound(sorted.begin(), sorted.end(), from,
+                             creation_order);
+  json::array out;
+  if (more)
+    *more = false;
+  for (auto it = begin; it != sorted.end(); ++it) {
+    if (limit > 0 && out.size() == limit) {
+      if (more)
+        *more = true;
+      break;
+    }
+    auto kids = children.find((*it)->checkpoint_id);
+    out.emplace_back(make_record(
+      **it, kids == children.end() ? json::array{} : kids->second));
+  }
   return out;
 }
 

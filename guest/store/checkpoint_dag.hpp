@@ -68,8 +68,11 @@ public:
   /// message, pinned, metadata, missing, parent_id, child_ids}.
   json::object record(const checkpoint_row& row) const;
 
-  /// All records sorted by (created_at_ns, id).
-  json::array records() const;
+  /// Records sorted by (created_at_ns, id), starting after the record
+  /// named `after` (all when empty), at most `limit` (0: no limit).
+  /// `more` tells whether records were left out at the end.
+  json::array records(const std::string& after = {}, size_t limit = 0,
+                      bool* more = nullptr) const;
 
 private:
   std::vector<std::string> ancestors(const std::string& id) const;

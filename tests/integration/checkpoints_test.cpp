@@ -95,6 +95,18 @@ TEST_CASE("checkpoints: create, list and describe with the reference "
   CHECK(record(list, id).at("child_ids") == json::array{"__live__"});
   CHECK(c1.at("created_at_ns").as_int64() > 0);
 
+  auto page = expect_ok(c.rpc("checkpoint.list",
+                              with(ids("a", "s"), {{"limit", 1}})));
+  REQUIRE(page.at("checkpoints").as_array().size() == 1);
+  CHECK(page.at("has_more") == true);
+  CHECK(page.at("next_cursor") == "c1");
+  auto next = expect_ok(c.rpc("checkpoint.list",
+                              with(ids("a", "s"), {{"limit", 1},
+                                                   {"cursor", "c1"}})));
+  CHECK(next.at("checkpoints").as_array()[0].as_object().at("checkpoint_id")
+        == json::value(id));
+  CHECK(next.at("has_more") == false);
+
   auto desc = expect_ok(c.rpc("session.describe", ids("a", "s")));
   CHECK(desc.at("checkpoint_head") == json::value(id));
   CHECK(desc.at("checkpoint_ids").as_array().size() == 2);

@@ -109,6 +109,15 @@ TEST_CASE("dag: records are sorted by creation time and id") {
   CHECK(recs[0].as_object().at("checkpoint_id") == "c");
   CHECK(recs[1].as_object().at("checkpoint_id") == "a");
   CHECK(recs[2].as_object().at("checkpoint_id") == "b");
+  bool more = false;
+  auto page = dag.records("c", 1, &more);
+  REQUIRE(page.size() == 1);
+  CHECK(page[0].as_object().at("checkpoint_id") == "a");
+  CHECK(more);
+  page = dag.records("a", 5, &more);
+  CHECK(page.size() == 1);
+  CHECK_FALSE(more);
+  CHECK(page[0].as_object().at("child_ids") == json::array{"__live__"});
   auto& rec = recs[2].as_object();
   CHECK(rec.at("message").is_null());
   CHECK(rec.at("metadata").is_null());

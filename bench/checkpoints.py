@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Checkpoint and rollback benchmarks (docs/benchmarks.md, "Checkpoints").
+
+Against the release daemon on a fresh loop-backed store, side by side with
+`btrfs subvolume snapshot -r` run from the CLI on the same data:
+  - checkpoint.create and session.rollback with current/ holding 0, 1,000,
+    10,000 and 100,000 files, and with 20 MiB of freshly written, unsynced
+    data before each checkpoint;
+  - checkpoint.list and rollback with 10 and with 1,000 checkpoints;
+  - checkpoint.diff between two checkpoints of a 100,000-file tree that
+    differ in 10 files, next to a full walk of both trees.
+Usage (root): bench/checkpoints.py [build-dir]   (default build/release)
+"""
+import http.client, json, os, random, shutil, signal, subprocess, sys
+import tempfile, time
+
+build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
+daemon_bin = os.path.join(build, "guest", "allox-workspace-daemon")
+bench_bin = os.path.join(build, "bench", "allox-bench")
+SAMPLES = int(os.environ.get("BENCH_SAMPLES", "50"))
+
+work = tempfile.mkdtemp(prefix="allox-bench-")
+root = os.path.join(work, "store")
+port = random.randint(20000, 40000)
+proc = subprocess.Popen([daemon_bin, "--root", root, "--loop-image",
+                         os.path.join(work, "store.img"), "--loop-size", "16G",
+                         "--listen", f"127.0.0.1:{port}"],
+                        stdout=subprocess.DEVNULL,
+                        stderr=open(os.path.join(work, "daemon.log"), "w"))
+conn = None
+
+
+def rpc(action, **params):
+    global conn
+    body = json.dumps({"action": action, "params": params})
+    for _ in range(2):
+        try:
+            if conn is None:
+                conn = http.client.HTTPConnection("127.0.0.1", port)
+            conn.request("POST", "/v1/rpc", body)
+            r = json.loads(conn.getresponse().read())
+            if not r.get("ok"):
+                raise RuntimeError(f"{action}: {r}")
+            return r["result"]
+        except (ConnectionError, http.client.HTTPException):
+            conn = None
+    raise RuntimeError("daemon unreachable")
+
+
+def timed(fn, n=SAMPLES):
+    xs = []
+    for i in range(n):
+        t = time.perf_counter()
+        fn(i)
+        xs.append((time.perf_counter() - t) * 1000)
+    xs.sort()
+    return xs[len(xs) // 2], xs[min(len(xs) - 1, int(len(xs) * 0.99))]
+
+
+def cell(p50, p99):
+    return f"{p50:.2f} / {p99:.2f}"
+
+
+def populate(base, files):
+    per_dir = 1000
+    for i in range(files):
+        d = os.path.join(base, "tree", f"d{i // per_dir}")
+        if i % per_dir == 0:
+            os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"f{i % per_dir}"), "w") as f:
+            f.write("x")
+
+
+try:
+    for _ in range(500):
+        try:
+            rpc("agent.list")
+            break
+        except Exception:
+            time.sleep(0.01)
+    cli_dir = os.path.join(root, "cli-baseline")
+    os.makedirs(cli_dir)
+    current = lambda s: os.path.join(
+        root, "agents", "bench", "workspace", "sessions", s, "current")
+
+    def cli_snapshot(s, tag):
+        def run(i):
+            subprocess.run(["btrfs", "subvolume", "snapshot", "-r", current(s),
+                            os.path.join(cli_dir, f"{s}-{tag}-{i}")],
+                           stdout=subprocess.DEVNULL, check=True)
+        return run
+
+    print(f"## Run {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, "
+          f"{SAMPLES} samples per cell, times in ms (p50 / p99)\n")
+    print("### checkpoint.create and session.rollback by tree size\n")
+    print("| files in current/ | checkpoint.create (RPC) | "
+          "`btrfs subvolume snapshot -r` (CLI) | session.rollback (RPC) |")
+    print("|---|---|---|---|")
+    results = {}
+    for files in (0, 1000, 10000, 100000):
+        s = f"s{files}"
+        rpc("session.create", agent_id="bench", session_id=s)
+        populate(current(s), files)
+        os.sync()
+        create = timed(lambda i: rpc("checkpoint.create", agent_id="bench",
+                                     session_id=s))
+        cli = timed(cli_snapshot(s, "plain"))
+        rpc("checkpoint.create", agent_id="bench", session_id=s,
+            checkpoint_id="A")
+        with open(os.path.join(current(s), "marker"), "w") as f:
+            f.write("b")
+        rpc("checkpoint.create", agent_id="bench", session_id=s,
+            checkpoint_id="B")
+        rollback = timed(lambda i: rpc("session.rollback", agent_id="bench",
+                                       session_id=s,
+                                       checkpoint_id="AB"[i % 2]))
+        results[files] = (create, cli, rollback)
+        print(f"| {files:,} | {cell(*create)} | {cell(*cli)} | "
+              f"{cell(*rollback)} |")
+    c0, c100k = results[0][0][0], results[100000][0][0]
+    print(f"\nFlatness: p50 at 100,000 files / p50 empty = "
+          f"{c100k / c0:.2f}. p50 RPC / CLI at 100,000 files = "
+          f"{c100k / results[100000][1][0]:.2f}.\n")
+
+    print("### 20 MiB of freshly written, unsynced data before each "
+          "checkpoint\n")
+    s = "dirty"
+    rpc("session.create", agent_id="bench", session_id=s)
+    blob = os.urandom(20 << 20)
+
+    def dirty(i):
+        with open(os.path.join(current(s), "blob"), "wb") as f:
+            f.write(blob[i:] + blob[:i])
+
+    def dirty_then(fn):
+        xs = []
+        for i in range(20):
+            dirty(i)
+            t = time.perf_counter()
+            fn(i)
+            xs.append((time.perf_counter() - t) * 1000)
+        xs.sort()
+        return xs[len(xs) // 2], xs[-1]
+
+    rpc_dirty = dirty_then(lambda i: rpc("checkpoint.create",
+                                         agent_id="bench", session_id=s))
+    cli_dirty = dirty_then(cli_snapshot(s, "dirty"))
+    print("| what | p50 / max (20 samples) |\n|---|---|")
+    print(f"| checkpoint.create (RPC) | {cell(*rpc_dirty)} |")
+    print(f"| CLI snapshot | {cell(*cli_dirty)} |\n")
+
+    print("### 10 vs 1,000 checkpoints in one session\n")
+    s = "many"
+    rpc("session.create", agent_id="bench", session_id=s)
+    for i in range(10):
+        rpc("checkpoint.create", agent_id="bench", session_id=s,
+            checkpoint_id=f"m{i:04d}")
+    def page(i):
+        rpc("checkpoint.list", agent_id="bench", session_id=s, limit=10,
+            cursor="m0000")
+
+    at10 = (timed(lambda i: rpc("checkpoint.list", agent_id="bench",
+                                session_id=s)),
+            timed(lambda i: rpc("session.rollback", agent_id="bench",
+                                session_id=s,
+                                checkpoint_id=f"m{(i % 2) * 5:04d}")),
+            timed(page))
+    for i in range(10, 1000):
+        rpc("checkpoint.create", agent_id="bench", session_id=s,
+            checkpoint_id=f"m{i:04d}")
+    at1000 = (timed(lambda i: rpc("checkpoint.list", agent_id="bench",
+                                  session_id=s)),
+              timed(lambda i: rpc("session.rollback", agent_id="bench",
+                                  session_id=s,
+                                  checkpoint_id=f"m{(i % 2) * 500:04d}")),
+              timed(page))
+    print("| action | 10 checkpoints | 1,000 checkpoints | ratio (p50) |")
+    print("|---|---|---|---|")
+    for name, a, b in (("checkpoint.list (all records)", at10[0], at1000[0]),
+                       ("checkpoint.list (limit 10)", at10[2], at1000[2]),
+                       ("session.rollback", at10[1], at1000[1])):
+        print(f"| {name} | {cell(*a)} | {cell(*b)} | {b[0] / a[0]:.2f} |")
+    print()
+
+    print("### checkpoint.diff on 100,000 files, 10 changed\n")
+    s = "s100000"
+    rpc("checkpoint.create", agent_id="bench", session_id=s,
+        checkpoint_id="D1")
+    for i in range(10):
+        with open(os.path.join(current(s), "tree", f"d{i * 9}",
+                               f"f{i * 7}"), "w") as f:
+            f.write("changed")
+    rpc("checkpoint.create", agent_id="bench", session_id=s,
+        checkpoint_id="D2")
+    diff = timed(lambda i: rpc("checkpoint.diff", agent_id="bench",
+                               session_id=s, **{"from": "D1", "to": "D2"}),
+                 n=10)
+    res = rpc("checkpoint.diff", agent_id="bench", session_id=s,
+              **{"from": "D1", "to": "D2"})
+    cps = os.path.join(root, "agents", "bench", "workspace", "sessions", s,
+                       "checkpoints")
+    out = subprocess.run([bench_bin, "treediff", "--from", f"{cps}/D1",
+                          "--to", f"{cps}/D2", "--ancestor", f"{cps}/D1",
+                          "--count", "5"], check=True, capture_output=True,
+                         text=True).stdout.splitlines()
+    gen, walk = (json.loads(line) for line in out)
+    print("| method | changes | directories listed | p50 | max |")
+    print("|---|---|---|---|---|")
+    print(f"| checkpoint.diff over RPC ({res['method']}) | "
+          f"{sum(res['counts'].values())} | {res['stats']['listed_dirs']} | "
+          f"{diff[0]:.2f} ms | {diff[1]:.2f} ms |")
+    for x in (gen, walk):
+        print(f"| {x['what']} (in-process) | {x['changes']} | "
+              f"{x['listed_dirs']} | {x['p50_us'] / 1000:.2f} ms | "
+              f"{x['max_us'] / 1000:.2f} ms |")
+    print(f"\nWalk / generation search: "
+          f"{walk['p50_us'] / gen['p50_us']:.0f}x.")
+finally:
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    subprocess.run(["umount", root], stderr=subprocess.DEVNULL)
+    shutil.rmtree(work, ignore_errors=True)
