@@ -577,24 +577,48 @@ void rollback_phase(const run_ptr& run, const char* phase, Next next) {
   });
 }
 
-/// After the reply: the old tree goes in the background. The ioctl returns
-/// before Btrfs reclaims the space (its cleaner does that later); a crash
-/// first leaves an orphaned .discard- entry that start-up removes.
-void rollback_discard(const run_ptr& run) {
-  auto self = run->self;
-  auto paths = self->state.init.paths;
-  auto a = self->state.agent_id();
-  auto s = self->state.session_id();
-  auto name = run->journal.discard_name;
-  auto faults = run->faults;
-  run_blocking(self, [paths, a, s, name, faults]() -> expected<json::value> {
-    faults->trigger("rollback.before_discard");
-    if (auto err = store::remove_in_session(paths, a, s, name))
-      log::warn("session", "cannot delete " + name + ": " + message_of(err));
-    faults->trigger("rollback.after_discard");
+/// Deletes the replaced trees if the session has been idle long enough,
+/// otherwise looks again later. The ioctl returns before Btrfs reclaims the
+/// space (its cleaner does that later). A crash first leaves orphaned
+/// .discard- entries that start-up removes.
+void purge_discards(self_ptr self) {
+  auto& st = self->state;
+  st.purge_armed = false;
+  if (st.discards.empty())
+    return;
+  auto idle = std::chrono::steady_clock::now() - st.last_mutation;
+  if (st.phase != "idle" || idle < purge_delay) {
+    st.purge_armed = true;
+    self->delayed_send(self, purge_delay, atom::purge_v);
+    return;
+  }
+  auto names = std::move(st.discards);
+  st.discards.clear();
+  auto paths = st.init.paths;
+  auto a = st.agent_id();
+  auto s = st.session_id();
+  auto faults = std::make_shared<fault_set>(st.faults.take("purge"));
+  run_blocking(self, [paths, a, s, names, faults]() -> expected<json::value> {
+    faults->trigger("purge.before_discard");
+    for (const auto& name : names)
+      if (auto err = store::remove_in_session(paths, a, s, name))
+        log::warn("session", "cannot delete " + name + ": " + message_of(err));
+    faults->trigger("purge.after_discard");
     return json::value();
   })
     .then([](json::value&) {}, [](caf::error&) {});
+}
+
+/// After the reply: the replaced tree waits for an idle moment.
+void rollback_discard(const run_ptr& run) {
+  auto self = run->self;
+  auto& st = self->state;
+  st.discards.push_back(run->journal.discard_name);
+  st.last_mutation = std::chrono::steady_clock::now();
+  if (!st.purge_armed) {
+    st.purge_armed = true;
+    self->delayed_send(self, purge_delay, atom::purge_v);
+  }
 }
 
 void rollback_finish(const run_ptr& run) {
@@ -994,6 +1018,7 @@ json::value dump(self_ptr self) {
     {"subvolume", st.init.paths.current(st.agent_id(), st.session_id())},
     {"checkpoints", st.dag.size()}};
   o["leases"] = st.leases.size();
+  o["pending_discards"] = st.discards.size();
   o["background_executions"] = st.background.size();
   o["reset_fence"] = !st.reset_token.empty();
   o["head"] = st.dag.head().empty() ? json::value(nullptr)
@@ -1084,6 +1109,7 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
       st.phase = "retired";
       return caf::ok_atom_v;
     },
+    [self](atom::purge) { purge_discards(self); },
     [self](atom::dump) -> json::value { return dump(self); },
   };
 }

@@ -45,6 +45,11 @@ struct session_state {
   std::map<std::string, std::string> background;
   /// Non-empty while a runtime reset fences the session.
   std::string reset_token;
+  /// Trees replaced by rollbacks (.discard-*), deleted once the session
+  /// has been idle for purge_delay.
+  std::vector<std::string> discards;
+  bool purge_armed = false;
+  std::chrono::steady_clock::time_point last_mutation;
   uint64_t requests = 0;
   uint64_t failures = 0;
   uint64_t checkpoints_created = 0;
@@ -56,6 +61,11 @@ struct session_state {
   const std::string& session_id() const { return init.row.session_id; }
   std::string key() const;
 };
+
+/// How long a session must be idle before replaced trees are deleted: a
+/// burst of rollbacks does not compete with the Btrfs cleaner reclaiming
+/// its own earlier trees.
+inline constexpr std::chrono::milliseconds purge_delay{1000};
 
 session_actor::behavior_type
 session(session_actor::stateful_pointer<session_state> self,

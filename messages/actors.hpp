@@ -48,6 +48,8 @@ using session_actor = caf::typed_actor<
   // Stops (true) or resumes (false) taking work, so the owning agent can
   // delete the session; refused with `conflict` while the session is busy.
   caf::replies_to<atom::retire, bool>::with<caf::ok_atom>,
+  // Deletes replaced trees once the session has been idle (sent to itself).
+  caf::reacts_to<atom::purge>,
   // Describes the actor for system.dump.
   caf::replies_to<atom::dump>::with<json::value>>;
 

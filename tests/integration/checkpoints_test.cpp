@@ -171,8 +171,8 @@ TEST_CASE("checkpoints: rollback restores only that session, .allox-tmp "
   CHECK(read_file(shared) == "shared");
   CHECK(os::is_subvolume(w.current()));
   CHECK(session_entries(d, "a", "s", ".restore-").empty());
-  // The replaced tree is deleted in the background, right after the reply.
-  for (int i = 0; i < 200 && !session_entries(d, "a", "s", ".discard-").empty();
+  // The replaced tree is deleted once the session has been idle a moment.
+  for (int i = 0; i < 400 && !session_entries(d, "a", "s", ".discard-").empty();
        ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds{10});
   CHECK(session_entries(d, "a", "s", ".discard-").empty());

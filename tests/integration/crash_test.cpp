@@ -127,8 +127,8 @@ TEST_CASE("crash: rollback restarts to exactly before or exactly the target "
          point_case{"rollback.before_move_new", true},
          point_case{"rollback.after_move_new", true},
          point_case{"rollback.after_commit", true},
-         point_case{"rollback.before_discard", true},
-         point_case{"rollback.after_discard", true},
+         point_case{"purge.before_discard", true},
+         point_case{"purge.after_discard", true},
        }) {
     std::string point_name{point};
     CAPTURE(point_name);
@@ -163,12 +163,12 @@ TEST_CASE("crash: rollback restarts to exactly before or exactly the target "
       "audit.list", with(ids("a", s), {{"op", "session.rollback.recovered"}})));
     const auto& events = ev.at("events").as_array();
     std::string p{point};
-    if (p == "rollback.after_discard") {
+    if (p == "purge.after_discard") {
       CHECK(events.empty()); // nothing was left to recover
     } else {
       REQUIRE(events.size() == 1);
       auto outcome = events[0].as_object().at("outcome");
-      if (p == "rollback.after_commit" || p == "rollback.before_discard")
+      if (p == "rollback.after_commit" || p == "purge.before_discard")
         CHECK(outcome == "aborted-orphan"); // only the old tree was left
       else
         CHECK(outcome == (committed ? "committed" : "aborted"));

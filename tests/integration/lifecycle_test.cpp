@@ -1,6 +1,7 @@
 // Restarts, crashes, supervision, isolation of slow work, operator dumps
 // and clean shutdown.
 #include "tests/fixtures/daemon.hpp"
+#include "tests/fixtures/session_files.hpp"
 
 #include "guest/os/fs.hpp"
 #include "guest/os/loop_mount.hpp"
@@ -23,37 +24,12 @@ using namespace allox::test;
 
 namespace {
 
-json::object ids(const std::string& a, const std::string& s = {}) {
-  json::object p{{"agent_id", a}};
-  if (!s.empty())
-    p["session_id"] = s;
-  return p;
-}
-
-json::object fault(const std::string& a, const std::string& s,
-                   const std::string& point, const std::string& effect,
-                   int millis = 0) {
-  auto p = ids(a, s);
-  p["point"] = point;
-  p["effect"] = effect;
-  p["millis"] = millis;
-  return p;
-}
-
 bool mounted(const std::string& path) {
   auto mounts = os::read_mountinfo();
   for (const auto& m : *mounts)
     if (m.mount_point == path)
       return true;
   return false;
-}
-
-std::vector<std::string> audit_ops(http_client& c, const json::object& q) {
-  auto r = expect_ok(c.rpc("audit.list", q));
-  std::vector<std::string> ops;
-  for (const auto& e : r.at("events").as_array())
-    ops.emplace_back(e.as_object().at("op").as_string());
-  return ops;
 }
 
 /// Retries while the answer is `conflict` (a session actor restarting).
@@ -67,12 +43,6 @@ http_response until_settled(const std::function<http_response()>& call) {
       return r;
     std::this_thread::sleep_for(std::chrono::milliseconds{5});
   }
-}
-
-bool fault_injection_built(http_client& c) {
-  expect_ok(c.rpc("agent.create", ids("probe")));
-  auto r = c.rpc("debug.fault", fault("probe", "", "x", "delay"));
-  return r.status == 200;
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 // Agents and sessions over RPC on a real loop-mounted Btrfs store.
 #include "tests/fixtures/daemon.hpp"
+#include "tests/fixtures/session_files.hpp"
 
 #include "guest/os/btrfs.hpp"
 
@@ -13,25 +14,10 @@ using namespace allox::test;
 
 namespace {
 
-json::object ids(const std::string& a, const std::string& s = {}) {
-  json::object p{{"agent_id", a}};
-  if (!s.empty())
-    p["session_id"] = s;
-  return p;
-}
-
 mode_t mode_of(const std::string& path) {
   struct stat st{};
   REQUIRE(::lstat(path.c_str(), &st) == 0);
   return st.st_mode;
-}
-
-std::vector<std::string> audit_ops(http_client& c, const json::object& q) {
-  auto r = expect_ok(c.rpc("audit.list", q));
-  std::vector<std::string> ops;
-  for (const auto& e : r.at("events").as_array())
-    ops.emplace_back(e.as_object().at("op").as_string());
-  return ops;
 }
 
 } // namespace
