@@ -48,6 +48,7 @@ metadata_actor::behavior_type metadata(self_ptr self,
   self->state.started = std::chrono::steady_clock::now();
   return {
     [self](atom::load) -> caf::result<catalog_snapshot> {
+      flush(self);
       auto snap = self->state.db->load();
       if (!snap)
         return snap.error();
@@ -55,6 +56,7 @@ metadata_actor::behavior_type metadata(self_ptr self,
     },
     [self](atom::load, const std::string& a,
            const std::string& s) -> caf::result<catalog_snapshot> {
+      flush(self);
       auto snap = self->state.db->load_session(a, s);
       if (!snap)
         return snap.error();
@@ -75,6 +77,8 @@ metadata_actor::behavior_type metadata(self_ptr self,
     },
     [self](atom::flush) { flush(self); },
     [self](atom::audit, const audit_query& q) -> caf::result<json::value> {
+      // A reader must see every write queued before its question.
+      flush(self);
       auto r = self->state.db->audit(q);
       if (!r)
         return r.error();

@@ -305,11 +305,132 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
 
 // -- checkpoint.create ----------------------------------------------------------
 
-// All or nothing without a journal: the snapshot is taken under a pending
-// name that start-up never adopts, the row, head and audit record are
-// committed in one transaction, and only then is the snapshot renamed to
-// its id. A crash before the commit leaves a pending snapshot that start-up
-// deletes; a crash after it leaves one that start-up publishes.
+/// The audit fields of checkpoint.create.
+json::object create_fields(const checkpoint_row& row) {
+  json::object fields{{"checkpoint_id", row.checkpoint_id},
+                      {"origin", row.origin},
+                      {"pinned", row.pinned}};
+  fields["message"] = row.has_message ? json::value(row.message)
+                                      : json::value(nullptr);
+  fields["metadata"] = row.metadata.empty() ? json::value(nullptr)
+                                            : json::parse(row.metadata);
+  return fields;
+}
+
+/// Both halves of a checkpoint creation, which run at the same time.
+struct create_run {
+  self_ptr self;
+  promise rp;
+  checkpoint_row row;
+  std::shared_ptr<fault_set> faults;
+  int remaining = 2;
+  bool committed = false;
+  bool snapshotted = false;
+  caf::error error;
+};
+
+using create_ptr = std::shared_ptr<create_run>;
+
+void create_fail(const create_ptr& run, caf::error err) {
+  ++run->self->state.failures;
+  end_mutation(run->self);
+  run->rp.deliver(std::move(err));
+}
+
+/// Publishes the snapshot, answers, then settles the row after the reply:
+/// pending flag cleared, generation recorded, audit record written.
+void create_publish(const create_ptr& run) {
+  auto self = run->self;
+  auto paths = self->state.init.paths;
+  auto row = run->row;
+  auto faults = run->faults;
+  blocking(
+    self,
+    [paths, row, faults]() -> expected<json::value> {
+      faults->trigger("checkpoint.create.after_commit");
+      if (auto err = store::publish_checkpoint(paths, row.agent_id,
+                                               row.session_id,
+                                               row.checkpoint_id))
+        return err;
+      faults->trigger("checkpoint.create.after_publish");
+      return json::value();
+    },
+    [run](json::value&) {
+      auto owner = run->self;
+      auto& state = owner->state;
+      auto done = run->row;
+      done.pending = false;
+      metadata_write settle;
+      settle.put_checkpoints.push_back(done);
+      settle.audit.push_back(audit(owner, "checkpoint.create",
+                                   create_fields(done)));
+      // Queued before any later request of this session can reach the
+      // catalog; a crash before it commits is settled at start-up.
+      caf::anon_send(state.init.metadata, atom::write_v, std::move(settle));
+      state.dag.add(done);
+      ++state.checkpoints_created;
+      end_mutation(owner);
+      json::object r{{"agent_id", done.agent_id},
+                     {"session_id", done.session_id},
+                     {"checkpoint_id", done.checkpoint_id}};
+      r["parent_id"] = done.parent_id.empty() ? json::value(nullptr)
+                                              : json::value(done.parent_id);
+      r["metadata"] = done.metadata.empty() ? json::value(nullptr)
+                                            : json::parse(done.metadata);
+      run->rp.deliver(json::value(std::move(r)));
+    },
+    [run](caf::error err) {
+      // Committed and snapshotted but not renamed: start-up publishes it.
+      fence(run->self, err);
+      create_fail(run, err);
+    });
+}
+
+/// Called when the commit and the snapshot have both finished.
+void create_join(const create_ptr& run) {
+  if (--run->remaining > 0)
+    return;
+  auto self = run->self;
+  if (run->committed && run->snapshotted)
+    return create_publish(run);
+  auto paths = self->state.init.paths;
+  auto row = run->row;
+  auto err = run->error;
+  if (!run->committed) {
+    // The catalog failed: the snapshot must not survive it.
+    fence(self, err);
+    blocking(
+      self,
+      [paths, row]() -> expected<json::value> {
+        os::remove_tree(paths.checkpoints_dir(row.agent_id, row.session_id)
+                        + "/" + std::string{store::pending_prefix}
+                        + row.checkpoint_id);
+        return json::value();
+      },
+      [run, err](json::value&) { create_fail(run, err); },
+      [run, err](caf::error) { create_fail(run, err); });
+    return;
+  }
+  // The snapshot failed after the row was committed: take the row back.
+  metadata_write undo;
+  undo.delete_checkpoints.push_back(row);
+  undo.set_heads.push_back(
+    {row.agent_id, row.session_id, self->state.dag.head()});
+  commit(
+    self, std::move(undo), [run, err]() { create_fail(run, err); },
+    [run](caf::error jerr) {
+      fence(run->self, jerr);
+      create_fail(run, jerr);
+    });
+}
+
+// All or nothing, with the catalog commit and the snapshot running at the
+// same time: the row is committed marked `pending` (with the new head) while
+// the snapshot is taken under checkpoints/.pending-<id>, a name start-up
+// never adopts. When both are done the snapshot is renamed to its id and
+// the caller answered; the row is settled afterwards. Start-up recovery
+// publishes a pending snapshot that has a row, deletes one that has not,
+// and deletes a pending row whose snapshot never came to exist.
 caf::result<json::value> handle_checkpoint_create(self_ptr self,
                                                   const json::object& p) {
   auto req = params::decode_checkpoint_create(p);
@@ -323,7 +444,10 @@ caf::result<json::value> handle_checkpoint_create(self_ptr self,
               : req->checkpoint_id;
   if (st.dag.find(id) != nullptr)
     return make_error(errc::already_exists, "checkpoint already exists: " + id);
-  checkpoint_row row;
+  auto run = std::make_shared<create_run>();
+  run->self = self;
+  run->rp = self->make_response_promise<json::value>();
+  auto& row = run->row;
   row.agent_id = st.agent_id();
   row.session_id = st.session_id();
   row.checkpoint_id = id;
@@ -334,93 +458,48 @@ caf::result<json::value> handle_checkpoint_create(self_ptr self,
   row.pinned = req->pinned;
   row.metadata = req->metadata;
   row.parent_id = st.dag.head();
+  row.pending = true;
+  run->faults = std::make_shared<fault_set>(st.faults.take("checkpoint.create"));
   begin_mutation(self, "checkpoint.create");
-  auto rp = self->make_response_promise<json::value>();
-  auto faults = std::make_shared<fault_set>(st.faults.take("checkpoint.create"));
+  metadata_write w;
+  w.put_checkpoints.push_back(row);
+  w.set_heads.push_back({row.agent_id, row.session_id, row.checkpoint_id});
+  commit(
+    self, std::move(w),
+    [run]() {
+      run->committed = true;
+      create_join(run);
+    },
+    [run](caf::error err) {
+      run->error = err;
+      create_join(run);
+    });
   auto paths = st.init.paths;
-  auto fail = [self, rp](caf::error err) mutable {
-    ++self->state.failures;
-    end_mutation(self);
-    rp.deliver(std::move(err));
-  };
-  auto publish = [self, rp, faults, paths](checkpoint_row made) mutable {
-    blocking(
-      self,
-      [paths, made, faults]() -> expected<json::value> {
-        faults->trigger("checkpoint.create.after_commit");
-        if (auto err = store::publish_checkpoint(paths, made.agent_id,
-                                                 made.session_id,
-                                                 made.checkpoint_id))
-          return err;
-        faults->trigger("checkpoint.create.after_publish");
-        return json::value();
-      },
-      [self, rp, made](json::value&) mutable {
-        auto& state = self->state;
-        state.dag.add(made);
-        ++state.checkpoints_created;
-        end_mutation(self);
-        json::object r{{"agent_id", made.agent_id},
-                       {"session_id", made.session_id},
-                       {"checkpoint_id", made.checkpoint_id}};
-        r["parent_id"] = made.parent_id.empty() ? json::value(nullptr)
-                                                : json::value(made.parent_id);
-        r["metadata"] = made.metadata.empty() ? json::value(nullptr)
-                                              : json::parse(made.metadata);
-        rp.deliver(json::value(std::move(r)));
-      },
-      [self, rp](caf::error err) mutable {
-        // Committed but not published: start-up finishes it.
-        fence(self, err);
-        rp.deliver(std::move(err));
-      });
-  };
+  auto faults = run->faults;
+  auto snapshot_row = row;
   blocking(
     self,
-    [paths, row, faults]() -> expected<json::value> {
+    [paths, snapshot_row, faults]() -> expected<json::value> {
       faults->trigger("checkpoint.create.before_snapshot");
-      auto gen = store::snapshot_current(paths, row.agent_id, row.session_id,
-                                         row.checkpoint_id);
+      auto gen = store::snapshot_current(paths, snapshot_row.agent_id,
+                                         snapshot_row.session_id,
+                                         snapshot_row.checkpoint_id);
       if (!gen)
         return gen.error();
       faults->trigger("checkpoint.create.after_snapshot");
       return json::value(*gen);
     },
-    [self, row, publish, fail](json::value& gen) mutable {
-      row.generation = gen.as_int64();
-      json::object fields{{"checkpoint_id", row.checkpoint_id},
-                          {"origin", row.origin},
-                          {"pinned", row.pinned}};
-      fields["message"] = row.has_message ? json::value(row.message)
-                                          : json::value(nullptr);
-      fields["metadata"] = row.metadata.empty() ? json::value(nullptr)
-                                                : json::parse(row.metadata);
-      metadata_write done;
-      done.put_checkpoints.push_back(row);
-      done.set_heads.push_back(
-        {row.agent_id, row.session_id, row.checkpoint_id});
-      done.audit.push_back(audit(self, "checkpoint.create", fields));
-      auto layout = self->state.init.paths;
-      commit(
-        self, std::move(done), [publish, row]() mutable { publish(row); },
-        [self, row, layout, fail](
-                                               caf::error err) mutable {
-        // Not committed: the pending snapshot must not survive.
-        auto pending = layout.checkpoints_dir(row.agent_id, row.session_id)
-                       + "/" + std::string{store::pending_prefix}
-                       + row.checkpoint_id;
-        blocking(
-          self,
-          [pending]() -> expected<json::value> {
-            os::remove_tree(pending);
-            return json::value();
-          },
-          [fail, err](json::value&) mutable { fail(err); },
-          [fail, err](caf::error) mutable { fail(err); });
-      });
+    [run](json::value& gen) {
+      run->row.generation = gen.as_int64();
+      run->snapshotted = true;
+      create_join(run);
     },
-    fail);
-  return rp;
+    [run](caf::error err) {
+      if (!run->error)
+        run->error = err;
+      create_join(run);
+    });
+  return run->rp;
 }
 
 // -- checkpoint.delete ----------------------------------------------------------

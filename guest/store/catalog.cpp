@@ -73,6 +73,10 @@ constexpr const char* migrations[] = {
       value TEXT NOT NULL
     ) WITHOUT ROWID;
   )sql",
+  // 4: checkpoints committed while their snapshot is being taken.
+  R"sql(
+    ALTER TABLE checkpoints ADD COLUMN pending INTEGER NOT NULL DEFAULT 0;
+  )sql",
 };
 
 class statement {
@@ -223,7 +227,7 @@ expected<catalog_snapshot> catalog::load() {
   statement checkpoints{
     db_, "SELECT agent_id, session_id, checkpoint_id, created_at_ns, origin, "
          "message IS NOT NULL, message, pinned, metadata, missing, parent_id, "
-         "generation FROM checkpoints ORDER BY agent_id, session_id, "
+         "generation, pending FROM checkpoints ORDER BY agent_id, session_id, "
          "created_at_ns, checkpoint_id"};
   if (!checkpoints)
     return db_error(db_, "load checkpoints");
@@ -241,6 +245,7 @@ expected<catalog_snapshot> catalog::load() {
     r.missing = checkpoints.integer(9) != 0;
     r.parent_id = checkpoints.text(10);
     r.generation = checkpoints.integer(11);
+    r.pending = checkpoints.integer(12) != 0;
     snap.checkpoints.push_back(std::move(r));
   }
   statement imported{
@@ -301,8 +306,8 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
   statement put_checkpoint{
     db_, "INSERT OR REPLACE INTO checkpoints (agent_id, session_id, "
          "checkpoint_id, created_at_ns, origin, message, pinned, metadata, "
-         "missing, parent_id, generation) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-         "?8, ?9, ?10, ?11)"};
+         "missing, parent_id, generation, pending) VALUES (?1, ?2, ?3, ?4, ?5, "
+         "?6, ?7, ?8, ?9, ?10, ?11, ?12)"};
   statement del_checkpoint{
     db_, "DELETE FROM checkpoints WHERE agent_id = ?1 AND session_id = ?2 "
          "AND checkpoint_id = ?3"};
@@ -367,6 +372,7 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       put_checkpoint.bind(9, int64_t{c.missing});
       put_checkpoint.bind_nullable(10, c.parent_id);
       put_checkpoint.bind(11, c.generation);
+      put_checkpoint.bind(12, int64_t{c.pending});
       if (put_checkpoint.step() != SQLITE_DONE)
         return fail("write checkpoint");
       put_checkpoint.reset();

@@ -131,7 +131,7 @@ void checkpoint_dag::set_missing(const std::string& id, bool missing) {
 
 void checkpoint_dag::adopt(checkpoint_row row) {
   auto id = row.checkpoint_id;
-  rows_.emplace(std::move(id), std::move(row));
+  rows_[id] = std::move(row);
 }
 
 std::vector<checkpoint_row> checkpoint_dag::rows() const {

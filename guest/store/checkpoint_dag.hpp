@@ -46,7 +46,7 @@ public:
   /// Marks rows missing or present.
   void set_missing(const std::string& id, bool missing);
 
-  /// Inserts a row found on disk without changing the head.
+  /// Inserts (or replaces) a row without changing the head.
   void adopt(checkpoint_row row);
 
   void clear_head() { head_.clear(); }

@@ -179,6 +179,37 @@ void reconcile_checkpoints(const layout& paths, const std::string& a,
       }
     }
   }
+  // Rows committed while their snapshot was being taken: keep those whose
+  // snapshot exists (now published), drop the others.
+  for (auto row : dag.rows()) {
+    if (!row.pending)
+      continue;
+    if (os::kind_of(paths.checkpoint(a, s, row.checkpoint_id))
+        == os::entry_kind::directory) {
+      row.pending = false;
+      if (row.generation == 0)
+        row.generation =
+          snapshot_generation(paths.checkpoint(a, s, row.checkpoint_id));
+      dag.adopt(row); // replaces the in-memory row
+      changes.put_checkpoints.push_back(row);
+      json::object fields{{"checkpoint_id", row.checkpoint_id},
+                          {"origin", row.origin},
+                          {"pinned", row.pinned},
+                          {"recovered", true}};
+      fields["message"] = row.has_message ? json::value(row.message)
+                                          : json::value(nullptr);
+      fields["metadata"] = row.metadata.empty() ? json::value(nullptr)
+                                                : json::parse(row.metadata);
+      changes.audit.push_back(event("checkpoint.create", a, s, fields));
+    } else {
+      changes.delete_checkpoints.push_back(row);
+      for (auto& moved : dag.remove(row.checkpoint_id))
+        changes.put_checkpoints.push_back(moved);
+      changes.audit.push_back(event("checkpoint.create.recovered", a, s,
+                                    {{"checkpoint_id", row.checkpoint_id},
+                                     {"outcome", "aborted"}}));
+    }
+  }
   std::set<std::string> on_disk;
   if (auto names = os::list_dir(paths.checkpoints_dir(a, s)))
     for (auto& n : *names)

@@ -301,3 +301,42 @@ TEST_CASE("recovery: rows without snapshots are missing; snapshots without "
   CHECK(byid.at("stranger").parent_id.empty());
   CHECK(only_session(*r).head.empty()); // head "old" has no snapshot
 }
+
+TEST_CASE("recovery: pending rows are settled from what is on disk") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  make_session(l, "a", "s");
+  make_checkpoints(l);
+  auto rows = one_session();
+  auto pending = [&](const std::string& id) {
+    checkpoint_row r;
+    r.agent_id = "a";
+    r.session_id = "s";
+    r.checkpoint_id = id;
+    r.origin = "test";
+    r.parent_id = "target";
+    r.pending = true;
+    rows.checkpoints.push_back(r);
+  };
+  pending("done");     // snapshot published, settle lost
+  pending("renaming"); // snapshot still under its pending name
+  pending("never");    // snapshot never taken
+  rows.sessions[0].head = "never";
+  mkdirs(l.checkpoint("a", "s", "done"));
+  mkdirs(l.checkpoints_dir("a", "s") + "/.pending-renaming");
+  auto r = store::reconcile(l, rows);
+  REQUIRE(r);
+  std::map<std::string, checkpoint_row> byid;
+  for (const auto& c : r->checkpoints)
+    byid[c.checkpoint_id] = c;
+  CHECK_FALSE(byid.at("done").pending);
+  CHECK_FALSE(byid.at("renaming").pending);
+  CHECK(exists(l.checkpoint("a", "s", "renaming")));
+  CHECK(byid.count("never") == 0);
+  CHECK(only_session(*r).head == "target"); // back to the parent
+  CHECK(audited(*r, "checkpoint.create.recovered", "aborted"));
+  int creates = 0;
+  for (const auto& e : r->changes.audit)
+    creates += e.op == "checkpoint.create";
+  CHECK(creates == 2);
+}
