@@ -361,6 +361,7 @@ void create_publish(const create_ptr& run) {
       auto done = run->row;
       done.pending = false;
       metadata_write settle;
+      settle.durable = false; // start-up settles pending rows from the disk
       settle.put_checkpoints.push_back(done);
       settle.audit.push_back(audit(owner, "checkpoint.create",
                                    create_fields(done)));
@@ -708,6 +709,10 @@ void rollback_finish(const run_ptr& run) {
                       {"scrub_runtime", run->req.scrub_runtime},
                       {"removed_runtime_entries", run->removed}};
   metadata_write done;
+  // Needs no fsync: if a power cut loses it, the journal (old_moved) is
+  // still there and start-up commits the rollback from the disk, which the
+  // fsync after the second rename made durable.
+  done.durable = false;
   done.set_heads.push_back({st.agent_id(), st.session_id(), run->target});
   done.delete_journals.push_back(ref(self));
   done.audit.push_back(audit(self, "session.rollback", fields));

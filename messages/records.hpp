@@ -107,6 +107,10 @@ struct metadata_write {
   std::vector<audit_event> audit;
   /// Records that a store written by the prototype was imported.
   bool mark_prototype_imported = false;
+  /// False for writes that start-up recovery can redo from the disk: they
+  /// commit without waiting for an fsync (still atomic, and safe against
+  /// the daemon being killed; only a power cut can lose them).
+  bool durable = true;
 };
 
 /// Everything the daemon needs at start to re-spawn its actors.
@@ -177,7 +181,7 @@ typename Inspector::result_type inspect(Inspector& f, metadata_write& x) {
            x.delete_agents, x.put_sessions, x.delete_sessions,
            x.put_checkpoints, x.delete_checkpoints, x.set_heads,
            x.put_journals, x.delete_journals, x.audit,
-           x.mark_prototype_imported);
+           x.mark_prototype_imported, x.durable);
 }
 
 template <class Inspector>

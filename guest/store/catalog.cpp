@@ -148,13 +148,14 @@ expected<catalog> catalog::open(const std::string& path) {
 }
 
 catalog::catalog(catalog&& other) noexcept
-  : db_(std::exchange(other.db_, nullptr)) {
+  : db_(std::exchange(other.db_, nullptr)), durable_(other.durable_) {
 }
 
 catalog& catalog::operator=(catalog&& other) noexcept {
   if (this != &other) {
     sqlite3_close_v2(db_);
     db_ = std::exchange(other.db_, nullptr);
+    durable_ = other.durable_;
   }
   return *this;
 }
@@ -284,6 +285,16 @@ catalog::load_session(const std::string& agent_id,
 }
 
 caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
+  // One durable write makes the whole batch durable.
+  bool durable = false;
+  for (const auto* w : writes)
+    durable |= w->durable;
+  if (durable != durable_) {
+    if (auto err = exec(durable ? "PRAGMA synchronous=FULL"
+                                : "PRAGMA synchronous=NORMAL"))
+      return err;
+    durable_ = durable;
+  }
   if (auto err = exec("BEGIN IMMEDIATE"))
     return err;
   auto fail = [this](const char* what) {

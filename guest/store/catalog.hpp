@@ -35,7 +35,8 @@ public:
   expected<catalog_snapshot> load_session(const std::string& agent_id,
                                           const std::string& session_id);
 
-  /// Applies all writes in one durable transaction (all or nothing).
+  /// Applies all writes in one transaction (all or nothing), durable
+  /// (fsynced) unless every write says it need not be.
   caf::error apply(const std::vector<const metadata_write*>& writes);
 
   /// Audit records matching the query, oldest first:
@@ -47,6 +48,7 @@ private:
   caf::error exec(const char* sql);
   caf::error migrate();
   sqlite3* db_ = nullptr;
+  bool durable_ = true; // synchronous=FULL in force
 };
 
 } // namespace allox::store
