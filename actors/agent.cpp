@@ -51,8 +51,12 @@ audit_event audit(const std::string& op, const std::string& agent_id,
 
 void spawn_session(self_ptr self, session_entry& e,
                    std::vector<checkpoint_row> checkpoints) {
-  session_init init{e.row, std::move(checkpoints), e.restarts,
-                    self->state.init.paths, self->state.init.metadata};
+  session_init init{e.row,
+                    std::move(checkpoints),
+                    e.restarts,
+                    self->state.init.paths,
+                    self->state.init.metadata,
+                    self->state.init.exec};
   e.handle = self->spawn<caf::linked + caf::monitored>(session,
                                                        std::move(init));
   e.status = "running";

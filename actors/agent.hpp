@@ -25,6 +25,7 @@ struct agent_init {
   metadata_actor metadata;
   /// The AGENTS actor; only its exit stops this agent.
   caf::actor_addr parent;
+  std::shared_ptr<const exec_config> exec;
 };
 
 struct session_entry {

@@ -87,7 +87,8 @@ void spawn_agent(self_ptr self, agent_slot& slot,
                   slot.restarts,
                   self->state.paths,
                   self->state.metadata,
-                  self->address()};
+                  self->address(),
+                  self->state.exec};
   slot.handle = self->spawn<caf::linked + caf::monitored>(agent,
                                                           std::move(init));
   slot.status = "running";
@@ -373,7 +374,9 @@ void on_agent_down(self_ptr self, const caf::down_msg& dm) {
 
 agents_actor::behavior_type agents(self_ptr self, store::layout paths,
                                    metadata_actor metadata,
-                                   caf::actor_addr parent) {
+                                   caf::actor_addr parent,
+                                   std::shared_ptr<const exec_config> exec) {
+  self->state.exec = std::move(exec);
   self->state.paths = std::move(paths);
   self->state.metadata = std::move(metadata);
   self->state.started = std::chrono::steady_clock::now();

@@ -39,6 +39,7 @@ struct agents_state {
 
   store::layout paths;
   metadata_actor metadata;
+  std::shared_ptr<const exec_config> exec;
   std::map<std::string, agent_slot> agents;
   std::map<std::string, std::vector<queued_call>> creating;
   bool ready = false;
@@ -50,6 +51,7 @@ struct agents_state {
 /// `parent` is the SUPERVISOR; only its exit stops the registry.
 agents_actor::behavior_type
 agents(agents_actor::stateful_pointer<agents_state> self, store::layout paths,
-       metadata_actor metadata, caf::actor_addr parent);
+       metadata_actor metadata, caf::actor_addr parent,
+       std::shared_ptr<const exec_config> exec);
 
 } // namespace allox

@@ -25,6 +25,12 @@ bool is_session_action(const std::string& action) {
     "execution.acquire",
     "runtime.register_background",
     "runtime.begin_reset",
+    "process.start",
+    "process.list",
+    "process.get",
+    "process.stop",
+    "process.events",
+    "process.output",
   };
   return actions.count(action) > 0;
 }
@@ -198,6 +204,26 @@ void dispatch(self_ptr self, uint64_t ticket, std::string action,
       .then([self, ticket](json::value& v) { reply(self, ticket, v); },
             [self, ticket](caf::error& e) { reply_error(self, ticket, e); });
     return;
+  }
+  if (action == "process.status") {
+    const auto& exec = init.exec;
+    if (!exec)
+      return reply(self, ticket,
+                   json::object{{"enabled", false}, {"backend", "disabled"}});
+    json::array controllers;
+    for (auto& c : exec->cgroups.controllers())
+      controllers.emplace_back(c);
+    return reply(self, ticket,
+                 json::object{{"enabled", false},
+                              {"backend", "disabled"},
+                              {"abi", 1},
+                              {"ready", true},
+                              {"error", nullptr},
+                              {"execution_enabled", true},
+                              {"cgroup_root", exec->cgroups.root()},
+                              {"audit_root", exec->audit_root},
+                              {"isolation", "bubblewrap"},
+                              {"cgroup_controllers", std::move(controllers)}});
   }
   if (action == "system.dump") {
     self->request(init.supervisor, rpc_timeout, atom::dump_v)

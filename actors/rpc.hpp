@@ -6,6 +6,7 @@
 #pragma once
 
 #include "messages/actors.hpp"
+#include "actors/session_runs.hpp"
 #include "messages/rpc.hpp"
 
 #include <chrono>
@@ -21,6 +22,8 @@ struct rpc_init {
   reply_channel* channel = nullptr;
   /// Static facts about the daemon for system.dump (pid, root, listen ...).
   json::object daemon_info;
+  /// Tracked execution; null when disabled (process.status).
+  std::shared_ptr<const exec_config> exec;
 };
 
 struct rpc_state {

@@ -5,6 +5,9 @@
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_diff.hpp"
+#include "guest/os/cgroup.hpp"
+#include "guest/sandbox/bwrap_args.hpp"
+#include "guest/sandbox/spawn.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/store/workspace_ops.hpp"
 #include "messages/checkpoint_params.hpp"
@@ -14,7 +17,14 @@
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <memory>
 
 namespace allox {
@@ -603,6 +613,426 @@ caf::result<json::value> handle_checkpoint_delete(self_ptr self,
   return rp;
 }
 
+// -- tracked execution -------------------------------------------------------------
+
+caf::error no_execution() {
+  return make_error(errc::unsupported,
+                    "process tracking is not enabled on this daemon");
+}
+
+std::string run_dir(const exec_config& cfg, const std::string& id) {
+  return cfg.audit_root + "/" + id;
+}
+
+/// Writes state.json (temp file + rename) on a worker thread.
+void persist_run(self_ptr self, const json::object& row) {
+  auto& cfg = *self->state.runs.config;
+  auto dir = run_dir(cfg, std::string{row.at("run_id").as_string()});
+  auto text = json::serialize(row);
+  run_blocking(self, [dir, text]() -> expected<json::value> {
+    auto tmp = dir + "/state.tmp";
+    {
+      std::ofstream out{tmp, std::ios::trunc};
+      out << text << '\n';
+      if (!out)
+        return make_error(errc::internal, "cannot write " + tmp);
+    }
+    if (::rename(tmp.c_str(), (dir + "/state.json").c_str()) != 0)
+      return make_error(errc::internal, "cannot replace state.json");
+    return json::value();
+  })
+    .then([](json::value&) {},
+          [](caf::error& err) {
+            log::warn("session", "run state not saved: " + message_of(err));
+          });
+}
+
+/// The thread of one run: opens its logs, starts bwrap inside the session
+/// cgroup, waits for the whole tree and reports. Bubblewrap dies with the
+/// thread that started it (--die-with-parent), so this detached actor's
+/// thread lives exactly as long as the run.
+void run_worker(caf::event_based_actor* self, session_actor session,
+                std::string id, std::vector<std::string> argv,
+                std::string group, std::string dir) {
+  auto report = [&](int64_t code, bool empty, std::string error) {
+    caf::anon_send(session, atom::finished_v, id, code, empty,
+                   std::move(error));
+  };
+  self->quit();
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return report(-1, true, "cannot create the run directory " + dir);
+  os::unique_fd out{::open((dir + "/stdout.log").c_str(),
+                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
+  os::unique_fd err{::open((dir + "/stderr.log").c_str(),
+                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
+  if (!out || !err)
+    return report(-1, true, "cannot open the run's logs");
+  if (auto e = os::prepare_group(group))
+    return report(-1, !os::populated(group), message_of(e));
+  auto gfd = os::open_group(group);
+  if (!gfd)
+    return report(-1, true, message_of(gfd.error()));
+  auto child = sandbox::spawn_in_cgroup(gfd->get(), argv, out.get(), err.get());
+  if (!child)
+    return report(-1, !os::populated(group), message_of(child.error()));
+  caf::anon_send(session, atom::started_v, id, int64_t{child->pid});
+  auto code = sandbox::wait_child(*child);
+  // Our init outlives every process of the run, so the group empties right
+  // after bwrap; wait for the kernel to say so.
+  bool empty = os::wait_empty(group, 10000);
+  report(code, empty, "");
+}
+
+json::object new_run_row(self_ptr self, const std::string& id,
+                         const std::string& group) {
+  auto& st = self->state;
+  auto& cfg = *st.runs.config;
+  json::object row;
+  row["run_id"] = id;
+  row["agent_id"] = st.agent_id();
+  row["session_id"] = st.session_id();
+  row["backend"] = "disabled";
+  row["isolation"] = "bubblewrap";
+  row["boot_id"] = cfg.boot_id;
+  row["state"] = "starting";
+  row["created_ns"] = os::now_ns();
+  row["event_count"] = 0;
+  row["processes"] = json::object{};
+  row["audit_directory"] = run_dir(cfg, id);
+  row["trace_complete"] = false;
+  row["cookie"] = 0;
+  row["root_pid"] = nullptr;
+  row["cgroup"] = group;
+  row["root_exit_code"] = nullptr;
+  row["stop_reason"] = nullptr;
+  row["session_fenced"] = false;
+  row["lifecycle_complete"] = false;
+  row["finished_ns"] = nullptr;
+  row["error"] = nullptr;
+  row["provider_error"] = nullptr;
+  return row;
+}
+
+caf::result<json::value> handle_process_start(self_ptr self,
+                                              const json::object& p) {
+  auto& st = self->state;
+  if (!st.runs.config)
+    return no_execution();
+  auto req = decode_start(p);
+  if (!req)
+    return req.error();
+  if (auto err = require_alive(self))
+    return err;
+  if (mutating(self))
+    return conflict("session is being checkpointed or restored: " + st.key());
+  if (!st.leases.empty())
+    return conflict("session already has an active execution: " + st.key());
+  const auto& cfg = *st.runs.config;
+  auto id = random_hex_token();
+  auto group = cfg.cgroups.session_group(st.agent_id(), st.session_id());
+  st.leases["run:" + id] = os::now_ns();
+  auto& run = st.runs.runs[id];
+  run.row = new_run_row(self, id, group);
+  st.runs.active = id;
+  auto rp = self->make_response_promise<json::value>();
+  run.waiting_start.push_back(rp);
+  sandbox::spec spec;
+  spec.bwrap = cfg.bwrap_path;
+  spec.init = cfg.init_path;
+  spec.current = st.init.paths.current(st.agent_id(), st.session_id());
+  spec.shared = st.init.paths.agent_shared(st.agent_id());
+  spec.agent_id = st.agent_id();
+  spec.session_id = st.session_id();
+  spec.env = req->env;
+  spec.argv = req->argv;
+  self->spawn<caf::detached>(run_worker, caf::actor_cast<session_actor>(self),
+                             id, sandbox::bwrap_argv(spec), group,
+                             run_dir(cfg, id));
+  self->delayed_send(self,
+                     std::chrono::milliseconds(
+                       static_cast<int64_t>(req->timeout * 1000)),
+                     atom::timeout_v, id);
+  return rp;
+}
+
+/// Kills the run's whole tree (cgroup.kill) with a stop reason, and calls
+/// `then` once the run has ended.
+void kill_run(self_ptr self, const std::string& id, const std::string& reason,
+              std::function<void()> then) {
+  auto& st = self->state;
+  auto it = st.runs.runs.find(id);
+  if (it == st.runs.runs.end() || !it->second.active) {
+    if (then)
+      then();
+    return;
+  }
+  auto& row = it->second.row;
+  if (row.at("stop_reason").is_null())
+    row["stop_reason"] = reason;
+  if (then)
+    it->second.on_end.push_back(std::move(then));
+  if (auto err = os::kill_group(std::string{row.at("cgroup").as_string()}))
+    log::warn("session", st.key() + ": " + message_of(err));
+}
+
+void on_run_started(self_ptr self, const std::string& id, int64_t pid) {
+  auto it = self->state.runs.runs.find(id);
+  if (it == self->state.runs.runs.end())
+    return;
+  auto& run = it->second;
+  run.row["state"] = "running";
+  run.row["root_pid"] = pid;
+  for (auto& rp : run.waiting_start)
+    rp.deliver(json::value(run.row));
+  run.waiting_start.clear();
+  persist_run(self, run.row);
+}
+
+void on_run_finished(self_ptr self, const std::string& id, int64_t code,
+                     bool empty, const std::string& error) {
+  auto& st = self->state;
+  auto it = st.runs.runs.find(id);
+  if (it == st.runs.runs.end())
+    return;
+  auto& run = it->second;
+  auto& row = run.row;
+  if (code >= 0)
+    row["root_exit_code"] = code;
+  bool ok = empty && error.empty();
+  if (!error.empty())
+    row["error"] = error;
+  row["state"] = !ok ? "failed"
+                     : (row.at("stop_reason").is_null() ? "completed"
+                                                        : "stopped");
+  row["session_fenced"] = !empty;
+  row["lifecycle_complete"] = ok;
+  row["finished_ns"] = os::now_ns();
+  run.active = false;
+  if (st.runs.active == id)
+    st.runs.active.clear();
+  auto group = std::string{row.at("cgroup").as_string()};
+  if (empty) {
+    // The lease goes with the last process; a group that would not empty
+    // keeps the session fenced.
+    st.leases.erase("run:" + id);
+    os::remove_group(group, st.runs.config->cgroups.root());
+  }
+  for (auto& rp : run.waiting_start)
+    rp.deliver(error.empty()
+                 ? json::value(row)
+                 : json::value(row)); // the failed row tells what happened
+  run.waiting_start.clear();
+  for (auto& rp : run.waiting_end)
+    rp.deliver(json::value(row));
+  run.waiting_end.clear();
+  auto callbacks = std::move(run.on_end);
+  run.on_end.clear();
+  persist_run(self, row);
+  for (auto& f : callbacks)
+    f();
+}
+
+caf::expected<std::string> run_id_param(const json::object& p) {
+  return params::required_id(p, "run_id", "run");
+}
+
+/// Reads a finished run's state.json; checks it belongs to this session.
+expected<json::object> load_run(const std::string& dir, const std::string& a,
+                                const std::string& s) {
+  std::ifstream in{dir + "/state.json"};
+  if (!in)
+    return make_error(errc::not_found, "unknown run");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  boost::system::error_code ec;
+  auto v = json::parse(ss.str(), ec);
+  if (ec || !v.is_object())
+    return make_error(errc::internal, "unreadable run state");
+  auto& o = v.as_object();
+  if (o.at("agent_id") != json::value(a) || o.at("session_id") != json::value(s))
+    return make_error(errc::invalid_argument,
+                      "run does not belong to this Agent/Session");
+  return std::move(o);
+}
+
+caf::result<json::value> handle_process_get(self_ptr self,
+                                            const json::object& p) {
+  auto& st = self->state;
+  if (!st.runs.config)
+    return no_execution();
+  auto id = run_id_param(p);
+  if (!id)
+    return id.error();
+  if (auto it = st.runs.runs.find(*id); it != st.runs.runs.end())
+    return json_reply(it->second.row);
+  auto dir = run_dir(*st.runs.config, *id);
+  auto a = st.agent_id();
+  auto s = st.session_id();
+  auto rp = self->make_response_promise<json::value>();
+  blocking(
+    self,
+    [dir, a, s]() -> expected<json::value> {
+      auto row = load_run(dir, a, s);
+      if (!row)
+        return row.error();
+      return json::value(std::move(*row));
+    },
+    [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+caf::result<json::value> handle_process_list(self_ptr self) {
+  auto& st = self->state;
+  if (!st.runs.config)
+    return no_execution();
+  auto root = st.runs.config->audit_root;
+  auto a = st.agent_id();
+  auto s = st.session_id();
+  // Live rows win over what is on disk.
+  std::map<std::string, json::object> live;
+  for (const auto& [id, run] : st.runs.runs)
+    live[id] = run.row;
+  auto rp = self->make_response_promise<json::value>();
+  blocking(
+    self,
+    [root, a, s, live]() -> expected<json::value> {
+      std::vector<json::object> rows;
+      if (auto names = os::list_dir(root))
+        for (const auto& id : *names) {
+          if (auto it = live.find(id); it != live.end()) {
+            rows.push_back(it->second);
+            continue;
+          }
+          if (auto row = load_run(root + "/" + id, a, s))
+            rows.push_back(std::move(*row));
+        }
+      std::sort(rows.begin(), rows.end(), [](auto& x, auto& y) {
+        return x.at("created_ns").as_int64() < y.at("created_ns").as_int64();
+      });
+      json::array out;
+      for (auto& r : rows) {
+        r.erase("processes");
+        out.emplace_back(std::move(r));
+      }
+      return json::value(std::move(out));
+    },
+    [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+caf::result<json::value> handle_process_stop(self_ptr self,
+                                             const json::object& p) {
+  auto& st = self->state;
+  if (!st.runs.config)
+    return no_execution();
+  auto id = run_id_param(p);
+  if (!id)
+    return id.error();
+  auto it = st.runs.runs.find(*id);
+  if (it == st.runs.runs.end())
+    return make_error(errc::invalid_argument,
+                      "cannot control a historical run");
+  if (!it->second.active)
+    return json_reply(it->second.row);
+  auto rp = self->make_response_promise<json::value>();
+  it->second.waiting_end.push_back(rp);
+  kill_run(self, *id, "requested", {});
+  return rp;
+}
+
+/// Keeps text JSON-safe: invalid UTF-8 bytes become U+FFFD.
+std::string valid_utf8(const std::string& in) {
+  std::string out;
+  out.reserve(in.size());
+  size_t i = 0;
+  while (i < in.size()) {
+    auto c = static_cast<unsigned char>(in[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3
+                                : (c >> 3) == 30 ? 4 : 0;
+    bool ok = len > 0 && i + len <= in.size();
+    for (size_t k = 1; ok && k < len; ++k)
+      ok = (static_cast<unsigned char>(in[i + k]) >> 6) == 2;
+    if (ok) {
+      out.append(in, i, len);
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+caf::result<json::value> handle_process_output(self_ptr self,
+                                               const json::object& p) {
+  auto& st = self->state;
+  if (!st.runs.config)
+    return no_execution();
+  auto id = run_id_param(p);
+  if (!id)
+    return id.error();
+  auto stream = params::optional_string(p, "stream", "stdout");
+  if (!stream)
+    return stream.error();
+  if (*stream != "stdout" && *stream != "stderr")
+    return make_error(errc::invalid_argument, "stream must be stdout or stderr");
+  auto offset = params::optional_int(p, "offset", 0);
+  if (!offset)
+    return offset.error();
+  auto limit = params::optional_int(p, "limit", 65536);
+  if (!limit)
+    return limit.error();
+  if (*offset < 0 || *limit < 1 || *limit > (1 << 20))
+    return make_error(errc::invalid_argument,
+                      "offset must be nonnegative; limit must be 1..1048576");
+  auto dir = run_dir(*st.runs.config, *id);
+  auto a = st.agent_id();
+  auto s = st.session_id();
+  json::value state = nullptr;
+  if (auto it = st.runs.runs.find(*id); it != st.runs.runs.end())
+    state = it->second.row.at("state");
+  auto rp = self->make_response_promise<json::value>();
+  blocking(
+    self,
+    [dir, a, s, id = *id, stream = *stream, offset = *offset, limit = *limit,
+     state]() mutable -> expected<json::value> {
+      if (state.is_null()) {
+        auto row = load_run(dir, a, s);
+        if (!row)
+          return row.error();
+        state = row->at("state");
+      }
+      std::ifstream in{dir + "/" + stream + ".log", std::ios::binary};
+      std::string data;
+      int64_t size = 0;
+      if (in) {
+        in.seekg(0, std::ios::end);
+        size = static_cast<int64_t>(in.tellg());
+        if (offset < size) {
+          in.seekg(offset);
+          data.resize(static_cast<size_t>(std::min(limit, size - offset)));
+          in.read(data.data(), static_cast<std::streamsize>(data.size()));
+          data.resize(static_cast<size_t>(in.gcount()));
+        }
+      }
+      auto next = offset + static_cast<int64_t>(data.size());
+      bool finished = state != "starting" && state != "running";
+      return json::value(json::object{{"run_id", id},
+                                      {"stream", stream},
+                                      {"offset", offset},
+                                      {"next_offset", next},
+                                      {"size", size},
+                                      {"data", valid_utf8(data)},
+                                      {"eof", finished && next >= size},
+                                      {"state", state}});
+    },
+    [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
 // -- session.rollback -------------------------------------------------------------
 
 /// One rollback in flight: the prototype's journaled swap (reference 5.4).
@@ -622,6 +1052,8 @@ struct rollback_run {
   journal_row journal;
   std::shared_ptr<fault_set> faults;
   json::array removed;
+  /// Runs killed before the rollback (null unless kill_processes).
+  json::value terminated;
 };
 
 using run_ptr = std::shared_ptr<rollback_run>;
@@ -734,6 +1166,8 @@ void rollback_finish(const run_ptr& run) {
                       store::layout::rel_current(state.agent_id(),
                                                  state.session_id())},
                      {"removed_runtime_entries", run->removed}};
+      if (!run->terminated.is_null())
+        r["terminated_process_runs"] = run->terminated;
       run->rp.deliver(json::value(std::move(r)));
       rollback_discard(run);
     },
@@ -795,36 +1229,49 @@ void rollback_swap(const run_ptr& run) {
   });
 }
 
-caf::result<json::value> handle_rollback(self_ptr self, const json::object& p,
-                                         bool after_reset) {
-  auto req = params::decode_rollback(p, after_reset, false);
-  if (!req)
-    return req.error();
+/// Guards, target resolution and the swap; answers through `rp`.
+/// `terminated` lists runs killed first (kill_processes), or is null.
+void begin_rollback(self_ptr self, promise rp, params::rollback req,
+                    bool after_reset, json::value terminated) {
   auto& st = self->state;
-  if (req->kill_processes)
-    return make_error(errc::unsupported,
-                      "kill_processes requires process tracking");
   if (after_reset) {
     if (auto err = require_alive(self))
-      return err;
-    if (st.reset_token.empty() || st.reset_token != req->reset_token)
-      return make_error(errc::invalid_argument,
-                        "invalid runtime reset token for session");
+      {
+      rp.deliver(err);
+      return;
+    }
+    if (st.reset_token.empty() || st.reset_token != req.reset_token)
+      {
+      rp.deliver(make_error(errc::invalid_argument,
+                                   "invalid runtime reset token for session"));
+      return;
+    }
     if (st.phase == "mutating")
-      return conflict("session mutation already in progress: " + st.key());
+      {
+      rp.deliver(
+        conflict("session mutation already in progress: " + st.key()));
+      return;
+    }
   } else if (auto err = require_mutable(self)) {
-    return err;
+    {
+      rp.deliver(err);
+      return;
+    }
   }
-  auto target = req->checkpoint_id.empty() ? st.dag.ancestor(req->num_ancestors)
-                                           : st.dag.resolve(req->checkpoint_id);
+  auto target = req.checkpoint_id.empty() ? st.dag.ancestor(req.num_ancestors)
+                                          : st.dag.resolve(req.checkpoint_id);
   if (!target)
-    return target.error();
+    {
+      rp.deliver(target.error());
+      return;
+    }
   begin_mutation(self, "session.rollback");
   auto run = std::make_shared<rollback_run>();
   run->self = self;
-  run->rp = self->make_response_promise<json::value>();
-  run->req = std::move(*req);
+  run->rp = std::move(rp);
+  run->req = std::move(req);
   run->target = *target;
+  run->terminated = std::move(terminated);
   run->faults = std::make_shared<fault_set>(st.faults.take("rollback"));
   auto token = random_hex_token();
   run->journal = {st.agent_id(),
@@ -876,7 +1323,40 @@ caf::result<json::value> handle_rollback(self_ptr self, const json::object& p,
         [run](caf::error err) { rollback_abort(run, err); });
     },
     [run](caf::error err) { rollback_fail(run, err); });
-  return run->rp;
+}
+
+caf::result<json::value> handle_rollback(self_ptr self, const json::object& p,
+                                         bool after_reset) {
+  auto& st = self->state;
+  bool kill_default = st.runs.config && st.runs.config->kill_on_rollback;
+  auto req = params::decode_rollback(p, after_reset, kill_default);
+  if (!req)
+    return req.error();
+  if (req->kill_processes && !st.runs.config)
+    return make_error(errc::unsupported,
+                      "kill_processes requires process tracking");
+  auto rp = self->make_response_promise<json::value>();
+  if (!req->kill_processes) {
+    begin_rollback(self, rp, std::move(*req), after_reset, json::value());
+    return rp;
+  }
+  if (st.runs.active.empty()) {
+    begin_rollback(self, rp, std::move(*req), after_reset, json::array{});
+    return rp;
+  }
+  // Kill the session's process tree first; roll back once the run ended.
+  auto id = st.runs.active;
+  kill_run(self, id, "rollback",
+           [self, rp, req = std::move(*req), after_reset, id]() mutable {
+             if (!self->state.runs.active.empty()) {
+               rp.deliver(conflict("Session cgroup termination timed out; "
+                                   "rollback remains fenced"));
+               return;
+             }
+             begin_rollback(self, rp, std::move(req), after_reset,
+                            json::array{json::value(id)});
+           });
+  return rp;
 }
 
 // -- leases, background executions, runtime reset -----------------------------------
@@ -971,6 +1451,8 @@ caf::result<json::value> handle_unfence(self_ptr self, const json::object& p) {
     return conflict("session mutation in progress: " + st.key());
   if (auto err = require_alive(self))
     return err;
+  if (!st.runs.active.empty())
+    return conflict("session still has live processes: " + st.key());
   auto origin = params::origin(p);
   json::object cleared{{"reset", !st.reset_token.empty()},
                        {"leases", st.leases.size()},
@@ -1122,8 +1604,15 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
   self->state.dag = store::checkpoint_dag(std::move(init.checkpoints),
                                           init.row.head);
   init.checkpoints.clear();
+  self->state.runs.config = init.exec;
   self->state.init = std::move(init);
   self->state.started = std::chrono::steady_clock::now();
+  // Whatever ends this actor (shutdown, failure) ends its runs too.
+  if (self->state.runs.config) {
+    auto group = self->state.runs.config->cgroups.session_group(
+      self->state.agent_id(), self->state.session_id());
+    self->attach_functor([group] { os::kill_group(group); });
+  }
   self->set_exception_handler([self](std::exception_ptr& ep) -> caf::error {
     std::string what = "unknown exception";
     try {
@@ -1158,6 +1647,33 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
         return handle_rollback(self, p, false);
       if (action == "session.rollback_after_runtime_reset")
         return handle_rollback(self, p, true);
+      if (action == "process.start")
+        return handle_process_start(self, p);
+      if (action == "process.get")
+        return handle_process_get(self, p);
+      if (action == "process.list")
+        return handle_process_list(self);
+      if (action == "process.stop")
+        return handle_process_stop(self, p);
+      if (action == "process.output")
+        return handle_process_output(self, p);
+      if (action == "process.events") {
+        if (!self->state.runs.config)
+          return no_execution();
+        auto id = run_id_param(p);
+        if (!id)
+          return id.error();
+        auto after = params::optional_int(p, "after", 0);
+        if (!after)
+          return after.error();
+        json::value state = nullptr;
+        if (auto it = self->state.runs.runs.find(*id);
+            it != self->state.runs.runs.end())
+          state = it->second.row.at("state");
+        // No tracker backend yet: runs carry no process events.
+        return json_reply(json::object{
+          {"events", json::array{}}, {"next_after", *after}, {"state", state}});
+      }
       if (action == "execution.acquire")
         return handle_acquire(self);
       if (action == "execution.release")
@@ -1194,6 +1710,16 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
       return caf::ok_atom_v;
     },
     [self](atom::purge) { purge_discards(self); },
+    [self](atom::started, const std::string& id, int64_t pid) {
+      on_run_started(self, id, pid);
+    },
+    [self](atom::finished, const std::string& id, int64_t code, bool empty,
+           const std::string& error) {
+      on_run_finished(self, id, code, empty, error);
+    },
+    [self](atom::timeout, const std::string& id) {
+      kill_run(self, id, "timeout", {});
+    },
     [self](atom::dump) -> json::value { return dump(self); },
   };
 }

@@ -5,6 +5,7 @@
 // any other session.
 #pragma once
 
+#include "actors/session_runs.hpp"
 #include "guest/faults.hpp"
 #include "guest/store/checkpoint_dag.hpp"
 #include "guest/store/layout.hpp"
@@ -25,6 +26,7 @@ struct session_init {
   uint32_t restarts = 0;
   store::layout paths;
   metadata_actor metadata;
+  std::shared_ptr<const exec_config> exec;
 };
 
 struct session_state {
@@ -50,6 +52,7 @@ struct session_state {
   std::vector<std::string> discards;
   bool purge_armed = false;
   std::chrono::steady_clock::time_point last_mutation;
+  session_runs runs;
   uint64_t requests = 0;
   uint64_t failures = 0;
   uint64_t checkpoints_created = 0;

@@ -22,10 +22,11 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
       metadata, st.init.catalog, st.init.paths.database());
     st.init.catalog.reset();
     st.agents = self->spawn<caf::linked + caf::monitored>(
-      agents, st.init.paths, st.metadata, self->address());
+      agents, st.init.paths, st.metadata, self->address(), st.init.exec);
     st.rpc = self->spawn<caf::linked + caf::monitored>(
       rpc, rpc_init{caf::actor_cast<supervisor_actor>(self), st.agents,
-                    st.metadata, st.init.channel, st.init.daemon_info});
+                    st.metadata, st.init.channel, st.init.daemon_info,
+                    st.init.exec});
   }
   self->set_down_handler([self](caf::down_msg& dm) {
     if (!dm.reason || dm.reason == caf::exit_reason::user_shutdown)

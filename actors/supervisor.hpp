@@ -6,6 +6,7 @@
 #pragma once
 
 #include "actors/rpc.hpp"
+#include "actors/session_runs.hpp"
 #include "guest/store/catalog.hpp"
 #include "guest/store/layout.hpp"
 #include "messages/actors.hpp"
@@ -21,6 +22,8 @@ struct supervisor_init {
   std::shared_ptr<store::catalog> catalog;
   reply_channel* channel = nullptr;
   json::object daemon_info;
+  /// Tracked execution; null when disabled.
+  std::shared_ptr<const exec_config> exec;
   /// Called (from an actor thread) when a direct child fails.
   std::function<void(std::string)> on_fatal;
 };

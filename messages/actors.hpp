@@ -50,6 +50,12 @@ using session_actor = caf::typed_actor<
   caf::replies_to<atom::retire, bool>::with<caf::ok_atom>,
   // Deletes replaced trees once the session has been idle (sent to itself).
   caf::reacts_to<atom::purge>,
+  // A run's first process is running in the session cgroup (run, pid).
+  caf::reacts_to<atom::started, std::string, int64_t>,
+  // A run ended: (run, exit code, cgroup empty, error).
+  caf::reacts_to<atom::finished, std::string, int64_t, bool, std::string>,
+  // A run's timeout expired (sent to itself).
+  caf::reacts_to<atom::timeout, std::string>,
   // Describes the actor for system.dump.
   caf::replies_to<atom::dump>::with<json::value>>;
 

@@ -19,6 +19,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include <climits>
+#include <fstream>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -105,6 +106,55 @@ void begin_shutdown(loop_context* ctx, const char* why) {
     0, 20);
 }
 
+/// Tracked execution from the flags: audit root outside the store, the
+/// cgroup subtree, our sandbox init and bwrap.
+expected<std::shared_ptr<const exec_config>>
+make_exec_config(const daemon::options& opts, const store::layout& paths) {
+  auto cfg = std::make_shared<exec_config>();
+  cfg->audit_root = absolute(opts.process_audit_root);
+  if (cfg->audit_root == paths.root
+      || cfg->audit_root.rfind(paths.root + "/", 0) == 0)
+    return make_error(errc::invalid_argument,
+                      "process audit directory must be outside the "
+                      "workspace store");
+  if (auto err = os::ensure_managed_dir(cfg->audit_root, 0700,
+                                        "process audit directory"))
+    return err;
+  auto tree = os::cgroup_tree::open(opts.process_cgroup_root);
+  if (!tree)
+    return tree.error();
+  cfg->cgroups = std::move(*tree);
+  cfg->init_path = opts.sandbox_init;
+  if (cfg->init_path.empty()) {
+    char self_path[PATH_MAX];
+    auto n = ::readlink("/proc/self/exe", self_path, sizeof(self_path) - 1);
+    if (n > 0) {
+      self_path[n] = '\0';
+      std::string dir{self_path};
+      dir = dir.substr(0, dir.rfind('/'));
+      for (auto candidate : {dir + "/allox-sandbox-init",
+                             dir + "/../libexec/allox/allox-sandbox-init"})
+        if (::access(candidate.c_str(), X_OK) == 0) {
+          cfg->init_path = absolute(candidate);
+          break;
+        }
+    }
+  }
+  if (cfg->init_path.empty() || ::access(cfg->init_path.c_str(), X_OK) != 0)
+    return make_error(errc::invalid_argument,
+                      "allox-sandbox-init not found; pass --sandbox-init");
+  cfg->bwrap_path = opts.bwrap;
+  if (::access(cfg->bwrap_path.c_str(), X_OK) != 0)
+    return make_error(errc::invalid_argument,
+                      "bubblewrap not found at " + cfg->bwrap_path);
+  cfg->kill_on_rollback = opts.kill_on_rollback;
+  std::ifstream boot{"/proc/sys/kernel/random/boot_id"};
+  std::getline(boot, cfg->boot_id);
+  log::info("daemon", "tracked execution: runs in " + cfg->audit_root
+                        + ", cgroups under " + cfg->cgroups.root());
+  return std::shared_ptr<const exec_config>{std::move(cfg)};
+}
+
 /// Everything between mounting and unmounting the store; returns the exit
 /// code so that main() always unmounts what it mounted.
 int serve(const daemon::options& opts,
@@ -122,6 +172,16 @@ int serve(const daemon::options& opts,
   if (auto err = os::ensure_managed_dir(paths.metadata_dir(), 0700,
                                         "metadata directory"))
     return fail(message_of(err));
+  std::shared_ptr<const exec_config> exec;
+  if (!opts.process_audit_root.empty()) {
+    auto made = make_exec_config(opts, paths);
+    if (!made)
+      return fail(message_of(made.error()));
+    exec = std::move(*made);
+  } else if (opts.kill_on_rollback) {
+    return fail("process audit root is required when Session execution "
+                "features are enabled");
+  }
   auto catalog = store::catalog::open(paths.database());
   if (!catalog)
     return fail(message_of(catalog.error()));
@@ -168,7 +228,7 @@ int serve(const daemon::options& opts,
                     {"workers", opts.workers}};
   auto sup = system.spawn(
     supervisor,
-    supervisor_init{paths, shared_catalog, &server, info,
+    supervisor_init{paths, shared_catalog, &server, info, exec,
                     [&ctx](std::string) { uv_async_send(&ctx.fatal); }});
   shared_catalog.reset();
 

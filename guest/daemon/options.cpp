@@ -39,6 +39,17 @@ int parse(int argc, char** argv, options& out) {
   app.add_option("--log-level", out.log_level, "debug, info, warn or error")
     ->capture_default_str()
     ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  app.add_option("--process-audit-root", out.process_audit_root,
+                 "directory for run state and output (outside the store); "
+                 "enables process.* execution");
+  app.add_option("--process-cgroup-root", out.process_cgroup_root,
+                 "dedicated cgroup v2 subtree (default: <v2 mount>/allox)");
+  app.add_flag("--kill-session-processes-on-rollback", out.kill_on_rollback,
+               "default of kill_processes for rollbacks");
+  app.add_option("--sandbox-init", out.sandbox_init,
+                 "path of allox-sandbox-init (default: next to the daemon)");
+  app.add_option("--bwrap", out.bwrap, "path of the bubblewrap binary")
+    ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

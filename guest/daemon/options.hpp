@@ -20,6 +20,12 @@ struct options {
   size_t max_connections = 1024;
   std::chrono::milliseconds shutdown_grace{10000};
   std::string log_level = "info";
+  /// Tracked execution is on when an audit root is given.
+  std::string process_audit_root;
+  std::string process_cgroup_root;
+  bool kill_on_rollback = false;
+  std::string sandbox_init;
+  std::string bwrap = "/usr/bin/bwrap";
 };
 
 /// Parses argv; returns an exit code >= 0 when the program should stop

@@ -1,0 +1,60 @@
+// Tracked execution for the SESSION actor: runs in Bubblewrap, in the
+// session's cgroup v2 group, holding the session's execution lease.
+// (Part of the session actor; split out to keep each file readable.)
+#pragma once
+
+#include "guest/os/cgroup.hpp"
+#include "messages/actors.hpp"
+
+#include <caf/typed_response_promise.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace allox {
+
+/// Daemon-wide execution settings; absent when execution is disabled.
+struct exec_config {
+  std::string audit_root;
+  os::cgroup_tree cgroups;
+  std::string init_path;
+  std::string bwrap_path = "/usr/bin/bwrap";
+  bool kill_on_rollback = false;
+  std::string boot_id;
+};
+
+/// One run as the session knows it.
+struct run_state {
+  json::object row;
+  std::vector<caf::typed_response_promise<json::value>> waiting_start;
+  std::vector<caf::typed_response_promise<json::value>> waiting_end;
+  /// Continuations waiting for the run to end (rollback with kill).
+  std::vector<std::function<void()>> on_end;
+  bool active = true;
+};
+
+/// The session's runs (the active one and those finished since start).
+struct session_runs {
+  std::shared_ptr<const exec_config> config;
+  std::map<std::string, run_state> runs;
+  std::string active;
+};
+
+/// Default and maximum run timeout (seconds), as the prototype.
+inline constexpr double default_run_timeout = 300;
+inline constexpr double max_run_timeout = 86400;
+
+/// Decoded process.start parameters.
+struct start_request {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  double timeout = default_run_timeout;
+};
+
+/// Validates argv/env/timeout with the prototype's messages.
+expected<start_request> decode_start(const json::object& p);
+
+} // namespace allox

@@ -1,0 +1,177 @@
+#include "guest/os/cgroup.hpp"
+
+#include "guest/os/mountinfo.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace allox::os {
+
+namespace {
+
+caf::error sys_error(const std::string& what) {
+  return make_error(errc::internal, what + ": " + std::strerror(errno));
+}
+
+caf::error make_dirs(const std::string& path) {
+  for (size_t pos = 1; pos != std::string::npos;) {
+    pos = path.find('/', pos + 1);
+    auto part = path.substr(0, pos);
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
+      return sys_error("mkdir " + part);
+  }
+  return caf::none;
+}
+
+std::string read_small(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+} // namespace
+
+expected<cgroup_tree> cgroup_tree::open(const std::string& root) {
+  auto mounts = read_mountinfo();
+  if (!mounts)
+    return mounts.error();
+  auto* v2 = find_cgroup2(*mounts);
+  if (v2 == nullptr)
+    return make_error(errc::unsupported, "no cgroup v2 mount found in "
+                                         "/proc/self/mountinfo");
+  cgroup_tree tree;
+  tree.mount_ = v2->mount_point;
+  tree.root_ = root.empty() ? tree.mount_ + "/allox" : root;
+  auto* holder = mount_containing(*mounts, tree.root_);
+  if (holder == nullptr || holder->fs_type != "cgroup2")
+    return make_error(errc::invalid_argument,
+                      "process cgroup root is not below a cgroup v2 mount: "
+                        + tree.root_);
+  if (tree.root_ == holder->mount_point)
+    return make_error(errc::invalid_argument,
+                      "use a dedicated cgroup subtree, not the mount root: "
+                        + tree.root_);
+  tree.mount_ = holder->mount_point;
+  if (auto err = make_dirs(tree.root_))
+    return err;
+  if (::access((tree.root_ + "/cgroup.kill").c_str(), W_OK) != 0)
+    return make_error(errc::unsupported,
+                      "Session execution requires cgroup v2 cgroup.kill "
+                      "(Linux 5.14+)");
+  return tree;
+}
+
+std::string cgroup_tree::session_group(const std::string& a,
+                                       const std::string& s) const {
+  return root_ + "/agents/" + a + "/sessions/" + s;
+}
+
+std::vector<std::string> cgroup_tree::controllers() const {
+  std::vector<std::string> out;
+  std::istringstream in{read_small(root_ + "/cgroup.controllers")};
+  for (std::string c; in >> c;)
+    out.push_back(c);
+  return out;
+}
+
+caf::error prepare_group(const std::string& group) {
+  if (auto err = make_dirs(group))
+    return err;
+  if (populated(group))
+    return make_error(errc::conflict, "Session cgroup already contains "
+                                      "processes; recover it before launch");
+  return caf::none;
+}
+
+expected<unique_fd> open_group(const std::string& group) {
+  unique_fd fd{::open(group.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
+  if (!fd)
+    return sys_error("open " + group);
+  return fd;
+}
+
+bool populated(const std::string& group) {
+  auto text = read_small(group + "/cgroup.events");
+  auto pos = text.find("populated ");
+  return pos != std::string::npos && text.compare(pos + 10, 1, "1") == 0;
+}
+
+caf::error kill_group(const std::string& group) {
+  auto path = group + "/cgroup.kill";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? caf::none : sys_error("open " + path);
+  auto n = ::write(fd, "1", 1);
+  int saved = errno;
+  ::close(fd);
+  if (n != 1) {
+    errno = saved;
+    return sys_error("write " + path);
+  }
+  return caf::none;
+}
+
+bool wait_empty(const std::string& group, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now()
+                  + std::chrono::milliseconds(timeout_ms);
+  auto events = group + "/cgroup.events";
+  for (;;) {
+    if (!populated(group))
+      return true;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  deadline - std::chrono::steady_clock::now())
+                  .count();
+    if (left <= 0)
+      return false;
+    // cgroup.events signals a change of `populated` as POLLPRI.
+    int fd = ::open(events.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return !populated(group);
+    char buf[256];
+    (void)::read(fd, buf, sizeof(buf));
+    if (!populated(group)) {
+      ::close(fd);
+      return true;
+    }
+    pollfd pfd{fd, POLLPRI, 0};
+    ::poll(&pfd, 1, static_cast<int>(std::min<long>(left, 1000)));
+    ::close(fd);
+  }
+}
+
+void remove_group(const std::string& group, const std::string& stop) {
+  auto path = group;
+  while (path.size() > stop.size() && path.compare(0, stop.size(), stop) == 0) {
+    if (::rmdir(path.c_str()) != 0)
+      return; // not empty (a sibling) or busy: leave it
+    path = path.substr(0, path.rfind('/'));
+  }
+}
+
+caf::error write_control(const std::string& group, const std::string& file,
+                         const std::string& value) {
+  auto path = group + "/" + file;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return make_error(errc::unsupported,
+                      "cgroup control not available: " + file);
+  auto n = ::write(fd, value.data(), value.size());
+  int saved = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(value.size())) {
+    errno = saved;
+    return sys_error("write " + path);
+  }
+  return caf::none;
+}
+
+} // namespace allox::os

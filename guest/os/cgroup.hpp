@@ -1,0 +1,62 @@
+// cgroup v2 through cgroupfs: the session group is the membership set and
+// the kill boundary of a session's runs. The v2 mount is found in
+// /proc/self/mountinfo (on this kind of host it is /sys/fs/cgroup/unified,
+// with no controllers enabled), never assumed.
+#pragma once
+
+#include "messages/errors.hpp"
+#include "guest/os/unique_fd.hpp"
+
+#include <string>
+#include <vector>
+
+namespace allox::os {
+
+/// The daemon's subtree of the cgroup v2 hierarchy.
+class cgroup_tree {
+public:
+  /// `root` empty: "<v2 mount>/allox". Creates the subtree; refuses the
+  /// mount root itself, paths outside a v2 mount, and kernels without
+  /// cgroup.kill (Linux < 5.14).
+  static expected<cgroup_tree> open(const std::string& root);
+
+  const std::string& root() const { return root_; }
+  const std::string& mount() const { return mount_; }
+
+  /// <root>/agents/<a>/sessions/<s> (not created).
+  std::string session_group(const std::string& a, const std::string& s) const;
+
+  /// Controllers this subtree can use (from cgroup.controllers).
+  std::vector<std::string> controllers() const;
+
+private:
+  std::string root_;
+  std::string mount_;
+};
+
+/// Creates the group (and parents) if missing; refuses a populated one.
+caf::error prepare_group(const std::string& group);
+
+/// An O_PATH|O_DIRECTORY fd on the group, for clone3(CLONE_INTO_CGROUP).
+expected<unique_fd> open_group(const std::string& group);
+
+/// The `populated` flag of cgroup.events (covers nested groups); a missing
+/// group is not populated.
+bool populated(const std::string& group);
+
+/// Writes 1 to cgroup.kill: SIGKILL to every process in the group and
+/// below, atomically. A missing group is fine.
+caf::error kill_group(const std::string& group);
+
+/// Waits until the group is empty or `timeout_ms` passes (poll on
+/// cgroup.events); true when empty.
+bool wait_empty(const std::string& group, int timeout_ms);
+
+/// Removes the group and its empty parents up to (not including) `stop`.
+void remove_group(const std::string& group, const std::string& stop);
+
+/// Writes `value` to <group>/<file> (limits such as memory.max).
+caf::error write_control(const std::string& group, const std::string& file,
+                         const std::string& value);
+
+} // namespace allox::os

@@ -1,0 +1,48 @@
+#include "guest/sandbox/bwrap_args.hpp"
+
+namespace allox::sandbox {
+
+std::vector<std::string> bwrap_argv(const spec& s) {
+  std::vector<std::string> a{s.bwrap,
+                             "--die-with-parent",
+                             // setsid: no controlling terminal, so no
+                             // TIOCSTI into the caller's terminal.
+                             "--new-session",
+                             "--unshare-pid",
+                             "--unshare-ipc",
+                             "--unshare-uts"};
+  if (s.isolated_network)
+    a.push_back("--unshare-net"); // only loopback inside
+  for (const auto* x :
+       {"--tmpfs", "/", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin",
+        "/bin", "--symlink", "usr/sbin", "/sbin", "--symlink", "usr/lib",
+        "/lib", "--symlink", "usr/lib64", "/lib64", "--ro-bind", "/etc",
+        "/etc", "--dev", "/dev", "--proc", "/proc"})
+    a.emplace_back(x);
+  a.insert(a.end(), {"--bind", s.current, "/workspace", "--dir", "/agent",
+                     "--bind", s.shared, "/agent/shared", "--tmpfs", "/tmp",
+                     "--dir", "/run/allox", "--ro-bind", s.init, init_path,
+                     "--cap-drop", "ALL", "--clearenv"});
+  // The caller's variables first: the fixed ones below come later and win.
+  for (const auto& [k, v] : s.env)
+    a.insert(a.end(), {"--setenv", k, v});
+  const std::pair<const char*, std::string> fixed[] = {
+    {"PATH", "/usr/local/bin:/usr/bin:/bin"},
+    {"HOME", "/workspace"},
+    {"TMPDIR", "/tmp"},
+    {"ALLOX_AGENT_ID", s.agent_id},
+    {"ALLOX_AGENT_WORKSPACE", "/agent"},
+    {"ALLOX_AGENT_SHARED", "/agent/shared"},
+    {"ALLOX_SESSION_ID", s.session_id},
+  };
+  for (const auto& [k, v] : fixed)
+    a.insert(a.end(), {"--setenv", k, v});
+  // Our init is PID 1: it reaps orphans and stays until every process of
+  // the run has exited, so double-forked and setsid descendants keep the
+  // run (and the namespace) alive.
+  a.insert(a.end(), {"--chdir", "/workspace", "--as-pid-1", init_path, "--"});
+  a.insert(a.end(), s.argv.begin(), s.argv.end());
+  return a;
+}
+
+} // namespace allox::sandbox

@@ -1,0 +1,31 @@
+// The Bubblewrap command line of a run: the prototype's sandbox (reference
+// 6.2) plus IPC/UTS namespaces, an optional private network namespace, our
+// init as the namespace's PID 1, and fixed variables that the caller's env
+// cannot override.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace allox::sandbox {
+
+/// Where our init is mounted inside the sandbox.
+inline constexpr const char* init_path = "/run/allox/init";
+
+struct spec {
+  std::string bwrap = "/usr/bin/bwrap";
+  std::string init;      // host path of allox-sandbox-init
+  std::string current;   // host path of the session's current/
+  std::string shared;    // host path of the agent's shared/
+  std::string agent_id;
+  std::string session_id;
+  std::map<std::string, std::string> env; // the caller's
+  bool isolated_network = false;
+  std::vector<std::string> argv;
+};
+
+/// bwrap <options> /run/allox/init -- <argv...>
+std::vector<std::string> bwrap_argv(const spec& s);
+
+} // namespace allox::sandbox

@@ -1,0 +1,31 @@
+// Starting a run's first process directly inside its session cgroup with
+// clone3(CLONE_INTO_CGROUP): no instant exists in which the process, or a
+// child it forks, is outside the group. The configuration travels as argv
+// (no pipe to a stopped child that a large argv could fill).
+#pragma once
+
+#include "guest/os/unique_fd.hpp"
+#include "messages/errors.hpp"
+
+#include <string>
+#include <vector>
+
+namespace allox::sandbox {
+
+struct child {
+  pid_t pid = -1;
+  os::unique_fd pidfd;
+};
+
+/// Executes argv[0] (an absolute path) in the cgroup open at `cgroup_fd`,
+/// stdin from /dev/null, stdout/stderr to the given fds, with a minimal
+/// environment. Bubblewrap's --die-with-parent ties the child to the
+/// calling *thread*: that thread must outlive the child (wait_child).
+expected<child> spawn_in_cgroup(int cgroup_fd,
+                                const std::vector<std::string>& argv,
+                                int stdout_fd, int stderr_fd);
+
+/// Blocks until the child exits; returns the exit code, or 128 + signal.
+int wait_child(const child& c);
+
+} // namespace allox::sandbox
