@@ -18,6 +18,17 @@ awk -v p="$prefix" '$2 ~ "^"p {print $2}' /proc/mounts | sort -r |
   done
 losetup -a -O NAME,BACK-FILE -n 2>/dev/null | awk -v p="$prefix" 'index($2,p)==1 {print $1}' |
   while read -r dev; do losetup -d "$dev" 2>/dev/null || true; done
+# Test cgroup subtrees (named after the test's scratch directory) below the
+# cgroup v2 mount: kill what runs there, remove the groups bottom-up.
+v2=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+if [ -n "$v2" ]; then
+  for tree in "$v2"/allox-test-*; do
+    [ -d "$tree" ] || continue
+    [ -w "$tree/cgroup.kill" ] && echo 1 >"$tree/cgroup.kill" 2>/dev/null
+    sleep 0.2
+    find "$tree" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
+fi
 left=$(losetup -a -O BACK-FILE -n 2>/dev/null | grep -c "^$prefix" || true)
 if [ "${left:-0}" -gt 0 ]; then
   echo "cleanup: $left test loop device(s) still attached" >&2

@@ -1,0 +1,287 @@
+// Tracked execution on the real kernel: Bubblewrap sandboxes in the
+// session's cgroup v2 group (the prototype's sandbox and kernel tests
+// without eBPF).
+#include "tests/fixtures/daemon.hpp"
+#include "tests/fixtures/session_files.hpp"
+
+#include "guest/os/cgroup.hpp"
+
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <future>
+#include <set>
+#include <thread>
+
+using namespace allox;
+using namespace allox::test;
+
+namespace {
+
+json::object start(http_client& c, const std::string& a, const std::string& s,
+                   json::array argv, json::object extra = {}) {
+  return expect_ok(c.rpc("process.start",
+                         with(with(ids(a, s), {{"argv", std::move(argv)}}),
+                              extra)));
+}
+
+json::object sh(http_client& c, const std::string& a, const std::string& s,
+                const std::string& script, json::object extra = {}) {
+  return start(c, a, s, json::array{"sh", "-c", script}, std::move(extra));
+}
+
+std::string run_id(const json::object& row) {
+  return std::string{row.at("run_id").as_string()};
+}
+
+/// Polls process.get until the run has finished.
+json::object wait_done(http_client& c, const std::string& a,
+                       const std::string& s, const std::string& id) {
+  for (int i = 0; i < 1000; ++i) {
+    auto row = expect_ok(c.rpc("process.get",
+                               with(ids(a, s), {{"run_id", id}})));
+    auto state = row.at("state");
+    if (state != "starting" && state != "running")
+      return row;
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+  FAIL("run did not finish: " << id);
+  return {};
+}
+
+std::string output(http_client& c, const std::string& a, const std::string& s,
+                   const std::string& id, const char* stream = "stdout") {
+  auto r = expect_ok(c.rpc("process.output",
+                           with(ids(a, s), {{"run_id", id},
+                                            {"stream", stream}})));
+  return std::string{r.at("data").as_string()};
+}
+
+} // namespace
+
+TEST_CASE("process: disabled without an audit root") {
+  daemon_process d;
+  d.start();
+  auto status = expect_ok(d.client().rpc("process.status"));
+  CHECK(status == json::object{{"enabled", false}, {"backend", "disabled"}});
+  expect_ok(d.client().rpc("session.create", ids("a", "s")));
+  auto r = d.client().rpc("process.start",
+                          with(ids("a", "s"), {{"argv", json::array{"true"}}}));
+  expect_error(r, 400, "unsupported");
+  CHECK(r.json.as_object().at("error")
+        == "process tracking is not enabled on this daemon");
+}
+
+TEST_CASE("process: the sandbox as the prototype's tests see it") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto status = expect_ok(c.rpc("process.status"));
+  CHECK(status.at("execution_enabled") == true);
+  CHECK(status.at("isolation") == "bubblewrap");
+  auto row = sh(c, "a", "s",
+                "pwd; echo $HOME $TMPDIR $ALLOX_AGENT_ID $ALLOX_SESSION_ID "
+                "$ALLOX_AGENT_SHARED; test -d /proc/self && echo proc; "
+                "test -e /sys/fs/cgroup || echo nocgroup; "
+                "ls /agent; echo err >&2",
+                {{"env", json::object{{"HOME", "/evil"},
+                                      {"ALLOX_SESSION_ID", "spoof"},
+                                      {"EXTRA", "x"}}}});
+  CHECK(row.at("state") == "running");
+  CHECK(row.at("isolation") == "bubblewrap");
+  CHECK(row.at("root_pid").as_int64() > 0);
+  CHECK(row.at("cgroup") == json::value(d.cgroup_root() + "/agents/a/sessions/s"));
+  auto done = wait_done(c, "a", "s", run_id(row));
+  CHECK(done.at("state") == "completed");
+  CHECK(done.at("root_exit_code") == 0);
+  CHECK(done.at("lifecycle_complete") == true);
+  CHECK(done.at("trace_complete") == false);
+  CHECK(done.at("session_fenced") == false);
+  CHECK(output(c, "a", "s", run_id(row))
+        == "/workspace\n/workspace /tmp a s /agent/shared\nproc\nnocgroup\n"
+           "shared\n");
+  CHECK(output(c, "a", "s", run_id(row), "stderr") == "err\n");
+  // Logs live outside the store.
+  CHECK(::access((d.runs_dir() + "/" + run_id(row) + "/stdout.log").c_str(),
+                 F_OK)
+        == 0);
+  // The session group is gone once empty.
+  CHECK(::access(done.at("cgroup").as_string().c_str(), F_OK) != 0);
+  auto list = d.client().rpc("process.list", ids("a", "s"));
+  auto& rows = list.json.as_object().at("result").as_array();
+  REQUIRE(rows.size() == 1);
+  CHECK_FALSE(rows[0].as_object().contains("processes"));
+}
+
+TEST_CASE("process: private /tmp is seeded from and synced to .allox-tmp") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  write_file(d.current("a", "s") + "/.allox-tmp/seed", "from workspace");
+  auto row = sh(c, "a", "s",
+                "cat /tmp/seed; echo new > /tmp/made; mkdir /tmp/dir; "
+                "echo deep > /tmp/dir/f; ln -s made /tmp/link; "
+                "mkfifo /tmp/fifo; rm /tmp/seed");
+  wait_done(c, "a", "s", run_id(row));
+  CHECK(output(c, "a", "s", run_id(row)) == "from workspace");
+  auto tmp = d.current("a", "s") + "/.allox-tmp";
+  CHECK(read_file(tmp + "/made") == "new\n");
+  CHECK(read_file(tmp + "/dir/f") == "deep\n");
+  char target[64] = {};
+  CHECK(::readlink((tmp + "/link").c_str(), target, sizeof(target)) > 0);
+  CHECK(std::string{target} == "made");
+  CHECK(::access((tmp + "/fifo").c_str(), F_OK) != 0);
+  CHECK(::access((tmp + "/seed").c_str(), F_OK) != 0);
+  // A killed run's /tmp is discarded.
+  auto killed = sh(c, "a", "s", "echo lost > /tmp/lost; sleep 60");
+  expect_ok(c.rpc("process.stop", with(ids("a", "s"),
+                                       {{"run_id", run_id(killed)}})));
+  CHECK(::access((tmp + "/lost").c_str(), F_OK) != 0);
+  CHECK(read_file(tmp + "/made") == "new\n");
+}
+
+TEST_CASE("process: stop, timeout, and descendants that outlive the first "
+          "process") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto sleeper = start(c, "a", "s", json::array{"sleep", "60"});
+  auto stopped = expect_ok(c.rpc("process.stop",
+                                 with(ids("a", "s"),
+                                      {{"run_id", run_id(sleeper)}})));
+  CHECK(stopped.at("state") == "stopped");
+  CHECK(stopped.at("stop_reason") == "requested");
+  CHECK(stopped.at("session_fenced") == false);
+
+  auto timed = start(c, "a", "s", json::array{"sleep", "60"},
+                     {{"timeout", 0.2}});
+  auto done = wait_done(c, "a", "s", run_id(timed));
+  CHECK(done.at("state") == "stopped");
+  CHECK(done.at("stop_reason") == "timeout");
+
+  // A double-forked, setsid descendant keeps the run alive after the first
+  // process exits, and process.stop still kills it.
+  auto forked = sh(c, "a", "s",
+                   "(setsid sh -c 'sleep 60' &) ; echo parent-exits");
+  std::this_thread::sleep_for(std::chrono::milliseconds{500});
+  auto alive = expect_ok(c.rpc("process.get", with(ids("a", "s"),
+                                                   {{"run_id",
+                                                     run_id(forked)}})));
+  CHECK(alive.at("state") == "running");
+  CHECK(os::populated(std::string{alive.at("cgroup").as_string()}));
+  // The run holds the session's lease: no checkpoint meanwhile.
+  expect_error(c.rpc("checkpoint.create", ids("a", "s")), 400, "conflict");
+  expect_error(c.rpc("process.start",
+                     with(ids("a", "s"), {{"argv", json::array{"true"}}})),
+               400, "conflict");
+  auto end = expect_ok(c.rpc("process.stop", with(ids("a", "s"),
+                                                  {{"run_id",
+                                                    run_id(forked)}})));
+  CHECK(end.at("state") == "stopped");
+  CHECK_FALSE(os::populated(std::string{end.at("cgroup").as_string()}));
+  expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
+  CHECK(output(c, "a", "s", run_id(forked)) == "parent-exits\n");
+}
+
+TEST_CASE("process: rollback with kill_processes kills a setsid tree and "
+          "restores files") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  write_file(d.current("a", "s") + "/f", "before");
+  expect_ok(c.rpc("checkpoint.create",
+                  with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
+  auto run = sh(c, "a", "s",
+                "echo changed > /workspace/f; (setsid sh -c 'sleep 60' &); "
+                "sleep 60");
+  std::this_thread::sleep_for(std::chrono::milliseconds{300});
+  auto refused = c.rpc("session.rollback",
+                       with(ids("a", "s"), {{"checkpoint_id", "c1"}}));
+  expect_error(refused, 400, "conflict");
+  auto r = expect_ok(c.rpc("session.rollback",
+                           with(ids("a", "s"), {{"checkpoint_id", "c1"},
+                                                {"kill_processes", true}})));
+  CHECK(r.at("terminated_process_runs") == json::array{json::value(run_id(run))});
+  CHECK(read_file(d.current("a", "s") + "/f") == "before");
+  auto row = expect_ok(c.rpc("process.get", with(ids("a", "s"),
+                                                 {{"run_id", run_id(run)}})));
+  CHECK(row.at("state") == "stopped");
+  CHECK(row.at("stop_reason") == "rollback");
+  // Nothing to kill: an empty list.
+  auto again = expect_ok(c.rpc("session.rollback",
+                               with(ids("a", "s"), {{"checkpoint_id", "c1"},
+                                                    {"kill_processes", true}})));
+  CHECK(again.at("terminated_process_runs") == json::array{});
+}
+
+TEST_CASE("process: sessions run in parallel, each in its own group") {
+  daemon_process d{with_execution()};
+  d.start();
+  std::vector<std::future<json::object>> runs;
+  for (int i = 0; i < 3; ++i) {
+    auto s = "s" + std::to_string(i);
+    expect_ok(d.client().rpc("session.create", ids("a", s)));
+    runs.push_back(std::async(std::launch::async, [&d, s] {
+      auto c = d.new_client();
+      auto row = sh(*c, "a", s, "sleep 0.3; echo $ALLOX_SESSION_ID");
+      return wait_done(*c, "a", s, run_id(row));
+    }));
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::set<std::string> groups;
+  for (int i = 0; i < 3; ++i) {
+    auto row = runs[i].get();
+    CHECK(row.at("state") == "completed");
+    groups.insert(std::string{row.at("cgroup").as_string()});
+    CHECK(output(d.client(), "a", "s" + std::to_string(i), run_id(row))
+          == "s" + std::to_string(i) + "\n");
+  }
+  CHECK(groups.size() == 3);
+  // Not serialised: three 0.3 s runs take well under 0.9 s together.
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds{850});
+}
+
+TEST_CASE("process: bad input starts nothing") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto bad = [&](json::object extra, const char* message) {
+    auto r = c.rpc("process.start", with(ids("a", "s"), extra));
+    expect_error(r, 400, "invalid_argument");
+    CHECK(r.json.as_object().at("error") == message);
+  };
+  const char* argv_msg = "argv must be a nonempty array of nonempty strings";
+  bad({}, argv_msg);
+  bad({{"argv", json::array{}}}, argv_msg);
+  bad({{"argv", json::array{""}}}, argv_msg);
+  bad({{"argv", json::array{1}}}, argv_msg);
+  bad({{"argv", "true"}}, argv_msg);
+  bad({{"argv", json::array{std::string("a\0b", 3)}}}, argv_msg);
+  const char* env_msg =
+    "env must be a string mapping with valid environment names";
+  bad({{"argv", json::array{"true"}}, {"env", json::array{}}}, env_msg);
+  bad({{"argv", json::array{"true"}}, {"env", json::object{{"A=B", "x"}}}},
+      env_msg);
+  bad({{"argv", json::array{"true"}}, {"env", json::object{{"", "x"}}}},
+      env_msg);
+  bad({{"argv", json::array{"true"}}, {"env", json::object{{"A", 1}}}},
+      env_msg);
+  const char* timeout_msg = "timeout must be in (0, 86400] seconds";
+  for (json::value t : {json::value(0), json::value(-1), json::value(86401),
+                        json::value(true), json::value("5")})
+    bad({{"argv", json::array{"true"}}, {"timeout", t}}, timeout_msg);
+  auto list = expect_ok(c.rpc("process.list", ids("a", "s")));
+  (void)list;
+  auto rows = c.rpc("process.list", ids("a", "s"));
+  CHECK(rows.json.as_object().at("result").as_array().empty());
+  expect_error(c.rpc("process.get", with(ids("a", "s"), {{"run_id", "../x"}})),
+               400, "invalid_argument");
+  expect_error(c.rpc("process.get", with(ids("a", "s"), {{"run_id", "nope"}})),
+               400, "not_found");
+}
