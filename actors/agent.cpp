@@ -49,6 +49,18 @@ audit_event audit(const std::string& op, const std::string& agent_id,
   return {os::now_ns(), op, agent_id, session_id, json::serialize(fields)};
 }
 
+/// Interrupted runs go to the first actor of a session only; the session
+/// clears them with session.unfence.
+std::vector<std::string> take_fenced(self_ptr self, const std::string& sid) {
+  auto& map = self->state.init.fenced_runs;
+  auto it = map.find(sid);
+  if (it == map.end())
+    return {};
+  auto ids = std::move(it->second);
+  map.erase(it);
+  return ids;
+}
+
 void spawn_session(self_ptr self, session_entry& e,
                    std::vector<checkpoint_row> checkpoints) {
   session_init init{e.row,
@@ -56,7 +68,8 @@ void spawn_session(self_ptr self, session_entry& e,
                     e.restarts,
                     self->state.init.paths,
                     self->state.init.metadata,
-                    self->state.init.exec};
+                    self->state.init.exec,
+                    take_fenced(self, e.row.session_id)};
   e.handle = self->spawn<caf::linked + caf::monitored>(session,
                                                        std::move(init));
   e.status = "running";

@@ -26,6 +26,8 @@ struct agent_init {
   /// The AGENTS actor; only its exit stops this agent.
   caf::actor_addr parent;
   std::shared_ptr<const exec_config> exec;
+  /// session id -> runs interrupted by a restart (they fence the session).
+  std::map<std::string, std::vector<std::string>> fenced_runs;
 };
 
 struct session_entry {

@@ -7,6 +7,7 @@
 #include "guest/os/fs.hpp"
 #include "guest/store/prototype_import.hpp"
 #include "guest/store/reconcile.hpp"
+#include "guest/store/run_recovery.hpp"
 #include "messages/ids.hpp"
 #include "messages/params.hpp"
 
@@ -80,7 +81,8 @@ void merge_import(catalog_snapshot& snap, const store::prototype_store& proto,
 
 void spawn_agent(self_ptr self, agent_slot& slot,
                  std::vector<session_row> sessions,
-                 std::vector<checkpoint_row> checkpoints) {
+                 std::vector<checkpoint_row> checkpoints,
+                 std::map<std::string, std::vector<std::string>> fenced = {}) {
   agent_init init{slot.row,
                   std::move(sessions),
                   std::move(checkpoints),
@@ -88,7 +90,8 @@ void spawn_agent(self_ptr self, agent_slot& slot,
                   self->state.paths,
                   self->state.metadata,
                   self->address(),
-                  self->state.exec};
+                  self->state.exec,
+                  std::move(fenced)};
   slot.handle = self->spawn<caf::linked + caf::monitored>(agent,
                                                           std::move(init));
   slot.status = "running";
@@ -233,10 +236,18 @@ caf::result<json::value> load(self_ptr self) {
       [self, rp](catalog_snapshot& snap) mutable {
         auto paths = self->state.paths;
         auto result = std::make_shared<store::reconcile_result>();
+         auto exec = self->state.exec;
         run_blocking(self,
-                     [paths, snap, result]() mutable -> expected<json::value> {
+                     [paths, snap, result,
+                      exec]() mutable -> expected<json::value> {
                        if (auto err = os::require_btrfs(paths.root))
                          return err;
+                       if (exec) {
+                         auto fenced = store::recover_runs(exec->audit_root);
+                         if (!fenced)
+                           return fenced.error();
+                         result->fenced_runs = std::move(*fenced);
+                       }
                        // A store written by the prototype, once.
                        metadata_write imported;
                        json::value import_summary;
@@ -257,6 +268,7 @@ caf::result<json::value> load(self_ptr self) {
                        auto r = store::reconcile(paths, snap);
                        if (!r)
                          return r.error();
+                       r->fenced_runs = std::move(result->fenced_runs);
                        *result = std::move(*r);
                        if (!import_summary.is_null()) {
                          result->changes.audit.insert(
@@ -291,9 +303,14 @@ caf::result<json::value> load(self_ptr self) {
                     for (auto& a : result->agents) {
                       auto& slot = self->state.agents[a.agent_id];
                       slot.row = a;
+                      std::map<std::string, std::vector<std::string>> fenced;
+                      for (auto& [key, ids] : result->fenced_runs)
+                        if (key.first == a.agent_id)
+                          fenced[key.second] = ids;
                       spawn_agent(self, slot,
                                   std::move(by_agent[a.agent_id]),
-                                  std::move(checkpoints[a.agent_id]));
+                                  std::move(checkpoints[a.agent_id]),
+                                  std::move(fenced));
                     }
                     self->state.ready = true;
                     auto summary = std::move(result->summary);

@@ -9,6 +9,7 @@
 #include "guest/sandbox/bwrap_args.hpp"
 #include "guest/sandbox/spawn.hpp"
 #include "guest/os/fs.hpp"
+#include "guest/store/run_recovery.hpp"
 #include "guest/store/workspace_ops.hpp"
 #include "messages/checkpoint_params.hpp"
 #include "messages/ids.hpp"
@@ -624,11 +625,18 @@ std::string run_dir(const exec_config& cfg, const std::string& id) {
   return cfg.audit_root + "/" + id;
 }
 
-/// Writes state.json (temp file + rename) on a worker thread.
-void persist_run(self_ptr self, const json::object& row) {
-  auto& cfg = *self->state.runs.config;
-  auto dir = run_dir(cfg, std::string{row.at("run_id").as_string()});
-  auto text = json::serialize(row);
+/// Writes the next queued run row (temp file + rename) on a worker thread.
+void save_next_run(self_ptr self) {
+  auto& runs = self->state.runs;
+  if (runs.unsaved.empty()) {
+    runs.saving = false;
+    return;
+  }
+  runs.saving = true;
+  auto it = runs.unsaved.begin();
+  auto dir = run_dir(*runs.config, it->first);
+  auto text = json::serialize(it->second);
+  runs.unsaved.erase(it);
   run_blocking(self, [dir, text]() -> expected<json::value> {
     auto tmp = dir + "/state.tmp";
     {
@@ -641,10 +649,19 @@ void persist_run(self_ptr self, const json::object& row) {
       return make_error(errc::internal, "cannot replace state.json");
     return json::value();
   })
-    .then([](json::value&) {},
-          [](caf::error& err) {
+    .then([self](json::value&) { save_next_run(self); },
+          [self](caf::error& err) {
             log::warn("session", "run state not saved: " + message_of(err));
+            save_next_run(self);
           });
+}
+
+/// Queues a run row for writing to its state.json.
+void persist_run(self_ptr self, const json::object& row) {
+  auto& runs = self->state.runs;
+  runs.unsaved[std::string{row.at("run_id").as_string()}] = row;
+  if (!runs.saving)
+    save_next_run(self);
 }
 
 /// The thread of one run: opens its logs, starts bwrap inside the session
@@ -653,7 +670,7 @@ void persist_run(self_ptr self, const json::object& row) {
 /// thread lives exactly as long as the run.
 void run_worker(caf::event_based_actor* self, session_actor session,
                 std::string id, std::vector<std::string> argv,
-                std::string group, std::string dir) {
+                std::string group, std::string dir, std::string initial) {
   auto report = [&](int64_t code, bool empty, std::string error) {
     caf::anon_send(session, atom::finished_v, id, code, empty,
                    std::move(error));
@@ -661,6 +678,17 @@ void run_worker(caf::event_based_actor* self, session_actor session,
   self->quit();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return report(-1, true, "cannot create the run directory " + dir);
+  // The record exists before anything runs: after a crash from here on,
+  // start-up finds the run and fences its session.
+  {
+    std::ofstream row{dir + "/state.tmp", std::ios::trunc};
+    row << initial << '\n';
+    row.flush();
+    if (!row || ::rename((dir + "/state.tmp").c_str(),
+                         (dir + "/state.json").c_str())
+                  != 0)
+      return report(-1, true, "cannot record the run in " + dir);
+  }
   os::unique_fd out{::open((dir + "/stdout.log").c_str(),
                            O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
   os::unique_fd err{::open((dir + "/stderr.log").c_str(),
@@ -747,7 +775,7 @@ caf::result<json::value> handle_process_start(self_ptr self,
   spec.argv = req->argv;
   self->spawn<caf::detached>(run_worker, caf::actor_cast<session_actor>(self),
                              id, sandbox::bwrap_argv(spec), group,
-                             run_dir(cfg, id));
+                             run_dir(cfg, id), json::serialize(run.row));
   self->delayed_send(self,
                      std::chrono::milliseconds(
                        static_cast<int64_t>(req->timeout * 1000)),
@@ -830,6 +858,29 @@ void on_run_finished(self_ptr self, const std::string& id, int64_t code,
   persist_run(self, row);
   for (auto& f : callbacks)
     f();
+}
+
+void shutdown_runs(self_ptr self) {
+  auto& st = self->state;
+  if (!st.runs.config || st.runs.active.empty())
+    return;
+  auto& row = st.runs.runs[st.runs.active].row;
+  auto group = std::string{row.at("cgroup").as_string()};
+  row["stop_reason"] = "daemon_shutdown";
+  os::kill_group(group);
+  // Shutdown only: waiting here is the point (at most 10 s).
+  bool empty = os::wait_empty(group, 10000);
+  row["state"] = empty ? "stopped" : "failed";
+  row["session_fenced"] = !empty;
+  row["lifecycle_complete"] = empty;
+  row["finished_ns"] = os::now_ns();
+  auto dir = run_dir(*st.runs.config, st.runs.active);
+  std::ofstream out{dir + "/state.tmp", std::ios::trunc};
+  out << json::serialize(row) << '\n';
+  out.close();
+  ::rename((dir + "/state.tmp").c_str(), (dir + "/state.json").c_str());
+  if (empty)
+    os::remove_group(group, st.runs.config->cgroups.root());
 }
 
 caf::expected<std::string> run_id_param(const json::object& p) {
@@ -1454,25 +1505,59 @@ caf::result<json::value> handle_unfence(self_ptr self, const json::object& p) {
   if (!st.runs.active.empty())
     return conflict("session still has live processes: " + st.key());
   auto origin = params::origin(p);
+  json::array interrupted;
+  for (const auto& id : st.runs.interrupted)
+    interrupted.emplace_back(id);
   json::object cleared{{"reset", !st.reset_token.empty()},
                        {"leases", st.leases.size()},
-                       {"background_executions", st.background.size()}};
+                       {"background_executions", st.background.size()},
+                       {"interrupted_runs", interrupted}};
   auto rp = self->make_response_promise<json::value>();
-  metadata_write w;
-  w.audit.push_back(audit(self, "session.unfence",
-                          {{"origin", origin}, {"cleared", cleared}}));
-  commit(
-    self, std::move(w),
-    [self, rp, cleared]() mutable {
-      auto& state = self->state;
-      state.reset_token.clear();
-      state.leases.clear();
-      state.background.clear();
-      rp.deliver(json::value(json::object{{"agent_id", state.agent_id()},
-                                          {"session_id", state.session_id()},
-                                          {"unfenced", true},
-                                          {"cleared", cleared}}));
+  auto finish = [self, rp, cleared, origin]() mutable {
+    metadata_write w;
+    w.audit.push_back(audit(self, "session.unfence",
+                            {{"origin", origin}, {"cleared", cleared}}));
+    commit(
+      self, std::move(w),
+      [self, rp, cleared]() mutable {
+        auto& state = self->state;
+        state.reset_token.clear();
+        state.leases.clear();
+        state.background.clear();
+        state.runs.interrupted.clear();
+        rp.deliver(json::value(json::object{{"agent_id", state.agent_id()},
+                                            {"session_id", state.session_id()},
+                                            {"unfenced", true},
+                                            {"cleared", cleared}}));
+      },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  };
+  if (st.runs.interrupted.empty() || !st.runs.config) {
+    finish();
+    return rp;
+  }
+  // Runs interrupted by a restart: make sure nothing of them is left in
+  // the session cgroup (kill it otherwise) before lifting the fence.
+  auto cfg = st.runs.config;
+  auto group = cfg->cgroups.session_group(st.agent_id(), st.session_id());
+  auto ids = st.runs.interrupted;
+  blocking(
+    self,
+    [cfg, group, ids]() -> expected<json::value> {
+      if (os::populated(group)) {
+        os::kill_group(group);
+        if (!os::wait_empty(group, 10000))
+          return make_error(errc::conflict,
+                            "Session cgroup termination is incomplete; "
+                            "session remains fenced");
+      }
+      os::remove_group(group, cfg->cgroups.root());
+      for (const auto& id : ids)
+        if (auto err = store::release_run(cfg->audit_root, id))
+          return err;
+      return json::value();
     },
+    [finish](json::value&) mutable { finish(); },
     [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;
 }
@@ -1605,6 +1690,9 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
                                           init.row.head);
   init.checkpoints.clear();
   self->state.runs.config = init.exec;
+  for (const auto& id : init.interrupted_runs)
+    self->state.leases["run:" + id] = os::now_ns();
+  self->state.runs.interrupted = std::move(init.interrupted_runs);
   self->state.init = std::move(init);
   self->state.started = std::chrono::steady_clock::now();
   // Whatever ends this actor (shutdown, failure) ends its runs too.
@@ -1613,6 +1701,12 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
       self->state.agent_id(), self->state.session_id());
     self->attach_functor([group] { os::kill_group(group); });
   }
+  // An orderly stop (daemon shutdown) ends the active run first, recorded
+  // as stopped with reason daemon_shutdown.
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    shutdown_runs(self);
+    self->quit(em.reason);
+  });
   self->set_exception_handler([self](std::exception_ptr& ep) -> caf::error {
     std::string what = "unknown exception";
     try {

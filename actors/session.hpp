@@ -27,6 +27,8 @@ struct session_init {
   store::layout paths;
   metadata_actor metadata;
   std::shared_ptr<const exec_config> exec;
+  /// Runs interrupted by a daemon restart; they fence the session.
+  std::vector<std::string> interrupted_runs;
 };
 
 struct session_state {

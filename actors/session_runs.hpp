@@ -41,6 +41,13 @@ struct session_runs {
   std::shared_ptr<const exec_config> config;
   std::map<std::string, run_state> runs;
   std::string active;
+  /// Runs interrupted by a daemon restart: they hold the session's lease
+  /// until session.unfence.
+  std::vector<std::string> interrupted;
+  /// Rows waiting to be written, one write at a time so that an older row
+  /// never lands after a newer one (latest row per run wins).
+  std::map<std::string, json::object> unsaved;
+  bool saving = false;
 };
 
 /// Default and maximum run timeout (seconds), as the prototype.

@@ -10,6 +10,8 @@
 #include "messages/json.hpp"
 #include "messages/records.hpp"
 
+#include <map>
+#include <utility>
 #include <vector>
 
 namespace allox::store {
@@ -23,6 +25,9 @@ struct reconcile_result {
   std::vector<checkpoint_row> checkpoints;
   /// What was done, for the log and store.initialize.
   json::object summary;
+  /// Runs interrupted by a restart, fencing their sessions.
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>>
+    fenced_runs;
 };
 
 /// Blocking; runs on a worker thread.

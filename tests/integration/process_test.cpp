@@ -285,3 +285,54 @@ TEST_CASE("process: bad input starts nothing") {
   expect_error(c.rpc("process.get", with(ids("a", "s"), {{"run_id", "nope"}})),
                400, "not_found");
 }
+
+TEST_CASE("process: a run interrupted by a daemon crash fences its session "
+          "until session.unfence") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto run = sh(c, "a", "s", "(setsid sleep 60 &); sleep 60");
+  d.crash();
+  d.start();
+  auto row = expect_ok(c.rpc("process.get", with(ids("a", "s"),
+                                                 {{"run_id", run_id(run)}})));
+  CHECK(row.at("state") == "interrupted");
+  CHECK(row.at("session_fenced") == true);
+  CHECK(row.at("trace_complete") == false);
+  expect_error(c.rpc("checkpoint.create", ids("a", "s")), 400, "conflict");
+  expect_error(c.rpc("process.start",
+                     with(ids("a", "s"), {{"argv", json::array{"true"}}})),
+               400, "conflict");
+  // Still fenced after another restart.
+  d.stop();
+  d.start();
+  expect_error(c.rpc("checkpoint.create", ids("a", "s")), 400, "conflict");
+  auto unfenced = expect_ok(c.rpc("session.unfence", ids("a", "s")));
+  CHECK(unfenced.at("cleared").as_object().at("interrupted_runs")
+        == json::array{json::value(run_id(run))});
+  CHECK_FALSE(os::populated(d.cgroup_root() + "/agents/a/sessions/s"));
+  expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
+  auto after = expect_ok(c.rpc("process.get", with(ids("a", "s"),
+                                                   {{"run_id", run_id(run)}})));
+  CHECK(after.at("session_fenced") == false);
+  d.stop();
+  d.start();
+  expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
+}
+
+TEST_CASE("process: a clean shutdown stops runs with daemon_shutdown") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto run = start(c, "a", "s", json::array{"sleep", "60"});
+  CHECK(d.stop(SIGTERM) == 0);
+  d.start();
+  auto row = expect_ok(c.rpc("process.get", with(ids("a", "s"),
+                                                 {{"run_id", run_id(run)}})));
+  CHECK(row.at("state") == "stopped");
+  CHECK(row.at("stop_reason") == "daemon_shutdown");
+  CHECK(row.at("session_fenced") == false);
+  expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
+}
