@@ -153,7 +153,7 @@ caf::result<json::value> handle_session_create(self_ptr self,
   auto origin = params::origin(params);
   auto& entry = st.sessions[*sid];
   entry.status = "creating";
-  entry.row = {aid, *sid, os::now_ns(), false, {}};
+  entry.row = {aid, *sid, os::now_ns(), false, {}, {}};
   auto rp = self->make_response_promise<json::value>();
   auto paths = st.init.paths;
   auto faults = st.faults.take("session.create");

@@ -26,6 +26,7 @@ bool is_session_action(const std::string& action) {
     "runtime.register_background",
     "runtime.begin_reset",
     "process.start",
+    "session.configure",
     "process.list",
     "process.get",
     "process.stop",

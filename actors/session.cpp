@@ -670,7 +670,9 @@ void persist_run(self_ptr self, const json::object& row) {
 /// thread lives exactly as long as the run.
 void run_worker(caf::event_based_actor* self, session_actor session,
                 std::string id, std::vector<std::string> argv,
-                std::string group, std::string dir, std::string initial) {
+                std::string group, std::string dir, std::string initial,
+                std::vector<std::pair<std::string, std::string>> limits,
+                std::string tree_root) {
   auto report = [&](int64_t code, bool empty, std::string error) {
     caf::anon_send(session, atom::finished_v, id, code, empty,
                    std::move(error));
@@ -697,6 +699,11 @@ void run_worker(caf::event_based_actor* self, session_actor session,
     return report(-1, true, "cannot open the run's logs");
   if (auto e = os::prepare_group(group))
     return report(-1, !os::populated(group), message_of(e));
+  for (const auto& [file, value] : limits) {
+    os::enable_controller(tree_root, group, file.substr(0, file.find('.')));
+    if (auto e = os::write_control(group, file, value))
+      return report(-1, true, "cannot set " + file + ": " + message_of(e));
+  }
   auto gfd = os::open_group(group);
   if (!gfd)
     return report(-1, true, message_of(gfd.error()));
@@ -741,6 +748,103 @@ json::object new_run_row(self_ptr self, const std::string& id,
   return row;
 }
 
+/// The session's settings over the daemon's defaults.
+json::object effective_settings(self_ptr self) {
+  const auto& cfg = *self->state.runs.config;
+  json::object limits;
+  for (const auto& [k, v] : cfg.default_limits)
+    limits[k] = v;
+  std::string network = cfg.default_network;
+  const auto& text = self->state.init.row.exec_settings;
+  if (!text.empty()) {
+    boost::system::error_code ec;
+    auto v = json::parse(text, ec);
+    if (!ec && v.is_object()) {
+      if (auto* n = v.as_object().if_contains("network"); n && n->is_string())
+        network = std::string{n->get_string()};
+      if (auto* l = v.as_object().if_contains("limits"); l && l->is_object())
+        for (const auto& kv : l->as_object())
+          limits[kv.key()] = kv.value();
+    }
+  }
+  return json::object{{"network", network}, {"limits", std::move(limits)}};
+}
+
+// Per-session execution settings: the network mode (inherit, or isolated:
+// a network namespace with only loopback) and cgroup limits, which are
+// refused as unsupported where the controller does not exist. They apply
+// to the next run and persist with the session row.
+caf::result<json::value> handle_configure(self_ptr self,
+                                          const json::object& p) {
+  auto& st = self->state;
+  if (!st.runs.config)
+    return no_execution();
+  if (auto err = require_alive(self))
+    return err;
+  json::object settings;
+  if (!st.init.row.exec_settings.empty()) {
+    boost::system::error_code ec;
+    auto v = json::parse(st.init.row.exec_settings, ec);
+    if (!ec && v.is_object())
+      settings = v.as_object();
+  }
+  auto reset = params::optional_bool(p, "reset", false);
+  if (!reset)
+    return reset.error();
+  if (*reset)
+    settings = {};
+  if (auto* n = p.if_contains("network"); n != nullptr && !n->is_null()) {
+    std::string mode = n->is_string() ? std::string{n->get_string()} : "";
+    mode.erase(std::remove_if(mode.begin(), mode.end(), ::isspace), mode.end());
+    std::transform(mode.begin(), mode.end(), mode.begin(), ::tolower);
+    if (mode != "inherit" && mode != "isolated")
+      return make_error(errc::invalid_argument,
+                        "network must be inherit or isolated");
+    settings["network"] = mode;
+  }
+  if (auto* l = p.if_contains("limits"); l != nullptr && !l->is_null()) {
+    if (!l->is_object())
+      return make_error(errc::invalid_argument, "limits must be an object");
+    json::object limits;
+    if (auto* old = settings.if_contains("limits"); old && old->is_object())
+      limits = old->as_object();
+    for (const auto& kv : l->as_object()) {
+      std::string name{kv.key()};
+      if (kv.value().is_null()) {
+        limits.erase(name);
+        continue;
+      }
+      std::string value;
+      if (kv.value().is_string())
+        value = std::string{kv.value().get_string()};
+      else if (kv.value().is_int64() && kv.value().get_int64() > 0)
+        value = std::to_string(kv.value().get_int64());
+      if (auto err = check_limit(*st.runs.config, name, value))
+        return err;
+      limits[name] = value;
+    }
+    settings["limits"] = std::move(limits);
+  }
+  auto text = settings.empty() ? std::string{} : json::serialize(settings);
+  auto rp = self->make_response_promise<json::value>();
+  metadata_write w;
+  w.set_exec_settings.push_back({st.agent_id(), st.session_id(), text});
+  w.audit.push_back(audit(self, "session.configure",
+                          {{"origin", params::origin(p)},
+                           {"settings", settings}}));
+  commit(
+    self, std::move(w),
+    [self, rp, text]() mutable {
+      self->state.init.row.exec_settings = text;
+      auto r = effective_settings(self);
+      r["agent_id"] = self->state.agent_id();
+      r["session_id"] = self->state.session_id();
+      rp.deliver(json::value(std::move(r)));
+    },
+    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
 caf::result<json::value> handle_process_start(self_ptr self,
                                               const json::object& p) {
   auto& st = self->state;
@@ -761,6 +865,13 @@ caf::result<json::value> handle_process_start(self_ptr self,
   st.leases["run:" + id] = os::now_ns();
   auto& run = st.runs.runs[id];
   run.row = new_run_row(self, id, group);
+  auto settings = effective_settings(self);
+  run.row["network_mode"] = settings.at("network");
+  run.row["limits"] = settings.at("limits");
+  std::vector<std::pair<std::string, std::string>> limits;
+  for (const auto& kv : settings.at("limits").as_object())
+    limits.emplace_back(std::string{kv.key()},
+                        std::string{kv.value().as_string()});
   st.runs.active = id;
   auto rp = self->make_response_promise<json::value>();
   run.waiting_start.push_back(rp);
@@ -773,9 +884,11 @@ caf::result<json::value> handle_process_start(self_ptr self,
   spec.session_id = st.session_id();
   spec.env = req->env;
   spec.argv = req->argv;
+  spec.isolated_network = settings.at("network") == "isolated";
   self->spawn<caf::detached>(run_worker, caf::actor_cast<session_actor>(self),
                              id, sandbox::bwrap_argv(spec), group,
-                             run_dir(cfg, id), json::serialize(run.row));
+                             run_dir(cfg, id), json::serialize(run.row),
+                             std::move(limits), cfg.cgroups.root());
   self->delayed_send(self,
                      std::chrono::milliseconds(
                        static_cast<int64_t>(req->timeout * 1000)),
@@ -1450,28 +1563,55 @@ caf::result<json::value> handle_register_background(self_ptr self,
     json::object{{"registered", true}, {"execution_id", *execution}});
 }
 
-caf::result<json::value> handle_begin_reset(self_ptr self,
-                                            const json::object& p) {
-  auto kill = params::optional_bool(p, "kill_processes", false);
-  if (!kill)
-    return kill.error();
-  if (*kill)
-    return make_error(errc::unsupported,
-                      "kill_processes requires process tracking");
-  if (auto err = require_alive(self))
-    return err;
+/// Fences the session for a runtime reset; answers through `rp`.
+void begin_reset(self_ptr self, promise rp, json::value terminated) {
+  if (auto err = require_alive(self)) {
+    rp.deliver(err);
+    return;
+  }
   auto& st = self->state;
-  if (mutating(self))
-    return conflict("session mutation already in progress: " + st.key());
-  if (!st.leases.empty())
-    return conflict("session has active executions: " + st.key());
+  if (mutating(self)) {
+    rp.deliver(conflict("session mutation already in progress: " + st.key()));
+    return;
+  }
+  if (!st.leases.empty()) {
+    rp.deliver(conflict("session has active executions: " + st.key()));
+    return;
+  }
   st.reset_token = random_hex_token();
   json::array executions;
   for (const auto& [execution, sandbox] : st.background)
     executions.push_back(json::object{{"sandbox_id", sandbox},
                                       {"execution_id", execution}});
-  return json_reply(json::object{{"reset_token", st.reset_token},
-                                 {"executions", std::move(executions)}});
+  json::object r{{"reset_token", st.reset_token},
+                 {"executions", std::move(executions)}};
+  if (!terminated.is_null())
+    r["terminated_process_runs"] = std::move(terminated);
+  rp.deliver(json::value(std::move(r)));
+}
+
+caf::result<json::value> handle_begin_reset(self_ptr self,
+                                            const json::object& p) {
+  auto& st = self->state;
+  bool kill_default = st.runs.config && st.runs.config->kill_on_rollback;
+  auto kill = params::optional_bool(p, "kill_processes", kill_default);
+  if (!kill)
+    return kill.error();
+  if (*kill && !st.runs.config)
+    return make_error(errc::unsupported,
+                      "kill_processes requires process tracking");
+  auto rp = self->make_response_promise<json::value>();
+  if (!*kill) {
+    begin_reset(self, rp, json::value());
+  } else if (st.runs.active.empty()) {
+    begin_reset(self, rp, json::array{});
+  } else {
+    auto id = st.runs.active;
+    kill_run(self, id, "rollback", [self, rp, id]() mutable {
+      begin_reset(self, rp, json::array{json::value(id)});
+    });
+  }
+  return rp;
 }
 
 caf::result<json::value> handle_complete_reset(self_ptr self,
@@ -1743,6 +1883,8 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
         return handle_rollback(self, p, true);
       if (action == "process.start")
         return handle_process_start(self, p);
+      if (action == "session.configure")
+        return handle_configure(self, p);
       if (action == "process.get")
         return handle_process_get(self, p);
       if (action == "process.list")

@@ -2,6 +2,8 @@
 
 #include "messages/params.hpp"
 
+#include <algorithm>
+
 namespace allox {
 
 expected<start_request> decode_start(const json::object& p) {
@@ -44,6 +46,33 @@ expected<start_request> decode_start(const json::object& p) {
       return bad("timeout must be in (0, 86400] seconds");
   }
   return r;
+}
+
+caf::error check_limit(const exec_config& cfg, const std::string& name,
+                       const std::string& value) {
+  bool known = false;
+  for (const auto* f : limit_files)
+    known |= name == f;
+  if (!known)
+    return make_error(errc::invalid_argument,
+                      "unknown limit: " + name
+                        + " (memory.max, pids.max, cpu.max)");
+  if (value.empty() || value.find_first_of("\n\0") != std::string::npos)
+    return make_error(errc::invalid_argument, "invalid value for " + name);
+  auto controller = name.substr(0, name.find('.'));
+  auto available = cfg.cgroups.controllers();
+  if (std::find(available.begin(), available.end(), controller)
+      == available.end()) {
+    std::string list;
+    for (const auto& c : available)
+      list += (list.empty() ? "" : ", ") + c;
+    return make_error(errc::unsupported,
+                      name + " needs the " + controller
+                        + " cgroup controller, which is not available here "
+                          "(available: "
+                        + (list.empty() ? std::string{"none"} : list) + ")");
+  }
+  return caf::none;
 }
 
 } // namespace allox

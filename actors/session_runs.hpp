@@ -24,7 +24,18 @@ struct exec_config {
   std::string bwrap_path = "/usr/bin/bwrap";
   bool kill_on_rollback = false;
   std::string boot_id;
+  /// Daemon-wide defaults of session.configure.
+  std::string default_network = "inherit";
+  std::map<std::string, std::string> default_limits;
 };
+
+/// Limits a session may set, by cgroup control file.
+inline const char* const limit_files[] = {"memory.max", "pids.max", "cpu.max"};
+
+/// Checks a limit name and value; unsupported when the controller it needs
+/// is not available below the daemon's cgroup subtree.
+caf::error check_limit(const exec_config& cfg, const std::string& name,
+                       const std::string& value);
 
 /// One run as the session knows it.
 struct run_state {

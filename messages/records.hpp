@@ -26,6 +26,8 @@ struct session_row {
   bool deleting = false;
   /// Head checkpoint; empty for none. Written with set_heads.
   std::string head;
+  /// session.configure settings as JSON text; empty for the defaults.
+  std::string exec_settings;
 };
 
 /// One checkpoint of a session's DAG. Strings stand in for optionals (CAF
@@ -102,6 +104,8 @@ struct metadata_write {
   std::vector<checkpoint_row> put_checkpoints;
   std::vector<checkpoint_row> delete_checkpoints;
   std::vector<session_head> set_heads;
+  /// (agent, session, settings JSON) for session.configure.
+  std::vector<session_head> set_exec_settings;
   std::vector<journal_row> put_journals;
   std::vector<session_ref> delete_journals;
   std::vector<audit_event> audit;
@@ -140,7 +144,7 @@ typename Inspector::result_type inspect(Inspector& f, agent_row& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_row& x) {
   return f(caf::meta::type_name("session_row"), x.agent_id, x.session_id,
-           x.created_ns, x.deleting, x.head);
+           x.created_ns, x.deleting, x.head, x.exec_settings);
 }
 
 template <class Inspector>
@@ -180,6 +184,7 @@ typename Inspector::result_type inspect(Inspector& f, metadata_write& x) {
   return f(caf::meta::type_name("metadata_write"), x.put_agents,
            x.delete_agents, x.put_sessions, x.delete_sessions,
            x.put_checkpoints, x.delete_checkpoints, x.set_heads,
+           x.set_exec_settings,
            x.put_journals, x.delete_journals, x.audit,
            x.mark_prototype_imported, x.durable);
 }

@@ -148,6 +148,17 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
     return make_error(errc::invalid_argument,
                       "bubblewrap not found at " + cfg->bwrap_path);
   cfg->kill_on_rollback = opts.kill_on_rollback;
+  cfg->default_network = opts.session_network;
+  for (const auto& [file, value] :
+       {std::pair<std::string, std::string>{"memory.max", opts.run_memory_max},
+        {"pids.max", opts.run_pids_max},
+        {"cpu.max", opts.run_cpu_max}}) {
+    if (value.empty())
+      continue;
+    if (auto err = check_limit(*cfg, file, value))
+      return err;
+    cfg->default_limits[file] = value;
+  }
   std::ifstream boot{"/proc/sys/kernel/random/boot_id"};
   std::getline(boot, cfg->boot_id);
   log::info("daemon", "tracked execution: runs in " + cfg->audit_root

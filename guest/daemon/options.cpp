@@ -50,6 +50,16 @@ int parse(int argc, char** argv, options& out) {
                  "path of allox-sandbox-init (default: next to the daemon)");
   app.add_option("--bwrap", out.bwrap, "path of the bubblewrap binary")
     ->capture_default_str();
+  app.add_option("--session-network", out.session_network,
+                 "default network of runs: inherit or isolated")
+    ->capture_default_str()
+    ->check(CLI::IsMember({"inherit", "isolated"}));
+  app.add_option("--run-memory-max", out.run_memory_max,
+                 "default memory.max of a session's runs");
+  app.add_option("--run-pids-max", out.run_pids_max,
+                 "default pids.max of a session's runs");
+  app.add_option("--run-cpu-max", out.run_cpu_max,
+                 "default cpu.max of a session's runs");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -26,6 +26,8 @@ struct options {
   bool kill_on_rollback = false;
   std::string sandbox_init;
   std::string bwrap = "/usr/bin/bwrap";
+  std::string session_network = "inherit";
+  std::string run_memory_max, run_pids_max, run_cpu_max;
 };
 
 /// Parses argv; returns an exit code >= 0 when the program should stop

@@ -157,6 +157,22 @@ void remove_group(const std::string& group, const std::string& stop) {
   }
 }
 
+void enable_controller(const std::string& tree_root, const std::string& group,
+                       const std::string& controller) {
+  auto line = "+" + controller;
+  auto dir = tree_root.substr(0, tree_root.rfind('/'));
+  for (size_t pos = dir.size(); pos != std::string::npos && pos < group.size();
+       pos = group.find('/', pos + 1)) {
+    auto ancestor = group.substr(0, pos);
+    int fd = ::open((ancestor + "/cgroup.subtree_control").c_str(),
+                    O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+      continue;
+    (void)::write(fd, line.data(), line.size());
+    ::close(fd);
+  }
+}
+
 caf::error write_control(const std::string& group, const std::string& file,
                          const std::string& value) {
   auto path = group + "/" + file;

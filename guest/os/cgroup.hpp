@@ -55,6 +55,12 @@ bool wait_empty(const std::string& group, int timeout_ms);
 /// Removes the group and its empty parents up to (not including) `stop`.
 void remove_group(const std::string& group, const std::string& stop);
 
+/// Enables a controller for `group` by writing +<controller> to the
+/// cgroup.subtree_control of every ancestor from `tree_root` down.
+/// Best effort: the writes fail where the controller is not available.
+void enable_controller(const std::string& tree_root, const std::string& group,
+                       const std::string& controller);
+
 /// Writes `value` to <group>/<file> (limits such as memory.max).
 caf::error write_control(const std::string& group, const std::string& file,
                          const std::string& value);

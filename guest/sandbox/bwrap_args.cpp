@@ -22,6 +22,10 @@ std::vector<std::string> bwrap_argv(const spec& s) {
   a.insert(a.end(), {"--bind", s.current, "/workspace", "--dir", "/agent",
                      "--bind", s.shared, "/agent/shared", "--tmpfs", "/tmp",
                      "--dir", "/run/allox", "--ro-bind", s.init, init_path,
+                     // Nothing but /workspace, /agent/shared and /tmp is
+                     // writable: the root and /dev tmpfs become read-only
+                     // once everything is mounted (so no /dev/shm either).
+                     "--remount-ro", "/", "--remount-ro", "/dev",
                      "--cap-drop", "ALL", "--clearenv"});
   // The caller's variables first: the fixed ones below come later and win.
   for (const auto& [k, v] : s.env)

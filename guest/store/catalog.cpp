@@ -77,6 +77,10 @@ constexpr const char* migrations[] = {
   R"sql(
     ALTER TABLE checkpoints ADD COLUMN pending INTEGER NOT NULL DEFAULT 0;
   )sql",
+  // 5: per-session execution settings (session.configure).
+  R"sql(
+    ALTER TABLE sessions ADD COLUMN exec_settings TEXT;
+  )sql",
 };
 
 class statement {
@@ -218,13 +222,14 @@ expected<catalog_snapshot> catalog::load() {
     snap.agents.push_back(
       {agents.text(0), agents.integer(1), agents.integer(2) != 0});
   statement sessions{db_, "SELECT agent_id, session_id, created_ns, deleting, "
-                          "head FROM sessions ORDER BY agent_id, session_id"};
+                          "head, exec_settings FROM sessions ORDER BY "
+                          "agent_id, session_id"};
   if (!sessions)
     return db_error(db_, "load sessions");
   while (sessions.step() == SQLITE_ROW)
     snap.sessions.push_back({sessions.text(0), sessions.text(1),
                              sessions.integer(2), sessions.integer(3) != 0,
-                             sessions.text(4)});
+                             sessions.text(4), sessions.text(5)});
   statement checkpoints{
     db_, "SELECT agent_id, session_id, checkpoint_id, created_at_ns, origin, "
          "message IS NOT NULL, message, pinned, metadata, missing, parent_id, "
@@ -324,6 +329,9 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
          "AND checkpoint_id = ?3"};
   statement set_head{
     db_, "UPDATE sessions SET head = ?3 WHERE agent_id = ?1 AND session_id = ?2"};
+  statement set_settings{
+    db_, "UPDATE sessions SET exec_settings = ?3 WHERE agent_id = ?1 AND "
+         "session_id = ?2"};
   statement put_journal{
     db_, "INSERT OR REPLACE INTO journals (agent_id, session_id, op, phase, "
          "checkpoint_id, restore_name, discard_name, scrub_runtime, origin, "
@@ -344,7 +352,7 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       || !del_session || !put_audit || !del_agent_checkpoints
       || !del_agent_journals || !del_session_checkpoints
       || !del_session_journal || !put_checkpoint || !del_checkpoint
-      || !set_head || !put_journal || !mark_imported)
+      || !set_head || !put_journal || !mark_imported || !set_settings)
     return fail("prepare");
   for (const auto* w : writes) {
     if (w->mark_prototype_imported) {
@@ -403,6 +411,14 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       if (set_head.step() != SQLITE_DONE)
         return fail("write head");
       set_head.reset();
+    }
+    for (const auto& x : w->set_exec_settings) {
+      set_settings.bind(1, x.agent_id);
+      set_settings.bind(2, x.session_id);
+      set_settings.bind_nullable(3, x.head);
+      if (set_settings.step() != SQLITE_DONE)
+        return fail("write session settings");
+      set_settings.reset();
     }
     for (const auto& j : w->put_journals) {
       put_journal.bind(1, j.agent_id);

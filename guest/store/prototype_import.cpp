@@ -43,7 +43,7 @@ void read_index(const std::string& file, const std::string& a,
     return;
   }
   const auto& o = doc.as_object();
-  session_row row{a, s, 0, false, text_or_empty(o, "head")};
+  session_row row{a, s, 0, false, text_or_empty(o, "head"), {}};
   out.rows.sessions.push_back(row);
   auto* cps = o.if_contains("checkpoints");
   if (cps == nullptr || !cps->is_object())

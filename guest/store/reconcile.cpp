@@ -441,7 +441,7 @@ expected<reconcile_result> reconcile(const layout& paths,
     for (const auto& s : sessions) {
       if (session_rows.count({a, s}) > 0)
         continue;
-      session_row row{a, s, now, false, {}};
+      session_row row{a, s, now, false, {}, {}};
       r.changes.put_sessions.push_back(row);
       r.changes.audit.push_back(event("session.adopt", a, s, {}));
       r.sessions.push_back(row);

@@ -33,7 +33,7 @@ struct deterministic {
 
 metadata_write session_write(const std::string& sid) {
   metadata_write w;
-  w.put_sessions.push_back({"a", sid, 1, false, {}});
+  w.put_sessions.push_back({"a", sid, 1, false, {}, {}});
   w.audit.push_back({1, "session.create", "a", sid, "{}"});
   return w;
 }

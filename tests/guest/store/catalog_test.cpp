@@ -11,7 +11,7 @@ TEST_CASE("catalog: migrates a new database to the latest schema") {
   test::temp_dir dir;
   auto db = store::catalog::open(dir / "allox.db");
   REQUIRE(db);
-  CHECK(db->schema_version() == 4);
+  CHECK(db->schema_version() == 5);
   auto snap = db->load();
   REQUIRE(snap);
   CHECK(snap->agents.empty());
@@ -24,12 +24,12 @@ TEST_CASE("catalog: writes are atomic and survive reopening") {
     REQUIRE(db);
     metadata_write w;
     w.put_agents.push_back({"a", 1, false});
-    w.put_sessions.push_back({"a", "s1", 2, false, {}});
-    w.put_sessions.push_back({"a", "s2", 3, false, {}});
+    w.put_sessions.push_back({"a", "s1", 2, false, {}, {}});
+    w.put_sessions.push_back({"a", "s2", 3, false, {}, {}});
     w.audit.push_back({10, "session.create", "a", "s1", R"({"origin":"x"})"});
     REQUIRE_FALSE(db->apply({&w}));
     metadata_write mark;
-    mark.put_sessions.push_back({"a", "s2", 3, true, {}});
+    mark.put_sessions.push_back({"a", "s2", 3, true, {}, {}});
     REQUIRE_FALSE(db->apply({&mark}));
   }
   auto db = store::catalog::open(dir / "allox.db");

@@ -51,8 +51,8 @@ TEST_CASE("reconcile: adopts workspaces without rows, forgets rows without "
   catalog_snapshot rows;
   rows.agents.push_back({"a", 5, false});
   rows.agents.push_back({"gone", 5, false});
-  rows.sessions.push_back({"a", "s1", 6, false, {}});
-  rows.sessions.push_back({"a", "lost", 6, false, {}});
+  rows.sessions.push_back({"a", "s1", 6, false, {}, {}});
+  rows.sessions.push_back({"a", "lost", 6, false, {}, {}});
   auto r = store::reconcile(l, rows);
   REQUIRE(r);
   CHECK(strings(r->summary.at("adopted_sessions"))
@@ -79,9 +79,9 @@ TEST_CASE("reconcile: finishes interrupted deletions and purges trash") {
   catalog_snapshot rows;
   rows.agents.push_back({"a", 1, false});
   rows.agents.push_back({"b", 1, true});
-  rows.sessions.push_back({"a", "doomed", 1, true, {}});
-  rows.sessions.push_back({"a", "kept", 1, false, {}});
-  rows.sessions.push_back({"b", "s", 1, false, {}});
+  rows.sessions.push_back({"a", "doomed", 1, true, {}, {}});
+  rows.sessions.push_back({"a", "kept", 1, false, {}, {}});
+  rows.sessions.push_back({"b", "s", 1, false, {}, {}});
   auto r = store::reconcile(l, rows);
   REQUIRE(r);
   CHECK_FALSE(exists(l.session_dir("a", "doomed")));
@@ -119,7 +119,7 @@ journal_row rollback_journal(const std::string& phase) {
 catalog_snapshot one_session(std::vector<journal_row> journals = {}) {
   catalog_snapshot rows;
   rows.agents.push_back({"a", 1, false});
-  rows.sessions.push_back({"a", "s", 1, false, "old"});
+  rows.sessions.push_back({"a", "s", 1, false, "old", {}});
   checkpoint_row old;
   old.agent_id = "a";
   old.session_id = "s";
