@@ -387,14 +387,9 @@ void on_session_down(self_ptr self, const caf::down_msg& dm) {
       return;
     }
     auto reason = message_of(dm.reason);
-    auto now = std::chrono::steady_clock::now();
-    e.recent_failures.push_back(now);
-    while (!e.recent_failures.empty()
-           && now - e.recent_failures.front() > restart_window)
-      e.recent_failures.pop_front();
     metadata_write w;
     json::object fields{{"reason", reason}};
-    if (e.recent_failures.size() > max_restarts_per_window) {
+    if (!within_restart_budget(e.recent_failures)) {
       e.handle = nullptr;
       e.status = "failed";
       fields["restarted"] = false;

@@ -52,10 +52,20 @@ struct agent_state {
   fault_set faults;
 };
 
-/// Restarts allowed per session within `restart_window` before the session
-/// is marked failed and left for an operator.
+/// Restarts allowed per child within `restart_window` before the child is
+/// marked failed and left for an operator.
 inline constexpr size_t max_restarts_per_window = 5;
 inline constexpr std::chrono::seconds restart_window{60};
+
+/// Records a failure now; false when the child exceeded its budget.
+inline bool within_restart_budget(
+  std::deque<std::chrono::steady_clock::time_point>& failures) {
+  auto now = std::chrono::steady_clock::now();
+  failures.push_back(now);
+  while (!failures.empty() && now - failures.front() > restart_window)
+    failures.pop_front();
+  return failures.size() <= max_restarts_per_window;
+}
 
 agent_actor::behavior_type
 agent(agent_actor::stateful_pointer<agent_state> self, agent_init init);

@@ -339,18 +339,14 @@ void on_agent_down(self_ptr self, const caf::down_msg& dm) {
       return;
     }
     auto aid = it->first;
-    auto now = std::chrono::steady_clock::now();
-    slot.recent_failures.push_back(now);
-    while (!slot.recent_failures.empty()
-           && now - slot.recent_failures.front() > restart_window)
-      slot.recent_failures.pop_front();
+    bool within_budget = within_restart_budget(slot.recent_failures);
     slot.handle = nullptr;
     auto reason = message_of(dm.reason);
     metadata_write w;
     w.audit.push_back({os::now_ns(), "agent.actor_failed", aid, {},
                        json::serialize(json::object{{"reason", reason}})});
     caf::anon_send(st.metadata, atom::write_v, std::move(w));
-    if (slot.recent_failures.size() > max_restarts_per_window) {
+    if (!within_budget) {
       slot.status = "failed";
       log::error("agents", "agent " + aid + " failed too often: " + reason);
       return;

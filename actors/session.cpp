@@ -635,18 +635,11 @@ void save_next_run(self_ptr self) {
   runs.saving = true;
   auto it = runs.unsaved.begin();
   auto dir = run_dir(*runs.config, it->first);
-  auto text = json::serialize(it->second);
+  auto row = std::move(it->second);
   runs.unsaved.erase(it);
-  run_blocking(self, [dir, text]() -> expected<json::value> {
-    auto tmp = dir + "/state.tmp";
-    {
-      std::ofstream out{tmp, std::ios::trunc};
-      out << text << '\n';
-      if (!out)
-        return make_error(errc::internal, "cannot write " + tmp);
-    }
-    if (::rename(tmp.c_str(), (dir + "/state.json").c_str()) != 0)
-      return make_error(errc::internal, "cannot replace state.json");
+  run_blocking(self, [dir, row]() -> expected<json::value> {
+    if (auto err = store::write_run_row(dir, row))
+      return err;
     return json::value();
   })
     .then([self](json::value&) { save_next_run(self); },
@@ -682,15 +675,8 @@ void run_worker(caf::event_based_actor* self, session_actor session,
     return report(-1, true, "cannot create the run directory " + dir);
   // The record exists before anything runs: after a crash from here on,
   // start-up finds the run and fences its session.
-  {
-    std::ofstream row{dir + "/state.tmp", std::ios::trunc};
-    row << initial << '\n';
-    row.flush();
-    if (!row || ::rename((dir + "/state.tmp").c_str(),
-                         (dir + "/state.json").c_str())
-                  != 0)
-      return report(-1, true, "cannot record the run in " + dir);
-  }
+  if (store::write_run_row(dir, json::parse(initial).as_object()))
+    return report(-1, true, "cannot record the run in " + dir);
   os::unique_fd out{::open((dir + "/stdout.log").c_str(),
                            O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
   os::unique_fd err{::open((dir + "/stderr.log").c_str(),
@@ -987,11 +973,7 @@ void shutdown_runs(self_ptr self) {
   row["session_fenced"] = !empty;
   row["lifecycle_complete"] = empty;
   row["finished_ns"] = os::now_ns();
-  auto dir = run_dir(*st.runs.config, st.runs.active);
-  std::ofstream out{dir + "/state.tmp", std::ios::trunc};
-  out << json::serialize(row) << '\n';
-  out.close();
-  ::rename((dir + "/state.tmp").c_str(), (dir + "/state.json").c_str());
+  store::write_run_row(run_dir(*st.runs.config, st.runs.active), row);
   if (empty)
     os::remove_group(group, st.runs.config->cgroups.root());
 }
@@ -1003,20 +985,14 @@ caf::expected<std::string> run_id_param(const json::object& p) {
 /// Reads a finished run's state.json; checks it belongs to this session.
 expected<json::object> load_run(const std::string& dir, const std::string& a,
                                 const std::string& s) {
-  std::ifstream in{dir + "/state.json"};
-  if (!in)
-    return make_error(errc::not_found, "unknown run");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  boost::system::error_code ec;
-  auto v = json::parse(ss.str(), ec);
-  if (ec || !v.is_object())
-    return make_error(errc::internal, "unreadable run state");
-  auto& o = v.as_object();
-  if (o.at("agent_id") != json::value(a) || o.at("session_id") != json::value(s))
+  auto row = store::read_run_row(dir);
+  if (!row)
+    return row;
+  if (row->at("agent_id") != json::value(a)
+      || row->at("session_id") != json::value(s))
     return make_error(errc::invalid_argument,
                       "run does not belong to this Agent/Session");
-  return std::move(o);
+  return row;
 }
 
 caf::result<json::value> handle_process_get(self_ptr self,

@@ -11,7 +11,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 "$here/scripts/install-deps.sh"
 cmake --preset release -S "$here" >/dev/null
-cmake --build --preset release --target allox-workspace-daemon
+cmake --build --preset release --target allox-workspace-daemon \
+  allox-sandbox-init
 
 state=${ALLOX_STATE_DIR:-/var/lib/allox}
 listen=${ALLOX_LISTEN:-127.0.0.1:8092}
@@ -22,11 +23,14 @@ Starting allox-workspace-daemon on $listen, store $state/workspaces
 
   curl -s -X POST http://$listen/v1/rpc \\
     -d '{"action":"session.create","params":{"agent_id":"agent-1","session_id":"s1"}}'
+  curl -s -X POST http://$listen/v1/rpc \
+    -d '{"action":"process.start","params":{"agent_id":"agent-1","session_id":"s1","argv":["sh","-c","echo hello"]}}'
   curl -s -X POST http://$listen/v1/rpc -d '{"action":"system.dump"}'
 
 MSG
 exec "$here/build/release/guest/allox-workspace-daemon" \
   --root "$state/workspaces" \
+  --process-audit-root "$state/runs" \
   --loop-image "$state/workspaces.img" \
   --loop-size "${ALLOX_LOOP_SIZE:-8G}" \
   --listen "$listen" "$@"

@@ -10,9 +10,8 @@
 
 namespace allox::store {
 
-namespace {
-
-expected<json::object> read_row(const std::string& path) {
+expected<json::object> read_run_row(const std::string& dir) {
+  auto path = dir + "/state.json";
   std::ifstream in{path};
   if (!in)
     return make_error(errc::not_found, "unknown run");
@@ -25,7 +24,7 @@ expected<json::object> read_row(const std::string& path) {
   return std::move(v.as_object());
 }
 
-caf::error write_row(const std::string& dir, const json::object& row) {
+caf::error write_run_row(const std::string& dir, const json::object& row) {
   auto tmp = dir + "/state.tmp";
   {
     std::ofstream out{tmp, std::ios::trunc};
@@ -38,8 +37,6 @@ caf::error write_row(const std::string& dir, const json::object& row) {
   return caf::none;
 }
 
-} // namespace
-
 expected<fenced_runs> recover_runs(const std::string& audit_root) {
   fenced_runs fenced;
   auto names = os::list_dir(audit_root);
@@ -47,7 +44,7 @@ expected<fenced_runs> recover_runs(const std::string& audit_root) {
     return fenced;
   for (const auto& id : *names) {
     auto dir = audit_root + "/" + id;
-    auto row = read_row(dir + "/state.json");
+    auto row = read_run_row(dir);
     if (!row)
       continue;
     auto& r = *row;
@@ -66,7 +63,7 @@ expected<fenced_runs> recover_runs(const std::string& audit_root) {
         for (auto& kv : procs->as_object())
           if (kv.value().is_object())
             kv.value().as_object()["alive"] = nullptr;
-      if (auto err = write_row(dir, r))
+      if (auto err = write_run_row(dir, r))
         return err;
       log::warn("runs", "run " + id + " was interrupted by a daemon restart; "
                           "its session stays fenced until session.unfence");
@@ -80,11 +77,11 @@ expected<fenced_runs> recover_runs(const std::string& audit_root) {
 
 caf::error release_run(const std::string& audit_root, const std::string& id) {
   auto dir = audit_root + "/" + id;
-  auto row = read_row(dir + "/state.json");
+  auto row = read_run_row(dir);
   if (!row)
     return row.error();
   (*row)["session_fenced"] = false;
-  return write_row(dir, *row);
+  return write_run_row(dir, *row);
 }
 
 } // namespace allox::store

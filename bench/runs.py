@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Tracked-execution benchmarks (docs/benchmarks.md, "Runs").
+
+Against the release daemon on a fresh loop-backed store:
+  - process.start -> final state of /bin/true over RPC, next to raw bwrap
+    with the same mounts and to a plain fork/exec of /bin/true;
+  - 50 sessions each running a short command at the same time;
+  - session.rollback with kill_processes of a 100-process tree.
+Usage (root): bench/runs.py [build-dir]   (default build/release)
+"""
+import concurrent.futures, http.client, json, os, random, shutil, signal
+import subprocess, sys, tempfile, time
+
+build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
+daemon_bin = os.path.join(build, "guest", "allox-workspace-daemon")
+init_bin = os.path.join(build, "guest", "allox-sandbox-init")
+SAMPLES = int(os.environ.get("BENCH_SAMPLES", "50"))
+
+work = tempfile.mkdtemp(prefix="allox-bench-")
+root = os.path.join(work, "store")
+port = random.randint(20000, 40000)
+v2 = next(l.split()[1] for l in open("/proc/mounts") if l.split()[2] == "cgroup2")
+cg_root = os.path.join(v2, os.path.basename(work))
+proc = subprocess.Popen([daemon_bin, "--root", root, "--loop-image",
+                         os.path.join(work, "store.img"), "--loop-size", "8G",
+                         "--listen", f"127.0.0.1:{port}",
+                         "--process-audit-root", os.path.join(work, "runs"),
+                         "--process-cgroup-root", cg_root,
+                         "--sandbox-init", init_bin],
+                        stdout=subprocess.DEVNULL,
+                        stderr=open(os.path.join(work, "daemon.log"), "w"))
+
+
+class Client:
+    def __init__(self):
+        self.conn = None
+
+    def rpc(self, action, **params):
+        body = json.dumps({"action": action, "params": params})
+        for _ in range(2):
+            try:
+                if self.conn is None:
+                    self.conn = http.client.HTTPConnection("127.0.0.1", port)
+                self.conn.request("POST", "/v1/rpc", body)
+                r = json.loads(self.conn.getresponse().read())
+                if not r.get("ok"):
+                    raise RuntimeError(f"{action}: {r}")
+                return r["result"]
+            except (ConnectionError, http.client.HTTPException):
+                self.conn = None
+        raise RuntimeError("daemon unreachable")
+
+
+def pct(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2], xs[min(len(xs) - 1, int(len(xs) * 0.99))]
+
+
+def run_to_end(c, agent, session, argv):
+    t = time.perf_counter()
+    row = c.rpc("process.start", agent_id=agent, session_id=session,
+                argv=argv)
+    while row["state"] in ("starting", "running"):
+        row = c.rpc("process.get", agent_id=agent, session_id=session,
+                    run_id=row["run_id"])
+    return (time.perf_counter() - t) * 1000, row
+
+
+try:
+    c = Client()
+    for _ in range(500):
+        try:
+            c.rpc("agent.list")
+            break
+        except Exception:
+            time.sleep(0.01)
+    c.rpc("session.create", agent_id="bench", session_id="s")
+    current = os.path.join(root, "agents/bench/workspace/sessions/s/current")
+    shared = os.path.join(root, "agents/bench/workspace/shared")
+    print(f"## Run {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, "
+          f"{SAMPLES} samples, times in ms (p50 / p99)\n")
+
+    for _ in range(3):
+        run_to_end(c, "bench", "s", ["/bin/true"])
+    rpc = pct([run_to_end(c, "bench", "s", ["/bin/true"])[0]
+               for _ in range(SAMPLES)])
+    bwrap = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid",
+             "--unshare-ipc", "--unshare-uts", "--tmpfs", "/", "--ro-bind",
+             "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink",
+             "usr/sbin", "/sbin", "--symlink", "usr/lib", "/lib", "--symlink",
+             "usr/lib64", "/lib64", "--ro-bind", "/etc", "/etc", "--dev",
+             "/dev", "--proc", "/proc", "--bind", current, "/workspace",
+             "--dir", "/agent", "--bind", shared, "/agent/shared", "--tmpfs",
+             "/tmp", "--dir", "/run/allox", "--ro-bind", init_bin,
+             "/run/allox/init", "--remount-ro", "/", "--remount-ro", "/dev",
+             "--cap-drop", "ALL", "--clearenv", "--chdir", "/workspace",
+             "--as-pid-1", "/run/allox/init", "--", "/bin/true"]
+
+    def timed(argv):
+        t = time.perf_counter()
+        subprocess.run(argv, check=True)
+        return (time.perf_counter() - t) * 1000
+
+    raw = pct([timed(bwrap) for _ in range(SAMPLES)])
+    plain = pct([timed(["/bin/true"]) for _ in range(SAMPLES)])
+    print("### process.start to the final state of /bin/true\n")
+    print("| what | p50 / p99 |\n|---|---|")
+    print(f"| process.start + process.get until done (RPC) | "
+          f"{rpc[0]:.2f} / {rpc[1]:.2f} |")
+    print(f"| raw bwrap, same mounts, same init (subprocess) | "
+          f"{raw[0]:.2f} / {raw[1]:.2f} |")
+    print(f"| fork/exec of /bin/true (subprocess) | "
+          f"{plain[0]:.2f} / {plain[1]:.2f} |")
+    print(f"\nAdded over raw bwrap (p50): {rpc[0] - raw[0]:.2f} ms.\n")
+
+    print("### 50 sessions, each running a short command at the same time\n")
+    for i in range(50):
+        c.rpc("session.create", agent_id="par", session_id=f"s{i}")
+
+    def one(i):
+        cl = Client()
+        ms, row = run_to_end(cl, "par", f"s{i}", ["sh", "-c", "echo $$"])
+        return ms, row["state"]
+
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(50) as ex:
+        results = list(ex.map(one, range(50)))
+    wall = (time.perf_counter() - t0) * 1000
+    lat = pct([ms for ms, _ in results])
+    errors = sum(1 for _, state in results if state != "completed")
+    print(f"| runs | errors | p50 / p99 | wall time |\n|---|---|---|---|")
+    print(f"| 50 | {errors} | {lat[0]:.1f} / {lat[1]:.1f} | {wall:.0f} ms |\n")
+
+    print("### session.rollback with kill_processes of a 100-process tree\n")
+    c.rpc("checkpoint.create", agent_id="bench", session_id="s",
+          checkpoint_id="k")
+    group = os.path.join(cg_root, "agents/bench/sessions/s")
+    kills = []
+    for _ in range(20):
+        c.rpc("process.start", agent_id="bench", session_id="s",
+              argv=["sh", "-c", "for i in $(seq 100); do sleep 60 & done; wait"])
+        for _ in range(1000):
+            try:
+                n = len(open(os.path.join(group, "cgroup.procs")).read().split())
+            except OSError:
+                n = 0
+            if n >= 101:
+                break
+            time.sleep(0.005)
+        t = time.perf_counter()
+        r = c.rpc("session.rollback", agent_id="bench", session_id="s",
+                  checkpoint_id="k", kill_processes=True)
+        kills.append((time.perf_counter() - t) * 1000)
+        assert len(r["terminated_process_runs"]) == 1, r
+    k = pct(kills)
+    print(f"| processes killed per rollback | samples | p50 / p99 |")
+    print(f"|---|---|---|\n| {n} | {len(kills)} | {k[0]:.1f} / {k[1]:.1f} |")
+finally:
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    subprocess.run(["umount", root], stderr=subprocess.DEVNULL)
+    subprocess.run(["find", cg_root, "-depth", "-type", "d", "-exec", "rmdir",
+                    "{}", ";"], stderr=subprocess.DEVNULL)
+    shutil.rmtree(work, ignore_errors=True)
