@@ -8,7 +8,8 @@ packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config git
   # core libraries
-  libcaf-dev libuv1-dev libboost-json1.81-dev libboost1.81-dev
+  libcaf-dev libuv1-dev libboost-json1.81-dev libboost-url1.81-dev
+  libboost1.81-dev
   libbtrfsutil-dev libsqlite3-dev libcli11-dev doctest-dev
   # kernel-facing runtime tools
   btrfs-progs bubblewrap util-linux mount e2fsprogs procps

@@ -6,7 +6,10 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -79,6 +82,10 @@ public:
   /// A reply for the request this connection is waiting on.
   void answer(int status, std::string body) {
     waiting_ = false;
+    if (streaming_) {
+      on_stream_reply(status, body);
+      return;
+    }
     respond(status, std::move(body), !keep_alive_);
   }
 
@@ -108,6 +115,7 @@ private:
     std::string data;
     connection* conn;
     bool close_after;
+    bool stream = false;
   };
 
   void reset_parser() {
@@ -152,6 +160,11 @@ private:
     auto* self = static_cast<connection*>(t->data);
     if (self->lingering_) {
       self->close();
+      return;
+    }
+    if (self->streaming_) {
+      if (!self->waiting_)
+        self->poll_stream();
       return;
     }
     if (self->waiting_ || self->writing_) {
@@ -208,20 +221,16 @@ private:
   bool check_header() {
     const auto& req = parser_->get();
     keep_alive_ = req.keep_alive();
-    if (req.method() == bhttp::verb::get)
+    if (req.method() == bhttp::verb::get && !is_stream(req.target()))
       return true;
+    if (req.method() == bhttp::verb::get)
+      return authorized(req);
     if (req.method() != bhttp::verb::post || req.target() != "/v1/rpc") {
       reject(404, {}, "not_found");
       return false;
     }
-    const auto& token = srv_->options().token;
-    if (!token.empty()) {
-      auto it = req.find(bhttp::field::authorization);
-      if (it == req.end() || !token_matches(it->value(), token)) {
-        reject(401, "unauthorized", "unauthorized");
-        return false;
-      }
-    }
+    if (!authorized(req))
+      return false;
     auto length = parser_->content_length();
     if (!length || *length == 0 || *length > srv_->options().max_body) {
       reject(400, "invalid request size", "payload_too_large");
@@ -230,9 +239,136 @@ private:
     return true;
   }
 
+  template <class Request>
+  bool authorized(const Request& req) {
+    const auto& token = srv_->options().token;
+    if (token.empty())
+      return true;
+    auto it = req.find(bhttp::field::authorization);
+    if (it != req.end() && token_matches(it->value(), token))
+      return true;
+    reject(401, "unauthorized", "unauthorized");
+    return false;
+  }
+
+  static bool is_stream(beast::string_view target) {
+    auto url = boost::urls::parse_origin_form(
+      std::string_view{target.data(), target.size()});
+    return url && url->path() == "/v1/stream";
+  }
+
+  // -- the live stream of a run: GET /v1/stream?agent_id=&session_id=&run_id=
+  //
+  // Server-Sent Events fed by process.output requests through the normal
+  // dispatch path (same routing, same session actor): `stdout` and `stderr`
+  // events carry {offset, data}, `state` events the run's state, and `end`
+  // the final state, after which the connection closes.
+
+  void start_stream(beast::string_view target) {
+    auto url = boost::urls::parse_origin_form(
+      std::string_view{target.data(), target.size()});
+    auto params = url->params();
+    auto get = [&](const char* key) {
+      auto it = params.find(key);
+      return it == params.end() ? std::string{} : std::string{(*it).value};
+    };
+    stream_ = json::object{{"agent_id", get("agent_id")},
+                           {"session_id", get("session_id")},
+                           {"run_id", get("run_id")}};
+    for (const auto& kv : stream_)
+      if (kv.value().as_string().empty()) {
+        respond(400,
+                error_body("stream requires agent_id, session_id and run_id",
+                           "invalid_argument"),
+                true);
+        return;
+      }
+    streaming_ = true;
+    keep_alive_ = false;
+    bhttp::response<bhttp::empty_body> res{bhttp::status::ok, 11};
+    res.set(bhttp::field::content_type, "text/event-stream");
+    res.set(bhttp::field::cache_control, "no-cache");
+    res.set(bhttp::field::server, "allox-workspace-daemon");
+    res.keep_alive(false);
+    bhttp::response_serializer<bhttp::empty_body> sr{res};
+    sr.split(true);
+    std::string head;
+    beast::error_code ec;
+    do {
+      sr.next(ec, [&](beast::error_code&, const auto& buffers) {
+        auto text = beast::buffers_to_string(buffers);
+        head += text;
+        sr.consume(text.size());
+      });
+    } while (!ec && !sr.is_header_done());
+    send(std::move(head), false);
+    poll_stream();
+  }
+
+  void poll_stream() {
+    if (closing_)
+      return;
+    if (srv_->stopping()) {
+      send("event: end\ndata: {\"reason\":\"daemon_shutdown\"}\n\n", true);
+      return;
+    }
+    auto p = stream_;
+    p["stream"] = stream_index_ == 0 ? "stdout" : "stderr";
+    p["offset"] = offsets_[stream_index_];
+    waiting_ = true;
+    srv_->dispatch(this, "process.output", std::move(p));
+  }
+
+  void on_stream_reply(int status, const std::string& body) {
+    boost::system::error_code ec;
+    auto doc = json::parse(body, ec);
+    if (status != 200 || ec || !doc.is_object()
+        || !doc.as_object().contains("result")) {
+      send("event: error\ndata: " + body + "\n\n", true);
+      return;
+    }
+    const auto& r = doc.as_object().at("result").as_object();
+    const auto& data = r.at("data").as_string();
+    int i = stream_index_;
+    if (!data.empty()) {
+      json::object payload{{"offset", offsets_[i]}, {"data", data}};
+      send(std::string{"event: "} + (i == 0 ? "stdout" : "stderr")
+             + "\ndata: " + json::serialize(payload) + "\n\n",
+           false);
+      fresh_data_ = true;
+    }
+    offsets_[i] = r.at("next_offset").to_number<int64_t>();
+    eof_[i] = r.at("eof").as_bool();
+    auto state = json::serialize(r.at("state"));
+    if (state != last_state_) {
+      last_state_ = state;
+      send("event: state\ndata: {\"state\":" + state + "}\n\n", false);
+    }
+    if (i == 0) {
+      stream_index_ = 1;
+      poll_stream();
+      return;
+    }
+    stream_index_ = 0;
+    if (eof_[0] && eof_[1]) {
+      send("event: end\ndata: {\"state\":" + state + "}\n\n", true);
+      return;
+    }
+    if (fresh_data_) {
+      fresh_data_ = false;
+      poll_stream();
+      return;
+    }
+    uv_timer_start(&timer_, on_timeout, stream_poll_ms, 0);
+  }
+
   void handle_request() {
     auto req = parser_->release();
     reset_parser();
+    if (req.method() == bhttp::verb::get && is_stream(req.target())) {
+      start_stream(req.target());
+      return;
+    }
     if (req.method() == bhttp::verb::get) {
       if (req.target() == "/health")
         respond(200, R"({"status":"healthy"})", !keep_alive_);
@@ -310,10 +446,32 @@ private:
     }
   }
 
+  /// Writes raw bytes of a streamed response; `last` closes afterwards.
+  void send(std::string data, bool last) {
+    auto* w = new write_req{};
+    w->conn = this;
+    w->close_after = last;
+    w->stream = true;
+    w->data = std::move(data);
+    uv_buf_t buf = uv_buf_init(w->data.data(),
+                               static_cast<unsigned>(w->data.size()));
+    w->req.data = w;
+    if (uv_write(&w->req, stream(), &buf, 1, on_written) != 0) {
+      delete w;
+      close();
+    }
+  }
+
   static void on_written(uv_write_t* req, int status) {
     auto* w = static_cast<write_req*>(req->data);
     auto* self = w->conn;
     bool close_after = w->close_after;
+    if (w->stream) {
+      delete w;
+      if (status != 0 || close_after)
+        self->close();
+      return;
+    }
     delete w;
     self->writing_ = false;
     if (status != 0) {
@@ -351,6 +509,15 @@ private:
     }
     uv_timer_start(&timer_, on_timeout, linger_ms, 0);
   }
+
+  static constexpr uint64_t stream_poll_ms = 50;
+  bool streaming_ = false;
+  json::object stream_;
+  int stream_index_ = 0;
+  int64_t offsets_[2] = {0, 0};
+  bool eof_[2] = {false, false};
+  bool fresh_data_ = false;
+  std::string last_state_;
 
   server* srv_;
   bool refused_ = false;

@@ -59,6 +59,9 @@ public:
   /// Requests dispatched and not yet answered.
   size_t in_flight() const { return tickets_.size(); }
 
+  /// True once stop_accepting() was called (streams end then).
+  bool stopping() const { return !listening_; }
+
   /// Closes every connection and the wake-up handle; after this post()
   /// drops replies. The loop can then run to completion.
   void close();

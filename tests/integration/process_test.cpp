@@ -336,3 +336,43 @@ TEST_CASE("process: a clean shutdown stops runs with daemon_shutdown") {
   CHECK(row.at("session_fenced") == false);
   expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
 }
+
+TEST_CASE("process: a run's output and state stream live over HTTP") {
+  auto opts = with_execution();
+  opts.token = "tok";
+  daemon_process d{opts};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto row = sh(c, "a", "s", "echo one; sleep 0.3; echo two; echo oops >&2");
+  auto target = "/v1/stream?agent_id=a&session_id=s&run_id=" + run_id(row);
+  // Same token rule as the RPC.
+  http_client anonymous{"127.0.0.1", d.port()};
+  CHECK(anonymous.raw("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n").status
+        == 401);
+  auto r = c.raw("GET " + target
+                 + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\n\r\n");
+  CHECK(r.status == 200);
+  CHECK(r.headers["Content-Type"] == "text/event-stream");
+  const auto& body = r.body;
+  auto one = body.find(R"(event: stdout)" "\n" R"(data: {"offset":0,"data":"one\n"})");
+  auto two = body.find(R"(data: {"offset":4,"data":"two\n"})");
+  auto running = body.find(R"(data: {"state":"running"})");
+  auto end = body.find("event: end\n" R"(data: {"state":"completed"})");
+  CHECK(one != std::string::npos);
+  CHECK(two != std::string::npos);
+  CHECK(running != std::string::npos);
+  CHECK(body.find(R"(event: stderr)" "\n" R"(data: {"offset":0,"data":"oops\n"})")
+        != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  CHECK(one < two);
+  CHECK(two < end);
+  CHECK(end + 40 >= body.size()); // the last event
+  auto bad = c.raw("GET /v1/stream?agent_id=a HTTP/1.1\r\nHost: x\r\n"
+                   "Authorization: Bearer tok\r\n\r\n");
+  expect_error(bad, 400, "invalid_argument");
+  auto unknown = c.raw("GET /v1/stream?agent_id=a&session_id=s&run_id=nope "
+                       "HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\n\r\n");
+  CHECK(unknown.status == 200);
+  CHECK(unknown.body.find("event: error") != std::string::npos);
+}
