@@ -1876,8 +1876,10 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
         if (!id)
           return id.error();
         auto after = params::optional_int(p, "after", 0);
-        if (!after)
-          return after.error();
+        auto limit = params::optional_int(p, "limit", 100);
+        if (!after || !limit || *after < 0 || *limit < 1 || *limit > 1000)
+          return make_error(errc::invalid_argument,
+                            "after must be nonnegative; limit must be 1..1000");
         json::value state = nullptr;
         if (auto it = self->state.runs.runs.find(*id);
             it != self->state.runs.runs.end())

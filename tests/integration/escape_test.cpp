@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <unistd.h>
 
 using namespace allox;
 using namespace allox::test;
@@ -96,6 +97,43 @@ TEST_CASE("escape: no capabilities, no writes outside the allowed places, "
   // Only the run's own processes exist in its PID namespace.
   auto procs = out.substr(out.find("allowed\n") + 8);
   CHECK(std::stoi(procs) < 10);
+}
+
+TEST_CASE("escape: processes outside the sandbox can be neither signalled "
+          "nor traced") {
+  daemon_process d{with_execution()};
+  d.start();
+  expect_ok(d.client().rpc("session.create", ids("a", "s")));
+  auto me = std::to_string(::getpid()); // a host process (this test)
+  auto out = run(d, "a", "s",
+                 // Markers computed at run time: PID 1's cmdline (printed
+                 // below) holds this script's text.
+                 "kill -0 " + me + " 2>/dev/null && echo \"S$((40+2))\"; "
+                 "test -e /proc/" + me + " && echo \"V$((40+2))\"; "
+                 "cat /proc/1/cmdline | tr '\\0' ' '; echo; "
+                 "python3 -c 'import ctypes; l=ctypes.CDLL(None); "
+                 "print(\"ptrace\", l.ptrace(16, " + me + ", 0, 0))'");
+  CHECK(out.find("S42") == std::string::npos); // not signalled
+  CHECK(out.find("V42") == std::string::npos); // not visible
+  CHECK(out.find("/run/allox/init") != std::string::npos); // its own PID 1
+  CHECK(out.find("ptrace -1") != std::string::npos);
+}
+
+TEST_CASE("escape: hard links cannot carry workspace files into the sync "
+          "from elsewhere") {
+  daemon_process d{with_execution()};
+  d.start();
+  expect_ok(d.client().rpc("session.create", ids("a", "s")));
+  write_file(d.root() + "/agents/a/workspace/shared/target", "shared");
+  auto out = run(d, "a", "s",
+                 "ln /agent/shared/target /tmp/hard 2>/dev/null "
+                 "&& echo linked-tmp; "
+                 "ln /etc/passwd /workspace/pw 2>/dev/null && echo linked-ws; "
+                 "echo end");
+  CHECK(out.find("linked-tmp") == std::string::npos); // another file system
+  CHECK(out.find("linked-ws") == std::string::npos);
+  CHECK(::access((d.current("a", "s") + "/.allox-tmp/hard").c_str(), F_OK)
+        != 0);
 }
 
 TEST_CASE("escape: symlinks planted in /tmp or .allox-tmp never make the sync "
