@@ -217,6 +217,19 @@ TEST_CASE("process: rollback with kill_processes kills a setsid tree and "
                                with(ids("a", "s"), {{"checkpoint_id", "c1"},
                                                     {"kill_processes", true}})));
   CHECK(again.at("terminated_process_runs") == json::array{});
+  // A runtime reset can kill the tree first too.
+  auto held = sh(c, "a", "s", "(setsid sleep 60 &); sleep 60");
+  std::this_thread::sleep_for(std::chrono::milliseconds{200});
+  expect_error(c.rpc("runtime.begin_reset", ids("a", "s")), 400, "conflict");
+  auto reset = expect_ok(c.rpc("runtime.begin_reset",
+                               with(ids("a", "s"), {{"kill_processes", true}})));
+  CHECK(reset.at("terminated_process_runs")
+        == json::array{json::value(run_id(held))});
+  auto killed = expect_ok(c.rpc("process.get",
+                                with(ids("a", "s"), {{"run_id", run_id(held)}})));
+  CHECK(killed.at("stop_reason") == "rollback");
+  expect_ok(c.rpc("runtime.complete_reset",
+                  {{"reset_token", reset.at("reset_token")}}));
 }
 
 TEST_CASE("process: sessions run in parallel, each in its own group") {
