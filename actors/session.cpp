@@ -146,6 +146,18 @@ void blocking(self_ptr self, Job job, Next next, fail_fn fail) {
           [fail](caf::error& err) { fail(err); });
 }
 
+/// Runs a read-only filesystem step on a worker thread and answers the
+/// request with its result or error.
+template <class Job>
+caf::result<json::value> answer_blocking(self_ptr self, Job job) {
+  auto rp = self->make_response_promise<json::value>();
+  blocking(
+    self, std::move(job),
+    [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
 // -- describe / list ------------------------------------------------------------
 
 caf::result<json::value> handle_describe(self_ptr self) {
@@ -269,12 +281,11 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
   auto s = st.session_id();
   auto from_dir = paths.checkpoint(a, s, *from);
   auto to_dir = to.empty() ? paths.current(a, s) : paths.checkpoint(a, s, to);
-  auto rp = self->make_response_promise<json::value>();
   json::object head{{"agent_id", a}, {"session_id", s}, {"from", *from}};
   head["to"] = to.empty() ? json::value(nullptr) : json::value(to);
   head["base_checkpoint"] = ancestor.empty() ? json::value(nullptr)
                                              : json::value(ancestor);
-  blocking(
+  return answer_blocking(
     self,
     [from_dir, to_dir, base, cursor = *cursor, limit = *limit,
      head]() mutable -> expected<json::value> {
@@ -308,10 +319,7 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
                                    {"compared_paths", stats.compared_paths},
                                    {"listed_dirs", stats.listed_dirs}};
       return json::value(std::move(head));
-    },
-    [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
-    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
-  return rp;
+    });
 }
 
 // -- checkpoint.create ----------------------------------------------------------
@@ -1008,18 +1016,13 @@ caf::result<json::value> handle_process_get(self_ptr self,
   auto dir = run_dir(*st.runs.config, *id);
   auto a = st.agent_id();
   auto s = st.session_id();
-  auto rp = self->make_response_promise<json::value>();
-  blocking(
-    self,
+  return answer_blocking(self,
     [dir, a, s]() -> expected<json::value> {
       auto row = load_run(dir, a, s);
       if (!row)
         return row.error();
       return json::value(std::move(*row));
-    },
-    [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
-    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
-  return rp;
+    });
 }
 
 caf::result<json::value> handle_process_list(self_ptr self) {
@@ -1033,9 +1036,7 @@ caf::result<json::value> handle_process_list(self_ptr self) {
   std::map<std::string, json::object> live;
   for (const auto& [id, run] : st.runs.runs)
     live[id] = run.row;
-  auto rp = self->make_response_promise<json::value>();
-  blocking(
-    self,
+  return answer_blocking(self,
     [root, a, s, live]() -> expected<json::value> {
       std::vector<json::object> rows;
       if (auto names = os::list_dir(root))
@@ -1056,10 +1057,7 @@ caf::result<json::value> handle_process_list(self_ptr self) {
         out.emplace_back(std::move(r));
       }
       return json::value(std::move(out));
-    },
-    [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
-    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
-  return rp;
+    });
 }
 
 caf::result<json::value> handle_process_stop(self_ptr self,
@@ -1133,9 +1131,7 @@ caf::result<json::value> handle_process_output(self_ptr self,
   json::value state = nullptr;
   if (auto it = st.runs.runs.find(*id); it != st.runs.runs.end())
     state = it->second.row.at("state");
-  auto rp = self->make_response_promise<json::value>();
-  blocking(
-    self,
+  return answer_blocking(self,
     [dir, a, s, id = *id, stream = *stream, offset = *offset, limit = *limit,
      state]() mutable -> expected<json::value> {
       if (state.is_null()) {
@@ -1167,10 +1163,7 @@ caf::result<json::value> handle_process_output(self_ptr self,
                                       {"data", valid_utf8(data)},
                                       {"eof", finished && next >= size},
                                       {"state", state}});
-    },
-    [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
-    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
-  return rp;
+    });
 }
 
 // -- session.rollback -------------------------------------------------------------
