@@ -28,11 +28,11 @@ json::object describe_agent_workspace(const std::string& agent_id) {
 caf::error ensure_agent_dirs(const store::layout& paths,
                              const std::string& agent_id) {
   const std::pair<std::string, const char*> dirs[] = {
-    {paths.agents_dir(), "agents directory"},
-    {paths.agent_dir(agent_id), "agent directory"},
-    {paths.agent_workspace(agent_id), "agent workspace"},
-    {paths.agent_shared(agent_id), "agent shared directory"},
-    {paths.sessions_dir(agent_id), "agent sessions directory"},
+      {paths.agents_dir(), "agents directory"},
+      {paths.agent_dir(agent_id), "agent directory"},
+      {paths.agent_workspace(agent_id), "agent workspace"},
+      {paths.agent_shared(agent_id), "agent shared directory"},
+      {paths.sessions_dir(agent_id), "agent sessions directory"},
   };
   for (const auto& [path, label] : dirs)
     if (auto err = os::ensure_managed_dir(path, 0755, label))
@@ -70,8 +70,8 @@ void spawn_session(self_ptr self, session_entry& e,
                     self->state.init.metadata,
                     self->state.init.exec,
                     take_fenced(self, e.row.session_id)};
-  e.handle = self->spawn<caf::linked + caf::monitored>(session,
-                                                       std::move(init));
+  e.handle =
+      self->spawn<caf::linked + caf::monitored>(session, std::move(init));
   e.status = "running";
 }
 
@@ -79,30 +79,29 @@ void spawn_session(self_ptr self, session_entry& e,
 void restart_session(self_ptr self, const std::string& sid) {
   auto& e = self->state.sessions[sid];
   e.status = "restarting";
-  self
-    ->request(self->state.init.metadata, caf::infinite, atom::load_v,
-              e.row.agent_id, sid)
-    .then(
-      [self, sid](catalog_snapshot& snap) {
-        auto it = self->state.sessions.find(sid);
-        if (it == self->state.sessions.end() || snap.sessions.empty())
-          return;
-        it->second.row = snap.sessions.front();
-        spawn_session(self, it->second, std::move(snap.checkpoints));
-      },
-      [self, sid](caf::error& err) {
-        log::error("agent", "cannot restart session " + sid + ": "
-                              + message_of(err));
-        if (auto it = self->state.sessions.find(sid);
-            it != self->state.sessions.end())
-          it->second.status = "failed";
-      });
+  self->request(self->state.init.metadata, caf::infinite, atom::load_v,
+                e.row.agent_id, sid)
+      .then(
+          [self, sid](catalog_snapshot& snap) {
+            auto it = self->state.sessions.find(sid);
+            if (it == self->state.sessions.end() || snap.sessions.empty())
+              return;
+            it->second.row = snap.sessions.front();
+            spawn_session(self, it->second, std::move(snap.checkpoints));
+          },
+          [self, sid](caf::error& err) {
+            log::error("agent", "cannot restart session " + sid + ": " +
+                                    message_of(err));
+            if (auto it = self->state.sessions.find(sid);
+                it != self->state.sessions.end())
+              it->second.status = "failed";
+          });
 }
 
 caf::error agent_busy(self_ptr self) {
   if (self->state.phase == "deleting")
-    return make_error(errc::conflict, "agent is being deleted: "
-                                        + self->state.init.row.agent_id);
+    return make_error(errc::conflict, "agent is being deleted: " +
+                                          self->state.init.row.agent_id);
   return caf::none;
 }
 
@@ -166,28 +165,28 @@ caf::result<json::value> handle_session_create(self_ptr self,
                [paths, aid, sid = *sid, faults]() mutable {
                  return create_session_files(paths, aid, sid, faults);
                })
-    .then(
-      [self, rp, sid = *sid, origin, fail](json::value&) mutable {
-        const auto& init = self->state.init;
-        metadata_write w;
-        w.put_agents.push_back(init.row);
-        w.put_sessions.push_back(self->state.sessions[sid].row);
-        w.audit.push_back(
-          audit("agent.create", init.row.agent_id, {}, {{"origin", origin}}));
-        w.audit.push_back(audit("session.create", init.row.agent_id, sid,
-                                {{"origin", origin}}));
-        self->request(init.metadata, caf::infinite, atom::write_v,
-                      std::move(w))
-          .then(
-            [self, rp, sid](caf::ok_atom) mutable {
-              auto& e = self->state.sessions[sid];
-              spawn_session(self, e, {});
-              rp.deliver(
-                json::value(describe_session(e.row, store::checkpoint_dag{})));
-            },
-            fail);
-      },
-      fail);
+      .then(
+          [self, rp, sid = *sid, origin, fail](json::value&) mutable {
+            const auto& init = self->state.init;
+            metadata_write w;
+            w.put_agents.push_back(init.row);
+            w.put_sessions.push_back(self->state.sessions[sid].row);
+            w.audit.push_back(audit("agent.create", init.row.agent_id, {},
+                                    {{"origin", origin}}));
+            w.audit.push_back(audit("session.create", init.row.agent_id, sid,
+                                    {{"origin", origin}}));
+            self->request(init.metadata, caf::infinite, atom::write_v,
+                          std::move(w))
+                .then(
+                    [self, rp, sid](caf::ok_atom) mutable {
+                      auto& e = self->state.sessions[sid];
+                      spawn_session(self, e, {});
+                      rp.deliver(json::value(
+                          describe_session(e.row, store::checkpoint_dag{})));
+                    },
+                    fail);
+          },
+          fail);
   return rp;
 }
 
@@ -203,17 +202,17 @@ caf::result<json::value> handle_session_delete(self_ptr self,
   auto it = st.sessions.find(*sid);
   if (it == st.sessions.end() || it->second.status != "running")
     return make_error(errc::not_found,
-                      "session does not exist: "
-                        + session_key(st.init.row.agent_id, *sid));
+                      "session does not exist: " +
+                          session_key(st.init.row.agent_id, *sid));
   auto rp = self->make_response_promise<json::value>();
   self->request(it->second.handle, caf::infinite, atom::rpc_v, action,
                 json::value(params))
-    .then(
-      [self, rp, sid = *sid](json::value& result) mutable {
-        self->state.sessions.erase(sid);
-        rp.deliver(std::move(result));
-      },
-      [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      .then(
+          [self, rp, sid = *sid](json::value& result) mutable {
+            self->state.sessions.erase(sid);
+            rp.deliver(std::move(result));
+          },
+          [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
   return rp;
 }
 
@@ -244,51 +243,56 @@ void delete_agent_files(self_ptr self,
     rp.deliver(std::move(err));
   };
   auto done = [self, rp, aid]() mutable {
-    rp.deliver(
-      json::value(json::object{{"agent_id", aid}, {"deleted", true}}));
+    rp.deliver(json::value(json::object{{"agent_id", aid}, {"deleted", true}}));
     self->quit(caf::exit_reason::user_shutdown);
   };
   self->request(init.metadata, caf::infinite, atom::write_v, std::move(mark))
-    .then(
-      [self, origin, aid, paths, fail, done](caf::ok_atom) mutable {
-        auto trash = paths.agents_dir() + "/"
-                     + std::string{store::trash_prefix} + random_hex_token();
-        run_blocking(self,
-                     [paths, aid, trash]() -> expected<json::value> {
-                       if (auto err = os::rename_path(paths.agent_dir(aid),
-                                                      trash))
-                         return err;
-                       if (auto err = os::fsync_dir(paths.agents_dir()))
-                         return err;
-                       return json::value();
-                     })
-          .then(
-            [self, origin, aid, trash, fail, done](json::value&) mutable {
-              metadata_write w;
-              w.delete_agents.push_back(aid);
-              w.audit.push_back(
-                audit("agent.delete", aid, {}, {{"origin", origin}}));
-              self
-                ->request(self->state.init.metadata, caf::infinite,
-                          atom::write_v, std::move(w))
+      .then(
+          [self, origin, aid, paths, fail, done](caf::ok_atom) mutable {
+            auto trash = paths.agents_dir() + "/" +
+                         std::string{store::trash_prefix} + random_hex_token();
+            run_blocking(self,
+                         [paths, aid, trash]() -> expected<json::value> {
+                           if (auto err =
+                                   os::rename_path(paths.agent_dir(aid), trash))
+                             return err;
+                           if (auto err = os::fsync_dir(paths.agents_dir()))
+                             return err;
+                           return json::value();
+                         })
                 .then(
-                  [self, trash, done](caf::ok_atom) mutable {
-                    // Committed: a crash from here on only leaves trash,
-                    // which start-up purges.
-                    run_blocking(self, [trash]() -> expected<json::value> {
-                      if (auto err = os::remove_tree(trash))
-                        log::warn("agent", "purging " + trash + " failed: "
-                                             + message_of(err));
-                      return json::value();
-                    })
-                      .then([done](json::value&) mutable { done(); },
-                            [done](caf::error&) mutable { done(); });
-                  },
-                  fail);
-            },
-            fail);
-      },
-      fail);
+                    [self, origin, aid, trash, fail,
+                     done](json::value&) mutable {
+                      metadata_write w;
+                      w.delete_agents.push_back(aid);
+                      w.audit.push_back(
+                          audit("agent.delete", aid, {}, {{"origin", origin}}));
+                      self->request(self->state.init.metadata, caf::infinite,
+                                    atom::write_v, std::move(w))
+                          .then(
+                              [self, trash, done](caf::ok_atom) mutable {
+                                // Committed: a crash from here on only leaves
+                                // trash, which start-up purges.
+                                run_blocking(
+                                    self,
+                                    [trash]() -> expected<json::value> {
+                                      if (auto err = os::remove_tree(trash))
+                                        log::warn("agent", "purging " + trash +
+                                                               " failed: " +
+                                                               message_of(err));
+                                      return json::value();
+                                    })
+                                    .then([done](
+                                              json::value&) mutable { done(); },
+                                          [done](caf::error&) mutable {
+                                            done();
+                                          });
+                              },
+                              fail);
+                    },
+                    fail);
+          },
+          fail);
 }
 
 // Every session is retired first (refused if one is busy), then the agent
@@ -323,12 +327,12 @@ caf::result<json::value> handle_agent_delete(self_ptr self,
   };
   for (auto& handle : live)
     self->request(handle, caf::infinite, atom::retire_v, true)
-      .then([settle](caf::ok_atom) mutable { settle(); },
-            [r, settle](caf::error& err) mutable {
-              if (!r->refused)
-                r->refused = err;
-              settle();
-            });
+        .then([settle](caf::ok_atom) mutable { settle(); },
+              [r, settle](caf::error& err) mutable {
+                if (!r->refused)
+                  r->refused = err;
+                settle();
+              });
   return rp;
 }
 
@@ -350,20 +354,20 @@ caf::result<json::value> handle_agent_create(self_ptr self,
                    return err;
                  return json::value();
                })
-    .then(
-      [self, rp, origin, aid, fail](json::value&) mutable {
-        metadata_write w;
-        w.audit.push_back(audit("agent.create", aid, {}, {{"origin", origin}}));
-        self
-          ->request(self->state.init.metadata, caf::infinite, atom::write_v,
-                    std::move(w))
-          .then(
-            [rp, aid](caf::ok_atom) mutable {
-              rp.deliver(json::value(describe_agent_workspace(aid)));
-            },
-            fail);
-      },
-      fail);
+      .then(
+          [self, rp, origin, aid, fail](json::value&) mutable {
+            metadata_write w;
+            w.audit.push_back(
+                audit("agent.create", aid, {}, {{"origin", origin}}));
+            self->request(self->state.init.metadata, caf::infinite,
+                          atom::write_v, std::move(w))
+                .then(
+                    [rp, aid](caf::ok_atom) mutable {
+                      rp.deliver(json::value(describe_agent_workspace(aid)));
+                    },
+                    fail);
+          },
+          fail);
   return rp;
 }
 
@@ -393,18 +397,18 @@ void on_session_down(self_ptr self, const caf::down_msg& dm) {
       e.handle = nullptr;
       e.status = "failed";
       fields["restarted"] = false;
-      log::error("agent", "session " + session_key(e.row.agent_id, sid)
-                            + " failed too often; not restarting");
+      log::error("agent", "session " + session_key(e.row.agent_id, sid) +
+                              " failed too often; not restarting");
     } else {
       ++e.restarts;
       e.handle = nullptr;
       restart_session(self, sid);
       fields["restarted"] = true;
-      log::warn("agent", "session " + session_key(e.row.agent_id, sid)
-                           + " failed (" + reason + "); restarted");
+      log::warn("agent", "session " + session_key(e.row.agent_id, sid) +
+                             " failed (" + reason + "); restarted");
     }
     w.audit.push_back(
-      audit("session.actor_failed", e.row.agent_id, sid, std::move(fields)));
+        audit("session.actor_failed", e.row.agent_id, sid, std::move(fields)));
     caf::anon_send(st.init.metadata, atom::write_v, std::move(w));
     return;
   }
@@ -426,7 +430,7 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
   self->state.init.sessions.clear();
   self->state.init.checkpoints.clear();
   self->set_down_handler(
-    [self](caf::down_msg& dm) { on_session_down(self, dm); });
+      [self](caf::down_msg& dm) { on_session_down(self, dm); });
   // Children's exits are handled by the down handler (restarts); only the
   // parent's exit stops the agent, and its sessions with it.
   self->set_exit_handler([self](caf::exit_msg& em) {
@@ -438,85 +442,85 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
     self->quit(em.reason);
   });
   return {
-    [self](atom::rpc, const std::string& action,
-           const json::value& body) -> caf::result<json::value> {
-      const auto& params = body.as_object();
-      ++self->state.requests;
-      self->state.faults.trigger(action);
-      if (auto err = agent_busy(self))
-        return err;
-      const auto& aid = self->state.init.row.agent_id;
-      if (action == "session.create")
-        return handle_session_create(self, params);
-      if (action == "session.delete")
-        return handle_session_delete(self, action, params);
-      if (action == "session.list")
-        return json_reply(json::object{{"agent_id", aid},
-                                        {"session_ids", session_ids(self)}});
-      if (action == "agent.create")
-        return handle_agent_create(self, params);
-      if (action == "agent.describe") {
-        auto o = describe_agent_workspace(aid);
-        o["created_ns"] = self->state.init.row.created_ns;
-        o["session_ids"] = session_ids(self);
-        return json_reply(std::move(o));
-      }
-      if (action == "agent.delete")
-        return handle_agent_delete(self, params);
-      if (action == "debug.fault") {
-        auto f = parse_fault(params);
-        if (!f)
-          return f.error();
-        self->state.faults.arm(std::move(*f));
-        return json_reply(json::object{{"armed", true}});
-      }
-      return make_error(errc::invalid_argument, "unknown action: " + action);
-    },
-    [self](atom::session,
-           const std::string& sid) -> caf::result<session_actor> {
-      auto& st = self->state;
-      auto it = st.sessions.find(sid);
-      auto key = session_key(st.init.row.agent_id, sid);
-      if (it == st.sessions.end() || it->second.status == "creating")
-        return make_error(errc::not_found, "session does not exist: " + key);
-      if (it->second.status == "restarting")
-        return make_error(errc::conflict, "session is restarting: " + key);
-      if (it->second.status == "failed" || !it->second.handle)
-        return make_error(errc::internal,
-                          "session actor failed repeatedly and is stopped: "
-                            + key);
-      return it->second.handle;
-    },
-    [self](atom::dump) -> caf::result<json::value> {
-      auto& st = self->state;
-      json::object o;
-      o["kind"] = "agent";
-      o["agent_id"] = st.init.row.agent_id;
-      o["state"] = st.phase;
-      o["mailbox"] = self->mailbox().size();
-      o["resources"] = json::object{
-        {"workspace", st.init.paths.agent_workspace(st.init.row.agent_id)}};
-      o["counters"] = json::object{{"requests", st.requests},
-                                   {"failures", st.failures},
-                                   {"restarts", st.init.restarts}};
-      o["uptime_ms"] = uptime_ms(st.started);
-      std::vector<session_actor> live;
-      json::array stopped;
-      for (auto& [sid, e] : st.sessions) {
-        if (e.handle) {
-          live.push_back(e.handle);
-          continue;
+      [self](atom::rpc, const std::string& action,
+             const json::value& body) -> caf::result<json::value> {
+        const auto& params = body.as_object();
+        ++self->state.requests;
+        self->state.faults.trigger(action);
+        if (auto err = agent_busy(self))
+          return err;
+        const auto& aid = self->state.init.row.agent_id;
+        if (action == "session.create")
+          return handle_session_create(self, params);
+        if (action == "session.delete")
+          return handle_session_delete(self, action, params);
+        if (action == "session.list")
+          return json_reply(json::object{{"agent_id", aid},
+                                         {"session_ids", session_ids(self)}});
+        if (action == "agent.create")
+          return handle_agent_create(self, params);
+        if (action == "agent.describe") {
+          auto o = describe_agent_workspace(aid);
+          o["created_ns"] = self->state.init.row.created_ns;
+          o["session_ids"] = session_ids(self);
+          return json_reply(std::move(o));
         }
-        // Sessions without an actor still show, with why.
-        stopped.push_back(json::object{
-          {"kind", "session"},
-          {"agent_id", e.row.agent_id},
-          {"session_id", sid},
-          {"state", e.status},
-          {"counters", json::object{{"restarts", e.restarts}}}});
-      }
-      return dump_with_children(self, std::move(o), live, std::move(stopped));
-    },
+        if (action == "agent.delete")
+          return handle_agent_delete(self, params);
+        if (action == "debug.fault") {
+          auto f = parse_fault(params);
+          if (!f)
+            return f.error();
+          self->state.faults.arm(std::move(*f));
+          return json_reply(json::object{{"armed", true}});
+        }
+        return make_error(errc::invalid_argument, "unknown action: " + action);
+      },
+      [self](atom::session,
+             const std::string& sid) -> caf::result<session_actor> {
+        auto& st = self->state;
+        auto it = st.sessions.find(sid);
+        auto key = session_key(st.init.row.agent_id, sid);
+        if (it == st.sessions.end() || it->second.status == "creating")
+          return make_error(errc::not_found, "session does not exist: " + key);
+        if (it->second.status == "restarting")
+          return make_error(errc::conflict, "session is restarting: " + key);
+        if (it->second.status == "failed" || !it->second.handle)
+          return make_error(errc::internal,
+                            "session actor failed repeatedly and is stopped: " +
+                                key);
+        return it->second.handle;
+      },
+      [self](atom::dump) -> caf::result<json::value> {
+        auto& st = self->state;
+        json::object o;
+        o["kind"] = "agent";
+        o["agent_id"] = st.init.row.agent_id;
+        o["state"] = st.phase;
+        o["mailbox"] = self->mailbox().size();
+        o["resources"] = json::object{
+            {"workspace", st.init.paths.agent_workspace(st.init.row.agent_id)}};
+        o["counters"] = json::object{{"requests", st.requests},
+                                     {"failures", st.failures},
+                                     {"restarts", st.init.restarts}};
+        o["uptime_ms"] = uptime_ms(st.started);
+        std::vector<session_actor> live;
+        json::array stopped;
+        for (auto& [sid, e] : st.sessions) {
+          if (e.handle) {
+            live.push_back(e.handle);
+            continue;
+          }
+          // Sessions without an actor still show, with why.
+          stopped.push_back(json::object{
+              {"kind", "session"},
+              {"agent_id", e.row.agent_id},
+              {"session_id", sid},
+              {"state", e.status},
+              {"counters", json::object{{"restarts", e.restarts}}}});
+        }
+        return dump_with_children(self, std::move(o), live, std::move(stopped));
+      },
   };
 }
 

@@ -59,7 +59,7 @@ inline constexpr std::chrono::seconds restart_window{60};
 
 /// Records a failure now; false when the child exceeded its budget.
 inline bool within_restart_budget(
-  std::deque<std::chrono::steady_clock::time_point>& failures) {
+    std::deque<std::chrono::steady_clock::time_point>& failures) {
   auto now = std::chrono::steady_clock::now();
   failures.push_back(now);
   while (!failures.empty() && now - failures.front() > restart_window)

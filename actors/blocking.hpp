@@ -20,21 +20,23 @@ namespace allox {
 template <class Self, class Job>
 auto run_blocking(Self* self, Job job) {
   auto worker = self->template spawn<caf::detached>(
-    [job = std::move(job)](caf::event_based_actor* w) mutable -> caf::behavior {
-      return {
-        [w, job = std::move(job)](atom::run) mutable -> caf::result<json::value> {
-          w->quit();
-          try {
-            expected<json::value> r = job();
-            if (!r)
-              return std::move(r.error());
-            return json_reply(std::move(*r));
-          } catch (const std::exception& e) {
-            return make_error(errc::internal, e.what());
-          }
-        },
-      };
-    });
+      [job =
+           std::move(job)](caf::event_based_actor* w) mutable -> caf::behavior {
+        return {
+            [w, job = std::move(job)](
+                atom::run) mutable -> caf::result<json::value> {
+              w->quit();
+              try {
+                expected<json::value> r = job();
+                if (!r)
+                  return std::move(r.error());
+                return json_reply(std::move(*r));
+              } catch (const std::exception& e) {
+                return make_error(errc::internal, e.what());
+              }
+            },
+        };
+      });
   return self->request(worker, caf::infinite, atom::run_v);
 }
 

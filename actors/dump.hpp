@@ -17,8 +17,8 @@ inline constexpr std::chrono::seconds dump_timeout{5};
 /// Milliseconds since `start`.
 inline int64_t uptime_ms(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
-           std::chrono::steady_clock::now() - start)
-    .count();
+             std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 /// Delivers `self` as `base` with `children` = `extra` plus the dump of
@@ -34,7 +34,7 @@ caf::result<json::value> dump_with_children(Self* self, json::object base,
     size_t remaining;
   };
   auto g = std::make_shared<gather>(
-    gather{std::move(base), std::move(extra), handles.size()});
+      gather{std::move(base), std::move(extra), handles.size()});
   auto finish = [rp, g]() mutable {
     g->base["children"] = std::move(g->children);
     rp.deliver(json::value(std::move(g->base)));
@@ -45,18 +45,18 @@ caf::result<json::value> dump_with_children(Self* self, json::object base,
   }
   for (const auto& h : handles) {
     self->request(h, dump_timeout, atom::dump_v)
-      .then(
-        [g, finish](json::value& v) mutable {
-          g->children.push_back(std::move(v));
-          if (--g->remaining == 0)
-            finish();
-        },
-        [g, finish](caf::error& err) mutable {
-          g->children.push_back(json::object{
-            {"state", "unresponsive"}, {"error", message_of(err)}});
-          if (--g->remaining == 0)
-            finish();
-        });
+        .then(
+            [g, finish](json::value& v) mutable {
+              g->children.push_back(std::move(v));
+              if (--g->remaining == 0)
+                finish();
+            },
+            [g, finish](caf::error& err) mutable {
+              g->children.push_back(json::object{{"state", "unresponsive"},
+                                                 {"error", message_of(err)}});
+              if (--g->remaining == 0)
+                finish();
+            });
   }
   return rp;
 }

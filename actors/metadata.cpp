@@ -40,63 +40,62 @@ void flush(self_ptr self) {
 
 } // namespace
 
-metadata_actor::behavior_type metadata(self_ptr self,
-                                       std::shared_ptr<store::catalog> db,
-                                       std::string path) {
+metadata_actor::behavior_type
+metadata(self_ptr self, std::shared_ptr<store::catalog> db, std::string path) {
   self->state.db = std::move(db);
   self->state.path = std::move(path);
   self->state.started = std::chrono::steady_clock::now();
   return {
-    [self](atom::load) -> caf::result<catalog_snapshot> {
-      flush(self);
-      auto snap = self->state.db->load();
-      if (!snap)
-        return snap.error();
-      return std::move(*snap);
-    },
-    [self](atom::load, const std::string& a,
-           const std::string& s) -> caf::result<catalog_snapshot> {
-      flush(self);
-      auto snap = self->state.db->load_session(a, s);
-      if (!snap)
-        return snap.error();
-      return std::move(*snap);
-    },
-    [self](atom::write, metadata_write& w) -> caf::result<caf::ok_atom> {
-      auto& st = self->state;
-      st.queued.push_back(std::move(w));
-      auto rp = self->make_response_promise<caf::ok_atom>();
-      st.waiting.push_back(rp);
-      // The flush message queues behind every write already in the
-      // mailbox, so they all land in the same transaction.
-      if (!st.flush_pending) {
-        st.flush_pending = true;
-        self->send(self, atom::flush_v);
-      }
-      return rp;
-    },
-    [self](atom::flush) { flush(self); },
-    [self](atom::audit, const audit_query& q) -> caf::result<json::value> {
-      // A reader must see every write queued before its question.
-      flush(self);
-      auto r = self->state.db->audit(q);
-      if (!r)
-        return r.error();
-      return json_reply(std::move(*r));
-    },
-    [self](atom::dump) -> json::value {
-      const auto& st = self->state;
-      json::object o;
-      o["kind"] = "metadata";
-      o["state"] = st.queued.empty() ? "idle" : "busy";
-      o["mailbox"] = self->mailbox().size();
-      o["resources"] = json::object{{"database", st.path}};
-      o["counters"] = json::object{{"commits", st.commits},
-                                   {"batches", st.batches},
-                                   {"failures", st.failures}};
-      o["uptime_ms"] = uptime_ms(st.started);
-      return o;
-    },
+      [self](atom::load) -> caf::result<catalog_snapshot> {
+        flush(self);
+        auto snap = self->state.db->load();
+        if (!snap)
+          return snap.error();
+        return std::move(*snap);
+      },
+      [self](atom::load, const std::string& a,
+             const std::string& s) -> caf::result<catalog_snapshot> {
+        flush(self);
+        auto snap = self->state.db->load_session(a, s);
+        if (!snap)
+          return snap.error();
+        return std::move(*snap);
+      },
+      [self](atom::write, metadata_write& w) -> caf::result<caf::ok_atom> {
+        auto& st = self->state;
+        st.queued.push_back(std::move(w));
+        auto rp = self->make_response_promise<caf::ok_atom>();
+        st.waiting.push_back(rp);
+        // The flush message queues behind every write already in the
+        // mailbox, so they all land in the same transaction.
+        if (!st.flush_pending) {
+          st.flush_pending = true;
+          self->send(self, atom::flush_v);
+        }
+        return rp;
+      },
+      [self](atom::flush) { flush(self); },
+      [self](atom::audit, const audit_query& q) -> caf::result<json::value> {
+        // A reader must see every write queued before its question.
+        flush(self);
+        auto r = self->state.db->audit(q);
+        if (!r)
+          return r.error();
+        return json_reply(std::move(*r));
+      },
+      [self](atom::dump) -> json::value {
+        const auto& st = self->state;
+        json::object o;
+        o["kind"] = "metadata";
+        o["state"] = st.queued.empty() ? "idle" : "busy";
+        o["mailbox"] = self->mailbox().size();
+        o["resources"] = json::object{{"database", st.path}};
+        o["counters"] = json::object{{"commits", st.commits},
+                                     {"batches", st.batches},
+                                     {"failures", st.failures}};
+        o["uptime_ms"] = uptime_ms(st.started);
+        return o;
+      },
   };
 }
 

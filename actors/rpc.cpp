@@ -13,25 +13,25 @@ namespace allox {
 
 bool is_session_action(const std::string& action) {
   static const std::set<std::string, std::less<>> actions{
-    "session.describe",
-    "session.rollback",
-    "session.rollback_after_runtime_reset",
-    "session.unfence",
-    "checkpoint.create",
-    "checkpoint.list",
-    "checkpoint.describe",
-    "checkpoint.delete",
-    "checkpoint.diff",
-    "execution.acquire",
-    "runtime.register_background",
-    "runtime.begin_reset",
-    "process.start",
-    "session.configure",
-    "process.list",
-    "process.get",
-    "process.stop",
-    "process.events",
-    "process.output",
+      "session.describe",
+      "session.rollback",
+      "session.rollback_after_runtime_reset",
+      "session.unfence",
+      "checkpoint.create",
+      "checkpoint.list",
+      "checkpoint.describe",
+      "checkpoint.delete",
+      "checkpoint.diff",
+      "execution.acquire",
+      "runtime.register_background",
+      "runtime.begin_reset",
+      "process.start",
+      "session.configure",
+      "process.list",
+      "process.get",
+      "process.stop",
+      "process.events",
+      "process.output",
   };
   return actions.count(action) > 0;
 }
@@ -42,7 +42,7 @@ using self_ptr = rpc_actor::stateful_pointer<rpc_state>;
 
 void reply(self_ptr self, uint64_t ticket, const json::value& result) {
   self->state.init.channel->post(
-    {ticket, 200, ok_body(json::serialize(result))});
+      {ticket, 200, ok_body(json::serialize(result))});
 }
 
 void reply_error(self_ptr self, uint64_t ticket, const caf::error& err) {
@@ -52,15 +52,15 @@ void reply_error(self_ptr self, uint64_t ticket, const caf::error& err) {
   if (code == errc::internal)
     log::warn("rpc", "request failed: " + msg);
   self->state.init.channel->post(
-    {ticket, http_status(code), error_body(msg, code_name(code))});
+      {ticket, http_status(code), error_body(msg, code_name(code))});
 }
 
 template <class Handle>
 void call(self_ptr self, uint64_t ticket, const Handle& target,
           const std::string& action, const json::object& params) {
-  self->request(target, rpc_timeout, atom::rpc_v, action,
-                json::value(params))
-    .then([self, ticket](json::value& v) { reply(self, ticket, v); },
+  self->request(target, rpc_timeout, atom::rpc_v, action, json::value(params))
+      .then(
+          [self, ticket](json::value& v) { reply(self, ticket, v); },
           [self, ticket](caf::error& err) { reply_error(self, ticket, err); });
 }
 
@@ -75,8 +75,8 @@ void track_token(self_ptr self, const std::string& action,
   auto remember = [&](const char* field) {
     if (auto* t = obj->if_contains(field); t && t->is_string())
       tokens[std::string{t->get_string()}] = {
-        std::string{params.at("agent_id").get_string()},
-        std::string{params.at("session_id").get_string()}};
+          std::string{params.at("agent_id").get_string()},
+          std::string{params.at("session_id").get_string()}};
   };
   if (action == "execution.acquire")
     remember("lease_token");
@@ -91,18 +91,17 @@ void track_token(self_ptr self, const std::string& action,
 void call_session(self_ptr self, uint64_t ticket, const session_actor& target,
                   const std::string& action, const json::object& params) {
   self->state.in_flight.emplace(ticket, target.address());
-  self->request(target, rpc_timeout, atom::rpc_v, action,
-                json::value(params))
-    .then(
-      [self, ticket, action, params](json::value& v) {
-        track_token(self, action, params, v);
-        if (self->state.in_flight.erase(ticket) > 0)
-          reply(self, ticket, v);
-      },
-      [self, ticket](caf::error& err) {
-        if (self->state.in_flight.erase(ticket) > 0)
-          reply_error(self, ticket, err);
-      });
+  self->request(target, rpc_timeout, atom::rpc_v, action, json::value(params))
+      .then(
+          [self, ticket, action, params](json::value& v) {
+            track_token(self, action, params, v);
+            if (self->state.in_flight.erase(ticket) > 0)
+              reply(self, ticket, v);
+          },
+          [self, ticket](caf::error& err) {
+            if (self->state.in_flight.erase(ticket) > 0)
+              reply_error(self, ticket, err);
+          });
 }
 
 void route_to_session(self_ptr self, uint64_t ticket, std::string action,
@@ -117,16 +116,15 @@ void route_to_session(self_ptr self, uint64_t ticket, std::string action,
   if (auto it = self->state.sessions.find(key);
       it != self->state.sessions.end())
     return call_session(self, ticket, it->second, action, params);
-  self
-    ->request(self->state.init.agents, rpc_timeout, atom::session_v, *aid,
-              *sid)
-    .then(
-      [self, ticket, key, action, params](session_actor& target) {
-        if (self->state.sessions.emplace(key, target).second)
-          self->monitor(target);
-        call_session(self, ticket, target, action, params);
-      },
-      [self, ticket](caf::error& err) { reply_error(self, ticket, err); });
+  self->request(self->state.init.agents, rpc_timeout, atom::session_v, *aid,
+                *sid)
+      .then(
+          [self, ticket, key, action, params](session_actor& target) {
+            if (self->state.sessions.emplace(key, target).second)
+              self->monitor(target);
+            call_session(self, ticket, target, action, params);
+          },
+          [self, ticket](caf::error& err) { reply_error(self, ticket, err); });
 }
 
 caf::error decode_audit_query(const json::object& p, audit_query& q) {
@@ -171,9 +169,9 @@ void route_by_token(self_ptr self, uint64_t ticket, std::string action,
   if (it == self->state.tokens.end()) {
     if (action == "execution.release")
       return reply(self, ticket, json::object{{"released", false}});
-    return reply_error(self, ticket,
-                       make_error(errc::not_found,
-                                  "unknown runtime reset token"));
+    return reply_error(
+        self, ticket,
+        make_error(errc::not_found, "unknown runtime reset token"));
   }
   params["agent_id"] = it->second.first;
   params["session_id"] = it->second.second;
@@ -189,21 +187,20 @@ void dispatch(self_ptr self, uint64_t ticket, std::string action,
   if (action == "runtime.complete_reset")
     return route_by_token(self, ticket, std::move(action), std::move(params),
                           "reset_token");
-  if (is_session_action(action)
-      || (action == "debug.fault" && params::has(params, "session_id")))
-    return route_to_session(self, ticket, std::move(action),
-                            std::move(params));
-  if (action == "store.initialize" || action.rfind("agent.", 0) == 0
-      || action == "session.create" || action == "session.list"
-      || action == "session.delete" || action == "debug.fault")
+  if (is_session_action(action) ||
+      (action == "debug.fault" && params::has(params, "session_id")))
+    return route_to_session(self, ticket, std::move(action), std::move(params));
+  if (action == "store.initialize" || action.rfind("agent.", 0) == 0 ||
+      action == "session.create" || action == "session.list" ||
+      action == "session.delete" || action == "debug.fault")
     return call(self, ticket, init.agents, action, params);
   if (action == "audit.list") {
     audit_query q;
     if (auto err = decode_audit_query(params, q))
       return reply_error(self, ticket, err);
     self->request(init.metadata, rpc_timeout, atom::audit_v, q)
-      .then([self, ticket](json::value& v) { reply(self, ticket, v); },
-            [self, ticket](caf::error& e) { reply_error(self, ticket, e); });
+        .then([self, ticket](json::value& v) { reply(self, ticket, v); },
+              [self, ticket](caf::error& e) { reply_error(self, ticket, e); });
     return;
   }
   if (action == "process.status") {
@@ -228,13 +225,13 @@ void dispatch(self_ptr self, uint64_t ticket, std::string action,
   }
   if (action == "system.dump") {
     self->request(init.supervisor, rpc_timeout, atom::dump_v)
-      .then(
-        [self, ticket](json::value& tree) {
-          json::object o{{"daemon", self->state.init.daemon_info},
-                         {"tree", std::move(tree)}};
-          reply(self, ticket, o);
-        },
-        [self, ticket](caf::error& e) { reply_error(self, ticket, e); });
+        .then(
+            [self, ticket](json::value& tree) {
+              json::object o{{"daemon", self->state.init.daemon_info},
+                             {"tree", std::move(tree)}};
+              reply(self, ticket, o);
+            },
+            [self, ticket](caf::error& e) { reply_error(self, ticket, e); });
     return;
   }
   reply_error(self, ticket,
@@ -265,43 +262,44 @@ rpc_actor::behavior_type rpc(self_ptr self, rpc_init init) {
       }
       auto ticket = it->first;
       it = st.in_flight.erase(it);
-      reply_error(self, ticket,
-                  make_error(errc::internal,
-                             "session actor failed while handling the "
-                             "request (" + message_of(dm.reason)
-                               + "); it has been restarted"));
+      reply_error(
+          self, ticket,
+          make_error(errc::internal, "session actor failed while handling the "
+                                     "request (" +
+                                         message_of(dm.reason) +
+                                         "); it has been restarted"));
     }
   });
   return {
-    [self](atom::rpc, uint64_t ticket, std::string& action,
-           json::value& params) {
-      ++self->state.requests;
-      dispatch(self, ticket, std::move(action),
-               std::move(params.as_object()));
-    },
-    [self](atom::log) {
-      self->request(self->state.init.supervisor, rpc_timeout, atom::dump_v)
-        .then(
-          [](json::value& tree) {
-            log::info("dump", json::serialize(tree));
-          },
-          [](caf::error& err) {
-            log::error("dump", "system dump failed: " + message_of(err));
-          });
-    },
-    [self](atom::dump) -> json::value {
-      auto& st = self->state;
-      json::object o;
-      o["kind"] = "rpc";
-      o["state"] = st.in_flight.empty() ? "idle" : "busy";
-      o["mailbox"] = self->mailbox().size();
-      o["counters"] = json::object{{"requests", st.requests},
-                                   {"errors", st.errors},
-                                   {"cached_sessions", st.sessions.size()},
-                                   {"in_flight", st.in_flight.size()}};
-      o["uptime_ms"] = uptime_ms(st.started);
-      return o;
-    },
+      [self](atom::rpc, uint64_t ticket, std::string& action,
+             json::value& params) {
+        ++self->state.requests;
+        dispatch(self, ticket, std::move(action),
+                 std::move(params.as_object()));
+      },
+      [self](atom::log) {
+        self->request(self->state.init.supervisor, rpc_timeout, atom::dump_v)
+            .then(
+                [](json::value& tree) {
+                  log::info("dump", json::serialize(tree));
+                },
+                [](caf::error& err) {
+                  log::error("dump", "system dump failed: " + message_of(err));
+                });
+      },
+      [self](atom::dump) -> json::value {
+        auto& st = self->state;
+        json::object o;
+        o["kind"] = "rpc";
+        o["state"] = st.in_flight.empty() ? "idle" : "busy";
+        o["mailbox"] = self->mailbox().size();
+        o["counters"] = json::object{{"requests", st.requests},
+                                     {"errors", st.errors},
+                                     {"cached_sessions", st.sessions.size()},
+                                     {"in_flight", st.in_flight.size()}};
+        o["uptime_ms"] = uptime_ms(st.started);
+        return o;
+      },
   };
 }
 

@@ -5,8 +5,8 @@
 // actor fails or times out.
 #pragma once
 
-#include "messages/actors.hpp"
 #include "actors/session_runs.hpp"
+#include "messages/actors.hpp"
 #include "messages/rpc.hpp"
 
 #include <chrono>

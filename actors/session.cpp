@@ -6,9 +6,9 @@
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_diff.hpp"
 #include "guest/os/cgroup.hpp"
+#include "guest/os/fs.hpp"
 #include "guest/sandbox/bwrap_args.hpp"
 #include "guest/sandbox/spawn.hpp"
-#include "guest/os/fs.hpp"
 #include "guest/store/run_recovery.hpp"
 #include "guest/store/workspace_ops.hpp"
 #include "messages/checkpoint_params.hpp"
@@ -25,8 +25,8 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <memory>
+#include <sstream>
 
 namespace allox {
 
@@ -73,15 +73,16 @@ session_ref ref(self_ptr self) {
   return {self->state.agent_id(), self->state.session_id()};
 }
 
-// -- guards ---------------------------------------------------------------------
+// -- guards
+// ---------------------------------------------------------------------
 
 caf::error require_alive(self_ptr self) {
   auto& st = self->state;
   if (st.phase == "retired" || st.phase == "deleting")
     return make_error(errc::not_found, "session does not exist: " + st.key());
   if (st.phase == "fenced")
-    return conflict("session is fenced (" + st.fence_reason
-                    + "); restart the daemon to recover: " + st.key());
+    return conflict("session is fenced (" + st.fence_reason +
+                    "); restart the daemon to recover: " + st.key());
   return caf::none;
 }
 
@@ -100,8 +101,8 @@ caf::error require_mutable(self_ptr self) {
   if (!st.leases.empty())
     return conflict("session has active executions: " + st.key());
   if (!st.background.empty())
-    return conflict("session has persistent runtime executions: " + st.key()
-                    + "; use runtime reset before rollback");
+    return conflict("session has persistent runtime executions: " + st.key() +
+                    "; use runtime reset before rollback");
   return caf::none;
 }
 
@@ -126,24 +127,24 @@ void fence(self_ptr self, const caf::error& err) {
   log::error("session", st.key() + " fenced: " + st.fence_reason);
 }
 
-// -- sequencing -----------------------------------------------------------------
+// -- sequencing
+// -----------------------------------------------------------------
 
 /// Commits `w` durably, then runs `next`; a failed commit goes to `fail`.
 template <class Next>
 void commit(self_ptr self, metadata_write w, Next next, fail_fn fail) {
-  self
-    ->request(self->state.init.metadata, caf::infinite, atom::write_v,
-              std::move(w))
-    .then([next](caf::ok_atom) mutable { next(); },
-          [fail](caf::error& err) { fail(err); });
+  self->request(self->state.init.metadata, caf::infinite, atom::write_v,
+                std::move(w))
+      .then([next](caf::ok_atom) mutable { next(); },
+            [fail](caf::error& err) { fail(err); });
 }
 
 /// Runs a filesystem step on a worker thread, then `next(result)`.
 template <class Job, class Next>
 void blocking(self_ptr self, Job job, Next next, fail_fn fail) {
   run_blocking(self, std::move(job))
-    .then([next](json::value& v) mutable { next(v); },
-          [fail](caf::error& err) { fail(err); });
+      .then([next](json::value& v) mutable { next(v); },
+            [fail](caf::error& err) { fail(err); });
 }
 
 /// Runs a read-only filesystem step on a worker thread and answers the
@@ -152,13 +153,14 @@ template <class Job>
 caf::result<json::value> answer_blocking(self_ptr self, Job job) {
   auto rp = self->make_response_promise<json::value>();
   blocking(
-    self, std::move(job),
-    [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
-    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+      self, std::move(job),
+      [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;
 }
 
-// -- describe / list ------------------------------------------------------------
+// -- describe / list
+// ------------------------------------------------------------
 
 caf::result<json::value> handle_describe(self_ptr self) {
   if (self->state.phase == "retired")
@@ -168,17 +170,17 @@ caf::result<json::value> handle_describe(self_ptr self) {
   auto current = self->state.init.paths.current(row.agent_id, row.session_id);
   // One lstat: cheap, and catches a workspace replaced behind our back.
   switch (os::kind_of(current)) {
-    case os::entry_kind::directory:
-      break;
-    case os::entry_kind::missing:
-      if (self->state.phase == "mutating")
-        break; // mid-rollback: current/ is being swapped
-      return make_error(errc::not_found,
-                        "session does not exist: " + self->state.key());
-    default:
-      return make_error(errc::invalid_argument,
-                        "session workspace is not a managed directory: "
-                          + current);
+  case os::entry_kind::directory:
+    break;
+  case os::entry_kind::missing:
+    if (self->state.phase == "mutating")
+      break; // mid-rollback: current/ is being swapped
+    return make_error(errc::not_found,
+                      "session does not exist: " + self->state.key());
+  default:
+    return make_error(errc::invalid_argument,
+                      "session workspace is not a managed directory: " +
+                          current);
   }
   return json_reply(describe_session(row, self->state.dag));
 }
@@ -209,10 +211,9 @@ caf::result<json::value> handle_checkpoint_list(self_ptr self,
   auto records = st.dag.records(*cursor, static_cast<size_t>(*limit), &more);
   if (*limit > 0) {
     o["has_more"] = more;
-    o["next_cursor"] =
-      records.empty()
-        ? json::value(nullptr)
-        : records.back().as_object().at("checkpoint_id");
+    o["next_cursor"] = records.empty()
+                           ? json::value(nullptr)
+                           : records.back().as_object().at("checkpoint_id");
   }
   o["checkpoints"] = std::move(records);
   return json_reply(std::move(o));
@@ -233,7 +234,8 @@ caf::result<json::value> handle_checkpoint_describe(self_ptr self,
   return json_reply(std::move(rec));
 }
 
-// -- checkpoint.diff ------------------------------------------------------------
+// -- checkpoint.diff
+// ------------------------------------------------------------
 
 // Paths added, modified and deleted between two checkpoints, or between a
 // checkpoint and current/. The common ancestor in the DAG gives the Btrfs
@@ -271,8 +273,8 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
   if (*limit < 1 || *limit > 10000)
     return make_error(errc::invalid_argument, "limit must be 1..10000");
   // current/ descends from the head.
-  auto ancestor = st.dag.common_ancestor(*from, to.empty() ? st.dag.head()
-                                                           : to);
+  auto ancestor =
+      st.dag.common_ancestor(*from, to.empty() ? st.dag.head() : to);
   uint64_t base = 0;
   if (auto* row = st.dag.find(ancestor); row != nullptr && !row->missing)
     base = static_cast<uint64_t>(row->generation);
@@ -283,56 +285,57 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
   auto to_dir = to.empty() ? paths.current(a, s) : paths.checkpoint(a, s, to);
   json::object head{{"agent_id", a}, {"session_id", s}, {"from", *from}};
   head["to"] = to.empty() ? json::value(nullptr) : json::value(to);
-  head["base_checkpoint"] = ancestor.empty() ? json::value(nullptr)
-                                             : json::value(ancestor);
+  head["base_checkpoint"] =
+      ancestor.empty() ? json::value(nullptr) : json::value(ancestor);
   return answer_blocking(
-    self,
-    [from_dir, to_dir, base, cursor = *cursor, limit = *limit,
-     head]() mutable -> expected<json::value> {
-      os::diff_stats stats;
-      auto changes = os::diff_trees(from_dir, to_dir, base, &stats);
-      if (!changes)
-        return changes.error();
-      json::array page;
-      json::object counts{{"added", 0}, {"modified", 0}, {"deleted", 0}};
-      std::string next;
-      bool more = false;
-      for (const auto& c : *changes) {
-        counts[c.change] = counts[c.change].as_int64() + 1;
-        if (!cursor.empty() && c.path <= cursor)
-          continue;
-        if (static_cast<int64_t>(page.size()) == limit) {
-          more = true;
-          continue;
+      self,
+      [from_dir, to_dir, base, cursor = *cursor, limit = *limit,
+       head]() mutable -> expected<json::value> {
+        os::diff_stats stats;
+        auto changes = os::diff_trees(from_dir, to_dir, base, &stats);
+        if (!changes)
+          return changes.error();
+        json::array page;
+        json::object counts{{"added", 0}, {"modified", 0}, {"deleted", 0}};
+        std::string next;
+        bool more = false;
+        for (const auto& c : *changes) {
+          counts[c.change] = counts[c.change].as_int64() + 1;
+          if (!cursor.empty() && c.path <= cursor)
+            continue;
+          if (static_cast<int64_t>(page.size()) == limit) {
+            more = true;
+            continue;
+          }
+          page.push_back(json::object{
+              {"path", c.path}, {"change", c.change}, {"type", c.type}});
+          next = c.path;
         }
-        page.push_back(json::object{
-          {"path", c.path}, {"change", c.change}, {"type", c.type}});
-        next = c.path;
-      }
-      head["changes"] = std::move(page);
-      head["counts"] = std::move(counts);
-      head["next_cursor"] = next.empty() ? json::value(nullptr)
-                                         : json::value(next);
-      head["has_more"] = more;
-      head["method"] = stats.method;
-      head["stats"] = json::object{{"changed_inodes", stats.changed_inodes},
-                                   {"compared_paths", stats.compared_paths},
-                                   {"listed_dirs", stats.listed_dirs}};
-      return json::value(std::move(head));
-    });
+        head["changes"] = std::move(page);
+        head["counts"] = std::move(counts);
+        head["next_cursor"] =
+            next.empty() ? json::value(nullptr) : json::value(next);
+        head["has_more"] = more;
+        head["method"] = stats.method;
+        head["stats"] = json::object{{"changed_inodes", stats.changed_inodes},
+                                     {"compared_paths", stats.compared_paths},
+                                     {"listed_dirs", stats.listed_dirs}};
+        return json::value(std::move(head));
+      });
 }
 
-// -- checkpoint.create ----------------------------------------------------------
+// -- checkpoint.create
+// ----------------------------------------------------------
 
 /// The audit fields of checkpoint.create.
 json::object create_fields(const checkpoint_row& row) {
   json::object fields{{"checkpoint_id", row.checkpoint_id},
                       {"origin", row.origin},
                       {"pinned", row.pinned}};
-  fields["message"] = row.has_message ? json::value(row.message)
-                                      : json::value(nullptr);
-  fields["metadata"] = row.metadata.empty() ? json::value(nullptr)
-                                            : json::parse(row.metadata);
+  fields["message"] =
+      row.has_message ? json::value(row.message) : json::value(nullptr);
+  fields["metadata"] =
+      row.metadata.empty() ? json::value(nullptr) : json::parse(row.metadata);
   return fields;
 }
 
@@ -364,46 +367,45 @@ void create_publish(const create_ptr& run) {
   auto row = run->row;
   auto faults = run->faults;
   blocking(
-    self,
-    [paths, row, faults]() -> expected<json::value> {
-      faults->trigger("checkpoint.create.after_commit");
-      if (auto err = store::publish_checkpoint(paths, row.agent_id,
-                                               row.session_id,
-                                               row.checkpoint_id))
-        return err;
-      faults->trigger("checkpoint.create.after_publish");
-      return json::value();
-    },
-    [run](json::value&) {
-      auto owner = run->self;
-      auto& state = owner->state;
-      auto done = run->row;
-      done.pending = false;
-      metadata_write settle;
-      settle.durable = false; // start-up settles pending rows from the disk
-      settle.put_checkpoints.push_back(done);
-      settle.audit.push_back(audit(owner, "checkpoint.create",
-                                   create_fields(done)));
-      // Queued before any later request of this session can reach the
-      // catalog; a crash before it commits is settled at start-up.
-      caf::anon_send(state.init.metadata, atom::write_v, std::move(settle));
-      state.dag.add(done);
-      ++state.checkpoints_created;
-      end_mutation(owner);
-      json::object r{{"agent_id", done.agent_id},
-                     {"session_id", done.session_id},
-                     {"checkpoint_id", done.checkpoint_id}};
-      r["parent_id"] = done.parent_id.empty() ? json::value(nullptr)
-                                              : json::value(done.parent_id);
-      r["metadata"] = done.metadata.empty() ? json::value(nullptr)
-                                            : json::parse(done.metadata);
-      run->rp.deliver(json::value(std::move(r)));
-    },
-    [run](caf::error err) {
-      // Committed and snapshotted but not renamed: start-up publishes it.
-      fence(run->self, err);
-      create_fail(run, err);
-    });
+      self,
+      [paths, row, faults]() -> expected<json::value> {
+        faults->trigger("checkpoint.create.after_commit");
+        if (auto err = store::publish_checkpoint(
+                paths, row.agent_id, row.session_id, row.checkpoint_id))
+          return err;
+        faults->trigger("checkpoint.create.after_publish");
+        return json::value();
+      },
+      [run](json::value&) {
+        auto owner = run->self;
+        auto& state = owner->state;
+        auto done = run->row;
+        done.pending = false;
+        metadata_write settle;
+        settle.durable = false; // start-up settles pending rows from the disk
+        settle.put_checkpoints.push_back(done);
+        settle.audit.push_back(
+            audit(owner, "checkpoint.create", create_fields(done)));
+        // Queued before any later request of this session can reach the
+        // catalog; a crash before it commits is settled at start-up.
+        caf::anon_send(state.init.metadata, atom::write_v, std::move(settle));
+        state.dag.add(done);
+        ++state.checkpoints_created;
+        end_mutation(owner);
+        json::object r{{"agent_id", done.agent_id},
+                       {"session_id", done.session_id},
+                       {"checkpoint_id", done.checkpoint_id}};
+        r["parent_id"] = done.parent_id.empty() ? json::value(nullptr)
+                                                : json::value(done.parent_id);
+        r["metadata"] = done.metadata.empty() ? json::value(nullptr)
+                                              : json::parse(done.metadata);
+        run->rp.deliver(json::value(std::move(r)));
+      },
+      [run](caf::error err) {
+        // Committed and snapshotted but not renamed: start-up publishes it.
+        fence(run->self, err);
+        create_fail(run, err);
+      });
 }
 
 /// Called when the commit and the snapshot have both finished.
@@ -420,28 +422,28 @@ void create_join(const create_ptr& run) {
     // The catalog failed: the snapshot must not survive it.
     fence(self, err);
     blocking(
-      self,
-      [paths, row]() -> expected<json::value> {
-        os::remove_tree(paths.checkpoints_dir(row.agent_id, row.session_id)
-                        + "/" + std::string{store::pending_prefix}
-                        + row.checkpoint_id);
-        return json::value();
-      },
-      [run, err](json::value&) { create_fail(run, err); },
-      [run, err](caf::error) { create_fail(run, err); });
+        self,
+        [paths, row]() -> expected<json::value> {
+          os::remove_tree(paths.checkpoints_dir(row.agent_id, row.session_id) +
+                          "/" + std::string{store::pending_prefix} +
+                          row.checkpoint_id);
+          return json::value();
+        },
+        [run, err](json::value&) { create_fail(run, err); },
+        [run, err](caf::error) { create_fail(run, err); });
     return;
   }
   // The snapshot failed after the row was committed: take the row back.
   metadata_write undo;
   undo.delete_checkpoints.push_back(row);
   undo.set_heads.push_back(
-    {row.agent_id, row.session_id, self->state.dag.head()});
+      {row.agent_id, row.session_id, self->state.dag.head()});
   commit(
-    self, std::move(undo), [run, err]() { create_fail(run, err); },
-    [run](caf::error jerr) {
-      fence(run->self, jerr);
-      create_fail(run, jerr);
-    });
+      self, std::move(undo), [run, err]() { create_fail(run, err); },
+      [run](caf::error jerr) {
+        fence(run->self, jerr);
+        create_fail(run, jerr);
+      });
 }
 
 // All or nothing, with the catalog commit and the snapshot running at the
@@ -459,9 +461,8 @@ caf::result<json::value> handle_checkpoint_create(self_ptr self,
   if (auto err = require_mutable(self))
     return err;
   auto& st = self->state;
-  auto id = req->checkpoint_id.empty()
-              ? "cp-" + std::to_string(os::now_ns())
-              : req->checkpoint_id;
+  auto id = req->checkpoint_id.empty() ? "cp-" + std::to_string(os::now_ns())
+                                       : req->checkpoint_id;
   if (st.dag.find(id) != nullptr)
     return make_error(errc::already_exists, "checkpoint already exists: " + id);
   auto run = std::make_shared<create_run>();
@@ -479,50 +480,52 @@ caf::result<json::value> handle_checkpoint_create(self_ptr self,
   row.metadata = req->metadata;
   row.parent_id = st.dag.head();
   row.pending = true;
-  run->faults = std::make_shared<fault_set>(st.faults.take("checkpoint.create"));
+  run->faults =
+      std::make_shared<fault_set>(st.faults.take("checkpoint.create"));
   begin_mutation(self, "checkpoint.create");
   metadata_write w;
   w.put_checkpoints.push_back(row);
   w.set_heads.push_back({row.agent_id, row.session_id, row.checkpoint_id});
   commit(
-    self, std::move(w),
-    [run]() {
-      run->committed = true;
-      create_join(run);
-    },
-    [run](caf::error err) {
-      run->error = err;
-      create_join(run);
-    });
+      self, std::move(w),
+      [run]() {
+        run->committed = true;
+        create_join(run);
+      },
+      [run](caf::error err) {
+        run->error = err;
+        create_join(run);
+      });
   auto paths = st.init.paths;
   auto faults = run->faults;
   auto snapshot_row = row;
   blocking(
-    self,
-    [paths, snapshot_row, faults]() -> expected<json::value> {
-      faults->trigger("checkpoint.create.before_snapshot");
-      auto gen = store::snapshot_current(paths, snapshot_row.agent_id,
-                                         snapshot_row.session_id,
-                                         snapshot_row.checkpoint_id);
-      if (!gen)
-        return gen.error();
-      faults->trigger("checkpoint.create.after_snapshot");
-      return json::value(*gen);
-    },
-    [run](json::value& gen) {
-      run->row.generation = gen.as_int64();
-      run->snapshotted = true;
-      create_join(run);
-    },
-    [run](caf::error err) {
-      if (!run->error)
-        run->error = err;
-      create_join(run);
-    });
+      self,
+      [paths, snapshot_row, faults]() -> expected<json::value> {
+        faults->trigger("checkpoint.create.before_snapshot");
+        auto gen = store::snapshot_current(paths, snapshot_row.agent_id,
+                                           snapshot_row.session_id,
+                                           snapshot_row.checkpoint_id);
+        if (!gen)
+          return gen.error();
+        faults->trigger("checkpoint.create.after_snapshot");
+        return json::value(*gen);
+      },
+      [run](json::value& gen) {
+        run->row.generation = gen.as_int64();
+        run->snapshotted = true;
+        create_join(run);
+      },
+      [run](caf::error err) {
+        if (!run->error)
+          run->error = err;
+        create_join(run);
+      });
   return run->rp;
 }
 
-// -- checkpoint.delete ----------------------------------------------------------
+// -- checkpoint.delete
+// ----------------------------------------------------------
 
 caf::result<json::value> handle_checkpoint_delete(self_ptr self,
                                                   const json::object& p) {
@@ -550,7 +553,8 @@ caf::result<json::value> handle_checkpoint_delete(self_ptr self,
     return err;
   begin_mutation(self, "checkpoint.delete");
   auto rp = self->make_response_promise<json::value>();
-  auto faults = std::make_shared<fault_set>(st.faults.take("checkpoint.delete"));
+  auto faults =
+      std::make_shared<fault_set>(st.faults.take("checkpoint.delete"));
   auto fail = [self, rp](caf::error err) mutable {
     ++self->state.failures;
     end_mutation(self);
@@ -562,67 +566,69 @@ caf::result<json::value> handle_checkpoint_delete(self_ptr self,
   w.put_journals.push_back({st.agent_id(), st.session_id(), "checkpoint.delete",
                             "preparing", id, "", "", false, origin, ""});
   commit(
-    self, std::move(w),
-    [self, rp, id, origin, faults, fail]() mutable {
-      auto paths = self->state.init.paths;
-      auto a = self->state.agent_id();
-      auto s = self->state.session_id();
-      blocking(
-        self,
-        [paths, a, s, id, faults]() -> expected<json::value> {
-          faults->trigger("checkpoint.delete.before_delete");
-          if (auto err = store::delete_checkpoint(paths, a, s, id))
-            return err;
-          faults->trigger("checkpoint.delete.after_delete");
-          return json::value();
-        },
-        [self, rp, id, origin](json::value&) mutable {
-          auto& state = self->state;
-          auto dag = state.dag;
-          auto* row = dag.find(id);
-          auto removed = *row;
-          auto reparented = dag.remove(id);
-          metadata_write done;
-          done.delete_checkpoints.push_back(removed);
-          for (auto& r : reparented)
-            done.put_checkpoints.push_back(r);
-          done.set_heads.push_back(
-            {state.agent_id(), state.session_id(), dag.head()});
-          done.delete_journals.push_back(ref(self));
-          done.audit.push_back(audit(
-            self, "checkpoint.delete", {{"checkpoint_id", id}, {"origin", origin}}));
-          commit(
-            self, std::move(done),
-            [self, rp, id, dag]() mutable {
-              self->state.dag = std::move(dag);
-              end_mutation(self);
-              rp.deliver(json::value(json::object{
-                {"agent_id", self->state.agent_id()},
-                {"session_id", self->state.session_id()},
-                {"checkpoint_id", id},
-                {"deleted", true}}));
+      self, std::move(w),
+      [self, rp, id, origin, faults, fail]() mutable {
+        auto paths = self->state.init.paths;
+        auto a = self->state.agent_id();
+        auto s = self->state.session_id();
+        blocking(
+            self,
+            [paths, a, s, id, faults]() -> expected<json::value> {
+              faults->trigger("checkpoint.delete.before_delete");
+              if (auto err = store::delete_checkpoint(paths, a, s, id))
+                return err;
+              faults->trigger("checkpoint.delete.after_delete");
+              return json::value();
             },
-            [self, rp](caf::error err) mutable {
-              fence(self, err);
-              rp.deliver(err);
+            [self, rp, id, origin](json::value&) mutable {
+              auto& state = self->state;
+              auto dag = state.dag;
+              auto* row = dag.find(id);
+              auto removed = *row;
+              auto reparented = dag.remove(id);
+              metadata_write done;
+              done.delete_checkpoints.push_back(removed);
+              for (auto& r : reparented)
+                done.put_checkpoints.push_back(r);
+              done.set_heads.push_back(
+                  {state.agent_id(), state.session_id(), dag.head()});
+              done.delete_journals.push_back(ref(self));
+              done.audit.push_back(
+                  audit(self, "checkpoint.delete",
+                        {{"checkpoint_id", id}, {"origin", origin}}));
+              commit(
+                  self, std::move(done),
+                  [self, rp, id, dag]() mutable {
+                    self->state.dag = std::move(dag);
+                    end_mutation(self);
+                    rp.deliver(json::value(
+                        json::object{{"agent_id", self->state.agent_id()},
+                                     {"session_id", self->state.session_id()},
+                                     {"checkpoint_id", id},
+                                     {"deleted", true}}));
+                  },
+                  [self, rp](caf::error err) mutable {
+                    fence(self, err);
+                    rp.deliver(err);
+                  });
+            },
+            [self, fail](caf::error err) mutable {
+              metadata_write undo;
+              undo.delete_journals.push_back(ref(self));
+              commit(
+                  self, std::move(undo), [fail, err]() mutable { fail(err); },
+                  [self, fail](caf::error jerr) mutable {
+                    fence(self, jerr);
+                    fail(jerr);
+                  });
             });
-        },
-        [self, fail](caf::error err) mutable {
-          metadata_write undo;
-          undo.delete_journals.push_back(ref(self));
-          commit(
-            self, std::move(undo), [fail, err]() mutable { fail(err); },
-            [self, fail](caf::error jerr) mutable {
-              fence(self, jerr);
-              fail(jerr);
-            });
-        });
-    },
-    fail);
+      },
+      fail);
   return rp;
 }
 
-// -- tracked execution -------------------------------------------------------------
+// -- tracked execution
+// -------------------------------------------------------------
 
 caf::error no_execution() {
   return make_error(errc::unsupported,
@@ -645,16 +651,17 @@ void save_next_run(self_ptr self) {
   auto dir = run_dir(*runs.config, it->first);
   auto row = std::move(it->second);
   runs.unsaved.erase(it);
-  run_blocking(self, [dir, row]() -> expected<json::value> {
-    if (auto err = store::write_run_row(dir, row))
-      return err;
-    return json::value();
-  })
-    .then([self](json::value&) { save_next_run(self); },
-          [self](caf::error& err) {
-            log::warn("session", "run state not saved: " + message_of(err));
-            save_next_run(self);
-          });
+  run_blocking(self,
+               [dir, row]() -> expected<json::value> {
+                 if (auto err = store::write_run_row(dir, row))
+                   return err;
+                 return json::value();
+               })
+      .then([self](json::value&) { save_next_run(self); },
+            [self](caf::error& err) {
+              log::warn("session", "run state not saved: " + message_of(err));
+              save_next_run(self);
+            });
 }
 
 /// Queues a run row for writing to its state.json.
@@ -823,19 +830,19 @@ caf::result<json::value> handle_configure(self_ptr self,
   auto rp = self->make_response_promise<json::value>();
   metadata_write w;
   w.set_exec_settings.push_back({st.agent_id(), st.session_id(), text});
-  w.audit.push_back(audit(self, "session.configure",
-                          {{"origin", params::origin(p)},
-                           {"settings", settings}}));
+  w.audit.push_back(
+      audit(self, "session.configure",
+            {{"origin", params::origin(p)}, {"settings", settings}}));
   commit(
-    self, std::move(w),
-    [self, rp, text]() mutable {
-      self->state.init.row.exec_settings = text;
-      auto r = effective_settings(self);
-      r["agent_id"] = self->state.agent_id();
-      r["session_id"] = self->state.session_id();
-      rp.deliver(json::value(std::move(r)));
-    },
-    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+      self, std::move(w),
+      [self, rp, text]() mutable {
+        self->state.init.row.exec_settings = text;
+        auto r = effective_settings(self);
+        r["agent_id"] = self->state.agent_id();
+        r["session_id"] = self->state.session_id();
+        rp.deliver(json::value(std::move(r)));
+      },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;
 }
 
@@ -883,10 +890,10 @@ caf::result<json::value> handle_process_start(self_ptr self,
                              id, sandbox::bwrap_argv(spec), group,
                              run_dir(cfg, id), json::serialize(run.row),
                              std::move(limits), cfg.cgroups.root());
-  self->delayed_send(self,
-                     std::chrono::milliseconds(
-                       static_cast<int64_t>(req->timeout * 1000)),
-                     atom::timeout_v, id);
+  self->delayed_send(
+      self,
+      std::chrono::milliseconds(static_cast<int64_t>(req->timeout * 1000)),
+      atom::timeout_v, id);
   return rp;
 }
 
@@ -936,9 +943,9 @@ void on_run_finished(self_ptr self, const std::string& id, int64_t code,
   bool ok = empty && error.empty();
   if (!error.empty())
     row["error"] = error;
-  row["state"] = !ok ? "failed"
-                     : (row.at("stop_reason").is_null() ? "completed"
-                                                        : "stopped");
+  row["state"] =
+      !ok ? "failed"
+          : (row.at("stop_reason").is_null() ? "completed" : "stopped");
   row["session_fenced"] = !empty;
   row["lifecycle_complete"] = ok;
   row["finished_ns"] = os::now_ns();
@@ -954,8 +961,8 @@ void on_run_finished(self_ptr self, const std::string& id, int64_t code,
   }
   for (auto& rp : run.waiting_start)
     rp.deliver(error.empty()
-                 ? json::value(row)
-                 : json::value(row)); // the failed row tells what happened
+                   ? json::value(row)
+                   : json::value(row)); // the failed row tells what happened
   run.waiting_start.clear();
   for (auto& rp : run.waiting_end)
     rp.deliver(json::value(row));
@@ -996,8 +1003,8 @@ expected<json::object> load_run(const std::string& dir, const std::string& a,
   auto row = store::read_run_row(dir);
   if (!row)
     return row;
-  if (row->at("agent_id") != json::value(a)
-      || row->at("session_id") != json::value(s))
+  if (row->at("agent_id") != json::value(a) ||
+      row->at("session_id") != json::value(s))
     return make_error(errc::invalid_argument,
                       "run does not belong to this Agent/Session");
   return row;
@@ -1016,13 +1023,12 @@ caf::result<json::value> handle_process_get(self_ptr self,
   auto dir = run_dir(*st.runs.config, *id);
   auto a = st.agent_id();
   auto s = st.session_id();
-  return answer_blocking(self,
-    [dir, a, s]() -> expected<json::value> {
-      auto row = load_run(dir, a, s);
-      if (!row)
-        return row.error();
-      return json::value(std::move(*row));
-    });
+  return answer_blocking(self, [dir, a, s]() -> expected<json::value> {
+    auto row = load_run(dir, a, s);
+    if (!row)
+      return row.error();
+    return json::value(std::move(*row));
+  });
 }
 
 caf::result<json::value> handle_process_list(self_ptr self) {
@@ -1036,28 +1042,27 @@ caf::result<json::value> handle_process_list(self_ptr self) {
   std::map<std::string, json::object> live;
   for (const auto& [id, run] : st.runs.runs)
     live[id] = run.row;
-  return answer_blocking(self,
-    [root, a, s, live]() -> expected<json::value> {
-      std::vector<json::object> rows;
-      if (auto names = os::list_dir(root))
-        for (const auto& id : *names) {
-          if (auto it = live.find(id); it != live.end()) {
-            rows.push_back(it->second);
-            continue;
-          }
-          if (auto row = load_run(root + "/" + id, a, s))
-            rows.push_back(std::move(*row));
+  return answer_blocking(self, [root, a, s, live]() -> expected<json::value> {
+    std::vector<json::object> rows;
+    if (auto names = os::list_dir(root))
+      for (const auto& id : *names) {
+        if (auto it = live.find(id); it != live.end()) {
+          rows.push_back(it->second);
+          continue;
         }
-      std::sort(rows.begin(), rows.end(), [](auto& x, auto& y) {
-        return x.at("created_ns").as_int64() < y.at("created_ns").as_int64();
-      });
-      json::array out;
-      for (auto& r : rows) {
-        r.erase("processes");
-        out.emplace_back(std::move(r));
+        if (auto row = load_run(root + "/" + id, a, s))
+          rows.push_back(std::move(*row));
       }
-      return json::value(std::move(out));
+    std::sort(rows.begin(), rows.end(), [](auto& x, auto& y) {
+      return x.at("created_ns").as_int64() < y.at("created_ns").as_int64();
     });
+    json::array out;
+    for (auto& r : rows) {
+      r.erase("processes");
+      out.emplace_back(std::move(r));
+    }
+    return json::value(std::move(out));
+  });
 }
 
 caf::result<json::value> handle_process_stop(self_ptr self,
@@ -1087,8 +1092,11 @@ std::string valid_utf8(const std::string& in) {
   size_t i = 0;
   while (i < in.size()) {
     auto c = static_cast<unsigned char>(in[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3
-                                : (c >> 3) == 30 ? 4 : 0;
+    size_t len = c < 0x80         ? 1
+                 : (c >> 5) == 6  ? 2
+                 : (c >> 4) == 14 ? 3
+                 : (c >> 3) == 30 ? 4
+                                  : 0;
     bool ok = len > 0 && i + len <= in.size();
     for (size_t k = 1; ok && k < len; ++k)
       ok = (static_cast<unsigned char>(in[i + k]) >> 6) == 2;
@@ -1115,7 +1123,8 @@ caf::result<json::value> handle_process_output(self_ptr self,
   if (!stream)
     return stream.error();
   if (*stream != "stdout" && *stream != "stderr")
-    return make_error(errc::invalid_argument, "stream must be stdout or stderr");
+    return make_error(errc::invalid_argument,
+                      "stream must be stdout or stderr");
   auto offset = params::optional_int(p, "offset", 0);
   if (!offset)
     return offset.error();
@@ -1131,42 +1140,44 @@ caf::result<json::value> handle_process_output(self_ptr self,
   json::value state = nullptr;
   if (auto it = st.runs.runs.find(*id); it != st.runs.runs.end())
     state = it->second.row.at("state");
-  return answer_blocking(self,
-    [dir, a, s, id = *id, stream = *stream, offset = *offset, limit = *limit,
-     state]() mutable -> expected<json::value> {
-      if (state.is_null()) {
-        auto row = load_run(dir, a, s);
-        if (!row)
-          return row.error();
-        state = row->at("state");
-      }
-      std::ifstream in{dir + "/" + stream + ".log", std::ios::binary};
-      std::string data;
-      int64_t size = 0;
-      if (in) {
-        in.seekg(0, std::ios::end);
-        size = static_cast<int64_t>(in.tellg());
-        if (offset < size) {
-          in.seekg(offset);
-          data.resize(static_cast<size_t>(std::min(limit, size - offset)));
-          in.read(data.data(), static_cast<std::streamsize>(data.size()));
-          data.resize(static_cast<size_t>(in.gcount()));
+  return answer_blocking(
+      self,
+      [dir, a, s, id = *id, stream = *stream, offset = *offset, limit = *limit,
+       state]() mutable -> expected<json::value> {
+        if (state.is_null()) {
+          auto row = load_run(dir, a, s);
+          if (!row)
+            return row.error();
+          state = row->at("state");
         }
-      }
-      auto next = offset + static_cast<int64_t>(data.size());
-      bool finished = state != "starting" && state != "running";
-      return json::value(json::object{{"run_id", id},
-                                      {"stream", stream},
-                                      {"offset", offset},
-                                      {"next_offset", next},
-                                      {"size", size},
-                                      {"data", valid_utf8(data)},
-                                      {"eof", finished && next >= size},
-                                      {"state", state}});
-    });
+        std::ifstream in{dir + "/" + stream + ".log", std::ios::binary};
+        std::string data;
+        int64_t size = 0;
+        if (in) {
+          in.seekg(0, std::ios::end);
+          size = static_cast<int64_t>(in.tellg());
+          if (offset < size) {
+            in.seekg(offset);
+            data.resize(static_cast<size_t>(std::min(limit, size - offset)));
+            in.read(data.data(), static_cast<std::streamsize>(data.size()));
+            data.resize(static_cast<size_t>(in.gcount()));
+          }
+        }
+        auto next = offset + static_cast<int64_t>(data.size());
+        bool finished = state != "starting" && state != "running";
+        return json::value(json::object{{"run_id", id},
+                                        {"stream", stream},
+                                        {"offset", offset},
+                                        {"next_offset", next},
+                                        {"size", size},
+                                        {"data", valid_utf8(data)},
+                                        {"eof", finished && next >= size},
+                                        {"state", state}});
+      });
 }
 
-// -- session.rollback -------------------------------------------------------------
+// -- session.rollback
+// -------------------------------------------------------------
 
 /// One rollback in flight: the prototype's journaled swap (reference 5.4).
 /// Each phase is committed before the filesystem step it guards:
@@ -1203,11 +1214,11 @@ void rollback_abort(const run_ptr& run, caf::error err) {
   metadata_write undo;
   undo.delete_journals.push_back(ref(run->self));
   commit(
-    run->self, std::move(undo), [run, err]() { rollback_fail(run, err); },
-    [run](caf::error jerr) {
-      fence(run->self, jerr);
-      rollback_fail(run, jerr);
-    });
+      run->self, std::move(undo), [run, err]() { rollback_fail(run, err); },
+      [run](caf::error jerr) {
+        fence(run->self, jerr);
+        rollback_fail(run, jerr);
+      });
 }
 
 /// Writes the next journal phase, then runs `next`.
@@ -1250,8 +1261,7 @@ void purge_discards(self_ptr self) {
         log::warn("session", "cannot delete " + name + ": " + message_of(err));
     faults->trigger("purge.after_discard");
     return json::value();
-  })
-    .then([](json::value&) {}, [](caf::error&) {});
+  }).then([](json::value&) {}, [](caf::error&) {});
 }
 
 /// After the reply: the replaced tree waits for an idle moment.
@@ -1282,34 +1292,34 @@ void rollback_finish(const run_ptr& run) {
   done.delete_journals.push_back(ref(self));
   done.audit.push_back(audit(self, "session.rollback", fields));
   commit(
-    self, std::move(done),
-    [run]() {
-      run->faults->trigger("rollback.after_commit");
-      auto owner = run->self;
-      auto& state = owner->state;
-      state.dag.move_head(run->target);
-      ++state.rollbacks;
-      // After a runtime reset the session stays fenced by the reset token
-      // until runtime.complete_reset.
-      end_mutation(owner);
-      json::object r{{"agent_id", state.agent_id()},
-                     {"session_id", state.session_id()},
-                     {"checkpoint_id", run->target},
-                     {"relative_workspace",
-                      store::layout::rel_current(state.agent_id(),
-                                                 state.session_id())},
-                     {"removed_runtime_entries", run->removed}};
-      if (!run->terminated.is_null())
-        r["terminated_process_runs"] = run->terminated;
-      run->rp.deliver(json::value(std::move(r)));
-      rollback_discard(run);
-    },
-    [run](caf::error err) {
-      // Swapped on disk; the journal says old_moved and start-up will
-      // commit it. Until then nothing else may touch the session.
-      fence(run->self, err);
-      rollback_fail(run, err);
-    });
+      self, std::move(done),
+      [run]() {
+        run->faults->trigger("rollback.after_commit");
+        auto owner = run->self;
+        auto& state = owner->state;
+        state.dag.move_head(run->target);
+        ++state.rollbacks;
+        // After a runtime reset the session stays fenced by the reset token
+        // until runtime.complete_reset.
+        end_mutation(owner);
+        json::object r{
+            {"agent_id", state.agent_id()},
+            {"session_id", state.session_id()},
+            {"checkpoint_id", run->target},
+            {"relative_workspace",
+             store::layout::rel_current(state.agent_id(), state.session_id())},
+            {"removed_runtime_entries", run->removed}};
+        if (!run->terminated.is_null())
+          r["terminated_process_runs"] = run->terminated;
+        run->rp.deliver(json::value(std::move(r)));
+        rollback_discard(run);
+      },
+      [run](caf::error err) {
+        // Swapped on disk; the journal says old_moved and start-up will
+        // commit it. Until then nothing else may touch the session.
+        fence(run->self, err);
+        rollback_fail(run, err);
+      });
 }
 
 void rollback_swap(const run_ptr& run) {
@@ -1321,44 +1331,43 @@ void rollback_swap(const run_ptr& run) {
   auto faults = run->faults;
   rollback_phase(run, "prepared", [=]() {
     blocking(
-      self,
-      [paths, a, s, j, faults]() -> expected<json::value> {
-        faults->trigger("rollback.before_move_old");
-        // No fsync: if a power cut loses this rename, recovery sees
-        // current/ and the restore and aborts.
-        if (auto err = store::rename_in_session(paths, a, s, "current",
-                                                j.discard_name, false)) {
-          store::remove_in_session(paths, a, s, j.restore_name);
-          return err;
-        }
-        faults->trigger("rollback.after_move_old");
-        return json::value();
-      },
-      [=](json::value&) {
-        rollback_phase(run, "old_moved", [=]() {
-          blocking(
-            self,
-            [paths, a, s, j, faults]() -> expected<json::value> {
-              faults->trigger("rollback.before_move_new");
-              // Durable before the commit: after it, nothing but the disk
-              // says which tree is current.
-              if (auto err = store::rename_in_session(paths, a, s,
-                                                      j.restore_name,
-                                                      "current")) {
-                // Put the old workspace back before reporting.
-                store::rename_in_session(paths, a, s, j.discard_name,
-                                         "current");
-                store::remove_in_session(paths, a, s, j.restore_name);
-                return err;
-              }
-              faults->trigger("rollback.after_move_new");
-              return json::value();
-            },
-            [run](json::value&) { rollback_finish(run); },
-            [run](caf::error err) { rollback_abort(run, err); });
-        });
-      },
-      [run](caf::error err) { rollback_abort(run, err); });
+        self,
+        [paths, a, s, j, faults]() -> expected<json::value> {
+          faults->trigger("rollback.before_move_old");
+          // No fsync: if a power cut loses this rename, recovery sees
+          // current/ and the restore and aborts.
+          if (auto err = store::rename_in_session(paths, a, s, "current",
+                                                  j.discard_name, false)) {
+            store::remove_in_session(paths, a, s, j.restore_name);
+            return err;
+          }
+          faults->trigger("rollback.after_move_old");
+          return json::value();
+        },
+        [=](json::value&) {
+          rollback_phase(run, "old_moved", [=]() {
+            blocking(
+                self,
+                [paths, a, s, j, faults]() -> expected<json::value> {
+                  faults->trigger("rollback.before_move_new");
+                  // Durable before the commit: after it, nothing but the disk
+                  // says which tree is current.
+                  if (auto err = store::rename_in_session(
+                          paths, a, s, j.restore_name, "current")) {
+                    // Put the old workspace back before reporting.
+                    store::rename_in_session(paths, a, s, j.discard_name,
+                                             "current");
+                    store::remove_in_session(paths, a, s, j.restore_name);
+                    return err;
+                  }
+                  faults->trigger("rollback.after_move_new");
+                  return json::value();
+                },
+                [run](json::value&) { rollback_finish(run); },
+                [run](caf::error err) { rollback_abort(run, err); });
+          });
+        },
+        [run](caf::error err) { rollback_abort(run, err); });
   });
 }
 
@@ -1368,21 +1377,17 @@ void begin_rollback(self_ptr self, promise rp, params::rollback req,
                     bool after_reset, json::value terminated) {
   auto& st = self->state;
   if (after_reset) {
-    if (auto err = require_alive(self))
-      {
+    if (auto err = require_alive(self)) {
       rp.deliver(err);
       return;
     }
-    if (st.reset_token.empty() || st.reset_token != req.reset_token)
-      {
+    if (st.reset_token.empty() || st.reset_token != req.reset_token) {
       rp.deliver(make_error(errc::invalid_argument,
-                                   "invalid runtime reset token for session"));
+                            "invalid runtime reset token for session"));
       return;
     }
-    if (st.phase == "mutating")
-      {
-      rp.deliver(
-        conflict("session mutation already in progress: " + st.key()));
+    if (st.phase == "mutating") {
+      rp.deliver(conflict("session mutation already in progress: " + st.key()));
       return;
     }
   } else if (auto err = require_mutable(self)) {
@@ -1393,11 +1398,10 @@ void begin_rollback(self_ptr self, promise rp, params::rollback req,
   }
   auto target = req.checkpoint_id.empty() ? st.dag.ancestor(req.num_ancestors)
                                           : st.dag.resolve(req.checkpoint_id);
-  if (!target)
-    {
-      rp.deliver(target.error());
-      return;
-    }
+  if (!target) {
+    rp.deliver(target.error());
+    return;
+  }
   begin_mutation(self, "session.rollback");
   auto run = std::make_shared<rollback_run>();
   run->self = self;
@@ -1420,42 +1424,42 @@ void begin_rollback(self_ptr self, promise rp, params::rollback req,
   metadata_write w;
   w.put_journals.push_back(run->journal);
   commit(
-    self, std::move(w),
-    [run]() {
-      auto owner = run->self;
-      auto paths = owner->state.init.paths;
-      auto a = owner->state.agent_id();
-      auto s = owner->state.session_id();
-      auto j = run->journal;
-      auto faults = run->faults;
-      blocking(
-        owner,
-        [paths, a, s, j, faults]() -> expected<json::value> {
-          faults->trigger("rollback.before_snapshot");
-          if (auto err = store::make_restore(paths, a, s, j.checkpoint_id,
-                                             j.restore_name))
-            return err;
-          json::array removed;
-          if (j.scrub_runtime) {
-            auto entries = store::scrub_runtime(paths.session_dir(a, s) + "/"
-                                                + j.restore_name);
-            if (!entries) {
-              store::remove_in_session(paths, a, s, j.restore_name);
-              return entries.error();
-            }
-            for (auto& e : *entries)
-              removed.emplace_back(e);
-          }
-          faults->trigger("rollback.after_snapshot");
-          return json::value(std::move(removed));
-        },
-        [run](json::value& removed) {
-          run->removed = std::move(removed.as_array());
-          rollback_swap(run);
-        },
-        [run](caf::error err) { rollback_abort(run, err); });
-    },
-    [run](caf::error err) { rollback_fail(run, err); });
+      self, std::move(w),
+      [run]() {
+        auto owner = run->self;
+        auto paths = owner->state.init.paths;
+        auto a = owner->state.agent_id();
+        auto s = owner->state.session_id();
+        auto j = run->journal;
+        auto faults = run->faults;
+        blocking(
+            owner,
+            [paths, a, s, j, faults]() -> expected<json::value> {
+              faults->trigger("rollback.before_snapshot");
+              if (auto err = store::make_restore(paths, a, s, j.checkpoint_id,
+                                                 j.restore_name))
+                return err;
+              json::array removed;
+              if (j.scrub_runtime) {
+                auto entries = store::scrub_runtime(paths.session_dir(a, s) +
+                                                    "/" + j.restore_name);
+                if (!entries) {
+                  store::remove_in_session(paths, a, s, j.restore_name);
+                  return entries.error();
+                }
+                for (auto& e : *entries)
+                  removed.emplace_back(e);
+              }
+              faults->trigger("rollback.after_snapshot");
+              return json::value(std::move(removed));
+            },
+            [run](json::value& removed) {
+              run->removed = std::move(removed.as_array());
+              rollback_swap(run);
+            },
+            [run](caf::error err) { rollback_abort(run, err); });
+      },
+      [run](caf::error err) { rollback_fail(run, err); });
 }
 
 caf::result<json::value> handle_rollback(self_ptr self, const json::object& p,
@@ -1492,7 +1496,8 @@ caf::result<json::value> handle_rollback(self_ptr self, const json::object& p,
   return rp;
 }
 
-// -- leases, background executions, runtime reset -----------------------------------
+// -- leases, background executions, runtime reset
+// -----------------------------------
 
 caf::result<json::value> handle_acquire(self_ptr self) {
   if (auto err = require_alive(self))
@@ -1529,7 +1534,7 @@ caf::result<json::value> handle_register_background(self_ptr self,
     return conflict("session is being restored: " + self->state.key());
   self->state.background[*execution] = *sandbox;
   return json_reply(
-    json::object{{"registered", true}, {"execution_id", *execution}});
+      json::object{{"registered", true}, {"execution_id", *execution}});
 }
 
 /// Fences the session for a runtime reset; answers through `rp`.
@@ -1550,8 +1555,8 @@ void begin_reset(self_ptr self, promise rp, json::value terminated) {
   st.reset_token = random_hex_token();
   json::array executions;
   for (const auto& [execution, sandbox] : st.background)
-    executions.push_back(json::object{{"sandbox_id", sandbox},
-                                      {"execution_id", execution}});
+    executions.push_back(
+        json::object{{"sandbox_id", sandbox}, {"execution_id", execution}});
   json::object r{{"reset_token", st.reset_token},
                  {"executions", std::move(executions)}};
   if (!terminated.is_null())
@@ -1627,19 +1632,20 @@ caf::result<json::value> handle_unfence(self_ptr self, const json::object& p) {
     w.audit.push_back(audit(self, "session.unfence",
                             {{"origin", origin}, {"cleared", cleared}}));
     commit(
-      self, std::move(w),
-      [self, rp, cleared]() mutable {
-        auto& state = self->state;
-        state.reset_token.clear();
-        state.leases.clear();
-        state.background.clear();
-        state.runs.interrupted.clear();
-        rp.deliver(json::value(json::object{{"agent_id", state.agent_id()},
-                                            {"session_id", state.session_id()},
-                                            {"unfenced", true},
-                                            {"cleared", cleared}}));
-      },
-      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+        self, std::move(w),
+        [self, rp, cleared]() mutable {
+          auto& state = self->state;
+          state.reset_token.clear();
+          state.leases.clear();
+          state.background.clear();
+          state.runs.interrupted.clear();
+          rp.deliver(
+              json::value(json::object{{"agent_id", state.agent_id()},
+                                       {"session_id", state.session_id()},
+                                       {"unfenced", true},
+                                       {"cleared", cleared}}));
+        },
+        [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   };
   if (st.runs.interrupted.empty() || !st.runs.config) {
     finish();
@@ -1651,27 +1657,28 @@ caf::result<json::value> handle_unfence(self_ptr self, const json::object& p) {
   auto group = cfg->cgroups.session_group(st.agent_id(), st.session_id());
   auto ids = st.runs.interrupted;
   blocking(
-    self,
-    [cfg, group, ids]() -> expected<json::value> {
-      if (os::populated(group)) {
-        os::kill_group(group);
-        if (!os::wait_empty(group, 10000))
-          return make_error(errc::conflict,
-                            "Session cgroup termination is incomplete; "
-                            "session remains fenced");
-      }
-      os::remove_group(group, cfg->cgroups.root());
-      for (const auto& id : ids)
-        if (auto err = store::release_run(cfg->audit_root, id))
-          return err;
-      return json::value();
-    },
-    [finish](json::value&) mutable { finish(); },
-    [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+      self,
+      [cfg, group, ids]() -> expected<json::value> {
+        if (os::populated(group)) {
+          os::kill_group(group);
+          if (!os::wait_empty(group, 10000))
+            return make_error(errc::conflict,
+                              "Session cgroup termination is incomplete; "
+                              "session remains fenced");
+        }
+        os::remove_group(group, cfg->cgroups.root());
+        for (const auto& id : ids)
+          if (auto err = store::release_run(cfg->audit_root, id))
+            return err;
+        return json::value();
+      },
+      [finish](json::value&) mutable { finish(); },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;
 }
 
-// -- session.delete -------------------------------------------------------------
+// -- session.delete
+// -------------------------------------------------------------
 
 // Deletion is crash-safe in three durable steps: the row is marked
 // `deleting`, the session directory is renamed into a trash name (atomic),
@@ -1701,64 +1708,65 @@ caf::result<json::value> handle_delete(self_ptr self, const json::object& p) {
   marked.deleting = true;
   metadata_write mark;
   mark.put_sessions.push_back(marked);
-  auto trash = paths.sessions_dir(row.agent_id) + "/"
-               + std::string{store::trash_prefix} + random_hex_token();
+  auto trash = paths.sessions_dir(row.agent_id) + "/" +
+               std::string{store::trash_prefix} + random_hex_token();
   commit(
-    self, std::move(mark),
-    [=]() mutable {
-      blocking(
-        self,
-        [row, paths, trash, faults]() -> expected<json::value> {
-          faults->trigger("session.delete.before_rename");
-          auto dir = paths.session_dir(row.agent_id, row.session_id);
-          if (auto err = os::rename_path(dir, trash))
-            return err;
-          if (auto err = os::fsync_dir(paths.sessions_dir(row.agent_id)))
-            return err;
-          faults->trigger("session.delete.after_rename");
-          return json::value();
-        },
-        [=](json::value&) mutable {
-          metadata_write done;
-          done.delete_sessions.push_back({row.agent_id, row.session_id});
-          done.audit.push_back(
-            audit(self, "session.delete", {{"origin", origin}}));
-          commit(
-            self, std::move(done),
-            [=]() mutable {
-              self->state.phase = "retired";
-              // Space is reclaimed after the commit; a crash here leaves
-              // only a trash directory for start-up to purge.
-              blocking(
-                self,
-                [trash]() -> expected<json::value> {
-                  if (auto err = os::remove_tree(trash))
-                    log::warn("session", "purging " + trash
-                                           + " failed: " + message_of(err));
-                  return json::value();
-                },
-                [=](json::value&) mutable {
-                  rp.deliver(json::value(result));
-                  self->quit();
-                },
-                [=](caf::error) mutable {
-                  rp.deliver(json::value(result));
-                  self->quit();
-                });
+      self, std::move(mark),
+      [=]() mutable {
+        blocking(
+            self,
+            [row, paths, trash, faults]() -> expected<json::value> {
+              faults->trigger("session.delete.before_rename");
+              auto dir = paths.session_dir(row.agent_id, row.session_id);
+              if (auto err = os::rename_path(dir, trash))
+                return err;
+              if (auto err = os::fsync_dir(paths.sessions_dir(row.agent_id)))
+                return err;
+              faults->trigger("session.delete.after_rename");
+              return json::value();
             },
-            fail);
-        },
-        [=](caf::error err) mutable {
-          // Nothing moved: clear the mark so a restart does not finish a
-          // deletion the caller saw fail.
-          metadata_write undo;
-          undo.put_sessions.push_back(row);
-          caf::anon_send(self->state.init.metadata, atom::write_v,
-                         std::move(undo));
-          fail(std::move(err));
-        });
-    },
-    fail);
+            [=](json::value&) mutable {
+              metadata_write done;
+              done.delete_sessions.push_back({row.agent_id, row.session_id});
+              done.audit.push_back(
+                  audit(self, "session.delete", {{"origin", origin}}));
+              commit(
+                  self, std::move(done),
+                  [=]() mutable {
+                    self->state.phase = "retired";
+                    // Space is reclaimed after the commit; a crash here leaves
+                    // only a trash directory for start-up to purge.
+                    blocking(
+                        self,
+                        [trash]() -> expected<json::value> {
+                          if (auto err = os::remove_tree(trash))
+                            log::warn("session",
+                                      "purging " + trash +
+                                          " failed: " + message_of(err));
+                          return json::value();
+                        },
+                        [=](json::value&) mutable {
+                          rp.deliver(json::value(result));
+                          self->quit();
+                        },
+                        [=](caf::error) mutable {
+                          rp.deliver(json::value(result));
+                          self->quit();
+                        });
+                  },
+                  fail);
+            },
+            [=](caf::error err) mutable {
+              // Nothing moved: clear the mark so a restart does not finish a
+              // deletion the caller saw fail.
+              metadata_write undo;
+              undo.put_sessions.push_back(row);
+              caf::anon_send(self->state.init.metadata, atom::write_v,
+                             std::move(undo));
+              fail(std::move(err));
+            });
+      },
+      fail);
   return rp;
 }
 
@@ -1775,14 +1783,14 @@ json::value dump(self_ptr self) {
     o["fence_reason"] = st.fence_reason;
   o["mailbox"] = self->mailbox().size();
   o["resources"] = json::object{
-    {"subvolume", st.init.paths.current(st.agent_id(), st.session_id())},
-    {"checkpoints", st.dag.size()}};
+      {"subvolume", st.init.paths.current(st.agent_id(), st.session_id())},
+      {"checkpoints", st.dag.size()}};
   o["leases"] = st.leases.size();
   o["pending_discards"] = st.discards.size();
   o["background_executions"] = st.background.size();
   o["reset_fence"] = !st.reset_token.empty();
-  o["head"] = st.dag.head().empty() ? json::value(nullptr)
-                                    : json::value(st.dag.head());
+  o["head"] =
+      st.dag.head().empty() ? json::value(nullptr) : json::value(st.dag.head());
   o["counters"] = json::object{{"requests", st.requests},
                                {"failures", st.failures},
                                {"restarts", st.init.restarts},
@@ -1795,8 +1803,8 @@ json::value dump(self_ptr self) {
 } // namespace
 
 session_actor::behavior_type session(self_ptr self, session_init init) {
-  self->state.dag = store::checkpoint_dag(std::move(init.checkpoints),
-                                          init.row.head);
+  self->state.dag =
+      store::checkpoint_dag(std::move(init.checkpoints), init.row.head);
   init.checkpoints.clear();
   self->state.runs.config = init.exec;
   for (const auto& id : init.interrupted_runs)
@@ -1807,7 +1815,7 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
   // Whatever ends this actor (shutdown, failure) ends its runs too.
   if (self->state.runs.config) {
     auto group = self->state.runs.config->cgroups.session_group(
-      self->state.agent_id(), self->state.session_id());
+        self->state.agent_id(), self->state.session_id());
     self->attach_functor([group] { os::kill_group(group); });
   }
   // An orderly stop (daemon shutdown) ends the active run first, recorded
@@ -1828,106 +1836,108 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
     return make_error(errc::internal, what);
   });
   return {
-    [self](atom::rpc, const std::string& action,
-           const json::value& body) -> caf::result<json::value> {
-      const auto& p = body.as_object();
-      ++self->state.requests;
-      // Lets tests fail this actor in the middle of a request.
-      self->state.faults.trigger(action);
-      if (action == "session.describe")
-        return handle_describe(self);
-      if (action == "checkpoint.list")
-        return handle_checkpoint_list(self, p);
-      if (action == "checkpoint.describe")
-        return handle_checkpoint_describe(self, p);
-      if (action == "checkpoint.create")
-        return handle_checkpoint_create(self, p);
-      if (action == "checkpoint.delete")
-        return handle_checkpoint_delete(self, p);
-      if (action == "checkpoint.diff")
-        return handle_checkpoint_diff(self, p);
-      if (action == "session.rollback")
-        return handle_rollback(self, p, false);
-      if (action == "session.rollback_after_runtime_reset")
-        return handle_rollback(self, p, true);
-      if (action == "process.start")
-        return handle_process_start(self, p);
-      if (action == "session.configure")
-        return handle_configure(self, p);
-      if (action == "process.get")
-        return handle_process_get(self, p);
-      if (action == "process.list")
-        return handle_process_list(self);
-      if (action == "process.stop")
-        return handle_process_stop(self, p);
-      if (action == "process.output")
-        return handle_process_output(self, p);
-      if (action == "process.events") {
-        if (!self->state.runs.config)
-          return no_execution();
-        auto id = run_id_param(p);
-        if (!id)
-          return id.error();
-        auto after = params::optional_int(p, "after", 0);
-        auto limit = params::optional_int(p, "limit", 100);
-        if (!after || !limit || *after < 0 || *limit < 1 || *limit > 1000)
-          return make_error(errc::invalid_argument,
-                            "after must be nonnegative; limit must be 1..1000");
-        json::value state = nullptr;
-        if (auto it = self->state.runs.runs.find(*id);
-            it != self->state.runs.runs.end())
-          state = it->second.row.at("state");
-        // No tracker backend yet: runs carry no process events.
-        return json_reply(json::object{
-          {"events", json::array{}}, {"next_after", *after}, {"state", state}});
-      }
-      if (action == "execution.acquire")
-        return handle_acquire(self);
-      if (action == "execution.release")
-        return handle_release(self, p);
-      if (action == "runtime.register_background")
-        return handle_register_background(self, p);
-      if (action == "runtime.begin_reset")
-        return handle_begin_reset(self, p);
-      if (action == "runtime.complete_reset")
-        return handle_complete_reset(self, p);
-      if (action == "session.unfence")
-        return handle_unfence(self, p);
-      if (action == "session.delete")
-        return handle_delete(self, p);
-      if (action == "debug.fault") {
-        auto f = parse_fault(p);
-        if (!f)
-          return f.error();
-        self->state.faults.arm(std::move(*f));
-        return json_reply(json::object{{"armed", true}});
-      }
-      return make_error(errc::invalid_argument, "unknown action: " + action);
-    },
-    [self](atom::retire, bool retire) -> caf::result<caf::ok_atom> {
-      auto& st = self->state;
-      if (!retire) {
-        if (st.phase == "retired")
-          st.phase = "idle";
+      [self](atom::rpc, const std::string& action,
+             const json::value& body) -> caf::result<json::value> {
+        const auto& p = body.as_object();
+        ++self->state.requests;
+        // Lets tests fail this actor in the middle of a request.
+        self->state.faults.trigger(action);
+        if (action == "session.describe")
+          return handle_describe(self);
+        if (action == "checkpoint.list")
+          return handle_checkpoint_list(self, p);
+        if (action == "checkpoint.describe")
+          return handle_checkpoint_describe(self, p);
+        if (action == "checkpoint.create")
+          return handle_checkpoint_create(self, p);
+        if (action == "checkpoint.delete")
+          return handle_checkpoint_delete(self, p);
+        if (action == "checkpoint.diff")
+          return handle_checkpoint_diff(self, p);
+        if (action == "session.rollback")
+          return handle_rollback(self, p, false);
+        if (action == "session.rollback_after_runtime_reset")
+          return handle_rollback(self, p, true);
+        if (action == "process.start")
+          return handle_process_start(self, p);
+        if (action == "session.configure")
+          return handle_configure(self, p);
+        if (action == "process.get")
+          return handle_process_get(self, p);
+        if (action == "process.list")
+          return handle_process_list(self);
+        if (action == "process.stop")
+          return handle_process_stop(self, p);
+        if (action == "process.output")
+          return handle_process_output(self, p);
+        if (action == "process.events") {
+          if (!self->state.runs.config)
+            return no_execution();
+          auto id = run_id_param(p);
+          if (!id)
+            return id.error();
+          auto after = params::optional_int(p, "after", 0);
+          auto limit = params::optional_int(p, "limit", 100);
+          if (!after || !limit || *after < 0 || *limit < 1 || *limit > 1000)
+            return make_error(
+                errc::invalid_argument,
+                "after must be nonnegative; limit must be 1..1000");
+          json::value state = nullptr;
+          if (auto it = self->state.runs.runs.find(*id);
+              it != self->state.runs.runs.end())
+            state = it->second.row.at("state");
+          // No tracker backend yet: runs carry no process events.
+          return json_reply(json::object{{"events", json::array{}},
+                                         {"next_after", *after},
+                                         {"state", state}});
+        }
+        if (action == "execution.acquire")
+          return handle_acquire(self);
+        if (action == "execution.release")
+          return handle_release(self, p);
+        if (action == "runtime.register_background")
+          return handle_register_background(self, p);
+        if (action == "runtime.begin_reset")
+          return handle_begin_reset(self, p);
+        if (action == "runtime.complete_reset")
+          return handle_complete_reset(self, p);
+        if (action == "session.unfence")
+          return handle_unfence(self, p);
+        if (action == "session.delete")
+          return handle_delete(self, p);
+        if (action == "debug.fault") {
+          auto f = parse_fault(p);
+          if (!f)
+            return f.error();
+          self->state.faults.arm(std::move(*f));
+          return json_reply(json::object{{"armed", true}});
+        }
+        return make_error(errc::invalid_argument, "unknown action: " + action);
+      },
+      [self](atom::retire, bool retire) -> caf::result<caf::ok_atom> {
+        auto& st = self->state;
+        if (!retire) {
+          if (st.phase == "retired")
+            st.phase = "idle";
+          return caf::ok_atom_v;
+        }
+        if (auto err = require_mutable(self))
+          return err;
+        st.phase = "retired";
         return caf::ok_atom_v;
-      }
-      if (auto err = require_mutable(self))
-        return err;
-      st.phase = "retired";
-      return caf::ok_atom_v;
-    },
-    [self](atom::purge) { purge_discards(self); },
-    [self](atom::started, const std::string& id, int64_t pid) {
-      on_run_started(self, id, pid);
-    },
-    [self](atom::finished, const std::string& id, int64_t code, bool empty,
-           const std::string& error) {
-      on_run_finished(self, id, code, empty, error);
-    },
-    [self](atom::timeout, const std::string& id) {
-      kill_run(self, id, "timeout", {});
-    },
-    [self](atom::dump) -> json::value { return dump(self); },
+      },
+      [self](atom::purge) { purge_discards(self); },
+      [self](atom::started, const std::string& id, int64_t pid) {
+        on_run_started(self, id, pid);
+      },
+      [self](atom::finished, const std::string& id, int64_t code, bool empty,
+             const std::string& error) {
+        on_run_finished(self, id, code, empty, error);
+      },
+      [self](atom::timeout, const std::string& id) {
+        kill_run(self, id, "timeout", {});
+      },
+      [self](atom::dump) -> json::value { return dump(self); },
   };
 }
 

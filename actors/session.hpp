@@ -73,8 +73,7 @@ struct session_state {
 inline constexpr std::chrono::milliseconds purge_delay{1000};
 
 session_actor::behavior_type
-session(session_actor::stateful_pointer<session_state> self,
-        session_init init);
+session(session_actor::stateful_pointer<session_state> self, session_init init);
 
 /// The session.describe result.
 json::object describe_session(const session_row& row,

@@ -29,8 +29,8 @@ expected<start_request> decode_start(const json::object& p) {
       return bad("env must be a string mapping with valid environment names");
     for (const auto& kv : env->as_object()) {
       std::string k{kv.key()};
-      if (k.empty() || k.find('=') != std::string::npos
-          || k.find('\0') != std::string::npos || !kv.value().is_string())
+      if (k.empty() || k.find('=') != std::string::npos ||
+          k.find('\0') != std::string::npos || !kv.value().is_string())
         return bad("env must be a string mapping with valid environment names");
       std::string v{kv.value().get_string()};
       if (v.find('\0') != std::string::npos)
@@ -55,22 +55,22 @@ caf::error check_limit(const exec_config& cfg, const std::string& name,
     known |= name == f;
   if (!known)
     return make_error(errc::invalid_argument,
-                      "unknown limit: " + name
-                        + " (memory.max, pids.max, cpu.max)");
+                      "unknown limit: " + name +
+                          " (memory.max, pids.max, cpu.max)");
   if (value.empty() || value.find_first_of("\n\0") != std::string::npos)
     return make_error(errc::invalid_argument, "invalid value for " + name);
   auto controller = name.substr(0, name.find('.'));
   auto available = cfg.cgroups.controllers();
-  if (std::find(available.begin(), available.end(), controller)
-      == available.end()) {
+  if (std::find(available.begin(), available.end(), controller) ==
+      available.end()) {
     std::string list;
     for (const auto& c : available)
       list += (list.empty() ? "" : ", ") + c;
     return make_error(errc::unsupported,
-                      name + " needs the " + controller
-                        + " cgroup controller, which is not available here "
-                          "(available: "
-                        + (list.empty() ? std::string{"none"} : list) + ")");
+                      name + " needs the " + controller +
+                          " cgroup controller, which is not available here "
+                          "(available: " +
+                          (list.empty() ? std::string{"none"} : list) + ")");
   }
   return caf::none;
 }

@@ -19,14 +19,14 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
     st.init = std::move(init);
     st.started = std::chrono::steady_clock::now();
     st.metadata = self->spawn<caf::detached + caf::linked + caf::monitored>(
-      metadata, st.init.catalog, st.init.paths.database());
+        metadata, st.init.catalog, st.init.paths.database());
     st.init.catalog.reset();
     st.agents = self->spawn<caf::linked + caf::monitored>(
-      agents, st.init.paths, st.metadata, self->address(), st.init.exec);
+        agents, st.init.paths, st.metadata, self->address(), st.init.exec);
     st.rpc = self->spawn<caf::linked + caf::monitored>(
-      rpc, rpc_init{caf::actor_cast<supervisor_actor>(self), st.agents,
-                    st.metadata, st.init.channel, st.init.daemon_info,
-                    st.init.exec});
+        rpc, rpc_init{caf::actor_cast<supervisor_actor>(self), st.agents,
+                      st.metadata, st.init.channel, st.init.daemon_info,
+                      st.init.exec});
   }
   self->set_down_handler([self](caf::down_msg& dm) {
     if (!dm.reason || dm.reason == caf::exit_reason::user_shutdown)
@@ -38,8 +38,8 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
   });
   self->set_exit_handler([self](caf::exit_msg& em) {
     auto& st = self->state;
-    if (em.source == st.metadata.address() || em.source == st.agents.address()
-        || em.source == st.rpc.address())
+    if (em.source == st.metadata.address() ||
+        em.source == st.agents.address() || em.source == st.rpc.address())
       return; // the down handler reports it
     // Children stop on their own exit handlers; agents take their sessions
     // with them (links).
@@ -49,21 +49,21 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
     self->quit(em.reason);
   });
   return {
-    [self](atom::rpc) { return self->state.rpc; },
-    [self](atom::agent) { return self->state.agents; },
-    [self](atom::dump) -> caf::result<json::value> {
-      auto& st = self->state;
-      json::object o;
-      o["kind"] = "supervisor";
-      o["state"] = "idle";
-      o["mailbox"] = self->mailbox().size();
-      o["uptime_ms"] = uptime_ms(st.started);
-      std::vector<dump_client_actor> children{
-        caf::actor_cast<dump_client_actor>(st.metadata),
-        caf::actor_cast<dump_client_actor>(st.rpc),
-        caf::actor_cast<dump_client_actor>(st.agents)};
-      return dump_with_children(self, std::move(o), children);
-    },
+      [self](atom::rpc) { return self->state.rpc; },
+      [self](atom::agent) { return self->state.agents; },
+      [self](atom::dump) -> caf::result<json::value> {
+        auto& st = self->state;
+        json::object o;
+        o["kind"] = "supervisor";
+        o["state"] = "idle";
+        o["mailbox"] = self->mailbox().size();
+        o["uptime_ms"] = uptime_ms(st.started);
+        std::vector<dump_client_actor> children{
+            caf::actor_cast<dump_client_actor>(st.metadata),
+            caf::actor_cast<dump_client_actor>(st.rpc),
+            caf::actor_cast<dump_client_actor>(st.agents)};
+        return dump_with_children(self, std::move(o), children);
+      },
   };
 }
 

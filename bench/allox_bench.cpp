@@ -9,8 +9,8 @@
 // Output: one JSON object per run on stdout.
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_diff.hpp"
-#include "guest/store/workspace_ops.hpp"
 #include "guest/os/fs.hpp"
+#include "guest/store/workspace_ops.hpp"
 #include "tests/fixtures/http_client.hpp"
 
 #include <CLI/CLI.hpp>
@@ -43,8 +43,8 @@ json::object summarize(std::vector<double> micros, double seconds) {
   o["p99_us"] = pct(0.99);
   o["max_us"] = micros.empty() ? 0.0 : micros.back();
   o["seconds"] = seconds;
-  o["per_second"] = seconds > 0 ? static_cast<double>(micros.size()) / seconds
-                                : 0.0;
+  o["per_second"] =
+      seconds > 0 ? static_cast<double>(micros.size()) / seconds : 0.0;
   return o;
 }
 
@@ -67,9 +67,9 @@ int create_sessions(const std::string& host, uint16_t port, size_t count,
                        {"session_id", prefix + "s" + std::to_string(i)}};
         auto t0 = clock_type::now();
         auto r = client.rpc("session.create", p);
-        auto us = std::chrono::duration<double, std::micro>(clock_type::now()
-                                                            - t0)
-                    .count();
+        auto us =
+            std::chrono::duration<double, std::micro>(clock_type::now() - t0)
+                .count();
         if (r.status != 200)
           ++failures;
         per_thread[t].push_back(us);
@@ -78,7 +78,7 @@ int create_sessions(const std::string& host, uint16_t port, size_t count,
   for (auto& th : threads)
     th.join();
   auto seconds =
-    std::chrono::duration<double>(clock_type::now() - start).count();
+      std::chrono::duration<double>(clock_type::now() - start).count();
   std::vector<double> all;
   for (auto& v : per_thread)
     all.insert(all.end(), v.begin(), v.end());
@@ -112,15 +112,15 @@ int repeat_action(const std::string& host, uint16_t port,
     auto t0 = clock_type::now();
     auto r = client.rpc(action, p);
     micros.push_back(
-      std::chrono::duration<double, std::micro>(clock_type::now() - t0)
-        .count());
+        std::chrono::duration<double, std::micro>(clock_type::now() - t0)
+            .count());
     if (r.status != 200) {
       if (failures++ == 0)
         std::cerr << action << " failed: " << r.body << "\n";
     }
   }
   auto seconds =
-    std::chrono::duration<double>(clock_type::now() - start).count();
+      std::chrono::duration<double>(clock_type::now() - start).count();
   auto o = summarize(std::move(micros), seconds);
   o["what"] = label.empty() ? action : label;
   o["failures"] = failures;
@@ -142,11 +142,11 @@ int tree_diff(const std::string& from, const std::string& to,
       stats = {};
       auto t0 = clock_type::now();
       auto r = std::string{method} == "walk"
-                 ? os::diff_walk(from, to, &stats)
-                 : os::diff_trees(from, to, base, &stats);
+                   ? os::diff_walk(from, to, &stats)
+                   : os::diff_trees(from, to, base, &stats);
       micros.push_back(
-        std::chrono::duration<double, std::micro>(clock_type::now() - t0)
-          .count());
+          std::chrono::duration<double, std::micro>(clock_type::now() - t0)
+              .count());
       if (!r) {
         std::cerr << message_of(r.error()) << "\n";
         return 1;
@@ -154,7 +154,7 @@ int tree_diff(const std::string& from, const std::string& to,
       changes = r->size();
     }
     auto seconds =
-      std::chrono::duration<double>(clock_type::now() - start).count();
+        std::chrono::duration<double>(clock_type::now() - start).count();
     auto o = summarize(std::move(micros), seconds);
     o["what"] = std::string{"diff by "} + method;
     o["changes"] = changes;
@@ -184,11 +184,11 @@ int raw_subvolumes(const std::string& dir, size_t count) {
     ::mkdir((session + "/current/.allox-tmp").c_str(), 0700);
     os::fsync_dir(dir);
     micros.push_back(
-      std::chrono::duration<double, std::micro>(clock_type::now() - t0)
-        .count());
+        std::chrono::duration<double, std::micro>(clock_type::now() - t0)
+            .count());
   }
   auto seconds =
-    std::chrono::duration<double>(clock_type::now() - start).count();
+      std::chrono::duration<double>(clock_type::now() - start).count();
   auto o = summarize(std::move(micros), seconds);
   o["what"] = "raw subvolume create";
   std::cout << json::serialize(o) << std::endl;

@@ -16,14 +16,14 @@ std::atomic<level> threshold{level::info};
 
 const char* name(level lvl) {
   switch (lvl) {
-    case level::debug:
-      return "debug";
-    case level::info:
-      return "info";
-    case level::warn:
-      return "warn";
-    case level::error:
-      return "error";
+  case level::debug:
+    return "debug";
+  case level::info:
+    return "info";
+  case level::warn:
+    return "warn";
+  case level::error:
+    return "error";
   }
   return "?";
 }
@@ -40,9 +40,9 @@ void write(level lvl, std::string_view component, std::string_view message) {
   auto now = std::chrono::system_clock::now();
   auto secs = std::chrono::system_clock::to_time_t(now);
   auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  now.time_since_epoch())
-                  .count()
-                % 1000;
+                    now.time_since_epoch())
+                    .count() %
+                1000;
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char stamp[80];

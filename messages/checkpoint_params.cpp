@@ -62,7 +62,7 @@ expected<rollback> decode_rollback(const json::object& p, bool after_reset,
       return invalid("num_ancestors must be an integer");
     auto n = v.is_int64() ? v.get_int64()
                           : static_cast<int64_t>(
-                            std::min<uint64_t>(v.get_uint64(), INT64_MAX));
+                                std::min<uint64_t>(v.get_uint64(), INT64_MAX));
     if (n < 1)
       return invalid("num_ancestors must be >= 1");
     out.num_ancestors = n;

@@ -7,34 +7,34 @@ namespace allox {
 
 std::string_view code_name(errc code) {
   switch (code) {
-    case errc::invalid_argument:
-      return "invalid_argument";
-    case errc::not_found:
-      return "not_found";
-    case errc::already_exists:
-      return "already_exists";
-    case errc::conflict:
-      return "conflict";
-    case errc::unauthorized:
-      return "unauthorized";
-    case errc::payload_too_large:
-      return "payload_too_large";
-    case errc::internal:
-      return "internal";
-    case errc::unsupported:
-      return "unsupported";
+  case errc::invalid_argument:
+    return "invalid_argument";
+  case errc::not_found:
+    return "not_found";
+  case errc::already_exists:
+    return "already_exists";
+  case errc::conflict:
+    return "conflict";
+  case errc::unauthorized:
+    return "unauthorized";
+  case errc::payload_too_large:
+    return "payload_too_large";
+  case errc::internal:
+    return "internal";
+  case errc::unsupported:
+    return "unsupported";
   }
   return "internal";
 }
 
 int http_status(errc code) {
   switch (code) {
-    case errc::unauthorized:
-      return 401;
-    case errc::internal:
-      return 500;
-    default:
-      return 400;
+  case errc::unauthorized:
+    return 401;
+  case errc::internal:
+    return 500;
+  default:
+    return 400;
   }
 }
 
@@ -43,8 +43,8 @@ caf::error make_error(errc code, std::string message) {
 }
 
 errc code_of(const caf::error& err) {
-  if (err.category() == caf::atom("allox") && err.code() >= 1
-      && err.code() <= static_cast<uint8_t>(errc::unsupported))
+  if (err.category() == caf::atom("allox") && err.code() >= 1 &&
+      err.code() <= static_cast<uint8_t>(errc::unsupported))
     return static_cast<errc>(err.code());
   return errc::internal;
 }

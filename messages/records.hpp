@@ -150,15 +150,15 @@ typename Inspector::result_type inspect(Inspector& f, session_row& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_row& x) {
   return f(caf::meta::type_name("checkpoint_row"), x.agent_id, x.session_id,
-           x.checkpoint_id, x.created_at_ns, x.origin, x.has_message,
-           x.message, x.pinned, x.metadata, x.missing, x.parent_id,
-           x.generation, x.pending);
+           x.checkpoint_id, x.created_at_ns, x.origin, x.has_message, x.message,
+           x.pinned, x.metadata, x.missing, x.parent_id, x.generation,
+           x.pending);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, journal_row& x) {
-  return f(caf::meta::type_name("journal_row"), x.agent_id, x.session_id,
-           x.op, x.phase, x.checkpoint_id, x.restore_name, x.discard_name,
+  return f(caf::meta::type_name("journal_row"), x.agent_id, x.session_id, x.op,
+           x.phase, x.checkpoint_id, x.restore_name, x.discard_name,
            x.scrub_runtime, x.origin, x.payload);
 }
 
@@ -184,8 +184,7 @@ typename Inspector::result_type inspect(Inspector& f, metadata_write& x) {
   return f(caf::meta::type_name("metadata_write"), x.put_agents,
            x.delete_agents, x.put_sessions, x.delete_sessions,
            x.put_checkpoints, x.delete_checkpoints, x.set_heads,
-           x.set_exec_settings,
-           x.put_journals, x.delete_journals, x.audit,
+           x.set_exec_settings, x.put_journals, x.delete_journals, x.audit,
            x.mark_prototype_imported, x.durable);
 }
 
@@ -197,8 +196,8 @@ typename Inspector::result_type inspect(Inspector& f, catalog_snapshot& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, audit_query& x) {
-  return f(caf::meta::type_name("audit_query"), x.agent_id, x.session_id,
-           x.op, x.after, x.limit);
+  return f(caf::meta::type_name("audit_query"), x.agent_id, x.session_id, x.op,
+           x.after, x.limit);
 }
 
 } // namespace allox

@@ -19,8 +19,8 @@
 #include <caf/scoped_actor.hpp>
 
 #include <climits>
-#include <fstream>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <unistd.h>
@@ -87,23 +87,23 @@ void begin_shutdown(loop_context* ctx, const char* why) {
   if (ctx->stopping)
     return;
   ctx->stopping = true;
-  log::info("daemon", std::string{"shutting down ("} + why
-                        + "): no new connections, draining requests");
+  log::info("daemon", std::string{"shutting down ("} + why +
+                          "): no new connections, draining requests");
   ctx->server->stop_accepting();
   ctx->drain_deadline = std::chrono::steady_clock::now() + ctx->grace;
   uv_timer_start(
-    &ctx->drain,
-    [](uv_timer_t* t) {
-      auto* c = static_cast<loop_context*>(t->data);
-      if (c->server->in_flight() == 0
-          || std::chrono::steady_clock::now() >= c->drain_deadline) {
-        if (c->server->in_flight() > 0)
-          log::warn("daemon", std::to_string(c->server->in_flight())
-                                + " request(s) still running at shutdown");
-        finish_loop(c);
-      }
-    },
-    0, 20);
+      &ctx->drain,
+      [](uv_timer_t* t) {
+        auto* c = static_cast<loop_context*>(t->data);
+        if (c->server->in_flight() == 0 ||
+            std::chrono::steady_clock::now() >= c->drain_deadline) {
+          if (c->server->in_flight() > 0)
+            log::warn("daemon", std::to_string(c->server->in_flight()) +
+                                    " request(s) still running at shutdown");
+          finish_loop(c);
+        }
+      },
+      0, 20);
 }
 
 /// Tracked execution from the flags: audit root outside the store, the
@@ -112,8 +112,8 @@ expected<std::shared_ptr<const exec_config>>
 make_exec_config(const daemon::options& opts, const store::layout& paths) {
   auto cfg = std::make_shared<exec_config>();
   cfg->audit_root = absolute(opts.process_audit_root);
-  if (cfg->audit_root == paths.root
-      || cfg->audit_root.rfind(paths.root + "/", 0) == 0)
+  if (cfg->audit_root == paths.root ||
+      cfg->audit_root.rfind(paths.root + "/", 0) == 0)
     return make_error(errc::invalid_argument,
                       "process audit directory must be outside the "
                       "workspace store");
@@ -161,8 +161,8 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
   }
   std::ifstream boot{"/proc/sys/kernel/random/boot_id"};
   std::getline(boot, cfg->boot_id);
-  log::info("daemon", "tracked execution: runs in " + cfg->audit_root
-                        + ", cgroups under " + cfg->cgroups.root());
+  log::info("daemon", "tracked execution: runs in " + cfg->audit_root +
+                          ", cgroups under " + cfg->cgroups.root());
   return std::shared_ptr<const exec_config>{std::move(cfg)};
 }
 
@@ -196,8 +196,7 @@ int serve(const daemon::options& opts,
   auto catalog = store::catalog::open(paths.database());
   if (!catalog)
     return fail(message_of(catalog.error()));
-  auto shared_catalog =
-    std::make_shared<store::catalog>(std::move(*catalog));
+  auto shared_catalog = std::make_shared<store::catalog>(std::move(*catalog));
 
   uv_loop_t uv;
   uv_loop_init(&uv);
@@ -211,13 +210,12 @@ int serve(const daemon::options& opts,
   sopts.max_connections = opts.max_connections;
   // Declared before the actor system so it outlives every actor that may
   // still post a reply.
-  http::server server{&uv, sopts,
-                      [&ctx](uint64_t ticket, std::string action,
-                             json::object params) {
-                        caf::anon_send(ctx.rpc, atom::rpc_v, ticket,
-                                       std::move(action),
-                                       json::value(std::move(params)));
-                      }};
+  http::server server{
+      &uv, sopts,
+      [&ctx](uint64_t ticket, std::string action, json::object params) {
+        caf::anon_send(ctx.rpc, atom::rpc_v, ticket, std::move(action),
+                       json::value(std::move(params)));
+      }};
   ctx.server = &server;
   uv_async_init(&uv, &ctx.fatal, [](uv_async_t* a) {
     auto* c = static_cast<loop_context*>(a->data);
@@ -237,10 +235,11 @@ int serve(const daemon::options& opts,
                     {"listen", opts.listen},
                     {"loop_device", loop ? loop->device() : ""},
                     {"workers", opts.workers}};
-  auto sup = system.spawn(
-    supervisor,
-    supervisor_init{paths, shared_catalog, &server, info, exec,
-                    [&ctx](std::string) { uv_async_send(&ctx.fatal); }});
+  auto sup =
+      system.spawn(supervisor, supervisor_init{paths, shared_catalog, &server,
+                                               info, exec, [&ctx](std::string) {
+                                                 uv_async_send(&ctx.fatal);
+                                               }});
   shared_catalog.reset();
 
   // Reconcile and spawn every agent and session before serving. The
@@ -251,24 +250,26 @@ int serve(const daemon::options& opts,
     caf::scoped_actor self{system};
     auto started = std::chrono::steady_clock::now();
     agents_actor agents;
-    auto on_error = [&](caf::error& err) { startup_error = message_of(err); };
+    auto on_error = [&](caf::error& err) {
+      startup_error = message_of(err);
+    };
     self->request(sup, std::chrono::seconds{10}, atom::agent_v)
-      .receive([&](agents_actor& a) { agents = a; }, on_error);
+        .receive([&](agents_actor& a) { agents = a; }, on_error);
     self->request(sup, std::chrono::seconds{10}, atom::rpc_v)
-      .receive([&](rpc_actor& r) { ctx.rpc = r; }, on_error);
+        .receive([&](rpc_actor& r) { ctx.rpc = r; }, on_error);
     if (startup_error.empty())
       self->request(agents, std::chrono::minutes{10}, atom::load_v)
-        .receive(
-          [&](json::value& summary) {
-            auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - started)
-                        .count();
-            log::info("daemon", "store ready in " + std::to_string(ms)
-                                  + " ms: " + json::serialize(summary));
-          },
-          [&](caf::error& err) {
-            startup_error = "start-up recovery failed: " + message_of(err);
-          });
+          .receive(
+              [&](json::value& summary) {
+                auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - started)
+                              .count();
+                log::info("daemon", "store ready in " + std::to_string(ms) +
+                                        " ms: " + json::serialize(summary));
+              },
+              [&](caf::error& err) {
+                startup_error = "start-up recovery failed: " + message_of(err);
+              });
   }
   if (startup_error.empty())
     if (auto err = server.listen())
@@ -284,36 +285,35 @@ int serve(const daemon::options& opts,
     uv_loop_close(&uv);
     return fail(startup_error);
   }
-  auto where = (listen->first.find(':') != std::string::npos
-                  ? "[" + listen->first + "]"
-                  : listen->first)
-               + ":" + std::to_string(server.port());
-  log::info("daemon", "serving on http://" + where + "/v1/rpc"
-                        + (opts.token.empty() ? "" : " (token required)"));
+  auto where =
+      (listen->first.find(':') != std::string::npos ? "[" + listen->first + "]"
+                                                    : listen->first) +
+      ":" + std::to_string(server.port());
+  log::info("daemon", "serving on http://" + where + "/v1/rpc" +
+                          (opts.token.empty() ? "" : " (token required)"));
 
   for (auto* sig : {&ctx.sigint, &ctx.sigterm, &ctx.sigusr1}) {
     uv_signal_init(&uv, sig);
     sig->data = &ctx;
   }
   uv_signal_start(
-    &ctx.sigint,
-    [](uv_signal_t* s, int) {
-      begin_shutdown(static_cast<loop_context*>(s->data), "SIGINT");
-    },
-    SIGINT);
+      &ctx.sigint,
+      [](uv_signal_t* s, int) {
+        begin_shutdown(static_cast<loop_context*>(s->data), "SIGINT");
+      },
+      SIGINT);
   uv_signal_start(
-    &ctx.sigterm,
-    [](uv_signal_t* s, int) {
-      begin_shutdown(static_cast<loop_context*>(s->data), "SIGTERM");
-    },
-    SIGTERM);
+      &ctx.sigterm,
+      [](uv_signal_t* s, int) {
+        begin_shutdown(static_cast<loop_context*>(s->data), "SIGTERM");
+      },
+      SIGTERM);
   uv_signal_start(
-    &ctx.sigusr1,
-    [](uv_signal_t* s, int) {
-      caf::anon_send(static_cast<loop_context*>(s->data)->rpc,
-                     atom::log_v);
-    },
-    SIGUSR1);
+      &ctx.sigusr1,
+      [](uv_signal_t* s, int) {
+        caf::anon_send(static_cast<loop_context*>(s->data)->rpc, atom::log_v);
+      },
+      SIGUSR1);
   uv_timer_init(&uv, &ctx.drain);
   ctx.drain.data = &ctx;
 
@@ -352,9 +352,9 @@ int main(int argc, char** argv) {
     if (!mounted)
       die(message_of(mounted.error()));
     loop.emplace(std::move(*mounted));
-    log::info("daemon", "store image " + opts.loop_image + " on "
-                          + loop->device() + " mounted at " + root
-                          + (loop->adopted() ? " (adopted)" : ""));
+    log::info("daemon", "store image " + opts.loop_image + " on " +
+                            loop->device() + " mounted at " + root +
+                            (loop->adopted() ? " (adopted)" : ""));
     root = loop->mount_point();
   }
   int exit_code = serve(opts, *listen, root, loop ? &*loop : nullptr);

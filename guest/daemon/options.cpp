@@ -10,35 +10,35 @@ int parse(int argc, char** argv, options& out) {
   CLI::App app{"Allox OS workspace daemon: agents, sessions, checkpoints and "
                "rollback over JSON RPC"};
   app.add_option("--root", out.root, "workspace store root (on Btrfs)")
-    ->required();
+      ->required();
   app.add_option("--listen", out.listen, "HOST:PORT to serve on")
-    ->capture_default_str();
+      ->capture_default_str();
   app.add_option("--token", out.token,
                  "bearer token (default: $ALLOX_WORKSPACE_TOKEN)");
   app.add_option("--loop-image", out.loop_image,
                  "back the store with this sparse Btrfs image, created and "
                  "loop-mounted at --root if needed");
   app.add_option("--loop-size", out.loop_size, "size of a new loop image")
-    ->capture_default_str();
+      ->capture_default_str();
   app.add_option("--workers", out.workers, "actor scheduler threads")
-    ->capture_default_str()
-    ->check(CLI::Range(1, 64));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   int64_t idle_ms = out.idle_timeout.count();
   app.add_option("--idle-timeout-ms", idle_ms,
                  "close idle HTTP connections after this long")
-    ->capture_default_str()
-    ->check(CLI::Range(int64_t{100}, int64_t{3600000}));
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{3600000}));
   app.add_option("--max-connections", out.max_connections,
                  "concurrent HTTP connections")
-    ->capture_default_str()
-    ->check(CLI::Range(1, 65536));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
   int64_t grace_ms = out.shutdown_grace.count();
   app.add_option("--shutdown-grace-ms", grace_ms,
                  "how long shutdown waits for in-flight requests")
-    ->capture_default_str();
+      ->capture_default_str();
   app.add_option("--log-level", out.log_level, "debug, info, warn or error")
-    ->capture_default_str()
-    ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
   app.add_option("--process-audit-root", out.process_audit_root,
                  "directory for run state and output (outside the store); "
                  "enables process.* execution");
@@ -49,11 +49,11 @@ int parse(int argc, char** argv, options& out) {
   app.add_option("--sandbox-init", out.sandbox_init,
                  "path of allox-sandbox-init (default: next to the daemon)");
   app.add_option("--bwrap", out.bwrap, "path of the bubblewrap binary")
-    ->capture_default_str();
+      ->capture_default_str();
   app.add_option("--session-network", out.session_network,
                  "default network of runs: inherit or isolated")
-    ->capture_default_str()
-    ->check(CLI::IsMember({"inherit", "isolated"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"inherit", "isolated"}));
   app.add_option("--run-memory-max", out.run_memory_max,
                  "default memory.max of a session's runs");
   app.add_option("--run-pids-max", out.run_pids_max,

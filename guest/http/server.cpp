@@ -3,10 +3,10 @@
 #include "guest/log.hpp"
 
 #include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
@@ -21,7 +21,8 @@ namespace allox::http {
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 
-// -- helpers --------------------------------------------------------------------
+// -- helpers
+// --------------------------------------------------------------------
 
 expected<std::pair<std::string, uint16_t>> parse_listen(const std::string& s) {
   auto colon = s.rfind(':');
@@ -59,7 +60,8 @@ bool token_matches(std::string_view header, std::string_view token) {
   return diff == 0;
 }
 
-// -- connection -----------------------------------------------------------------
+// -- connection
+// -----------------------------------------------------------------
 
 class connection {
 public:
@@ -253,7 +255,7 @@ private:
 
   static bool is_stream(beast::string_view target) {
     auto url = boost::urls::parse_origin_form(
-      std::string_view{target.data(), target.size()});
+        std::string_view{target.data(), target.size()});
     return url && url->path() == "/v1/stream";
   }
 
@@ -266,7 +268,7 @@ private:
 
   void start_stream(beast::string_view target) {
     auto url = boost::urls::parse_origin_form(
-      std::string_view{target.data(), target.size()});
+        std::string_view{target.data(), target.size()});
     auto params = url->params();
     auto get = [&](const char* key) {
       auto it = params.find(key);
@@ -322,8 +324,8 @@ private:
   void on_stream_reply(int status, const std::string& body) {
     boost::system::error_code ec;
     auto doc = json::parse(body, ec);
-    if (status != 200 || ec || !doc.is_object()
-        || !doc.as_object().contains("result")) {
+    if (status != 200 || ec || !doc.is_object() ||
+        !doc.as_object().contains("result")) {
       send("event: error\ndata: " + body + "\n\n", true);
       return;
     }
@@ -332,8 +334,8 @@ private:
     int i = stream_index_;
     if (!data.empty()) {
       json::object payload{{"offset", offsets_[i]}, {"data", data}};
-      send(std::string{"event: "} + (i == 0 ? "stdout" : "stderr")
-             + "\ndata: " + json::serialize(payload) + "\n\n",
+      send(std::string{"event: "} + (i == 0 ? "stdout" : "stderr") +
+               "\ndata: " + json::serialize(payload) + "\n\n",
            false);
       fresh_data_ = true;
     }
@@ -380,20 +382,21 @@ private:
     boost::system::error_code ec;
     auto doc = json::parse(req.body(), ec);
     if (ec) {
-      respond(400, error_body("invalid JSON body: " + ec.message(),
-                              "invalid_argument"),
-              !keep_alive_);
+      respond(
+          400,
+          error_body("invalid JSON body: " + ec.message(), "invalid_argument"),
+          !keep_alive_);
       return;
     }
     auto* obj = doc.if_object();
     const json::value* action = obj ? obj->if_contains("action") : nullptr;
     const json::value* params = obj ? obj->if_contains("params") : nullptr;
-    if (obj == nullptr || action == nullptr || !action->is_string()
-        || (params != nullptr && !params->is_object()
-            && !params->is_null())) {
-      respond(400, error_body("request requires string action and object "
-                              "params",
-                              "invalid_argument"),
+    if (obj == nullptr || action == nullptr || !action->is_string() ||
+        (params != nullptr && !params->is_object() && !params->is_null())) {
+      respond(400,
+              error_body("request requires string action and object "
+                         "params",
+                         "invalid_argument"),
               !keep_alive_);
       return;
     }
@@ -405,17 +408,18 @@ private:
   }
 
   void reject(int status, std::string_view message, std::string_view code) {
-    std::string body = message.empty()
-                         ? std::string{R"({"error":"not found","code":"not_found"})"}
-                         : error_body(message, code);
+    std::string body =
+        message.empty()
+            ? std::string{R"({"error":"not found","code":"not_found"})"}
+            : error_body(message, code);
     if (status == 401)
       body = R"({"error":"unauthorized","code":"unauthorized"})";
     respond(status, std::move(body), true);
   }
 
   void respond(int status, std::string body, bool close_after) {
-    bhttp::response<bhttp::string_body> res{
-      static_cast<bhttp::status>(status), 11};
+    bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status),
+                                            11};
     res.set(bhttp::field::content_type, "application/json");
     res.set(bhttp::field::server, "allox-workspace-daemon");
     res.keep_alive(!close_after);
@@ -435,8 +439,8 @@ private:
         sr.consume(text.size());
       });
     } while (!ec && !sr.is_done());
-    uv_buf_t buf = uv_buf_init(w->data.data(),
-                               static_cast<unsigned>(w->data.size()));
+    uv_buf_t buf =
+        uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
     w->req.data = w;
     writing_ = true;
     if (uv_write(&w->req, stream(), &buf, 1, on_written) != 0) {
@@ -453,8 +457,8 @@ private:
     w->close_after = last;
     w->stream = true;
     w->data = std::move(data);
-    uv_buf_t buf = uv_buf_init(w->data.data(),
-                               static_cast<unsigned>(w->data.size()));
+    uv_buf_t buf =
+        uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
     w->req.data = w;
     if (uv_write(&w->req, stream(), &buf, 1, on_written) != 0) {
       delete w;
@@ -500,9 +504,8 @@ private:
     input_.clear();
     auto* req = new uv_shutdown_t{};
     req->data = this;
-    if (uv_shutdown(req, stream(),
-                    [](uv_shutdown_t* r, int) { delete r; })
-        != 0) {
+    if (uv_shutdown(req, stream(), [](uv_shutdown_t* r, int) { delete r; }) !=
+        0) {
       delete req;
       close();
       return;
@@ -537,10 +540,11 @@ private:
   friend class server;
 };
 
-// -- server ---------------------------------------------------------------------
+// -- server
+// ---------------------------------------------------------------------
 
 server::server(uv_loop_t* loop, server_options opts, dispatch_fn dispatch)
-  : loop_(loop), opts_(std::move(opts)), dispatch_(std::move(dispatch)) {
+    : loop_(loop), opts_(std::move(opts)), dispatch_(std::move(dispatch)) {
   uv_async_init(loop_, &wakeup_, on_wakeup);
   wakeup_.data = this;
 }
@@ -562,19 +566,18 @@ caf::error server::listen() {
   listener_.data = this;
   listening_ = true;
   auto where = opts_.host + ":" + std::to_string(opts_.port);
-  if ((rc = uv_tcp_bind(&listener_, reinterpret_cast<sockaddr*>(&addr), 0))
-        != 0
-      || (rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), 511,
-                         on_connection))
-           != 0)
+  if ((rc = uv_tcp_bind(&listener_, reinterpret_cast<sockaddr*>(&addr), 0)) !=
+          0 ||
+      (rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), 511,
+                      on_connection)) != 0)
     return make_error(errc::internal,
                       "cannot listen on " + where + ": " + uv_strerror(rc));
   sockaddr_storage bound{};
   int len = sizeof(bound);
   uv_tcp_getsockname(&listener_, reinterpret_cast<sockaddr*>(&bound), &len);
   bound_port_ = ntohs(bound.ss_family == AF_INET6
-                        ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+                          ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                          : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   return caf::none;
 }
 

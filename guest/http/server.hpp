@@ -35,7 +35,7 @@ struct server_options {
 
 /// Receives a validated request; the reply must be posted under `ticket`.
 using dispatch_fn =
-  std::function<void(uint64_t ticket, std::string action, json::object)>;
+    std::function<void(uint64_t ticket, std::string action, json::object)>;
 
 class connection;
 

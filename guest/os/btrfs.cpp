@@ -34,8 +34,8 @@ caf::error btrfs_error(const char* what, const std::string& path,
 }
 
 caf::error errno_error(const char* what, const std::string& path) {
-  return make_error(errc::internal, std::string{what} + " " + path + ": "
-                                      + std::strerror(errno));
+  return make_error(errc::internal, std::string{what} + " " + path + ": " +
+                                        std::strerror(errno));
 }
 
 } // namespace
@@ -48,7 +48,7 @@ expected<std::string> filesystem_type(const std::string& path) {
     if (auto* m = mount_containing(*mounts, resolved))
       return m->fs_type;
   }
-  struct statfs sfs{};
+  struct statfs sfs {};
   if (statfs(resolved, &sfs) != 0)
     return errno_error("statfs", path);
   char buf[32];
@@ -58,19 +58,19 @@ expected<std::string> filesystem_type(const std::string& path) {
 }
 
 caf::error require_btrfs(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (stat(path.c_str(), &st) != 0)
     return make_error(errc::invalid_argument,
                       "workspace root does not exist: " + path);
-  struct statfs sfs{};
+  struct statfs sfs {};
   if (statfs(path.c_str(), &sfs) != 0)
     return errno_error("statfs", path);
   if (sfs.f_type == BTRFS_SUPER_MAGIC)
     return caf::none;
   auto type = filesystem_type(path);
   return make_error(errc::invalid_argument,
-                    "workspace root must be Btrfs, got: "
-                      + (type ? *type : std::string{"unknown"}));
+                    "workspace root must be Btrfs, got: " +
+                        (type ? *type : std::string{"unknown"}));
 }
 
 caf::error create_subvolume(const std::string& path) {
@@ -96,8 +96,8 @@ caf::error delete_subvolume(const std::string& path) {
   errno = 0;
   // A read-only snapshot can be deleted directly; nested subvolumes (made by
   // a program inside the workspace) go with it.
-  auto err = btrfs_util_delete_subvolume(
-    path.c_str(), BTRFS_UTIL_DELETE_SUBVOLUME_RECURSIVE);
+  auto err = btrfs_util_delete_subvolume(path.c_str(),
+                                         BTRFS_UTIL_DELETE_SUBVOLUME_RECURSIVE);
   if (err != BTRFS_UTIL_OK)
     return btrfs_error("delete subvolume", path, err);
   return caf::none;
@@ -108,7 +108,7 @@ bool is_subvolume(const std::string& path) {
 }
 
 caf::error remove_tree(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (lstat(path.c_str(), &st) != 0)
     return errno == ENOENT ? caf::none : errno_error("lstat", path);
   if (!S_ISDIR(st.st_mode)) {

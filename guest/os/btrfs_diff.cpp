@@ -39,19 +39,18 @@ std::string type_of(mode_t mode) {
 }
 
 /// lstat below a root; false when missing.
-bool stat_at(const std::string& root, const std::string& rel,
-             struct stat& st) {
+bool stat_at(const std::string& root, const std::string& rel, struct stat& st) {
   auto p = rel.empty() ? root : root + "/" + rel;
   return ::lstat(p.c_str(), &st) == 0;
 }
 
 bool same_inode(const struct stat& a, const struct stat& b) {
   // Snapshots keep inode numbers and times of what they did not change.
-  return a.st_ino == b.st_ino && a.st_mode == b.st_mode
-         && a.st_size == b.st_size && a.st_mtim.tv_sec == b.st_mtim.tv_sec
-         && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec
-         && a.st_ctim.tv_sec == b.st_ctim.tv_sec
-         && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
+  return a.st_ino == b.st_ino && a.st_mode == b.st_mode &&
+         a.st_size == b.st_size && a.st_mtim.tv_sec == b.st_mtim.tv_sec &&
+         a.st_mtim.tv_nsec == b.st_mtim.tv_nsec &&
+         a.st_ctim.tv_sec == b.st_ctim.tv_sec &&
+         a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
 }
 
 std::vector<std::string> list(const std::string& root, const std::string& rel,
@@ -75,15 +74,14 @@ std::vector<std::string> list(const std::string& root, const std::string& rel,
 class collector {
 public:
   collector(std::string from, std::string to, diff_stats* stats)
-    : from_(std::move(from)), to_(std::move(to)), stats_(stats) {
-  }
+      : from_(std::move(from)), to_(std::move(to)), stats_(stats) {}
 
   /// Every path below `rel` in one tree, reported as added or deleted.
   void whole_subtree(const std::string& root, const std::string& rel,
                      const char* change) {
     for (const auto& n : list(root, rel, stats_)) {
       auto child = join(rel, n);
-      struct stat st{};
+      struct stat st {};
       if (!stat_at(root, child, st))
         continue;
       add(child, change, st.st_mode);
@@ -99,7 +97,8 @@ public:
       return;
     if (stats_)
       ++stats_->compared_paths;
-    struct stat a{}, b{};
+    struct stat a {
+    }, b{};
     bool in_from = stat_at(from_, rel, a);
     bool in_to = stat_at(to_, rel, b);
     if (!in_from && !in_to)
@@ -165,14 +164,15 @@ private:
   std::map<std::string, tree_change> changes_;
 };
 
-// -- the generation search --------------------------------------------------------
+// -- the generation search
+// --------------------------------------------------------
 
 /// Changed inodes (objectid -> is directory) of the subvolume open at `fd`.
 expected<std::map<uint64_t, bool>> changed_inodes(int fd, uint64_t base) {
   std::map<uint64_t, bool> changed;
   constexpr size_t buf_size = 256 * 1024;
-  std::vector<uint64_t> storage((sizeof(btrfs_ioctl_search_args_v2) + buf_size)
-                                / sizeof(uint64_t) + 1);
+  std::vector<uint64_t> storage(
+      (sizeof(btrfs_ioctl_search_args_v2) + buf_size) / sizeof(uint64_t) + 1);
   auto* args = reinterpret_cast<btrfs_ioctl_search_args_v2*>(storage.data());
   auto& key = args->key;
   key.tree_id = 0; // the subvolume `fd` belongs to
@@ -199,8 +199,8 @@ expected<std::map<uint64_t, bool>> changed_inodes(int fd, uint64_t base) {
       off += sizeof(header);
       // The key range is a slice of (objectid, type, offset) space, so
       // other item types between two inode items come back too.
-      if (header.type == BTRFS_INODE_ITEM_KEY
-          && header.len >= sizeof(btrfs_inode_item)) {
+      if (header.type == BTRFS_INODE_ITEM_KEY &&
+          header.len >= sizeof(btrfs_inode_item)) {
         btrfs_inode_item item{};
         std::memcpy(&item, reinterpret_cast<char*>(args->buf) + off,
                     sizeof(item));
@@ -254,8 +254,8 @@ expected<std::string> dir_path(int fd, uint64_t ino) {
 std::vector<std::string> inode_paths(int fd, uint64_t ino) {
   std::vector<std::string> paths;
   constexpr size_t buf_size = 64 * 1024;
-  std::vector<uint64_t> storage((sizeof(btrfs_ioctl_search_args_v2) + buf_size)
-                                / sizeof(uint64_t) + 1);
+  std::vector<uint64_t> storage(
+      (sizeof(btrfs_ioctl_search_args_v2) + buf_size) / sizeof(uint64_t) + 1);
   auto* args = reinterpret_cast<btrfs_ioctl_search_args_v2*>(storage.data());
   auto& key = args->key;
   key.tree_id = 0;
@@ -297,8 +297,7 @@ std::vector<std::string> inode_paths(int fd, uint64_t ino) {
 /// Adds the current paths of every changed inode of one tree.
 caf::error collect_candidates(const std::string& root, uint64_t base,
                               std::set<std::string>& paths,
-                              std::set<std::string>& dirs,
-                              diff_stats* stats) {
+                              std::set<std::string>& dirs, diff_stats* stats) {
   unique_fd fd{::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
   if (!fd)
     return sys_error("open " + root);
@@ -306,9 +305,9 @@ caf::error collect_candidates(const std::string& root, uint64_t base,
   // that a tree search cannot see yet; committing the transaction flushes
   // them. Read-only snapshots never change.
   bool read_only = false;
-  if (btrfs_util_get_subvolume_read_only_fd(fd.get(), &read_only)
-        != BTRFS_UTIL_OK
-      || !read_only)
+  if (btrfs_util_get_subvolume_read_only_fd(fd.get(), &read_only) !=
+          BTRFS_UTIL_OK ||
+      !read_only)
     if (btrfs_util_sync_fd(fd.get()) != BTRFS_UTIL_OK)
       return sys_error("sync " + root);
   auto changed = changed_inodes(fd.get(), base);
@@ -333,9 +332,8 @@ caf::error collect_candidates(const std::string& root, uint64_t base,
 
 } // namespace
 
-expected<std::vector<tree_change>> diff_walk(const std::string& from,
-                                             const std::string& to,
-                                             diff_stats* stats) {
+expected<std::vector<tree_change>>
+diff_walk(const std::string& from, const std::string& to, diff_stats* stats) {
   if (stats)
     stats->method = "walk";
   collector c{from, to, stats};
@@ -353,8 +351,8 @@ expected<std::vector<tree_change>> diff_trees(const std::string& from,
     stats->method = "generation";
   std::set<std::string> paths, dirs;
   for (const auto* root : {&from, &to})
-    if (auto err = collect_candidates(*root, base_generation, paths, dirs,
-                                      stats))
+    if (auto err =
+            collect_candidates(*root, base_generation, paths, dirs, stats))
       return err;
   collector c{from, to, stats};
   // A changed directory gained or lost entries: compare all of them.

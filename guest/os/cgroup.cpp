@@ -54,12 +54,12 @@ expected<cgroup_tree> cgroup_tree::open(const std::string& root) {
   auto* holder = mount_containing(*mounts, tree.root_);
   if (holder == nullptr || holder->fs_type != "cgroup2")
     return make_error(errc::invalid_argument,
-                      "process cgroup root is not below a cgroup v2 mount: "
-                        + tree.root_);
+                      "process cgroup root is not below a cgroup v2 mount: " +
+                          tree.root_);
   if (tree.root_ == holder->mount_point)
     return make_error(errc::invalid_argument,
-                      "use a dedicated cgroup subtree, not the mount root: "
-                        + tree.root_);
+                      "use a dedicated cgroup subtree, not the mount root: " +
+                          tree.root_);
   tree.mount_ = holder->mount_point;
   if (auto err = make_dirs(tree.root_))
     return err;
@@ -121,15 +121,15 @@ caf::error kill_group(const std::string& group) {
 }
 
 bool wait_empty(const std::string& group, int timeout_ms) {
-  auto deadline = std::chrono::steady_clock::now()
-                  + std::chrono::milliseconds(timeout_ms);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   auto events = group + "/cgroup.events";
   for (;;) {
     if (!populated(group))
       return true;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  deadline - std::chrono::steady_clock::now())
-                  .count();
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
     if (left <= 0)
       return false;
     // cgroup.events signals a change of `populated` as POLLPRI.

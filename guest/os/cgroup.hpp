@@ -4,8 +4,8 @@
 // with no controllers enabled), never assumed.
 #pragma once
 
-#include "messages/errors.hpp"
 #include "guest/os/unique_fd.hpp"
+#include "messages/errors.hpp"
 
 #include <string>
 #include <vector>

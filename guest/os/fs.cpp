@@ -28,7 +28,7 @@ caf::error unmanaged(const std::string& path, const std::string& label) {
 } // namespace
 
 entry_kind kind_of(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (lstat(path.c_str(), &st) != 0)
     return entry_kind::missing;
   if (S_ISLNK(st.st_mode))
@@ -41,12 +41,12 @@ entry_kind kind_of(const std::string& path) {
 caf::error require_managed_dir(const std::string& path,
                                const std::string& label) {
   switch (kind_of(path)) {
-    case entry_kind::directory:
-      return caf::none;
-    case entry_kind::missing:
-      return make_error(errc::not_found, label + " does not exist: " + path);
-    default:
-      return unmanaged(path, label);
+  case entry_kind::directory:
+    return caf::none;
+  case entry_kind::missing:
+    return make_error(errc::not_found, label + " does not exist: " + path);
+  default:
+    return unmanaged(path, label);
   }
 }
 
@@ -93,8 +93,8 @@ caf::error rename_path(const std::string& from, const std::string& to) {
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 } // namespace allox::os

@@ -187,11 +187,10 @@ expected<loop_mount> loop_mount::open(const std::string& image, uint64_t size,
         return result;
       }
       return make_error(errc::invalid_argument,
-                        "another filesystem is already mounted at "
-                          + target);
+                        "another filesystem is already mounted at " + target);
     }
   }
-  struct stat st{};
+  struct stat st {};
   if (stat(image.c_str(), &st) != 0) {
     if (errno != ENOENT)
       return sys_error("stat " + image);
@@ -200,8 +199,8 @@ expected<loop_mount> loop_mount::open(const std::string& image, uint64_t size,
       if (auto err = make_dirs(image.substr(0, slash)))
         return err;
     {
-      unique_fd fd{::open(image.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
-                          0600)};
+      unique_fd fd{
+          ::open(image.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)};
       if (!fd)
         return sys_error("create " + image);
       if (ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
@@ -222,10 +221,9 @@ expected<loop_mount> loop_mount::open(const std::string& image, uint64_t size,
   // The loop device is autoclear: once the mount is gone and our fd is
   // closed, the kernel detaches it; a failed mount detaches it right here.
   if (::mount(loop->device.c_str(), target.c_str(), "btrfs", MS_NOATIME,
-              nullptr)
-      != 0)
-    return sys_error("mount " + loop->device + " at " + target
-                     + " (is the image a Btrfs filesystem?)");
+              nullptr) != 0)
+    return sys_error("mount " + loop->device + " at " + target +
+                     " (is the image a Btrfs filesystem?)");
   loop_mount result;
   result.device_ = loop->device;
   result.image_ = real_path(image);
@@ -234,10 +232,8 @@ expected<loop_mount> loop_mount::open(const std::string& image, uint64_t size,
 }
 
 loop_mount::loop_mount(loop_mount&& other) noexcept
-  : device_(std::move(other.device_)),
-    image_(std::move(other.image_)),
-    mount_point_(std::move(other.mount_point_)),
-    adopted_(other.adopted_) {
+    : device_(std::move(other.device_)), image_(std::move(other.image_)),
+      mount_point_(std::move(other.mount_point_)), adopted_(other.adopted_) {
   other.mount_point_.clear();
 }
 
@@ -263,8 +259,7 @@ caf::error loop_mount::unmount() {
   auto point = std::move(mount_point_);
   mount_point_.clear();
   for (int attempt = 0; attempt < 50; ++attempt) {
-    if (::umount2(point.c_str(), 0) == 0 || errno == EINVAL
-        || errno == ENOENT)
+    if (::umount2(point.c_str(), 0) == 0 || errno == EINVAL || errno == ENOENT)
       break;
     if (errno != EBUSY)
       return sys_error("umount " + point);

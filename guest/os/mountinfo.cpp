@@ -10,11 +10,12 @@ std::string unescape_mount_field(std::string_view field) {
   std::string out;
   out.reserve(field.size());
   for (size_t i = 0; i < field.size(); ++i) {
-    if (field[i] == '\\' && i + 3 < field.size() && field[i + 1] >= '0' && field[i + 1] <= '3' && field[i + 2] >= '0'
-        && field[i + 2] <= '7' && field[i + 3] >= '0' && field[i + 3] <= '7') {
-      out.push_back(static_cast<char>((field[i + 1] - '0') * 64
-                                      + (field[i + 2] - '0') * 8
-                                      + (field[i + 3] - '0')));
+    if (field[i] == '\\' && i + 3 < field.size() && field[i + 1] >= '0' &&
+        field[i + 1] <= '3' && field[i + 2] >= '0' && field[i + 2] <= '7' &&
+        field[i + 3] >= '0' && field[i + 3] <= '7') {
+      out.push_back(static_cast<char>((field[i + 1] - '0') * 64 +
+                                      (field[i + 2] - '0') * 8 +
+                                      (field[i + 3] - '0')));
       i += 3;
     } else {
       out.push_back(field[i]);
@@ -91,9 +92,10 @@ const mount_entry* mount_containing(const std::vector<mount_entry>& mounts,
   const mount_entry* best = nullptr;
   for (const auto& m : mounts) {
     std::string_view mp = m.mount_point;
-    bool contains = mp == "/"
-                    || (path.size() >= mp.size() && path.substr(0, mp.size()) == mp
-                        && (path.size() == mp.size() || path[mp.size()] == '/'));
+    bool contains =
+        mp == "/" ||
+        (path.size() >= mp.size() && path.substr(0, mp.size()) == mp &&
+         (path.size() == mp.size() || path[mp.size()] == '/'));
     if (!contains)
       continue;
     if (best == nullptr || mp.size() >= best->mount_point.size())

@@ -3,21 +3,18 @@
 namespace allox::sandbox {
 
 std::vector<std::string> bwrap_argv(const spec& s) {
-  std::vector<std::string> a{s.bwrap,
-                             "--die-with-parent",
+  std::vector<std::string> a{s.bwrap, "--die-with-parent",
                              // setsid: no controlling terminal, so no
                              // TIOCSTI into the caller's terminal.
-                             "--new-session",
-                             "--unshare-pid",
-                             "--unshare-ipc",
+                             "--new-session", "--unshare-pid", "--unshare-ipc",
                              "--unshare-uts"};
   if (s.isolated_network)
     a.push_back("--unshare-net"); // only loopback inside
   for (const auto* x :
-       {"--tmpfs", "/", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin",
-        "/bin", "--symlink", "usr/sbin", "/sbin", "--symlink", "usr/lib",
-        "/lib", "--symlink", "usr/lib64", "/lib64", "--ro-bind", "/etc",
-        "/etc", "--dev", "/dev", "--proc", "/proc"})
+       {"--tmpfs", "/",    "--ro-bind", "/usr",      "/usr",   "--symlink",
+        "usr/bin", "/bin", "--symlink", "usr/sbin",  "/sbin",  "--symlink",
+        "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--ro-bind",
+        "/etc",    "/etc", "--dev",     "/dev",      "--proc", "/proc"})
     a.emplace_back(x);
   a.insert(a.end(), {"--bind", s.current, "/workspace", "--dir", "/agent",
                      "--bind", s.shared, "/agent/shared", "--tmpfs", "/tmp",
@@ -25,19 +22,19 @@ std::vector<std::string> bwrap_argv(const spec& s) {
                      // Nothing but /workspace, /agent/shared and /tmp is
                      // writable: the root and /dev tmpfs become read-only
                      // once everything is mounted (so no /dev/shm either).
-                     "--remount-ro", "/", "--remount-ro", "/dev",
-                     "--cap-drop", "ALL", "--clearenv"});
+                     "--remount-ro", "/", "--remount-ro", "/dev", "--cap-drop",
+                     "ALL", "--clearenv"});
   // The caller's variables first: the fixed ones below come later and win.
   for (const auto& [k, v] : s.env)
     a.insert(a.end(), {"--setenv", k, v});
   const std::pair<const char*, std::string> fixed[] = {
-    {"PATH", "/usr/local/bin:/usr/bin:/bin"},
-    {"HOME", "/workspace"},
-    {"TMPDIR", "/tmp"},
-    {"ALLOX_AGENT_ID", s.agent_id},
-    {"ALLOX_AGENT_WORKSPACE", "/agent"},
-    {"ALLOX_AGENT_SHARED", "/agent/shared"},
-    {"ALLOX_SESSION_ID", s.session_id},
+      {"PATH", "/usr/local/bin:/usr/bin:/bin"},
+      {"HOME", "/workspace"},
+      {"TMPDIR", "/tmp"},
+      {"ALLOX_AGENT_ID", s.agent_id},
+      {"ALLOX_AGENT_WORKSPACE", "/agent"},
+      {"ALLOX_AGENT_SHARED", "/agent/shared"},
+      {"ALLOX_SESSION_ID", s.session_id},
   };
   for (const auto& [k, v] : fixed)
     a.insert(a.end(), {"--setenv", k, v});

@@ -15,9 +15,9 @@ inline constexpr const char* init_path = "/run/allox/init";
 
 struct spec {
   std::string bwrap = "/usr/bin/bwrap";
-  std::string init;      // host path of allox-sandbox-init
-  std::string current;   // host path of the session's current/
-  std::string shared;    // host path of the agent's shared/
+  std::string init;    // host path of allox-sandbox-init
+  std::string current; // host path of the session's current/
+  std::string shared;  // host path of the agent's shared/
   std::string agent_id;
   std::string session_id;
   std::map<std::string, std::string> env; // the caller's

@@ -76,7 +76,7 @@ void copy_tree(int src_dir, int dst_dir) {
     const char* name = e->d_name;
     if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0)
       continue;
-    struct stat st{};
+    struct stat st {};
     if (::fstatat(src_dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
       continue;
     if (S_ISREG(st.st_mode)) {
@@ -111,8 +111,8 @@ void copy_tree(int src_dir, int dst_dir) {
 void remove_tree(int parent, const char* name) {
   if (::unlinkat(parent, name, 0) == 0 || errno == ENOENT)
     return;
-  int dir = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                     O_CLOEXEC);
+  int dir =
+      ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dir < 0)
     return;
   int dup = ::dup(dir);

@@ -49,8 +49,8 @@ expected<child> spawn_in_cgroup(int cgroup_fd,
   ::close(devnull);
   if (pid < 0)
     return make_error(errc::internal,
-                      std::string{"clone3 into the session cgroup: "}
-                        + std::strerror(saved));
+                      std::string{"clone3 into the session cgroup: "} +
+                          std::strerror(saved));
   child c;
   c.pid = static_cast<pid_t>(pid);
   c.pidfd.reset(pidfd);
@@ -60,8 +60,8 @@ expected<child> spawn_in_cgroup(int cgroup_fd,
 int wait_child(const child& c) {
   siginfo_t info{};
   for (;;) {
-    if (::waitid(P_PIDFD, static_cast<id_t>(c.pidfd.get()), &info, WEXITED)
-        == 0)
+    if (::waitid(P_PIDFD, static_cast<id_t>(c.pidfd.get()), &info, WEXITED) ==
+        0)
       break;
     if (errno != EINTR)
       return -1;

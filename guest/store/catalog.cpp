@@ -11,7 +11,7 @@ namespace {
 // Each entry moves the schema from version i to i + 1. Never edit a shipped
 // entry; append a new one.
 constexpr const char* migrations[] = {
-  R"sql(
+    R"sql(
     CREATE TABLE agents (
       agent_id   TEXT PRIMARY KEY,
       created_ns INTEGER NOT NULL,
@@ -35,8 +35,8 @@ constexpr const char* migrations[] = {
     CREATE INDEX audit_by_scope ON audit (agent_id, session_id, seq);
     CREATE INDEX audit_by_op ON audit (op, seq);
   )sql",
-  // 2: checkpoint DAG, session heads, crash journals.
-  R"sql(
+    // 2: checkpoint DAG, session heads, crash journals.
+    R"sql(
     ALTER TABLE sessions ADD COLUMN head TEXT;
     CREATE TABLE checkpoints (
       agent_id      TEXT NOT NULL,
@@ -66,19 +66,19 @@ constexpr const char* migrations[] = {
       PRIMARY KEY (agent_id, session_id)
     ) WITHOUT ROWID;
   )sql",
-  // 3: facts about the store itself (one-time imports).
-  R"sql(
+    // 3: facts about the store itself (one-time imports).
+    R"sql(
     CREATE TABLE meta (
       key   TEXT PRIMARY KEY,
       value TEXT NOT NULL
     ) WITHOUT ROWID;
   )sql",
-  // 4: checkpoints committed while their snapshot is being taken.
-  R"sql(
+    // 4: checkpoints committed while their snapshot is being taken.
+    R"sql(
     ALTER TABLE checkpoints ADD COLUMN pending INTEGER NOT NULL DEFAULT 0;
   )sql",
-  // 5: per-session execution settings (session.configure).
-  R"sql(
+    // 5: per-session execution settings (session.configure).
+    R"sql(
     ALTER TABLE sessions ADD COLUMN exec_settings TEXT;
   )sql",
 };
@@ -131,13 +131,12 @@ caf::error db_error(sqlite3* db, const std::string& what) {
 expected<catalog> catalog::open(const std::string& path) {
   catalog result;
   int rc = sqlite3_open_v2(path.c_str(), &result.db_,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-                             | SQLITE_OPEN_NOMUTEX,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                               SQLITE_OPEN_NOMUTEX,
                            nullptr);
   if (rc != SQLITE_OK) {
-    auto err = make_error(errc::internal, "cannot open metadata database "
-                                            + path + ": "
-                                            + sqlite3_errstr(rc));
+    auto err = make_error(errc::internal, "cannot open metadata database " +
+                                              path + ": " + sqlite3_errstr(rc));
     return err;
   }
   sqlite3_busy_timeout(result.db_, 5000);
@@ -152,8 +151,7 @@ expected<catalog> catalog::open(const std::string& path) {
 }
 
 catalog::catalog(catalog&& other) noexcept
-  : db_(std::exchange(other.db_, nullptr)), durable_(other.durable_) {
-}
+    : db_(std::exchange(other.db_, nullptr)), durable_(other.durable_) {}
 
 catalog& catalog::operator=(catalog&& other) noexcept {
   if (this != &other) {
@@ -190,10 +188,10 @@ caf::error catalog::migrate() {
   int version = schema_version();
   if (version > latest)
     return make_error(errc::internal,
-                      "metadata database schema version "
-                        + std::to_string(version)
-                        + " is newer than this daemon supports ("
-                        + std::to_string(latest) + ")");
+                      "metadata database schema version " +
+                          std::to_string(version) +
+                          " is newer than this daemon supports (" +
+                          std::to_string(latest) + ")");
   for (; version < latest; ++version) {
     if (auto err = exec("BEGIN IMMEDIATE"))
       return err;
@@ -220,7 +218,7 @@ expected<catalog_snapshot> catalog::load() {
     return db_error(db_, "load agents");
   while (agents.step() == SQLITE_ROW)
     snap.agents.push_back(
-      {agents.text(0), agents.integer(1), agents.integer(2) != 0});
+        {agents.text(0), agents.integer(1), agents.integer(2) != 0});
   statement sessions{db_, "SELECT agent_id, session_id, created_ns, deleting, "
                           "head, exec_settings FROM sessions ORDER BY "
                           "agent_id, session_id"};
@@ -231,10 +229,11 @@ expected<catalog_snapshot> catalog::load() {
                              sessions.integer(2), sessions.integer(3) != 0,
                              sessions.text(4), sessions.text(5)});
   statement checkpoints{
-    db_, "SELECT agent_id, session_id, checkpoint_id, created_at_ns, origin, "
-         "message IS NOT NULL, message, pinned, metadata, missing, parent_id, "
-         "generation, pending FROM checkpoints ORDER BY agent_id, session_id, "
-         "created_at_ns, checkpoint_id"};
+      db_,
+      "SELECT agent_id, session_id, checkpoint_id, created_at_ns, origin, "
+      "message IS NOT NULL, message, pinned, metadata, missing, parent_id, "
+      "generation, pending FROM checkpoints ORDER BY agent_id, session_id, "
+      "created_at_ns, checkpoint_id"};
   if (!checkpoints)
     return db_error(db_, "load checkpoints");
   while (checkpoints.step() == SQLITE_ROW) {
@@ -254,21 +253,22 @@ expected<catalog_snapshot> catalog::load() {
     r.pending = checkpoints.integer(12) != 0;
     snap.checkpoints.push_back(std::move(r));
   }
-  statement imported{
-    db_, "SELECT 1 FROM meta WHERE key = 'prototype_imported'"};
+  statement imported{db_,
+                     "SELECT 1 FROM meta WHERE key = 'prototype_imported'"};
   if (!imported)
     return db_error(db_, "load meta");
   snap.prototype_imported = imported.step() == SQLITE_ROW;
   statement journals{
-    db_, "SELECT agent_id, session_id, op, phase, checkpoint_id, restore_name, "
-         "discard_name, scrub_runtime, origin, payload FROM journals"};
+      db_,
+      "SELECT agent_id, session_id, op, phase, checkpoint_id, restore_name, "
+      "discard_name, scrub_runtime, origin, payload FROM journals"};
   if (!journals)
     return db_error(db_, "load journals");
   while (journals.step() == SQLITE_ROW)
     snap.journals.push_back(
-      {journals.text(0), journals.text(1), journals.text(2), journals.text(3),
-       journals.text(4), journals.text(5), journals.text(6),
-       journals.integer(7) != 0, journals.text(8), journals.text(9)});
+        {journals.text(0), journals.text(1), journals.text(2), journals.text(3),
+         journals.text(4), journals.text(5), journals.text(6),
+         journals.integer(7) != 0, journals.text(8), journals.text(9)});
   return snap;
 }
 
@@ -310,49 +310,51 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
   statement put_agent{db_, "INSERT INTO agents (agent_id, created_ns, deleting)"
                            " VALUES (?1, ?2, ?3) ON CONFLICT (agent_id) DO "
                            "UPDATE SET deleting = excluded.deleting"};
-  statement del_agent_sessions{
-    db_, "DELETE FROM sessions WHERE agent_id = ?1"};
+  statement del_agent_sessions{db_, "DELETE FROM sessions WHERE agent_id = ?1"};
   statement del_agent_checkpoints{
-    db_, "DELETE FROM checkpoints WHERE agent_id = ?1"};
+      db_, "DELETE FROM checkpoints WHERE agent_id = ?1"};
   statement del_agent_journals{db_, "DELETE FROM journals WHERE agent_id = ?1"};
   statement del_session_checkpoints{
-    db_, "DELETE FROM checkpoints WHERE agent_id = ?1 AND session_id = ?2"};
+      db_, "DELETE FROM checkpoints WHERE agent_id = ?1 AND session_id = ?2"};
   statement del_session_journal{
-    db_, "DELETE FROM journals WHERE agent_id = ?1 AND session_id = ?2"};
+      db_, "DELETE FROM journals WHERE agent_id = ?1 AND session_id = ?2"};
   statement put_checkpoint{
-    db_, "INSERT OR REPLACE INTO checkpoints (agent_id, session_id, "
-         "checkpoint_id, created_at_ns, origin, message, pinned, metadata, "
-         "missing, parent_id, generation, pending) VALUES (?1, ?2, ?3, ?4, ?5, "
-         "?6, ?7, ?8, ?9, ?10, ?11, ?12)"};
+      db_,
+      "INSERT OR REPLACE INTO checkpoints (agent_id, session_id, "
+      "checkpoint_id, created_at_ns, origin, message, pinned, metadata, "
+      "missing, parent_id, generation, pending) VALUES (?1, ?2, ?3, ?4, ?5, "
+      "?6, ?7, ?8, ?9, ?10, ?11, ?12)"};
   statement del_checkpoint{
-    db_, "DELETE FROM checkpoints WHERE agent_id = ?1 AND session_id = ?2 "
-         "AND checkpoint_id = ?3"};
+      db_, "DELETE FROM checkpoints WHERE agent_id = ?1 AND session_id = ?2 "
+           "AND checkpoint_id = ?3"};
   statement set_head{
-    db_, "UPDATE sessions SET head = ?3 WHERE agent_id = ?1 AND session_id = ?2"};
+      db_,
+      "UPDATE sessions SET head = ?3 WHERE agent_id = ?1 AND session_id = ?2"};
   statement set_settings{
-    db_, "UPDATE sessions SET exec_settings = ?3 WHERE agent_id = ?1 AND "
-         "session_id = ?2"};
+      db_, "UPDATE sessions SET exec_settings = ?3 WHERE agent_id = ?1 AND "
+           "session_id = ?2"};
   statement put_journal{
-    db_, "INSERT OR REPLACE INTO journals (agent_id, session_id, op, phase, "
-         "checkpoint_id, restore_name, discard_name, scrub_runtime, origin, "
-         "payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"};
+      db_, "INSERT OR REPLACE INTO journals (agent_id, session_id, op, phase, "
+           "checkpoint_id, restore_name, discard_name, scrub_runtime, origin, "
+           "payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"};
   statement del_agent{db_, "DELETE FROM agents WHERE agent_id = ?1"};
   statement put_session{
-    db_, "INSERT INTO sessions (agent_id, session_id, created_ns, deleting, "
-         "head) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (agent_id, session_id) "
-         "DO UPDATE SET deleting = excluded.deleting"};
+      db_,
+      "INSERT INTO sessions (agent_id, session_id, created_ns, deleting, "
+      "head) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (agent_id, session_id) "
+      "DO UPDATE SET deleting = excluded.deleting"};
   statement del_session{
-    db_, "DELETE FROM sessions WHERE agent_id = ?1 AND session_id = ?2"};
-  statement mark_imported{
-    db_, "INSERT OR REPLACE INTO meta (key, value) VALUES "
-         "('prototype_imported', strftime('%s','now'))"};
+      db_, "DELETE FROM sessions WHERE agent_id = ?1 AND session_id = ?2"};
+  statement mark_imported{db_,
+                          "INSERT OR REPLACE INTO meta (key, value) VALUES "
+                          "('prototype_imported', strftime('%s','now'))"};
   statement put_audit{db_, "INSERT INTO audit (timestamp_ns, op, agent_id, "
                            "session_id, fields) VALUES (?1, ?2, ?3, ?4, ?5)"};
-  if (!put_agent || !del_agent_sessions || !del_agent || !put_session
-      || !del_session || !put_audit || !del_agent_checkpoints
-      || !del_agent_journals || !del_session_checkpoints
-      || !del_session_journal || !put_checkpoint || !del_checkpoint
-      || !set_head || !put_journal || !mark_imported || !set_settings)
+  if (!put_agent || !del_agent_sessions || !del_agent || !put_session ||
+      !del_session || !put_audit || !del_agent_checkpoints ||
+      !del_agent_journals || !del_session_checkpoints || !del_session_journal ||
+      !put_checkpoint || !del_checkpoint || !set_head || !put_journal ||
+      !mark_imported || !set_settings)
     return fail("prepare");
   for (const auto* w : writes) {
     if (w->mark_prototype_imported) {
@@ -449,9 +451,9 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       del_session_checkpoints.bind(2, s.session_id);
       del_session_journal.bind(1, s.agent_id);
       del_session_journal.bind(2, s.session_id);
-      if (del_session.step() != SQLITE_DONE
-          || del_session_checkpoints.step() != SQLITE_DONE
-          || del_session_journal.step() != SQLITE_DONE)
+      if (del_session.step() != SQLITE_DONE ||
+          del_session_checkpoints.step() != SQLITE_DONE ||
+          del_session_journal.step() != SQLITE_DONE)
         return fail("delete session");
       del_session.reset();
       del_session_checkpoints.reset();
@@ -462,10 +464,10 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       del_agent_checkpoints.bind(1, a);
       del_agent_journals.bind(1, a);
       del_agent.bind(1, a);
-      if (del_agent_sessions.step() != SQLITE_DONE
-          || del_agent_checkpoints.step() != SQLITE_DONE
-          || del_agent_journals.step() != SQLITE_DONE
-          || del_agent.step() != SQLITE_DONE)
+      if (del_agent_sessions.step() != SQLITE_DONE ||
+          del_agent_checkpoints.step() != SQLITE_DONE ||
+          del_agent_journals.step() != SQLITE_DONE ||
+          del_agent.step() != SQLITE_DONE)
         return fail("delete agent");
       del_agent_sessions.reset();
       del_agent_checkpoints.reset();

@@ -8,8 +8,8 @@ namespace allox::store {
 namespace {
 
 bool creation_order(const checkpoint_row* x, const checkpoint_row* y) {
-  return std::tie(x->created_at_ns, x->checkpoint_id)
-         < std::tie(y->created_at_ns, y->checkpoint_id);
+  return std::tie(x->created_at_ns, x->checkpoint_id) <
+         std::tie(y->created_at_ns, y->checkpoint_id);
 }
 
 /// The prototype's record with a precomputed list of children.
@@ -44,7 +44,7 @@ json::object make_record(const checkpoint_row& row, json::array children) {
 
 checkpoint_dag::checkpoint_dag(std::vector<checkpoint_row> rows,
                                std::string head)
-  : head_(std::move(head)) {
+    : head_(std::move(head)) {
   for (auto& r : rows) {
     auto id = r.checkpoint_id;
     rows_.emplace(std::move(id), std::move(r));
@@ -85,8 +85,8 @@ expected<std::string> checkpoint_dag::ancestor(int64_t n) const {
     auto* r = find(cur);
     if (r == nullptr || r->parent_id.empty() || find(r->parent_id) == nullptr)
       return make_error(errc::not_found,
-                        "checkpoint lineage ends before ancestor "
-                          + std::to_string(n));
+                        "checkpoint lineage ends before ancestor " +
+                            std::to_string(n));
     cur = r->parent_id;
   }
   return cur;
@@ -208,8 +208,8 @@ json::array checkpoint_dag::records(const std::string& after, size_t limit,
     children[head_].emplace_back(live_marker);
   auto begin = sorted.begin();
   if (auto* from = find(after))
-    begin = std::upper_bound(sorted.begin(), sorted.end(), from,
-                             creation_order);
+    begin =
+        std::upper_bound(sorted.begin(), sorted.end(), from, creation_order);
   json::array out;
   if (more)
     *more = false;
@@ -220,8 +220,8 @@ json::array checkpoint_dag::records(const std::string& after, size_t limit,
       break;
     }
     auto kids = children.find((*it)->checkpoint_id);
-    out.emplace_back(make_record(
-      **it, kids == children.end() ? json::array{} : kids->second));
+    out.emplace_back(make_record(**it, kids == children.end() ? json::array{}
+                                                              : kids->second));
   }
   return out;
 }

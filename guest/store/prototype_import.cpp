@@ -21,8 +21,8 @@ std::string slurp(const std::string& path) {
 
 /// "<name>.<ext>" -> "<name>" when the extension matches.
 bool strip(std::string& name, std::string_view ext) {
-  if (name.size() <= ext.size()
-      || name.compare(name.size() - ext.size(), ext.size(), ext) != 0)
+  if (name.size() <= ext.size() ||
+      name.compare(name.size() - ext.size(), ext.size(), ext) != 0)
     return false;
   name.resize(name.size() - ext.size());
   return true;
@@ -37,8 +37,9 @@ void read_index(const std::string& file, const std::string& a,
                 const std::string& s, prototype_store& out) {
   boost::system::error_code ec;
   auto doc = json::parse(slurp(file), ec);
-  if (ec || !doc.is_object() || doc.as_object().if_contains("version") == nullptr
-      || doc.as_object().at("version") != 1) {
+  if (ec || !doc.is_object() ||
+      doc.as_object().if_contains("version") == nullptr ||
+      doc.as_object().at("version") != 1) {
     log::warn("import", "skipping unreadable checkpoint index " + file);
     return;
   }
@@ -104,8 +105,8 @@ void read_events(const std::string& file, const std::string& a,
 caf::error read_transaction(const std::string& file, const std::string& a,
                             const std::string& s, prototype_store& out) {
   auto bad = [&](const std::string& why) {
-    return make_error(errc::internal, "invalid rollback transaction " + file
-                                        + ": " + why);
+    return make_error(errc::internal,
+                      "invalid rollback transaction " + file + ": " + why);
   };
   boost::system::error_code ec;
   auto doc = json::parse(slurp(file), ec);
@@ -127,8 +128,8 @@ caf::error read_transaction(const std::string& file, const std::string& a,
   auto restore = text_or_empty(o, "restore_name");
   auto discard = text_or_empty(o, "discard_name");
   auto safe = [](const std::string& name, std::string_view prefix) {
-    return name.rfind(prefix, 0) == 0 && name.find('/') == std::string::npos
-           && name.size() > prefix.size();
+    return name.rfind(prefix, 0) == 0 && name.find('/') == std::string::npos &&
+           name.size() > prefix.size();
   };
   if (!safe(restore, ".restore-") || !safe(discard, ".discard-"))
     return bad("rollback transaction contains an unsafe path");
@@ -148,8 +149,8 @@ caf::error each_session_file(const std::string& dir, std::string_view ext,
   if (!agents)
     return caf::none;
   for (const auto& a : *agents) {
-    if (!is_valid_id(a) || os::kind_of(dir + "/" + a)
-                             != os::entry_kind::directory)
+    if (!is_valid_id(a) ||
+        os::kind_of(dir + "/" + a) != os::entry_kind::directory)
       continue;
     auto files = os::list_dir(dir + "/" + a);
     if (!files)
@@ -198,10 +199,10 @@ expected<prototype_store> read_prototype_store(const layout& paths) {
       read_events(path, a, s, out);
     return caf::error{};
   });
-  if (auto err = each_session_file(
-        transactions, ".json", [&](auto& a, auto& s, auto& path) {
-          return read_transaction(path, a, s, out);
-        }))
+  if (auto err = each_session_file(transactions, ".json",
+                                   [&](auto& a, auto& s, auto& path) {
+                                     return read_transaction(path, a, s, out);
+                                   }))
     return err;
   std::set<std::string> agents;
   for (const auto& s : out.rows.sessions)

@@ -45,8 +45,8 @@ size_t purge_trash(const std::string& dir) {
     if (!is_trash(n))
       continue;
     if (auto err = os::remove_tree(dir + "/" + n))
-      log::warn("reconcile", "cannot purge " + dir + "/" + n + ": "
-                               + message_of(err));
+      log::warn("reconcile",
+                "cannot purge " + dir + "/" + n + ": " + message_of(err));
     else
       ++purged;
   }
@@ -97,8 +97,8 @@ expected<bool> finish_swap(const layout& paths, const journal_row& j) {
         return err;
     } else {
       return make_error(errc::internal,
-                        "rollback recovery has no current workspace: " + a
-                          + "/" + s);
+                        "rollback recovery has no current workspace: " + a +
+                            "/" + s);
     }
   } else if (!restore) {
     commit = discard || j.phase == "committed";
@@ -163,19 +163,19 @@ void reconcile_checkpoints(const layout& paths, const std::string& a,
       if (n.compare(0, pending_prefix.size(), pending_prefix) != 0)
         continue;
       auto id = n.substr(pending_prefix.size());
-      bool committed = dag.find(id) != nullptr
-                       && os::kind_of(paths.checkpoint(a, s, id))
-                            == os::entry_kind::missing;
+      bool committed =
+          dag.find(id) != nullptr &&
+          os::kind_of(paths.checkpoint(a, s, id)) == os::entry_kind::missing;
       if (committed) {
         if (!publish_checkpoint(paths, a, s, id))
-          changes.audit.push_back(event("checkpoint.create.recovered", a, s,
-                                        {{"checkpoint_id", id},
-                                         {"outcome", "committed"}}));
+          changes.audit.push_back(
+              event("checkpoint.create.recovered", a, s,
+                    {{"checkpoint_id", id}, {"outcome", "committed"}}));
       } else {
         os::remove_tree(paths.checkpoints_dir(a, s) + "/" + n);
-        changes.audit.push_back(event("checkpoint.create.recovered", a, s,
-                                      {{"checkpoint_id", id},
-                                       {"outcome", "aborted"}}));
+        changes.audit.push_back(
+            event("checkpoint.create.recovered", a, s,
+                  {{"checkpoint_id", id}, {"outcome", "aborted"}}));
       }
     }
   }
@@ -184,20 +184,20 @@ void reconcile_checkpoints(const layout& paths, const std::string& a,
   for (auto row : dag.rows()) {
     if (!row.pending)
       continue;
-    if (os::kind_of(paths.checkpoint(a, s, row.checkpoint_id))
-        == os::entry_kind::directory) {
+    if (os::kind_of(paths.checkpoint(a, s, row.checkpoint_id)) ==
+        os::entry_kind::directory) {
       row.pending = false;
       if (row.generation == 0)
         row.generation =
-          snapshot_generation(paths.checkpoint(a, s, row.checkpoint_id));
+            snapshot_generation(paths.checkpoint(a, s, row.checkpoint_id));
       dag.adopt(row); // replaces the in-memory row
       changes.put_checkpoints.push_back(row);
       json::object fields{{"checkpoint_id", row.checkpoint_id},
                           {"origin", row.origin},
                           {"pinned", row.pinned},
                           {"recovered", true}};
-      fields["message"] = row.has_message ? json::value(row.message)
-                                          : json::value(nullptr);
+      fields["message"] =
+          row.has_message ? json::value(row.message) : json::value(nullptr);
       fields["metadata"] = row.metadata.empty() ? json::value(nullptr)
                                                 : json::parse(row.metadata);
       changes.audit.push_back(event("checkpoint.create", a, s, fields));
@@ -205,17 +205,16 @@ void reconcile_checkpoints(const layout& paths, const std::string& a,
       changes.delete_checkpoints.push_back(row);
       for (auto& moved : dag.remove(row.checkpoint_id))
         changes.put_checkpoints.push_back(moved);
-      changes.audit.push_back(event("checkpoint.create.recovered", a, s,
-                                    {{"checkpoint_id", row.checkpoint_id},
-                                     {"outcome", "aborted"}}));
+      changes.audit.push_back(event(
+          "checkpoint.create.recovered", a, s,
+          {{"checkpoint_id", row.checkpoint_id}, {"outcome", "aborted"}}));
     }
   }
   std::set<std::string> on_disk;
   if (auto names = os::list_dir(paths.checkpoints_dir(a, s)))
     for (auto& n : *names)
-      if (is_valid_id(n)
-          && os::kind_of(paths.checkpoint(a, s, n))
-               == os::entry_kind::directory)
+      if (is_valid_id(n) &&
+          os::kind_of(paths.checkpoint(a, s, n)) == os::entry_kind::directory)
         on_disk.insert(n);
   for (const auto& row : dag.rows()) {
     bool missing = on_disk.count(row.checkpoint_id) == 0;
@@ -238,7 +237,7 @@ void reconcile_checkpoints(const layout& paths, const std::string& a,
     dag.adopt(row);
     changes.put_checkpoints.push_back(row);
     changes.audit.push_back(
-      event("checkpoint.adopt", a, s, {{"checkpoint_id", id}}));
+        event("checkpoint.adopt", a, s, {{"checkpoint_id", id}}));
   }
   // The prototype's rule: a head whose snapshot is gone becomes null.
   if (!dag.head().empty() && dag.find(dag.head())->missing)
@@ -281,10 +280,10 @@ caf::error recover_session(const layout& paths, session_row& row,
         dag.move_head(journal->checkpoint_id);
       }
       changes.audit.push_back(
-        event("session.rollback.recovered", a, s, std::move(fields)));
-      log::warn("reconcile", "rollback of " + session_key(a, s) + " to "
-                               + journal->checkpoint_id + " recovered: "
-                               + (swap.commit ? "committed" : "aborted"));
+          event("session.rollback.recovered", a, s, std::move(fields)));
+      log::warn("reconcile", "rollback of " + session_key(a, s) + " to " +
+                                 journal->checkpoint_id + " recovered: " +
+                                 (swap.commit ? "committed" : "aborted"));
     } else if (journal->op == "checkpoint.delete") {
       if (auto err = delete_checkpoint(paths, a, s, journal->checkpoint_id))
         return err;
@@ -317,8 +316,8 @@ expected<reconcile_result> reconcile(const layout& paths,
                                      const catalog_snapshot& rows) {
   reconcile_result r;
   json::array adopted_agents, adopted_sessions, forgotten, finished;
-  if (auto err = os::ensure_managed_dir(paths.agents_dir(), 0755,
-                                        "agents directory"))
+  if (auto err =
+          os::ensure_managed_dir(paths.agents_dir(), 0755, "agents directory"))
     return err;
   size_t purged = purge_trash(paths.agents_dir());
 
@@ -327,13 +326,13 @@ expected<reconcile_result> reconcile(const layout& paths,
   for (const auto& a : rows.agents) {
     if (!a.deleting)
       continue;
-    if (auto err = finish_deletion(paths.agent_dir(a.agent_id),
-                                   paths.agents_dir()))
+    if (auto err =
+            finish_deletion(paths.agent_dir(a.agent_id), paths.agents_dir()))
       return err;
     deleted_agents.insert(a.agent_id);
     r.changes.delete_agents.push_back(a.agent_id);
-    r.changes.audit.push_back(event("agent.delete", a.agent_id, {},
-                                    {{"origin", "recovery"}}));
+    r.changes.audit.push_back(
+        event("agent.delete", a.agent_id, {}, {{"origin", "recovery"}}));
     finished.emplace_back(a.agent_id);
   }
   std::set<std::pair<std::string, std::string>> deleted_sessions;
@@ -345,8 +344,8 @@ expected<reconcile_result> reconcile(const layout& paths,
       return err;
     deleted_sessions.insert({s.agent_id, s.session_id});
     r.changes.delete_sessions.push_back({s.agent_id, s.session_id});
-    r.changes.audit.push_back(event("session.delete", s.agent_id,
-                                    s.session_id, {{"origin", "recovery"}}));
+    r.changes.audit.push_back(event("session.delete", s.agent_id, s.session_id,
+                                    {{"origin", "recovery"}}));
     finished.emplace_back(session_key(s.agent_id, s.session_id));
   }
 
@@ -363,8 +362,8 @@ expected<reconcile_result> reconcile(const layout& paths,
   for (const auto& a : *agent_names) {
     if (!is_valid_id(a) || deleted_agents.count(a) > 0)
       continue;
-    if (os::kind_of(paths.agent_dir(a)) != os::entry_kind::directory
-        || os::kind_of(paths.sessions_dir(a)) != os::entry_kind::directory)
+    if (os::kind_of(paths.agent_dir(a)) != os::entry_kind::directory ||
+        os::kind_of(paths.sessions_dir(a)) != os::entry_kind::directory)
       continue;
     auto& sessions = on_disk[a];
     purged += purge_trash(paths.sessions_dir(a));
@@ -377,8 +376,8 @@ expected<reconcile_result> reconcile(const layout& paths,
       if (os::kind_of(paths.session_dir(a, s)) != os::entry_kind::directory)
         continue;
       auto j = journals.find({a, s});
-      auto swap = recover_swap(paths, a, s,
-                               j == journals.end() ? nullptr : j->second);
+      auto swap =
+          recover_swap(paths, a, s, j == journals.end() ? nullptr : j->second);
       if (!swap)
         return swap.error();
       swaps[{a, s}] = *swap;
@@ -405,8 +404,8 @@ expected<reconcile_result> reconcile(const layout& paths,
       r.changes.audit.push_back(event("agent.forget", a.agent_id, {},
                                       {{"reason", "workspace missing"}}));
       forgotten.emplace_back(a.agent_id);
-      log::warn("reconcile", "agent " + a.agent_id
-                               + " has no workspace on disk; forgotten");
+      log::warn("reconcile",
+                "agent " + a.agent_id + " has no workspace on disk; forgotten");
       continue;
     }
     r.agents.push_back(a);
@@ -423,8 +422,9 @@ expected<reconcile_result> reconcile(const layout& paths,
                                       s.session_id,
                                       {{"reason", "workspace missing"}}));
       forgotten.emplace_back(session_key(s.agent_id, s.session_id));
-      log::warn("reconcile", "session " + session_key(s.agent_id, s.session_id)
-                               + " has no workspace on disk; forgotten");
+      log::warn("reconcile", "session " +
+                                 session_key(s.agent_id, s.session_id) +
+                                 " has no workspace on disk; forgotten");
       continue;
     }
     r.sessions.push_back(s);
@@ -450,7 +450,7 @@ expected<reconcile_result> reconcile(const layout& paths,
   }
   // Journals, orphans and checkpoints of every live session.
   std::map<std::pair<std::string, std::string>, std::vector<checkpoint_row>>
-    checkpoints;
+      checkpoints;
   for (const auto& c : rows.checkpoints)
     checkpoints[{c.agent_id, c.session_id}].push_back(c);
   json::array recovered;
@@ -458,10 +458,10 @@ expected<reconcile_result> reconcile(const layout& paths,
     std::pair<std::string, std::string> key{session.agent_id,
                                             session.session_id};
     auto j = journals.find(key);
-    if (auto err = recover_session(
-          paths, session, std::move(checkpoints[key]),
-          j == journals.end() ? nullptr : j->second, swaps[key], r.changes,
-          r.checkpoints, recovered))
+    if (auto err =
+            recover_session(paths, session, std::move(checkpoints[key]),
+                            j == journals.end() ? nullptr : j->second,
+                            swaps[key], r.changes, r.checkpoints, recovered))
       return err;
   }
   r.summary["recovered_sessions"] = std::move(recovered);

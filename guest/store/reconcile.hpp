@@ -27,7 +27,7 @@ struct reconcile_result {
   json::object summary;
   /// Runs interrupted by a restart, fencing their sessions.
   std::map<std::pair<std::string, std::string>, std::vector<std::string>>
-    fenced_runs;
+      fenced_runs;
 };
 
 /// Blocking; runs on a worker thread.

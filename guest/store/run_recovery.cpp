@@ -50,8 +50,8 @@ expected<fenced_runs> recover_runs(const std::string& audit_root) {
     auto& r = *row;
     auto state = r.at("state");
     bool live = state == "starting" || state == "running";
-    bool fencing = live || (r.contains("session_fenced")
-                            && r.at("session_fenced") == true);
+    bool fencing = live || (r.contains("session_fenced") &&
+                            r.at("session_fenced") == true);
     if (!fencing)
       continue;
     if (live) {
@@ -65,12 +65,13 @@ expected<fenced_runs> recover_runs(const std::string& audit_root) {
             kv.value().as_object()["alive"] = nullptr;
       if (auto err = write_run_row(dir, r))
         return err;
-      log::warn("runs", "run " + id + " was interrupted by a daemon restart; "
-                          "its session stays fenced until session.unfence");
+      log::warn("runs", "run " + id +
+                            " was interrupted by a daemon restart; "
+                            "its session stays fenced until session.unfence");
     }
     fenced[{std::string{r.at("agent_id").as_string()},
             std::string{r.at("session_id").as_string()}}]
-      .push_back(id);
+        .push_back(id);
   }
   return fenced;
 }

@@ -14,8 +14,8 @@
 namespace allox::store {
 
 /// (agent, session) -> runs that fence it.
-using fenced_runs = std::map<std::pair<std::string, std::string>,
-                             std::vector<std::string>>;
+using fenced_runs =
+    std::map<std::pair<std::string, std::string>, std::vector<std::string>>;
 
 /// Rewrites interrupted runs under `audit_root` and returns every run that
 /// still fences its session (also those interrupted before).

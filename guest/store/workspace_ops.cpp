@@ -22,15 +22,15 @@ expected<int64_t> snapshot_current(const layout& paths, const std::string& a,
     return make_error(code_of(err) == errc::not_found ? errc::not_found
                                                       : errc::invalid_argument,
                       code_of(err) == errc::not_found
-                        ? "session does not exist: " + a + "/" + s
-                        : message_of(err));
+                          ? "session does not exist: " + a + "/" + s
+                          : message_of(err));
   if (auto err = os::require_managed_dir(paths.checkpoints_dir(a, s),
                                          "checkpoint directory"))
     return err;
   if (os::kind_of(paths.checkpoint(a, s, id)) != os::entry_kind::missing)
     return make_error(errc::already_exists, "checkpoint already exists: " + id);
-  auto target = paths.checkpoints_dir(a, s) + "/" + std::string{pending_prefix}
-                + id;
+  auto target =
+      paths.checkpoints_dir(a, s) + "/" + std::string{pending_prefix} + id;
   os::remove_tree(target); // a leftover of an earlier failed attempt
   if (auto err = os::create_snapshot(current, target, true)) {
     os::remove_tree(target);
@@ -47,7 +47,7 @@ caf::error publish_checkpoint(const layout& paths, const std::string& a,
 }
 
 int64_t snapshot_generation(const std::string& path) {
-  struct btrfs_util_subvolume_info info{};
+  struct btrfs_util_subvolume_info info {};
   if (btrfs_util_subvolume_info(path.c_str(), 0, &info) != BTRFS_UTIL_OK)
     return 0;
   return static_cast<int64_t>(info.otransid);
@@ -57,13 +57,13 @@ caf::error delete_checkpoint(const layout& paths, const std::string& a,
                              const std::string& s, const std::string& id) {
   auto target = paths.checkpoint(a, s, id);
   switch (os::kind_of(target)) {
-    case os::entry_kind::missing:
-      return caf::none;
-    case os::entry_kind::directory:
-      return os::remove_tree(target);
-    default:
-      return make_error(errc::invalid_argument,
-                        "checkpoint is not a managed directory: " + target);
+  case os::entry_kind::missing:
+    return caf::none;
+  case os::entry_kind::directory:
+    return os::remove_tree(target);
+  default:
+    return make_error(errc::invalid_argument,
+                      "checkpoint is not a managed directory: " + target);
   }
 }
 
@@ -75,15 +75,15 @@ caf::error make_restore(const layout& paths, const std::string& a,
     return make_error(code_of(err) == errc::not_found ? errc::not_found
                                                       : errc::invalid_argument,
                       code_of(err) == errc::not_found
-                        ? "checkpoint does not exist: " + id
-                        : message_of(err));
-  if (auto err = os::require_managed_dir(paths.current(a, s),
-                                         "session workspace"))
+                          ? "checkpoint does not exist: " + id
+                          : message_of(err));
+  if (auto err =
+          os::require_managed_dir(paths.current(a, s), "session workspace"))
     return make_error(code_of(err) == errc::not_found ? errc::not_found
                                                       : errc::invalid_argument,
                       code_of(err) == errc::not_found
-                        ? "session does not exist: " + a + "/" + s
-                        : message_of(err));
+                          ? "session does not exist: " + a + "/" + s
+                          : message_of(err));
   auto target = paths.session_dir(a, s) + "/" + restore_name;
   if (auto err = os::create_snapshot(source, target, false)) {
     os::remove_tree(target);
@@ -108,8 +108,8 @@ caf::error remove_in_session(const layout& paths, const std::string& a,
 
 bool exists_in_session(const layout& paths, const std::string& a,
                        const std::string& s, const std::string& name) {
-  return os::kind_of(paths.session_dir(a, s) + "/" + name)
-         != os::entry_kind::missing;
+  return os::kind_of(paths.session_dir(a, s) + "/" + name) !=
+         os::entry_kind::missing;
 }
 
 namespace {
@@ -119,10 +119,10 @@ caf::error scrub_dir(const std::string& root, const std::string& rel,
   auto dir = rel.empty() ? root : root + "/" + rel;
   DIR* d = opendir(dir.c_str());
   if (d == nullptr)
-    return errno == ENOENT ? caf::none
-                           : make_error(errc::internal,
-                                        "opendir " + dir + ": "
-                                          + std::strerror(errno));
+    return errno == ENOENT
+               ? caf::none
+               : make_error(errc::internal,
+                            "opendir " + dir + ": " + std::strerror(errno));
   std::vector<std::string> names;
   while (auto* ent = readdir(d)) {
     std::string_view n = ent->d_name;
@@ -133,7 +133,7 @@ caf::error scrub_dir(const std::string& root, const std::string& rel,
   for (const auto& n : names) {
     auto child_rel = rel.empty() ? n : rel + "/" + n;
     auto child = root + "/" + child_rel;
-    struct stat st{};
+    struct stat st {};
     if (lstat(child.c_str(), &st) != 0)
       continue;
     if (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode)) {

@@ -24,8 +24,7 @@ inline constexpr std::string_view pending_prefix = ".pending-";
 /// Read-only snapshot of current/ at checkpoints/.pending-<id>; returns the
 /// Btrfs generation at which it was taken. A half-made snapshot is removed.
 expected<int64_t> snapshot_current(const layout& paths, const std::string& a,
-                                   const std::string& s,
-                                   const std::string& id);
+                                   const std::string& s, const std::string& id);
 
 /// Renames checkpoints/.pending-<id> to checkpoints/<id>.
 caf::error publish_checkpoint(const layout& paths, const std::string& a,

@@ -26,9 +26,9 @@ struct deterministic {
     return c;
   }
   deterministic()
-    : sys(prepare(cfg)),
-      sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
-  }
+      : sys(prepare(cfg)),
+        sched(
+            dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
 };
 
 metadata_write session_write(const std::string& sid) {
@@ -61,17 +61,17 @@ TEST_CASE_FIXTURE(deterministic,
     self->send(m, atom::dump_v);
     sched.run();
     self->receive(
-      [&](json::value& v) {
-        auto& counters = v.as_object().at("counters").as_object();
-        CHECK(counters.at("commits") == 1);
-        CHECK(counters.at("batches") == 3);
-      },
-      caf::after(std::chrono::seconds{0}) >> [] { FAIL("no dump"); });
+        [&](json::value& v) {
+          auto& counters = v.as_object().at("counters").as_object();
+          CHECK(counters.at("commits") == 1);
+          CHECK(counters.at("batches") == 3);
+        },
+        caf::after(std::chrono::seconds{0}) >> [] { FAIL("no dump"); });
     self->send(m, atom::load_v);
     sched.run();
     self->receive(
-      [&](catalog_snapshot& snap) { CHECK(snap.sessions.size() == 3); },
-      caf::after(std::chrono::seconds{0}) >> [] { FAIL("no snapshot"); });
+        [&](catalog_snapshot& snap) { CHECK(snap.sessions.size() == 3); },
+        caf::after(std::chrono::seconds{0}) >> [] { FAIL("no snapshot"); });
   }
   caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
   sched.run();
@@ -89,8 +89,8 @@ TEST_CASE_FIXTURE(deterministic, "metadata: a failed commit fails every "
     // Break the database underneath the actor so the next commit fails.
     sqlite3* raw = nullptr;
     REQUIRE(sqlite3_open((dir / "allox.db").c_str(), &raw) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(raw, "DROP TABLE audit", nullptr, nullptr, nullptr)
-            == SQLITE_OK);
+    REQUIRE(sqlite3_exec(raw, "DROP TABLE audit", nullptr, nullptr, nullptr) ==
+            SQLITE_OK);
     sqlite3_close(raw);
     self->send(m, atom::write_v, session_write("s1"));
     self->send(m, atom::write_v, session_write("s2"));
@@ -106,10 +106,10 @@ TEST_CASE_FIXTURE(deterministic, "metadata: a failed commit fails every "
     CHECK(errors == 2);
     self->send(m, atom::load_v);
     sched.run();
-    self->receive(
-      [&](catalog_snapshot& snap) { CHECK(snap.sessions.empty()); },
-      [&](caf::error&) { FAIL("load failed"); },
-      caf::after(std::chrono::seconds{0}) >> [] { FAIL("no snapshot"); });
+    self->receive([&](catalog_snapshot& snap) { CHECK(snap.sessions.empty()); },
+                  [&](caf::error&) { FAIL("load failed"); },
+                  caf::after(std::chrono::seconds{0}) >>
+                      [] { FAIL("no snapshot"); });
   }
   caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
   sched.run();

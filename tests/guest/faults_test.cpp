@@ -7,8 +7,8 @@
 using namespace allox;
 
 TEST_CASE("faults: parsing follows the build") {
-  auto p = json::parse(R"({"point":"x","effect":"delay","millis":5})")
-             .as_object();
+  auto p =
+      json::parse(R"({"point":"x","effect":"delay","millis":5})").as_object();
   auto f = parse_fault(p);
   if (!fault_injection_enabled()) {
     REQUIRE_FALSE(f);
@@ -32,8 +32,8 @@ TEST_CASE("faults: take moves matching faults; each fires once") {
   CHECK_FALSE(armed.empty());
   auto start = std::chrono::steady_clock::now();
   taken.trigger("session.delete.before_rename");
-  CHECK(std::chrono::steady_clock::now() - start
-        >= std::chrono::milliseconds{30});
+  CHECK(std::chrono::steady_clock::now() - start >=
+        std::chrono::milliseconds{30});
   CHECK(taken.empty());
   CHECK_THROWS(armed.trigger("session.create.x"));
   CHECK_NOTHROW(armed.trigger("session.create.x"));

@@ -34,9 +34,9 @@ struct workspace {
     return read_file(current() + "/" + name);
   }
   json::object checkpoint(const std::string& id, json::object extra = {}) {
-    return expect_ok(d.client().rpc(
-      "checkpoint.create", with(with(ids(a, s), {{"checkpoint_id", id}}),
-                                extra)));
+    return expect_ok(
+        d.client().rpc("checkpoint.create",
+                       with(with(ids(a, s), {{"checkpoint_id", id}}), extra)));
   }
   json::object rollback(json::object how) {
     return expect_ok(d.client().rpc("session.rollback", with(ids(a, s), how)));
@@ -95,16 +95,16 @@ TEST_CASE("checkpoints: create, list and describe with the reference "
   CHECK(record(list, id).at("child_ids") == json::array{"__live__"});
   CHECK(c1.at("created_at_ns").as_int64() > 0);
 
-  auto page = expect_ok(c.rpc("checkpoint.list",
-                              with(ids("a", "s"), {{"limit", 1}})));
+  auto page =
+      expect_ok(c.rpc("checkpoint.list", with(ids("a", "s"), {{"limit", 1}})));
   REQUIRE(page.at("checkpoints").as_array().size() == 1);
   CHECK(page.at("has_more") == true);
   CHECK(page.at("next_cursor") == "c1");
-  auto next = expect_ok(c.rpc("checkpoint.list",
-                              with(ids("a", "s"), {{"limit", 1},
-                                                   {"cursor", "c1"}})));
-  CHECK(next.at("checkpoints").as_array()[0].as_object().at("checkpoint_id")
-        == json::value(id));
+  auto next =
+      expect_ok(c.rpc("checkpoint.list",
+                      with(ids("a", "s"), {{"limit", 1}, {"cursor", "c1"}})));
+  CHECK(next.at("checkpoints").as_array()[0].as_object().at("checkpoint_id") ==
+        json::value(id));
   CHECK(next.at("has_more") == false);
 
   auto desc = expect_ok(c.rpc("session.describe", ids("a", "s")));
@@ -129,9 +129,9 @@ TEST_CASE("checkpoints: create, list and describe with the reference "
                400, "invalid_argument");
   auto ops = audit_ops(c, with(ids("a", "s"), {{"op", "checkpoint.create"}}));
   CHECK(ops.size() == 2);
-  auto ev = expect_ok(c.rpc("audit.list", with(ids("a", "s"),
-                                               {{"op", "checkpoint.create"},
-                                                {"limit", 1}})));
+  auto ev = expect_ok(
+      c.rpc("audit.list",
+            with(ids("a", "s"), {{"op", "checkpoint.create"}, {"limit", 1}})));
   auto& e = ev.at("events").as_array()[0].as_object();
   CHECK(e.at("checkpoint_id") == "c1");
   CHECK(e.at("message") == "first");
@@ -146,7 +146,7 @@ TEST_CASE("checkpoints: rollback restores only that session, .allox-tmp "
   d.start();
   auto& c = d.client();
   for (auto [a, s] : std::vector<std::pair<std::string, std::string>>{
-         {"a", "s"}, {"a", "sibling"}, {"b", "s"}})
+           {"a", "s"}, {"a", "sibling"}, {"b", "s"}})
     expect_ok(c.rpc("session.create", ids(a, s)));
   workspace w{d, "a", "s"}, sibling{d, "a", "sibling"}, other{d, "b", "s"};
   auto shared = d.root() + "/agents/a/workspace/shared/notes";
@@ -176,8 +176,8 @@ TEST_CASE("checkpoints: rollback restores only that session, .allox-tmp "
        ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds{10});
   CHECK(session_entries(d, "a", "s", ".discard-").empty());
-  auto ev = expect_ok(c.rpc("audit.list", with(ids("a", "s"),
-                                               {{"op", "session.rollback"}})));
+  auto ev = expect_ok(
+      c.rpc("audit.list", with(ids("a", "s"), {{"op", "session.rollback"}})));
   auto& e = ev.at("events").as_array().at(0).as_object();
   CHECK(e.at("checkpoint_id") == "one");
   CHECK(e.at("scrub_runtime") == true);
@@ -219,9 +219,9 @@ TEST_CASE("checkpoints: num_ancestors 1/2/3") {
   auto& c = d.client();
   expect_ok(c.rpc("session.create", ids("a", "s")));
   workspace w{d, "a", "s"};
-  expect_error(c.rpc("session.rollback", with(ids("a", "s"),
-                                              {{"num_ancestors", 1}})),
-               400, "not_found");
+  expect_error(
+      c.rpc("session.rollback", with(ids("a", "s"), {{"num_ancestors", 1}})),
+      400, "not_found");
   for (auto v : {"1", "2", "3"}) {
     w.put("f", v);
     w.checkpoint(std::string{"c"} + v);
@@ -232,16 +232,16 @@ TEST_CASE("checkpoints: num_ancestors 1/2/3") {
   CHECK(w.rollback({{"num_ancestors", 2}}).at("checkpoint_id") == "c2");
   CHECK(w.get("f") == "2");
   // The head moved to c2, so its grandparent is beyond the root.
-  auto far = c.rpc("session.rollback", with(ids("a", "s"),
-                                            {{"num_ancestors", 3}}));
+  auto far =
+      c.rpc("session.rollback", with(ids("a", "s"), {{"num_ancestors", 3}}));
   expect_error(far, 400, "not_found");
-  CHECK(far.json.as_object().at("error")
-        == "checkpoint lineage ends before ancestor 3");
+  CHECK(far.json.as_object().at("error") ==
+        "checkpoint lineage ends before ancestor 3");
   CHECK(w.rollback({{"num_ancestors", 2}}).at("checkpoint_id") == "c1");
   CHECK(w.get("f") == "1");
-  expect_error(c.rpc("session.rollback", with(ids("a", "s"),
-                                              {{"num_ancestors", true}})),
-               400, "invalid_argument");
+  expect_error(
+      c.rpc("session.rollback", with(ids("a", "s"), {{"num_ancestors", true}})),
+      400, "invalid_argument");
   expect_error(c.rpc("session.rollback", ids("a", "s")), 400,
                "invalid_argument");
 }
@@ -257,18 +257,19 @@ TEST_CASE("checkpoints: prefixes resolve uniquely or not at all") {
   w.put("f", "y");
   w.checkpoint("alpha-2");
   w.checkpoint("beta");
-  CHECK(w.rollback({{"checkpoint_id", "alpha-1"}}).at("checkpoint_id")
-        == "alpha-1");
+  CHECK(w.rollback({{"checkpoint_id", "alpha-1"}}).at("checkpoint_id") ==
+        "alpha-1");
   CHECK(w.rollback({{"checkpoint_id", "be"}}).at("checkpoint_id") == "beta");
-  auto amb = c.rpc("session.rollback", with(ids("a", "s"),
-                                            {{"checkpoint_id", "alpha"}}));
+  auto amb = c.rpc("session.rollback",
+                   with(ids("a", "s"), {{"checkpoint_id", "alpha"}}));
   expect_error(amb, 400, "invalid_argument");
-  CHECK(amb.json.as_object().at("error")
-        == "checkpoint prefix is ambiguous: alpha");
-  auto none = c.rpc("checkpoint.delete", with(ids("a", "s"),
-                                              {{"checkpoint_id", "gamma"}}));
+  CHECK(amb.json.as_object().at("error") ==
+        "checkpoint prefix is ambiguous: alpha");
+  auto none = c.rpc("checkpoint.delete",
+                    with(ids("a", "s"), {{"checkpoint_id", "gamma"}}));
   expect_error(none, 400, "not_found");
-  CHECK(none.json.as_object().at("error") == "checkpoint does not exist: gamma");
+  CHECK(none.json.as_object().at("error") ==
+        "checkpoint does not exist: gamma");
 }
 
 TEST_CASE("checkpoints: delete, pins and re-parenting") {
@@ -280,29 +281,29 @@ TEST_CASE("checkpoints: delete, pins and re-parenting") {
   w.checkpoint("c1");
   w.checkpoint("c2", {{"pinned", true}});
   w.checkpoint("c3");
-  auto pinned = c.rpc("checkpoint.delete", with(ids("a", "s"),
-                                                {{"checkpoint_id", "c2"}}));
+  auto pinned = c.rpc("checkpoint.delete",
+                      with(ids("a", "s"), {{"checkpoint_id", "c2"}}));
   expect_error(pinned, 400, "conflict");
-  CHECK(pinned.json.as_object().at("error")
-        == "checkpoint is pinned; use force to delete: c2");
-  auto del = expect_ok(c.rpc("checkpoint.delete",
-                             with(ids("a", "s"), {{"checkpoint_id", "c2"},
-                                                  {"force", true},
-                                                  {"origin", "gc"}})));
+  CHECK(pinned.json.as_object().at("error") ==
+        "checkpoint is pinned; use force to delete: c2");
+  auto del = expect_ok(c.rpc(
+      "checkpoint.delete",
+      with(ids("a", "s"),
+           {{"checkpoint_id", "c2"}, {"force", true}, {"origin", "gc"}})));
   CHECK(del == json::object{{"agent_id", "a"},
                             {"session_id", "s"},
                             {"checkpoint_id", "c2"},
                             {"deleted", true}});
-  CHECK(::access((d.root() + "/agents/a/workspace/sessions/s/checkpoints/c2")
-                   .c_str(),
-                 F_OK)
-        != 0);
+  CHECK(
+      ::access(
+          (d.root() + "/agents/a/workspace/sessions/s/checkpoints/c2").c_str(),
+          F_OK) != 0);
   auto list = w.list();
   CHECK(record(list, "c3").at("parent_id") == "c1");
   CHECK(record(list, "c1").at("child_ids") == json::array{"c3"});
   // Deleting the head moves it to the parent.
-  expect_ok(c.rpc("checkpoint.delete", with(ids("a", "s"),
-                                            {{"checkpoint_id", "c3"}})));
+  expect_ok(c.rpc("checkpoint.delete",
+                  with(ids("a", "s"), {{"checkpoint_id", "c3"}})));
   CHECK(w.list().at("head") == "c1");
   auto ops = audit_ops(c, with(ids("a", "s"), {{"op", "checkpoint.delete"}}));
   CHECK(ops.size() == 2);
@@ -348,30 +349,28 @@ TEST_CASE("checkpoints: leases block mutations of their own session only") {
   CHECK(token.size() == 32);
   auto again = c.rpc("execution.acquire", ids("a", "s"));
   expect_error(again, 400, "conflict");
-  CHECK(again.json.as_object().at("error")
-        == "session already has an active execution: a/s");
+  CHECK(again.json.as_object().at("error") ==
+        "session already has an active execution: a/s");
   auto blocked = c.rpc("checkpoint.create", ids("a", "s"));
   expect_error(blocked, 400, "conflict");
-  CHECK(blocked.json.as_object().at("error")
-        == "session has active executions: a/s");
-  expect_error(c.rpc("session.rollback", with(ids("a", "s"),
-                                              {{"checkpoint_id", "c1"}})),
-               400, "conflict");
+  CHECK(blocked.json.as_object().at("error") ==
+        "session has active executions: a/s");
+  expect_error(
+      c.rpc("session.rollback", with(ids("a", "s"), {{"checkpoint_id", "c1"}})),
+      400, "conflict");
   expect_error(c.rpc("session.delete", ids("a", "s")), 400, "conflict");
   // Another session of the same agent is unaffected.
   expect_ok(c.rpc("checkpoint.create", ids("a", "other")));
   expect_ok(c.rpc("execution.acquire", ids("a", "other")));
   // Reads still work.
   expect_ok(c.rpc("checkpoint.list", ids("a", "s")));
-  auto released = expect_ok(c.rpc("execution.release",
-                                  {{"lease_token", token}}));
+  auto released =
+      expect_ok(c.rpc("execution.release", {{"lease_token", token}}));
   CHECK(released.at("released") == true);
   CHECK(expect_ok(c.rpc("execution.release", {{"lease_token", token}}))
-          .at("released")
-        == false);
+            .at("released") == false);
   CHECK(expect_ok(c.rpc("execution.release", {{"lease_token", "nope"}}))
-          .at("released")
-        == false);
+            .at("released") == false);
   expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
 }
 
@@ -385,42 +384,42 @@ TEST_CASE("checkpoints: runtime reset fences, returns executions and lets "
   w.put("f", "1");
   w.checkpoint("c1");
   w.put("f", "2");
-  auto reg = expect_ok(c.rpc("runtime.register_background",
-                             with(ids("a", "s"), {{"sandbox_id", "sb"},
-                                                  {"execution_id", "e1"}})));
+  auto reg = expect_ok(c.rpc(
+      "runtime.register_background",
+      with(ids("a", "s"), {{"sandbox_id", "sb"}, {"execution_id", "e1"}})));
   CHECK(reg == json::object{{"registered", true}, {"execution_id", "e1"}});
-  auto persistent = c.rpc("session.rollback",
-                          with(ids("a", "s"), {{"checkpoint_id", "c1"}}));
+  auto persistent =
+      c.rpc("session.rollback", with(ids("a", "s"), {{"checkpoint_id", "c1"}}));
   expect_error(persistent, 400, "conflict");
-  CHECK(persistent.json.as_object().at("error")
-        == "session has persistent runtime executions: a/s; use runtime "
-           "reset before rollback");
+  CHECK(persistent.json.as_object().at("error") ==
+        "session has persistent runtime executions: a/s; use runtime "
+        "reset before rollback");
   expect_error(c.rpc("checkpoint.create", ids("a", "s")), 400, "conflict");
 
   auto reset = expect_ok(c.rpc("runtime.begin_reset", ids("a", "s")));
   auto token = std::string{reset.at("reset_token").as_string()};
-  CHECK(reset.at("executions")
-        == json::array{json::object{{"sandbox_id", "sb"},
-                                    {"execution_id", "e1"}}});
+  CHECK(
+      reset.at("executions") ==
+      json::array{json::object{{"sandbox_id", "sb"}, {"execution_id", "e1"}}});
   // Fenced: no leases, no plain mutations, no second reset.
   expect_error(c.rpc("execution.acquire", ids("a", "s")), 400, "conflict");
   expect_error(c.rpc("runtime.begin_reset", ids("a", "s")), 400, "conflict");
-  expect_error(c.rpc("runtime.register_background",
-                     with(ids("a", "s"), {{"sandbox_id", "x"},
-                                          {"execution_id", "e2"}})),
-               400, "conflict");
-  auto wrong = c.rpc("session.rollback_after_runtime_reset",
-                     with(ids("a", "s"), {{"checkpoint_id", "c1"},
-                                          {"reset_token", "bad"}}));
+  expect_error(
+      c.rpc("runtime.register_background",
+            with(ids("a", "s"), {{"sandbox_id", "x"}, {"execution_id", "e2"}})),
+      400, "conflict");
+  auto wrong = c.rpc(
+      "session.rollback_after_runtime_reset",
+      with(ids("a", "s"), {{"checkpoint_id", "c1"}, {"reset_token", "bad"}}));
   expect_error(wrong, 400, "invalid_argument");
-  CHECK(wrong.json.as_object().at("error")
-        == "invalid runtime reset token for session");
+  CHECK(wrong.json.as_object().at("error") ==
+        "invalid runtime reset token for session");
   expect_error(c.rpc("session.rollback_after_runtime_reset",
                      with(ids("a", "s"), {{"checkpoint_id", "c1"}})),
                400, "invalid_argument");
-  auto rolled = expect_ok(c.rpc("session.rollback_after_runtime_reset",
-                                with(ids("a", "s"), {{"checkpoint_id", "c1"},
-                                                     {"reset_token", token}})));
+  auto rolled = expect_ok(c.rpc(
+      "session.rollback_after_runtime_reset",
+      with(ids("a", "s"), {{"checkpoint_id", "c1"}, {"reset_token", token}})));
   CHECK(rolled.at("checkpoint_id") == "c1");
   CHECK(w.get("f") == "1");
   auto done = expect_ok(c.rpc("runtime.complete_reset",
@@ -437,19 +436,19 @@ TEST_CASE("checkpoints: an administrator can lift a forgotten reset fence") {
   d.start();
   auto& c = d.client();
   expect_ok(c.rpc("session.create", ids("a", "s")));
-  expect_ok(c.rpc("runtime.register_background",
-                  with(ids("a", "s"), {{"sandbox_id", "sb"},
-                                       {"execution_id", "e1"}})));
+  expect_ok(c.rpc(
+      "runtime.register_background",
+      with(ids("a", "s"), {{"sandbox_id", "sb"}, {"execution_id", "e1"}})));
   expect_ok(c.rpc("runtime.begin_reset", ids("a", "s")));
   expect_error(c.rpc("checkpoint.create", ids("a", "s")), 400, "conflict");
-  auto r = expect_ok(c.rpc("session.unfence",
-                           with(ids("a", "s"), {{"origin", "admin"}})));
+  auto r = expect_ok(
+      c.rpc("session.unfence", with(ids("a", "s"), {{"origin", "admin"}})));
   CHECK(r.at("unfenced") == true);
   CHECK(r.at("cleared").as_object().at("reset") == true);
   CHECK(r.at("cleared").as_object().at("background_executions") == 1);
   expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
-  auto ev = expect_ok(c.rpc("audit.list", with(ids("a", "s"),
-                                               {{"op", "session.unfence"}})));
+  auto ev = expect_ok(
+      c.rpc("audit.list", with(ids("a", "s"), {{"op", "session.unfence"}})));
   REQUIRE(ev.at("events").as_array().size() == 1);
   CHECK(ev.at("events").as_array()[0].as_object().at("origin") == "admin");
 }
@@ -477,8 +476,8 @@ TEST_CASE("checkpoints: restart keeps the DAG; vanished snapshots are "
     auto img = os::loop_mount::open(d.image(), 1ull << 30, d.root());
     REQUIRE(img);
     REQUIRE_FALSE(os::delete_subvolume(cps + "/c2"));
-    REQUIRE_FALSE(os::create_snapshot(d.current("a", "s"), cps + "/manual",
-                                      true));
+    REQUIRE_FALSE(
+        os::create_snapshot(d.current("a", "s"), cps + "/manual", true));
   }
   d.start();
   list = w.list();
@@ -488,11 +487,11 @@ TEST_CASE("checkpoints: restart keeps the DAG; vanished snapshots are "
   CHECK(manual.at("origin") == "filesystem-recovery");
   CHECK(manual.at("parent_id").is_null());
   // A missing entry cannot be a rollback target but can be deleted.
-  expect_error(c.rpc("session.rollback", with(ids("a", "s"),
-                                              {{"checkpoint_id", "c2"}})),
-               400, "not_found");
-  expect_ok(c.rpc("checkpoint.delete", with(ids("a", "s"),
-                                            {{"checkpoint_id", "c2"}})));
+  expect_error(
+      c.rpc("session.rollback", with(ids("a", "s"), {{"checkpoint_id", "c2"}})),
+      400, "not_found");
+  expect_ok(c.rpc("checkpoint.delete",
+                  with(ids("a", "s"), {{"checkpoint_id", "c2"}})));
   CHECK(record(w.list(), "c3").at("parent_id") == "c1");
   auto ops = audit_ops(c, with(ids("a", "s"), {{"op", "checkpoint.adopt"}}));
   CHECK(ops.size() == 1);

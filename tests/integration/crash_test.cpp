@@ -37,8 +37,8 @@ std::string head_of(const json::object& l) {
 
 std::string snapshot(const daemon_process& d, const std::string& a,
                      const std::string& s, const std::string& id) {
-  return d.root() + "/agents/" + a + "/workspace/sessions/" + s
-         + "/checkpoints/" + id;
+  return d.root() + "/agents/" + a + "/workspace/sessions/" + s +
+         "/checkpoints/" + id;
 }
 
 /// No transient subvolumes are left in any of the given sessions.
@@ -99,8 +99,7 @@ TEST_CASE("crash: checkpoint creation is all or nothing at every step") {
       CHECK(rec->at("parent_id") == "base");
       CHECK(rec->at("missing") == false);
       CHECK(::access(snapshot(d, "a", s, "n").c_str(), F_OK) == 0);
-      auto ops = audit_ops(c, with(ids("a", s),
-                                   {{"op", "checkpoint.create"}}));
+      auto ops = audit_ops(c, with(ids("a", s), {{"op", "checkpoint.create"}}));
       CHECK(ops.size() == 2); // base and n, exactly once each
     } else {
       CHECK(rec == nullptr);
@@ -108,8 +107,8 @@ TEST_CASE("crash: checkpoint creation is all or nothing at every step") {
       CHECK(::access(snapshot(d, "a", s, "n").c_str(), F_OK) != 0);
     }
     // Never a pending snapshot left behind.
-    auto names = os::list_dir(d.root() + "/agents/a/workspace/sessions/" + s
-                              + "/checkpoints");
+    auto names = os::list_dir(d.root() + "/agents/a/workspace/sessions/" + s +
+                              "/checkpoints");
     REQUIRE(names);
     for (const auto& n : *names)
       CHECK(n.rfind(".pending-", 0) == std::string::npos);
@@ -131,15 +130,15 @@ TEST_CASE("crash: rollback restarts to exactly before or exactly the target "
     bool committed;
   };
   for (auto [point, committed] : {
-         point_case{"rollback.before_snapshot", false},
-         point_case{"rollback.after_snapshot", false},
-         point_case{"rollback.before_move_old", false},
-         point_case{"rollback.after_move_old", true},
-         point_case{"rollback.before_move_new", true},
-         point_case{"rollback.after_move_new", true},
-         point_case{"rollback.after_commit", true},
-         point_case{"purge.before_discard", true},
-         point_case{"purge.after_discard", true},
+           point_case{"rollback.before_snapshot", false},
+           point_case{"rollback.after_snapshot", false},
+           point_case{"rollback.before_move_old", false},
+           point_case{"rollback.after_move_old", true},
+           point_case{"rollback.before_move_new", true},
+           point_case{"rollback.after_move_new", true},
+           point_case{"rollback.after_commit", true},
+           point_case{"purge.before_discard", true},
+           point_case{"purge.after_discard", true},
        }) {
     std::string point_name{point};
     CAPTURE(point_name);
@@ -155,8 +154,7 @@ TEST_CASE("crash: rollback restarts to exactly before or exactly the target "
     write_file(file, "3");
     ::mkfifo((d.current("a", s) + "/.allox-tmp/fifo").c_str(), 0600);
     expect_ok(c.rpc("debug.fault", fault("a", s, point, "crash")));
-    c.try_rpc("session.rollback",
-              with(ids("a", s), {{"checkpoint_id", "c1"}}));
+    c.try_rpc("session.rollback", with(ids("a", s), {{"checkpoint_id", "c1"}}));
     CHECK(d.wait_exit(std::chrono::seconds{10}) == 128 + SIGKILL);
     d.start();
     check_no_leftovers(d, "a", s);
@@ -170,8 +168,9 @@ TEST_CASE("crash: rollback restarts to exactly before or exactly the target "
     }
     // Interrupted before its commit, the rollback is recovered from its
     // journal; after it, only the old tree was left to delete.
-    auto ev = expect_ok(c.rpc(
-      "audit.list", with(ids("a", s), {{"op", "session.rollback.recovered"}})));
+    auto ev = expect_ok(
+        c.rpc("audit.list",
+              with(ids("a", s), {{"op", "session.rollback.recovered"}})));
     const auto& events = ev.at("events").as_array();
     std::string p{point};
     if (p == "purge.after_discard") {
@@ -208,12 +207,14 @@ TEST_CASE("crash: random SIGKILLs under checkpoint and rollback load") {
   std::mt19937 rng{20261130};
   auto& c = d.client();
   struct model {
-    std::string head;                  // what the daemon said last
-    std::vector<std::string> created;  // committed checkpoints
-    std::string marker;                // content of current/marker
+    std::string head;                 // what the daemon said last
+    std::vector<std::string> created; // committed checkpoints
+    std::string marker;               // content of current/marker
   };
   std::vector<model> models(sessions);
-  auto sid = [](int i) { return "s" + std::to_string(i); };
+  auto sid = [](int i) {
+    return "s" + std::to_string(i);
+  };
   for (int i = 0; i < sessions; ++i) {
     expect_ok(c.rpc("session.create", ids("a", sid(i))));
     write_file(d.current("a", sid(i)) + "/marker", "c0");
@@ -227,7 +228,7 @@ TEST_CASE("crash: random SIGKILLs under checkpoint and rollback load") {
     CAPTURE(round);
     struct pending {
       bool create = false;
-      std::string id;        // new checkpoint or rollback target
+      std::string id; // new checkpoint or rollback target
       std::string old_head;
       std::string old_marker;
     };
@@ -281,8 +282,8 @@ TEST_CASE("crash: random SIGKILLs under checkpoint and rollback load") {
       if (op.create) {
         CHECK(marker == op.id);
         auto* rec = find_record(l, op.id);
-        bool snap = ::access(snapshot(d, "a", sid(i), op.id).c_str(), F_OK)
-                    == 0;
+        bool snap =
+            ::access(snapshot(d, "a", sid(i), op.id).c_str(), F_OK) == 0;
         if (rec != nullptr) {
           CHECK(head == op.id);
           CHECK(snap);
@@ -308,9 +309,8 @@ TEST_CASE("crash: random SIGKILLs under checkpoint and rollback load") {
     }
     (void)stop;
   }
-  MESSAGE("operations completed before the kill: " << completed
-                                                   << ", interrupted: "
-                                                   << interrupted);
+  MESSAGE("operations completed before the kill: "
+          << completed << ", interrupted: " << interrupted);
   // Otherwise the kills missed every operation and proved nothing.
   CHECK(completed > 0);
   CHECK(interrupted > 0);

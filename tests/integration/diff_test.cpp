@@ -24,8 +24,8 @@ std::vector<std::string> rows(const json::object& diff) {
   std::vector<std::string> out;
   for (const auto& c : diff.at("changes").as_array()) {
     const auto& o = c.as_object();
-    out.push_back(std::string{o.at("change").as_string()} + " "
-                  + std::string{o.at("path").as_string()});
+    out.push_back(std::string{o.at("change").as_string()} + " " +
+                  std::string{o.at("path").as_string()});
   }
   return out;
 }
@@ -70,16 +70,15 @@ TEST_CASE("diff: known changes between checkpoints and against current") {
   auto r = diff(c, "one", "two");
   CHECK(r.at("method") == "generation");
   CHECK(rows(r) == std::vector<std::string>{
-                     "deleted dir", "deleted dir/sub", "deleted dir/sub/f",
-                     "modified edit", "deleted gone", "added link",
-                     "added moved", "added moved/sub", "added moved/sub/f",
-                     "added new"});
-  CHECK(r.at("counts") == json::object{{"added", 5},
-                                       {"modified", 1},
-                                       {"deleted", 4}});
+                       "deleted dir", "deleted dir/sub", "deleted dir/sub/f",
+                       "modified edit", "deleted gone", "added link",
+                       "added moved", "added moved/sub", "added moved/sub/f",
+                       "added new"});
+  CHECK(r.at("counts") ==
+        json::object{{"added", 5}, {"modified", 1}, {"deleted", 4}});
   // Nothing unchanged was opened: "same" was never compared.
-  CHECK(r.at("stats").as_object().at("compared_paths").to_number<int64_t>()
-        < 16);
+  CHECK(r.at("stats").as_object().at("compared_paths").to_number<int64_t>() <
+        16);
   write_file(cur + "/new", "changed after two");
   auto live = diff(c, "two");
   CHECK(live.at("to").is_null());
@@ -91,9 +90,9 @@ TEST_CASE("diff: known changes between checkpoints and against current") {
   auto rest = diff(c, "one", "two", {{"cursor", page.at("next_cursor")}});
   CHECK(rows(rest).size() == 6);
   CHECK(rest.at("has_more") == false);
-  expect_error(c.rpc("checkpoint.diff", with(ids("a", "s"),
-                                             {{"from", "nope"}})),
-               400, "not_found");
+  expect_error(
+      c.rpc("checkpoint.diff", with(ids("a", "s"), {{"from", "nope"}})), 400,
+      "not_found");
   expect_error(c.rpc("checkpoint.diff", ids("a", "s")), 400,
                "invalid_argument");
 }
@@ -119,22 +118,22 @@ TEST_CASE("diff: the generation search agrees with a full walk on random "
       auto& f = files[rng() % files.size()];
       auto path = cur + "/" + f;
       switch (rng() % 4) {
-        case 0:
-          write_file(path, "edit" + std::to_string(rng()));
-          break;
-        case 1:
-          fs::remove(path);
-          break;
-        case 2:
-          fs::create_directories(cur + "/n" + std::to_string(rng() % 3));
-          write_file(cur + "/n" + std::to_string(rng() % 3) + "/x"
-                       + std::to_string(rng() % 50),
-                     "new");
-          break;
-        case 3:
-          if (fs::exists(path))
-            fs::rename(path, path + ".moved");
-          break;
+      case 0:
+        write_file(path, "edit" + std::to_string(rng()));
+        break;
+      case 1:
+        fs::remove(path);
+        break;
+      case 2:
+        fs::create_directories(cur + "/n" + std::to_string(rng() % 3));
+        write_file(cur + "/n" + std::to_string(rng() % 3) + "/x" +
+                       std::to_string(rng() % 50),
+                   "new");
+        break;
+      case 3:
+        if (fs::exists(path))
+          fs::rename(path, path + ".moved");
+        break;
       }
     }
   };

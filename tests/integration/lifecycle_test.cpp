@@ -37,8 +37,8 @@ http_response until_settled(const std::function<http_response()>& call) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
   for (;;) {
     auto r = call();
-    bool conflict = r.json.is_object() && r.json.as_object().contains("code")
-                    && r.json.as_object().at("code") == "conflict";
+    bool conflict = r.json.is_object() && r.json.as_object().contains("code") &&
+                    r.json.as_object().at("code") == "conflict";
     if (!conflict || std::chrono::steady_clock::now() > deadline)
       return r;
     std::this_thread::sleep_for(std::chrono::milliseconds{5});
@@ -60,8 +60,8 @@ TEST_CASE("lifecycle: state survives a clean restart; SIGTERM unmounts and "
   d.start();
   expect_ok(c.rpc("session.describe", ids("a", "s1")));
   expect_ok(c.rpc("session.describe", ids("b", "s2")));
-  CHECK(expect_ok(c.rpc("agent.list")).at("agent_ids")
-        == json::array{"a", "b"});
+  CHECK(expect_ok(c.rpc("agent.list")).at("agent_ids") ==
+        json::array{"a", "b"});
   CHECK(d.log().find("store unmounted") != std::string::npos);
 }
 
@@ -85,17 +85,17 @@ TEST_CASE("lifecycle: a crash between subvolume and catalog row is adopted "
   auto& c = d.client();
   if (!fault_injection_built(c))
     return; // release build: fault points are compiled out
-  expect_ok(c.rpc("debug.fault",
-                  fault("probe", "", "session.create.after_subvolume",
-                        "crash")));
+  expect_ok(
+      c.rpc("debug.fault",
+            fault("probe", "", "session.create.after_subvolume", "crash")));
   c.try_rpc("session.create", ids("probe", "half"));
   CHECK(d.wait_exit(std::chrono::seconds{10}) == 128 + SIGKILL);
   d.start();
   auto desc = expect_ok(c.rpc("session.describe", ids("probe", "half")));
-  CHECK(desc.at("relative_workspace")
-        == "agents/probe/workspace/sessions/half/current");
-  CHECK(::access((d.current("probe", "half") + "/.allox-tmp").c_str(), F_OK)
-        == 0);
+  CHECK(desc.at("relative_workspace") ==
+        "agents/probe/workspace/sessions/half/current");
+  CHECK(::access((d.current("probe", "half") + "/.allox-tmp").c_str(), F_OK) ==
+        0);
   auto ops = audit_ops(c, ids("probe", "half"));
   CHECK(ops == std::vector<std::string>{"session.adopt"});
 }
@@ -106,8 +106,8 @@ TEST_CASE("lifecycle: a crash during session.delete is finished at start-up") {
   auto& c = d.client();
   if (!fault_injection_built(c))
     return;
-  for (auto point : {"session.delete.before_rename",
-                     "session.delete.after_rename"}) {
+  for (auto point :
+       {"session.delete.before_rename", "session.delete.after_rename"}) {
     CAPTURE(point);
     expect_ok(c.rpc("session.create", ids("probe", "gone")));
     expect_ok(c.rpc("debug.fault", fault("probe", "gone", point, "crash")));
@@ -116,10 +116,8 @@ TEST_CASE("lifecycle: a crash during session.delete is finished at start-up") {
     d.start();
     expect_error(c.rpc("session.describe", ids("probe", "gone")), 400,
                  "not_found");
-    CHECK(::access((d.root() + "/agents/probe/workspace/sessions/gone")
-                     .c_str(),
-                   F_OK)
-          != 0);
+    CHECK(::access((d.root() + "/agents/probe/workspace/sessions/gone").c_str(),
+                   F_OK) != 0);
     auto ops = audit_ops(c, {{"agent_id", "probe"},
                              {"session_id", "gone"},
                              {"op", "session.delete"}});
@@ -129,8 +127,8 @@ TEST_CASE("lifecycle: a crash during session.delete is finished at start-up") {
   auto names = os::list_dir(d.root() + "/agents/probe/workspace/sessions");
   REQUIRE(names);
   CHECK(names->empty());
-  CHECK(expect_ok(c.rpc("session.list", ids("probe"))).at("session_ids")
-        == json::array{});
+  CHECK(expect_ok(c.rpc("session.list", ids("probe"))).at("session_ids") ==
+        json::array{});
 }
 
 TEST_CASE("lifecycle: a failing session actor is restarted; its caller gets "
@@ -141,12 +139,13 @@ TEST_CASE("lifecycle: a failing session actor is restarted; its caller gets "
   if (!fault_injection_built(c))
     return;
   expect_ok(c.rpc("session.create", ids("probe", "s")));
-  expect_ok(c.rpc("debug.fault", fault("probe", "s", "session.describe",
-                                       "throw")));
+  expect_ok(
+      c.rpc("debug.fault", fault("probe", "s", "session.describe", "throw")));
   auto failed = c.rpc("session.describe", ids("probe", "s"));
   expect_error(failed, 500, "internal");
   // The replacement actor serves as soon as its rows are reloaded.
-  expect_ok(until_settled([&] { return c.rpc("session.describe", ids("probe", "s")); }));
+  expect_ok(until_settled(
+      [&] { return c.rpc("session.describe", ids("probe", "s")); }));
   auto ops = audit_ops(c, {{"op", "session.actor_failed"}});
   CHECK(ops.size() == 1);
   auto dump = expect_ok(c.rpc("system.dump"));
@@ -167,11 +166,10 @@ TEST_CASE("lifecycle: a session that keeps failing is stopped and shows as "
       return c.rpc("debug.fault",
                    fault("probe", "s", "session.describe", "throw"));
     }));
-    expect_error(c.rpc("session.describe", ids("probe", "s")), 500,
-                 "internal");
+    expect_error(c.rpc("session.describe", ids("probe", "s")), 500, "internal");
   }
   auto stopped = until_settled(
-    [&] { return c.rpc("session.describe", ids("probe", "s")); });
+      [&] { return c.rpc("session.describe", ids("probe", "s")); });
   expect_error(stopped, 500, "internal");
   auto text = json::serialize(expect_ok(c.rpc("system.dump")));
   CHECK(text.find(R"("state":"failed")") != std::string::npos);
@@ -188,9 +186,9 @@ TEST_CASE("lifecycle: slow work in one session never stalls another") {
   expect_ok(c.rpc("session.create", ids("probe", "slow")));
   expect_ok(c.rpc("session.create", ids("probe", "fast")));
   expect_ok(c.rpc("session.create", ids("other", "fast")));
-  expect_ok(c.rpc("debug.fault", fault("probe", "slow",
-                                       "session.delete.before_rename", "delay",
-                                       2000)));
+  expect_ok(c.rpc(
+      "debug.fault",
+      fault("probe", "slow", "session.delete.before_rename", "delay", 2000)));
   auto slow_client = d.new_client();
   auto started = std::chrono::steady_clock::now();
   auto slow = std::async(std::launch::async, [&] {
@@ -199,8 +197,8 @@ TEST_CASE("lifecycle: slow work in one session never stalls another") {
   std::this_thread::sleep_for(std::chrono::milliseconds{100});
   std::chrono::steady_clock::duration worst{};
   int served = 0;
-  while (slow.wait_for(std::chrono::milliseconds{0})
-         != std::future_status::ready) {
+  while (slow.wait_for(std::chrono::milliseconds{0}) !=
+         std::future_status::ready) {
     for (auto* who : {"probe", "other"}) {
       auto t0 = std::chrono::steady_clock::now();
       expect_ok(c.rpc("session.describe", ids(who, "fast")));
@@ -211,8 +209,8 @@ TEST_CASE("lifecycle: slow work in one session never stalls another") {
     // runs (afterwards it is gone: not_found).
     auto t1 = std::chrono::steady_clock::now();
     auto busy = c.rpc("session.describe", ids("probe", "slow"));
-    CHECK(std::chrono::steady_clock::now() - t1
-          < std::chrono::milliseconds{250});
+    CHECK(std::chrono::steady_clock::now() - t1 <
+          std::chrono::milliseconds{250});
     if (t1 - started < std::chrono::milliseconds{1800}) {
       INFO(busy.body);
       CHECK(busy.status == 200);
@@ -224,9 +222,9 @@ TEST_CASE("lifecycle: slow work in one session never stalls another") {
   CHECK(served > 20);
   CHECK(worst < std::chrono::milliseconds{250});
   // The agent stays responsive while it creates a session slowly, too.
-  expect_ok(c.rpc("debug.fault", fault("probe", "",
-                                       "session.create.before_subvolume",
-                                       "delay", 1500)));
+  expect_ok(
+      c.rpc("debug.fault", fault("probe", "", "session.create.before_subvolume",
+                                 "delay", 1500)));
   auto creating = std::async(std::launch::async, [&] {
     return slow_client->rpc("session.create", ids("probe", "late"));
   });
@@ -235,8 +233,8 @@ TEST_CASE("lifecycle: slow work in one session never stalls another") {
   expect_ok(c.rpc("session.list", ids("probe")));
   expect_ok(c.rpc("session.describe", ids("probe", "fast")));
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds{250});
-  CHECK(creating.wait_for(std::chrono::milliseconds{0})
-        != std::future_status::ready);
+  CHECK(creating.wait_for(std::chrono::milliseconds{0}) !=
+        std::future_status::ready);
   expect_ok(creating.get());
 }
 
@@ -261,8 +259,7 @@ TEST_CASE("lifecycle: system.dump shows the live actor tree") {
         walk(child.as_object());
   };
   walk(tree);
-  for (auto k : {"supervisor", "metadata", "rpc", "agents", "agent",
-                 "session"})
+  for (auto k : {"supervisor", "metadata", "rpc", "agents", "agent", "session"})
     CHECK(std::find(kinds.begin(), kinds.end(), k) != kinds.end());
   REQUIRE(session != nullptr);
   CHECK(session->at("agent_id") == "a");
@@ -270,10 +267,11 @@ TEST_CASE("lifecycle: system.dump shows the live actor tree") {
   CHECK(session->at("state") == "idle");
   CHECK(session->at("mailbox").is_number());
   CHECK(session->at("uptime_ms").is_number());
-  CHECK(session->at("resources").as_object().at("subvolume")
-        == json::value(d.current("a", "s1")));
-  CHECK(session->at("counters").as_object().at("requests").to_number<int64_t>()
-        >= 1);
+  CHECK(session->at("resources").as_object().at("subvolume") ==
+        json::value(d.current("a", "s1")));
+  CHECK(
+      session->at("counters").as_object().at("requests").to_number<int64_t>() >=
+      1);
 }
 
 TEST_CASE("lifecycle: SIGUSR1 writes the dump to the log") {
@@ -282,11 +280,10 @@ TEST_CASE("lifecycle: SIGUSR1 writes the dump to the log") {
   expect_ok(d.client().rpc("session.create", ids("a", "s1")));
   // The fixture's pid is private; find ours through the dump.
   auto dump = expect_ok(d.client().rpc("system.dump"));
-  auto pid = static_cast<pid_t>(dump.at("daemon").as_object().at("pid")
-                                  .as_int64());
+  auto pid =
+      static_cast<pid_t>(dump.at("daemon").as_object().at("pid").as_int64());
   ::kill(pid, SIGUSR1);
-  for (int i = 0; i < 100 && d.log().find("dump: {") == std::string::npos;
-       ++i)
+  for (int i = 0; i < 100 && d.log().find("dump: {") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds{20});
   auto log = d.log();
   CHECK(log.find("dump: {") != std::string::npos);
@@ -316,10 +313,10 @@ TEST_CASE("lifecycle: many sessions created concurrently") {
   int listed = 0;
   for (int a = 0; a < 3; ++a)
     listed += static_cast<int>(
-      expect_ok(d.client().rpc("session.list", ids("a" + std::to_string(a))))
-        .at("session_ids")
-        .as_array()
-        .size());
+        expect_ok(d.client().rpc("session.list", ids("a" + std::to_string(a))))
+            .at("session_ids")
+            .as_array()
+            .size());
   CHECK(listed == 80);
 }
 
@@ -334,10 +331,10 @@ TEST_CASE("lifecycle: a start-up failure after mounting still unmounts") {
   REQUIRE(::listen(busy, 1) == 0);
   socklen_t len = sizeof(addr);
   ::getsockname(busy, reinterpret_cast<sockaddr*>(&addr), &len);
-  auto [code, out] = run_daemon(
-    {"--root", dir / "store", "--loop-image", dir / "store.img",
-     "--loop-size", "1G", "--listen",
-     "127.0.0.1:" + std::to_string(ntohs(addr.sin_port))});
+  auto [code, out] =
+      run_daemon({"--root", dir / "store", "--loop-image", dir / "store.img",
+                  "--loop-size", "1G", "--listen",
+                  "127.0.0.1:" + std::to_string(ntohs(addr.sin_port))});
   ::close(busy);
   CHECK(code == 1);
   CHECK(out.find("cannot listen") != std::string::npos);

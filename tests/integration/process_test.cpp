@@ -21,9 +21,9 @@ namespace {
 
 json::object start(http_client& c, const std::string& a, const std::string& s,
                    json::array argv, json::object extra = {}) {
-  return expect_ok(c.rpc("process.start",
-                         with(with(ids(a, s), {{"argv", std::move(argv)}}),
-                              extra)));
+  return expect_ok(
+      c.rpc("process.start",
+            with(with(ids(a, s), {{"argv", std::move(argv)}}), extra)));
 }
 
 json::object sh(http_client& c, const std::string& a, const std::string& s,
@@ -39,8 +39,8 @@ std::string run_id(const json::object& row) {
 json::object wait_done(http_client& c, const std::string& a,
                        const std::string& s, const std::string& id) {
   for (int i = 0; i < 1000; ++i) {
-    auto row = expect_ok(c.rpc("process.get",
-                               with(ids(a, s), {{"run_id", id}})));
+    auto row =
+        expect_ok(c.rpc("process.get", with(ids(a, s), {{"run_id", id}})));
     auto state = row.at("state");
     if (state != "starting" && state != "running")
       return row;
@@ -52,9 +52,8 @@ json::object wait_done(http_client& c, const std::string& a,
 
 std::string output(http_client& c, const std::string& a, const std::string& s,
                    const std::string& id, const char* stream = "stdout") {
-  auto r = expect_ok(c.rpc("process.output",
-                           with(ids(a, s), {{"run_id", id},
-                                            {"stream", stream}})));
+  auto r = expect_ok(c.rpc(
+      "process.output", with(ids(a, s), {{"run_id", id}, {"stream", stream}})));
   return std::string{r.at("data").as_string()};
 }
 
@@ -69,8 +68,8 @@ TEST_CASE("process: disabled without an audit root") {
   auto r = d.client().rpc("process.start",
                           with(ids("a", "s"), {{"argv", json::array{"true"}}}));
   expect_error(r, 400, "unsupported");
-  CHECK(r.json.as_object().at("error")
-        == "process tracking is not enabled on this daemon");
+  CHECK(r.json.as_object().at("error") ==
+        "process tracking is not enabled on this daemon");
 }
 
 TEST_CASE("process: the sandbox as the prototype's tests see it") {
@@ -92,21 +91,21 @@ TEST_CASE("process: the sandbox as the prototype's tests see it") {
   CHECK(row.at("state") == "running");
   CHECK(row.at("isolation") == "bubblewrap");
   CHECK(row.at("root_pid").as_int64() > 0);
-  CHECK(row.at("cgroup") == json::value(d.cgroup_root() + "/agents/a/sessions/s"));
+  CHECK(row.at("cgroup") ==
+        json::value(d.cgroup_root() + "/agents/a/sessions/s"));
   auto done = wait_done(c, "a", "s", run_id(row));
   CHECK(done.at("state") == "completed");
   CHECK(done.at("root_exit_code") == 0);
   CHECK(done.at("lifecycle_complete") == true);
   CHECK(done.at("trace_complete") == false);
   CHECK(done.at("session_fenced") == false);
-  CHECK(output(c, "a", "s", run_id(row))
-        == "/workspace\n/workspace /tmp a s /agent/shared\nproc\nnocgroup\n"
-           "shared\n");
+  CHECK(output(c, "a", "s", run_id(row)) ==
+        "/workspace\n/workspace /tmp a s /agent/shared\nproc\nnocgroup\n"
+        "shared\n");
   CHECK(output(c, "a", "s", run_id(row), "stderr") == "err\n");
   // Logs live outside the store.
   CHECK(::access((d.runs_dir() + "/" + run_id(row) + "/stdout.log").c_str(),
-                 F_OK)
-        == 0);
+                 F_OK) == 0);
   // The session group is gone once empty.
   CHECK(::access(done.at("cgroup").as_string().c_str(), F_OK) != 0);
   auto list = d.client().rpc("process.list", ids("a", "s"));
@@ -137,8 +136,8 @@ TEST_CASE("process: private /tmp is seeded from and synced to .allox-tmp") {
   CHECK(::access((tmp + "/seed").c_str(), F_OK) != 0);
   // A killed run's /tmp is discarded.
   auto killed = sh(c, "a", "s", "echo lost > /tmp/lost; sleep 60");
-  expect_ok(c.rpc("process.stop", with(ids("a", "s"),
-                                       {{"run_id", run_id(killed)}})));
+  expect_ok(
+      c.rpc("process.stop", with(ids("a", "s"), {{"run_id", run_id(killed)}})));
   CHECK(::access((tmp + "/lost").c_str(), F_OK) != 0);
   CHECK(read_file(tmp + "/made") == "new\n");
 }
@@ -150,27 +149,25 @@ TEST_CASE("process: stop, timeout, and descendants that outlive the first "
   auto& c = d.client();
   expect_ok(c.rpc("session.create", ids("a", "s")));
   auto sleeper = start(c, "a", "s", json::array{"sleep", "60"});
-  auto stopped = expect_ok(c.rpc("process.stop",
-                                 with(ids("a", "s"),
-                                      {{"run_id", run_id(sleeper)}})));
+  auto stopped = expect_ok(c.rpc(
+      "process.stop", with(ids("a", "s"), {{"run_id", run_id(sleeper)}})));
   CHECK(stopped.at("state") == "stopped");
   CHECK(stopped.at("stop_reason") == "requested");
   CHECK(stopped.at("session_fenced") == false);
 
-  auto timed = start(c, "a", "s", json::array{"sleep", "60"},
-                     {{"timeout", 0.2}});
+  auto timed =
+      start(c, "a", "s", json::array{"sleep", "60"}, {{"timeout", 0.2}});
   auto done = wait_done(c, "a", "s", run_id(timed));
   CHECK(done.at("state") == "stopped");
   CHECK(done.at("stop_reason") == "timeout");
 
   // A double-forked, setsid descendant keeps the run alive after the first
   // process exits, and process.stop still kills it.
-  auto forked = sh(c, "a", "s",
-                   "(setsid sh -c 'sleep 60' &) ; echo parent-exits");
+  auto forked =
+      sh(c, "a", "s", "(setsid sh -c 'sleep 60' &) ; echo parent-exits");
   std::this_thread::sleep_for(std::chrono::milliseconds{500});
-  auto alive = expect_ok(c.rpc("process.get", with(ids("a", "s"),
-                                                   {{"run_id",
-                                                     run_id(forked)}})));
+  auto alive = expect_ok(
+      c.rpc("process.get", with(ids("a", "s"), {{"run_id", run_id(forked)}})));
   CHECK(alive.at("state") == "running");
   CHECK(os::populated(std::string{alive.at("cgroup").as_string()}));
   // The run holds the session's lease: no checkpoint meanwhile.
@@ -178,9 +175,8 @@ TEST_CASE("process: stop, timeout, and descendants that outlive the first "
   expect_error(c.rpc("process.start",
                      with(ids("a", "s"), {{"argv", json::array{"true"}}})),
                400, "conflict");
-  auto end = expect_ok(c.rpc("process.stop", with(ids("a", "s"),
-                                                  {{"run_id",
-                                                    run_id(forked)}})));
+  auto end = expect_ok(
+      c.rpc("process.stop", with(ids("a", "s"), {{"run_id", run_id(forked)}})));
   CHECK(end.at("state") == "stopped");
   CHECK_FALSE(os::populated(std::string{end.at("cgroup").as_string()}));
   expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
@@ -200,33 +196,34 @@ TEST_CASE("process: rollback with kill_processes kills a setsid tree and "
                 "echo changed > /workspace/f; (setsid sh -c 'sleep 60' &); "
                 "sleep 60");
   std::this_thread::sleep_for(std::chrono::milliseconds{300});
-  auto refused = c.rpc("session.rollback",
-                       with(ids("a", "s"), {{"checkpoint_id", "c1"}}));
+  auto refused =
+      c.rpc("session.rollback", with(ids("a", "s"), {{"checkpoint_id", "c1"}}));
   expect_error(refused, 400, "conflict");
   auto r = expect_ok(c.rpc("session.rollback",
                            with(ids("a", "s"), {{"checkpoint_id", "c1"},
                                                 {"kill_processes", true}})));
-  CHECK(r.at("terminated_process_runs") == json::array{json::value(run_id(run))});
+  CHECK(r.at("terminated_process_runs") ==
+        json::array{json::value(run_id(run))});
   CHECK(read_file(d.current("a", "s") + "/f") == "before");
-  auto row = expect_ok(c.rpc("process.get", with(ids("a", "s"),
-                                                 {{"run_id", run_id(run)}})));
+  auto row = expect_ok(
+      c.rpc("process.get", with(ids("a", "s"), {{"run_id", run_id(run)}})));
   CHECK(row.at("state") == "stopped");
   CHECK(row.at("stop_reason") == "rollback");
   // Nothing to kill: an empty list.
-  auto again = expect_ok(c.rpc("session.rollback",
-                               with(ids("a", "s"), {{"checkpoint_id", "c1"},
-                                                    {"kill_processes", true}})));
+  auto again = expect_ok(c.rpc(
+      "session.rollback", with(ids("a", "s"), {{"checkpoint_id", "c1"},
+                                               {"kill_processes", true}})));
   CHECK(again.at("terminated_process_runs") == json::array{});
   // A runtime reset can kill the tree first too.
   auto held = sh(c, "a", "s", "(setsid sleep 60 &); sleep 60");
   std::this_thread::sleep_for(std::chrono::milliseconds{200});
   expect_error(c.rpc("runtime.begin_reset", ids("a", "s")), 400, "conflict");
-  auto reset = expect_ok(c.rpc("runtime.begin_reset",
-                               with(ids("a", "s"), {{"kill_processes", true}})));
-  CHECK(reset.at("terminated_process_runs")
-        == json::array{json::value(run_id(held))});
-  auto killed = expect_ok(c.rpc("process.get",
-                                with(ids("a", "s"), {{"run_id", run_id(held)}})));
+  auto reset = expect_ok(c.rpc(
+      "runtime.begin_reset", with(ids("a", "s"), {{"kill_processes", true}})));
+  CHECK(reset.at("terminated_process_runs") ==
+        json::array{json::value(run_id(held))});
+  auto killed = expect_ok(
+      c.rpc("process.get", with(ids("a", "s"), {{"run_id", run_id(held)}})));
   CHECK(killed.at("stop_reason") == "rollback");
   expect_ok(c.rpc("runtime.complete_reset",
                   {{"reset_token", reset.at("reset_token")}}));
@@ -251,8 +248,8 @@ TEST_CASE("process: sessions run in parallel, each in its own group") {
     auto row = runs[i].get();
     CHECK(row.at("state") == "completed");
     groups.insert(std::string{row.at("cgroup").as_string()});
-    CHECK(output(d.client(), "a", "s" + std::to_string(i), run_id(row))
-          == "s" + std::to_string(i) + "\n");
+    CHECK(output(d.client(), "a", "s" + std::to_string(i), run_id(row)) ==
+          "s" + std::to_string(i) + "\n");
   }
   CHECK(groups.size() == 3);
   // Not serialised: three 0.3 s runs take well under 0.9 s together.
@@ -277,7 +274,7 @@ TEST_CASE("process: bad input starts nothing") {
   bad({{"argv", "true"}}, argv_msg);
   bad({{"argv", json::array{std::string("a\0b", 3)}}}, argv_msg);
   const char* env_msg =
-    "env must be a string mapping with valid environment names";
+      "env must be a string mapping with valid environment names";
   bad({{"argv", json::array{"true"}}, {"env", json::array{}}}, env_msg);
   bad({{"argv", json::array{"true"}}, {"env", json::object{{"A=B", "x"}}}},
       env_msg);
@@ -308,8 +305,8 @@ TEST_CASE("process: a run interrupted by a daemon crash fences its session "
   auto run = sh(c, "a", "s", "(setsid sleep 60 &); sleep 60");
   d.crash();
   d.start();
-  auto row = expect_ok(c.rpc("process.get", with(ids("a", "s"),
-                                                 {{"run_id", run_id(run)}})));
+  auto row = expect_ok(
+      c.rpc("process.get", with(ids("a", "s"), {{"run_id", run_id(run)}})));
   CHECK(row.at("state") == "interrupted");
   CHECK(row.at("session_fenced") == true);
   CHECK(row.at("trace_complete") == false);
@@ -322,12 +319,12 @@ TEST_CASE("process: a run interrupted by a daemon crash fences its session "
   d.start();
   expect_error(c.rpc("checkpoint.create", ids("a", "s")), 400, "conflict");
   auto unfenced = expect_ok(c.rpc("session.unfence", ids("a", "s")));
-  CHECK(unfenced.at("cleared").as_object().at("interrupted_runs")
-        == json::array{json::value(run_id(run))});
+  CHECK(unfenced.at("cleared").as_object().at("interrupted_runs") ==
+        json::array{json::value(run_id(run))});
   CHECK_FALSE(os::populated(d.cgroup_root() + "/agents/a/sessions/s"));
   expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
-  auto after = expect_ok(c.rpc("process.get", with(ids("a", "s"),
-                                                   {{"run_id", run_id(run)}})));
+  auto after = expect_ok(
+      c.rpc("process.get", with(ids("a", "s"), {{"run_id", run_id(run)}})));
   CHECK(after.at("session_fenced") == false);
   d.stop();
   d.start();
@@ -342,8 +339,8 @@ TEST_CASE("process: a clean shutdown stops runs with daemon_shutdown") {
   auto run = start(c, "a", "s", json::array{"sleep", "60"});
   CHECK(d.stop(SIGTERM) == 0);
   d.start();
-  auto row = expect_ok(c.rpc("process.get", with(ids("a", "s"),
-                                                 {{"run_id", run_id(run)}})));
+  auto row = expect_ok(
+      c.rpc("process.get", with(ids("a", "s"), {{"run_id", run_id(run)}})));
   CHECK(row.at("state") == "stopped");
   CHECK(row.at("stop_reason") == "daemon_shutdown");
   CHECK(row.at("session_fenced") == false);
@@ -361,22 +358,28 @@ TEST_CASE("process: a run's output and state stream live over HTTP") {
   auto target = "/v1/stream?agent_id=a&session_id=s&run_id=" + run_id(row);
   // Same token rule as the RPC.
   http_client anonymous{"127.0.0.1", d.port()};
-  CHECK(anonymous.raw("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n").status
-        == 401);
-  auto r = c.raw("GET " + target
-                 + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\n\r\n");
+  CHECK(
+      anonymous.raw("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n").status ==
+      401);
+  auto r = c.raw("GET " + target +
+                 " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\n\r\n");
   CHECK(r.status == 200);
   CHECK(r.headers["Content-Type"] == "text/event-stream");
   const auto& body = r.body;
-  auto one = body.find(R"(event: stdout)" "\n" R"(data: {"offset":0,"data":"one\n"})");
+  auto one = body.find(R"(event: stdout)"
+                       "\n"
+                       R"(data: {"offset":0,"data":"one\n"})");
   auto two = body.find(R"(data: {"offset":4,"data":"two\n"})");
   auto running = body.find(R"(data: {"state":"running"})");
-  auto end = body.find("event: end\n" R"(data: {"state":"completed"})");
+  auto end = body.find("event: end\n"
+                       R"(data: {"state":"completed"})");
   CHECK(one != std::string::npos);
   CHECK(two != std::string::npos);
   CHECK(running != std::string::npos);
-  CHECK(body.find(R"(event: stderr)" "\n" R"(data: {"offset":0,"data":"oops\n"})")
-        != std::string::npos);
+  CHECK(body.find(R"(event: stderr)"
+                  "\n"
+                  R"(data: {"offset":0,"data":"oops\n"})") !=
+        std::string::npos);
   REQUIRE(end != std::string::npos);
   CHECK(one < two);
   CHECK(two < end);
@@ -384,8 +387,9 @@ TEST_CASE("process: a run's output and state stream live over HTTP") {
   auto bad = c.raw("GET /v1/stream?agent_id=a HTTP/1.1\r\nHost: x\r\n"
                    "Authorization: Bearer tok\r\n\r\n");
   expect_error(bad, 400, "invalid_argument");
-  auto unknown = c.raw("GET /v1/stream?agent_id=a&session_id=s&run_id=nope "
-                       "HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\n\r\n");
+  auto unknown =
+      c.raw("GET /v1/stream?agent_id=a&session_id=s&run_id=nope "
+            "HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\n\r\n");
   CHECK(unknown.status == 200);
   CHECK(unknown.body.find("event: error") != std::string::npos);
 }

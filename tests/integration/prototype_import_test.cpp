@@ -26,10 +26,10 @@ void prototype_session(const std::string& root, const std::string& s) {
   fs::create_directories(dir + "/current/.allox-tmp");
   write_file(dir + "/current/f", "one");
   REQUIRE_FALSE(
-    os::create_snapshot(dir + "/current", dir + "/checkpoints/c1", true));
+      os::create_snapshot(dir + "/current", dir + "/checkpoints/c1", true));
   write_file(dir + "/current/f", "two");
   REQUIRE_FALSE(
-    os::create_snapshot(dir + "/current", dir + "/checkpoints/c2", true));
+      os::create_snapshot(dir + "/current", dir + "/checkpoints/c2", true));
   write_file(dir + "/current/f", "dirty");
   fs::create_directories(root + "/.allox/indexes/a");
   write_file(root + "/.allox/indexes/a/" + s + ".json", R"({
@@ -71,14 +71,17 @@ TEST_CASE("import: a prototype store is adopted once, interrupted rollback "
 })");
     fs::create_directories(root + "/.allox/events/a");
     write_file(root + "/.allox/events/store.jsonl",
-               R"({"op":"store.initialize","timestamp_ns":10})" "\n");
-    write_file(root + "/.allox/events/a/agent.jsonl",
-               R"({"agent_id":"a","op":"agent.create","origin":"allox-cli","timestamp_ns":11})"
+               R"({"op":"store.initialize","timestamp_ns":10})"
                "\n");
-    write_file(root + "/.allox/events/a/s.jsonl",
-               R"({"agent_id":"a","checkpoint_id":"c1","message":"first","metadata":{"turn":1},"op":"checkpoint.create","origin":"allox-cli","pinned":true,"session_id":"s","timestamp_ns":100})"
-               "\n"
-               R"({"agent_id":"a","op":"checkpoint.create","session_id":"s","timesta)");
+    write_file(
+        root + "/.allox/events/a/agent.jsonl",
+        R"({"agent_id":"a","op":"agent.create","origin":"allox-cli","timestamp_ns":11})"
+        "\n");
+    write_file(
+        root + "/.allox/events/a/s.jsonl",
+        R"({"agent_id":"a","checkpoint_id":"c1","message":"first","metadata":{"turn":1},"op":"checkpoint.create","origin":"allox-cli","pinned":true,"session_id":"s","timestamp_ns":100})"
+        "\n"
+        R"({"agent_id":"a","op":"checkpoint.create","session_id":"s","timesta)");
   }
   d.start();
   auto& c = d.client();
@@ -98,24 +101,25 @@ TEST_CASE("import: a prototype store is adopted once, interrupted rollback "
   CHECK(session_entries(d, "a", "s2", ".restore-").empty());
   CHECK(session_entries(d, "a", "s2", ".discard-").empty());
   // The old audit trail is ours now, with its timestamps.
-  auto ev = expect_ok(c.rpc("audit.list", with(ids("a", "s"),
-                                               {{"op", "checkpoint.create"}})));
+  auto ev = expect_ok(
+      c.rpc("audit.list", with(ids("a", "s"), {{"op", "checkpoint.create"}})));
   REQUIRE(ev.at("events").as_array().size() == 1); // the torn line is skipped
   auto& e = ev.at("events").as_array()[0].as_object();
   CHECK(e.at("timestamp_ns") == 100);
   CHECK(e.at("imported_from") == "prototype");
   CHECK(e.at("checkpoint_id") == "c1");
   CHECK(audit_ops(c, {{"op", "store.import"}}).size() == 1);
-  auto recovered = expect_ok(c.rpc(
-    "audit.list", with(ids("a", "s2"), {{"op", "session.rollback.recovered"}})));
+  auto recovered = expect_ok(
+      c.rpc("audit.list",
+            with(ids("a", "s2"), {{"op", "session.rollback.recovered"}})));
   REQUIRE(recovered.at("events").as_array().size() == 1);
-  CHECK(recovered.at("events").as_array()[0].as_object().at("outcome")
-        == "committed");
-  CHECK(d.log().find("adopting a store written by the prototype")
-        != std::string::npos);
+  CHECK(recovered.at("events").as_array()[0].as_object().at("outcome") ==
+        "committed");
+  CHECK(d.log().find("adopting a store written by the prototype") !=
+        std::string::npos);
   // Works like any of our sessions, and is imported only once.
-  expect_ok(c.rpc("session.rollback", with(ids("a", "s"),
-                                           {{"checkpoint_id", "c1"}})));
+  expect_ok(c.rpc("session.rollback",
+                  with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
   CHECK(read_file(d.current("a", "s") + "/f") == "one");
   d.stop();
   d.start();
@@ -134,9 +138,9 @@ TEST_CASE("import: a malformed prototype transaction stops the start") {
                R"({"version":1,"phase":"prepared","checkpoint_id":"c1",)"
                R"("restore_name":"../../etc","discard_name":".discard-1"})");
   }
-  auto [code, out] = run_daemon({"--root", d.root(), "--loop-image",
-                                 d.image(), "--listen",
-                                 "127.0.0.1:" + std::to_string(free_port())});
+  auto [code, out] =
+      run_daemon({"--root", d.root(), "--loop-image", d.image(), "--listen",
+                  "127.0.0.1:" + std::to_string(free_port())});
   CHECK(code == 1);
   CHECK(out.find("unsafe path") != std::string::npos);
   CHECK(out.find("store unmounted") != std::string::npos);

@@ -50,8 +50,8 @@ TEST_CASE("rpc: envelope errors") {
   // A JSON body that is not an object is the caller's mistake (400).
   auto arr = post("[1,2]");
   expect_error(arr, 400, "invalid_argument");
-  CHECK(arr.json.as_object().at("error")
-        == "request requires string action and object params");
+  CHECK(arr.json.as_object().at("error") ==
+        "request requires string action and object params");
   expect_error(post(R"({"action":7})"), 400, "invalid_argument");
   expect_error(post(R"({"action":"agent.list","params":[1]})"), 400,
                "invalid_argument");
@@ -59,8 +59,8 @@ TEST_CASE("rpc: envelope errors") {
   expect_ok(post(R"({"action":"agent.list"})"));
   auto unknown = c.rpc("no.such.action");
   expect_error(unknown, 400, "invalid_argument");
-  CHECK(unknown.json.as_object().at("error")
-        == "unknown action: no.such.action");
+  CHECK(unknown.json.as_object().at("error") ==
+        "unknown action: no.such.action");
 }
 
 TEST_CASE("rpc: body size limits") {
@@ -85,8 +85,8 @@ TEST_CASE("rpc: body size limits") {
 TEST_CASE("rpc: oversized headers are refused") {
   daemon_process d;
   d.start();
-  std::string req = "POST /v1/rpc HTTP/1.1\r\nHost: x\r\nX-Big: "
-                    + std::string(70 * 1024, 'a') + "\r\n\r\n";
+  std::string req = "POST /v1/rpc HTTP/1.1\r\nHost: x\r\nX-Big: " +
+                    std::string(70 * 1024, 'a') + "\r\n\r\n";
   auto r = d.client().raw(req);
   CHECK(r.status == 431);
 }
@@ -98,9 +98,9 @@ TEST_CASE("rpc: a rejected request never poisons a keep-alive connection") {
   // 401 with an unread body: the daemon closes instead of parsing the body
   // as the next request.
   std::string body = R"({"action":"agent.list"})";
-  auto r = c.raw("POST /v1/rpc HTTP/1.1\r\nHost: x\r\nContent-Length: "
-                 + std::to_string(body.size()) + "\r\n\r\n" + body
-                 + "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto r = c.raw("POST /v1/rpc HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                 std::to_string(body.size()) + "\r\n\r\n" + body +
+                 "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
   CHECK(r.status == 401);
   CHECK_FALSE(r.keep_alive);
   CHECK(c.closed_by_peer(std::chrono::seconds{2}));
@@ -114,8 +114,8 @@ TEST_CASE("rpc: keep-alive serves many requests on one connection, in "
   for (int i = 0; i < 50; ++i)
     expect_ok(c.rpc("agent.list"));
   std::string one = R"({"action":"agent.list"})";
-  std::string req = "POST /v1/rpc HTTP/1.1\r\nHost: x\r\nContent-Length: "
-                    + std::to_string(one.size()) + "\r\n\r\n" + one;
+  std::string req = "POST /v1/rpc HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                    std::to_string(one.size()) + "\r\n\r\n" + one;
   auto r = c.raw(req + req + "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
   CHECK(r.status == 200);
 }

@@ -37,8 +37,8 @@ TEST_CASE("rpc: envelopes") {
   auto ok = json::parse(ok_body(R"({"a":1})")).as_object();
   CHECK(ok.at("ok") == true);
   CHECK(ok.at("result").as_object().at("a") == 1);
-  auto bad = json::parse(error_body("no \"such\" thing", "not_found"))
-               .as_object();
+  auto bad =
+      json::parse(error_body("no \"such\" thing", "not_found")).as_object();
   CHECK(bad.at("ok") == false);
   CHECK(bad.at("error") == "no \"such\" thing");
   CHECK(bad.at("code") == "not_found");

@@ -18,8 +18,8 @@ TEST_CASE("params: required strings") {
   for (auto name : {"empty", "num", "missing"}) {
     auto r = params::required_string(p, name);
     REQUIRE_FALSE(r);
-    CHECK(message_of(r.error())
-          == "missing string parameter: " + std::string{name});
+    CHECK(message_of(r.error()) ==
+          "missing string parameter: " + std::string{name});
   }
 }
 

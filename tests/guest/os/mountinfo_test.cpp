@@ -8,14 +8,14 @@ namespace {
 
 // Shaped like this machine: cgroup v2 below a tmpfs of v1 hierarchies.
 constexpr const char* sample =
-  "22 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
-  "30 22 0:26 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755\n"
-  "41 30 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
-  "42 30 0:39 / /sys/fs/cgroup/memory rw shared:5 - cgroup cgroup "
-  "rw,memory\n"
-  "60 22 7:0 / /tmp/with\\040space rw,noatime - btrfs /dev/loop0 "
-  "rw,space_cache=v2\n"
-  "garbage line\n";
+    "22 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
+    "30 22 0:26 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755\n"
+    "41 30 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+    "42 30 0:39 / /sys/fs/cgroup/memory rw shared:5 - cgroup cgroup "
+    "rw,memory\n"
+    "60 22 7:0 / /tmp/with\\040space rw,noatime - btrfs /dev/loop0 "
+    "rw,space_cache=v2\n"
+    "garbage line\n";
 
 } // namespace
 
@@ -39,16 +39,16 @@ TEST_CASE("mountinfo: cgroup2 is found where it is, not assumed") {
 
 TEST_CASE("mountinfo: deepest containing mount wins") {
   auto mounts = os::parse_mountinfo(sample);
-  CHECK(os::mount_containing(mounts, "/tmp/with space/a/b")->fs_type
-        == "btrfs");
+  CHECK(os::mount_containing(mounts, "/tmp/with space/a/b")->fs_type ==
+        "btrfs");
   CHECK(os::mount_containing(mounts, "/tmp/with")->fs_type == "ext4");
-  CHECK(os::mount_containing(mounts, "/sys/fs/cgroup/unified/x")->fs_type
-        == "cgroup2");
+  CHECK(os::mount_containing(mounts, "/sys/fs/cgroup/unified/x")->fs_type ==
+        "cgroup2");
 }
 
 TEST_CASE("mountinfo: unescape") {
-  CHECK(os::unescape_mount_field("a\\040b\\011c\\012d\\134e")
-        == "a b\tc\nd\\e");
+  CHECK(os::unescape_mount_field("a\\040b\\011c\\012d\\134e") ==
+        "a b\tc\nd\\e");
   CHECK(os::unescape_mount_field("trailing\\04") == "trailing\\04");
 }
 

@@ -54,12 +54,12 @@ TEST_CASE("catalog: a newer schema is refused, not downgraded") {
   sqlite3* raw = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
   REQUIRE(sqlite3_exec(raw, "PRAGMA user_version=99", nullptr, nullptr,
-                       nullptr)
-          == SQLITE_OK);
+                       nullptr) == SQLITE_OK);
   sqlite3_close(raw);
   auto db = store::catalog::open(path);
   REQUIRE_FALSE(db);
-  CHECK(message_of(db.error()).find("newer than this daemon") != std::string::npos);
+  CHECK(message_of(db.error()).find("newer than this daemon") !=
+        std::string::npos);
 }
 
 TEST_CASE("catalog: audit filters and cursor paging") {

@@ -40,15 +40,16 @@ TEST_CASE("dag: add chains checkpoints under the head") {
 
 TEST_CASE("dag: ancestors 1/2/3 and the end of the lineage") {
   checkpoint_dag dag;
-  CHECK(message_of(dag.ancestor(1).error()) == "checkpoint lineage has no head");
+  CHECK(message_of(dag.ancestor(1).error()) ==
+        "checkpoint lineage has no head");
   dag.add(row("c1", 1));
   dag.add(row("c2", 2));
   dag.add(row("c3", 3));
   CHECK(*dag.ancestor(1) == "c3");
   CHECK(*dag.ancestor(2) == "c2");
   CHECK(*dag.ancestor(3) == "c1");
-  CHECK(message_of(dag.ancestor(4).error())
-        == "checkpoint lineage ends before ancestor 4");
+  CHECK(message_of(dag.ancestor(4).error()) ==
+        "checkpoint lineage ends before ancestor 4");
   CHECK(message_of(dag.ancestor(0).error()) == "num_ancestors must be >= 1");
 }
 

@@ -29,7 +29,7 @@ void make_session(const store::layout& l, const std::string& a,
 }
 
 bool exists(const std::string& p) {
-  struct stat st{};
+  struct stat st {};
   return ::lstat(p.c_str(), &st) == 0;
 }
 
@@ -55,10 +55,10 @@ TEST_CASE("reconcile: adopts workspaces without rows, forgets rows without "
   rows.sessions.push_back({"a", "lost", 6, false, {}, {}});
   auto r = store::reconcile(l, rows);
   REQUIRE(r);
-  CHECK(strings(r->summary.at("adopted_sessions"))
-        == std::vector<std::string>{"a/s2"});
-  CHECK(strings(r->summary.at("forgotten"))
-        == std::vector<std::string>{"gone", "a/lost"});
+  CHECK(strings(r->summary.at("adopted_sessions")) ==
+        std::vector<std::string>{"a/s2"});
+  CHECK(strings(r->summary.at("forgotten")) ==
+        std::vector<std::string>{"gone", "a/lost"});
   CHECK(r->sessions.size() == 2);
   CHECK(r->agents.size() == 1);
   CHECK(exists(l.current("a", "s2") + "/.allox-tmp"));
@@ -91,8 +91,8 @@ TEST_CASE("reconcile: finishes interrupted deletions and purges trash") {
   CHECK(exists(l.current("a", "kept")));
   REQUIRE(r->sessions.size() == 1);
   CHECK(r->sessions[0].session_id == "kept");
-  CHECK(strings(r->summary.at("finished_deletions"))
-        == std::vector<std::string>{"b", "a/doomed"});
+  CHECK(strings(r->summary.at("finished_deletions")) ==
+        std::vector<std::string>{"b", "a/doomed"});
 }
 
 TEST_CASE("reconcile: ignores names that are not ids and symlinks") {
@@ -103,8 +103,8 @@ TEST_CASE("reconcile: ignores names that are not ids and symlinks") {
   ::symlink("/etc", (l.sessions_dir("a") + "/link").c_str());
   auto r = store::reconcile(l, {});
   REQUIRE(r);
-  CHECK(strings(r->summary.at("adopted_sessions"))
-        == std::vector<std::string>{"a/s"});
+  CHECK(strings(r->summary.at("adopted_sessions")) ==
+        std::vector<std::string>{"a/s"});
 }
 
 // -- rollback and checkpoint recovery (prototype 5.5 cases and ours) ----------
@@ -112,8 +112,8 @@ TEST_CASE("reconcile: ignores names that are not ids and symlinks") {
 namespace {
 
 journal_row rollback_journal(const std::string& phase) {
-  return {"a", "s", "rollback", phase, "target", ".restore-t", ".discard-t",
-          true, "test", ""};
+  return {"a",          "s",          "rollback", phase,  "target",
+          ".restore-t", ".discard-t", true,       "test", ""};
 }
 
 catalog_snapshot one_session(std::vector<journal_row> journals = {}) {
@@ -272,8 +272,9 @@ TEST_CASE("recovery: an interrupted checkpoint deletion is finished") {
   store::layout l{dir.path()};
   make_session(l, "a", "s");
   make_checkpoints(l);
-  journal_row j{"a", "s", "checkpoint.delete", "preparing", "old", "", "",
-                false, "test", ""};
+  journal_row j{
+      "a",    "s", "checkpoint.delete", "preparing", "old", "", "", false,
+      "test", ""};
   auto r = store::reconcile(l, one_session({j}));
   REQUIRE(r);
   CHECK_FALSE(exists(l.checkpoint("a", "s", "old")));
