@@ -468,10 +468,8 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
         if (action == "agent.delete")
           return handle_agent_delete(self, params);
         if (action == "debug.fault") {
-          auto f = parse_fault(params);
-          if (!f)
-            return f.error();
-          self->state.faults.arm(std::move(*f));
+          if (auto err = self->state.faults.arm(params))
+            return err;
           return json_reply(json::object{{"armed", true}});
         }
         return make_error(errc::invalid_argument, "unknown action: " + action);

@@ -1111,6 +1111,31 @@ std::string valid_utf8(const std::string& in) {
   return out;
 }
 
+/// The state of a run this actor knows, or null (an earlier lifetime's).
+json::value live_state(self_ptr self, const std::string& id) {
+  auto& runs = self->state.runs.runs;
+  auto it = runs.find(id);
+  return it == runs.end() ? json::value(nullptr) : it->second.row.at("state");
+}
+
+/// Process events need the eBPF tracker: runs carry none yet.
+caf::result<json::value> handle_process_events(self_ptr self,
+                                               const json::object& p) {
+  if (!self->state.runs.config)
+    return no_execution();
+  auto id = run_id_param(p);
+  if (!id)
+    return id.error();
+  auto after = params::optional_int(p, "after", 0);
+  auto limit = params::optional_int(p, "limit", 100);
+  if (!after || !limit || *after < 0 || *limit < 1 || *limit > 1000)
+    return make_error(errc::invalid_argument,
+                      "after must be nonnegative; limit must be 1..1000");
+  return json_reply(json::object{{"events", json::array{}},
+                                 {"next_after", *after},
+                                 {"state", live_state(self, *id)}});
+}
+
 caf::result<json::value> handle_process_output(self_ptr self,
                                                const json::object& p) {
   auto& st = self->state;
@@ -1137,9 +1162,7 @@ caf::result<json::value> handle_process_output(self_ptr self,
   auto dir = run_dir(*st.runs.config, *id);
   auto a = st.agent_id();
   auto s = st.session_id();
-  json::value state = nullptr;
-  if (auto it = st.runs.runs.find(*id); it != st.runs.runs.end())
-    state = it->second.row.at("state");
+  auto state = live_state(self, *id);
   return answer_blocking(
       self,
       [dir, a, s, id = *id, stream = *stream, offset = *offset, limit = *limit,
@@ -1870,27 +1893,8 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
           return handle_process_stop(self, p);
         if (action == "process.output")
           return handle_process_output(self, p);
-        if (action == "process.events") {
-          if (!self->state.runs.config)
-            return no_execution();
-          auto id = run_id_param(p);
-          if (!id)
-            return id.error();
-          auto after = params::optional_int(p, "after", 0);
-          auto limit = params::optional_int(p, "limit", 100);
-          if (!after || !limit || *after < 0 || *limit < 1 || *limit > 1000)
-            return make_error(
-                errc::invalid_argument,
-                "after must be nonnegative; limit must be 1..1000");
-          json::value state = nullptr;
-          if (auto it = self->state.runs.runs.find(*id);
-              it != self->state.runs.runs.end())
-            state = it->second.row.at("state");
-          // No tracker backend yet: runs carry no process events.
-          return json_reply(json::object{{"events", json::array{}},
-                                         {"next_after", *after},
-                                         {"state", state}});
-        }
+        if (action == "process.events")
+          return handle_process_events(self, p);
         if (action == "execution.acquire")
           return handle_acquire(self);
         if (action == "execution.release")
@@ -1906,10 +1910,8 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
         if (action == "session.delete")
           return handle_delete(self, p);
         if (action == "debug.fault") {
-          auto f = parse_fault(p);
-          if (!f)
-            return f.error();
-          self->state.faults.arm(std::move(*f));
+          if (auto err = self->state.faults.arm(p))
+            return err;
           return json_reply(json::object{{"armed", true}});
         }
         return make_error(errc::invalid_argument, "unknown action: " + action);

@@ -41,6 +41,14 @@ expected<fault> parse_fault(const json::object& p) {
   return fault{*point, *effect, static_cast<uint32_t>(*millis)};
 }
 
+caf::error fault_set::arm(const json::object& params) {
+  auto f = parse_fault(params);
+  if (!f)
+    return f.error();
+  arm(std::move(*f));
+  return caf::none;
+}
+
 fault_set fault_set::take(std::string_view prefix) {
   fault_set out;
   for (auto it = armed_.begin(); it != armed_.end();) {

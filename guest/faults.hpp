@@ -30,6 +30,9 @@ class fault_set {
 public:
   void arm(fault f) { armed_.push_back(std::move(f)); }
 
+  /// Arms a fault from debug.fault parameters (see parse_fault).
+  caf::error arm(const json::object& params);
+
   /// Moves every fault whose point starts with `prefix` into a new set, so
   /// a blocking job can carry them to its worker thread.
   fault_set take(std::string_view prefix);
