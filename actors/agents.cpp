@@ -226,6 +226,20 @@ caf::result<json::value> store_initialize(self_ptr self) {
   return rp;
 }
 
+/// Removes intent records whose rows the start-up commit made durable.
+void clear_intents(self_ptr self, std::vector<store::intent_ref> intents) {
+  if (intents.empty())
+    return;
+  auto paths = self->state.paths;
+  run_blocking(self, [paths, intents]() -> expected<json::value> {
+    for (const auto& i : intents)
+      if (auto err = store::clear_create_intent(paths, i.agent_id, i.session_id,
+                                                i.checkpoint_id))
+        log::warn("reconcile", message_of(err));
+    return json::value();
+  }).then([](json::value&) {}, [](caf::error&) {});
+}
+
 caf::result<json::value> load(self_ptr self) {
   auto rp = self->make_response_promise<json::value>();
   self->request(self->state.metadata, caf::infinite, atom::load_v)
@@ -291,6 +305,8 @@ caf::result<json::value> load(self_ptr self) {
                                     atom::write_v, std::move(changes))
                           .then(
                               [self, rp, result](caf::ok_atom) mutable {
+                                clear_intents(
+                                    self, std::move(result->settled_intents));
                                 std::map<std::string, std::vector<session_row>>
                                     by_agent;
                                 std::map<std::string,

@@ -9,6 +9,7 @@
 #include "guest/os/fs.hpp"
 #include "guest/sandbox/bwrap_args.hpp"
 #include "guest/sandbox/spawn.hpp"
+#include "guest/store/create_intent.hpp"
 #include "guest/store/run_recovery.hpp"
 #include "guest/store/workspace_ops.hpp"
 #include "messages/checkpoint_params.hpp"
@@ -117,12 +118,12 @@ void end_mutation(self_ptr self) {
   self->state.mutation.clear();
 }
 
-/// A journal write failed: the store may be mid-operation, so nothing else
+/// A catalog write failed: the store may be mid-operation, so nothing else
 /// may touch the session until start-up recovery has run.
 void fence(self_ptr self, const caf::error& err) {
   auto& st = self->state;
   st.phase = "fenced";
-  st.fence_reason = "journal write failed: " + message_of(err);
+  st.fence_reason = "metadata write failed: " + message_of(err);
   st.mutation.clear();
   log::error("session", st.key() + " fenced: " + st.fence_reason);
 }
@@ -339,120 +340,60 @@ json::object create_fields(const checkpoint_row& row) {
   return fields;
 }
 
-/// Both halves of a checkpoint creation, which run at the same time.
-struct create_run {
-  self_ptr self;
-  promise rp;
-  checkpoint_row row;
-  std::shared_ptr<fault_set> faults;
-  int remaining = 2;
-  bool committed = false;
-  bool snapshotted = false;
-  caf::error error;
-};
-
-using create_ptr = std::shared_ptr<create_run>;
-
-void create_fail(const create_ptr& run, caf::error err) {
-  ++run->self->state.failures;
-  end_mutation(run->self);
-  run->rp.deliver(std::move(err));
+/// The reply to checkpoint.create.
+json::value created_reply(const checkpoint_row& row) {
+  json::object r{{"agent_id", row.agent_id},
+                 {"session_id", row.session_id},
+                 {"checkpoint_id", row.checkpoint_id}};
+  r["parent_id"] =
+      row.parent_id.empty() ? json::value(nullptr) : json::value(row.parent_id);
+  r["metadata"] =
+      row.metadata.empty() ? json::value(nullptr) : json::parse(row.metadata);
+  return json::value(std::move(r));
 }
 
-/// Publishes the snapshot, answers, then settles the row after the reply:
-/// pending flag cleared, generation recorded, audit record written.
-void create_publish(const create_ptr& run) {
-  auto self = run->self;
-  auto paths = self->state.init.paths;
-  auto row = run->row;
-  auto faults = run->faults;
-  blocking(
-      self,
-      [paths, row, faults]() -> expected<json::value> {
-        faults->trigger("checkpoint.create.after_commit");
-        if (auto err = store::publish_checkpoint(
-                paths, row.agent_id, row.session_id, row.checkpoint_id))
-          return err;
-        faults->trigger("checkpoint.create.after_publish");
-        return json::value();
-      },
-      [run](json::value&) {
-        auto owner = run->self;
-        auto& state = owner->state;
-        auto done = run->row;
-        done.pending = false;
-        metadata_write settle;
-        settle.durable = false; // start-up settles pending rows from the disk
-        settle.put_checkpoints.push_back(done);
-        settle.audit.push_back(
-            audit(owner, "checkpoint.create", create_fields(done)));
-        // Queued before any later request of this session can reach the
-        // catalog; a crash before it commits is settled at start-up.
-        caf::anon_send(state.init.metadata, atom::write_v, std::move(settle));
-        state.dag.add(done);
-        ++state.checkpoints_created;
-        end_mutation(owner);
-        json::object r{{"agent_id", done.agent_id},
-                       {"session_id", done.session_id},
-                       {"checkpoint_id", done.checkpoint_id}};
-        r["parent_id"] = done.parent_id.empty() ? json::value(nullptr)
-                                                : json::value(done.parent_id);
-        r["metadata"] = done.metadata.empty() ? json::value(nullptr)
-                                              : json::parse(done.metadata);
-        run->rp.deliver(json::value(std::move(r)));
-      },
-      [run](caf::error err) {
-        // Committed and snapshotted but not renamed: start-up publishes it.
-        fence(run->self, err);
-        create_fail(run, err);
-      });
-}
-
-/// Called when the commit and the snapshot have both finished.
-void create_join(const create_ptr& run) {
-  if (--run->remaining > 0)
-    return;
-  auto self = run->self;
-  if (run->committed && run->snapshotted)
-    return create_publish(run);
-  auto paths = self->state.init.paths;
-  auto row = run->row;
-  auto err = run->error;
-  if (!run->committed) {
-    // The catalog failed: the snapshot must not survive it.
-    fence(self, err);
-    blocking(
-        self,
-        [paths, row]() -> expected<json::value> {
-          os::remove_tree(paths.checkpoints_dir(row.agent_id, row.session_id) +
-                          "/" + std::string{store::pending_prefix} +
-                          row.checkpoint_id);
-          return json::value();
-        },
-        [run, err](json::value&) { create_fail(run, err); },
-        [run, err](caf::error) { create_fail(run, err); });
-    return;
-  }
-  // The snapshot failed after the row was committed: take the row back.
-  metadata_write undo;
-  undo.delete_checkpoints.push_back(row);
-  undo.set_heads.push_back(
-      {row.agent_id, row.session_id, self->state.dag.head()});
+/// Writes the row of a checkpoint whose snapshot (and intent record) is
+/// durable, then removes the record once the row is durable too.
+void settle_checkpoint(self_ptr self, const checkpoint_row& row,
+                       std::shared_ptr<fault_set> faults) {
+  auto& st = self->state;
+  faults->trigger("checkpoint.create.before_row");
+  metadata_write w;
+  w.put_checkpoints.push_back(row);
+  w.set_heads.push_back({row.agent_id, row.session_id, row.checkpoint_id});
+  w.audit.push_back(audit(self, "checkpoint.create", create_fields(row)));
+  auto paths = st.init.paths;
   commit(
-      self, std::move(undo), [run, err]() { create_fail(run, err); },
-      [run](caf::error jerr) {
-        fence(run->self, jerr);
-        create_fail(run, jerr);
+      self, std::move(w),
+      [self, paths, row, faults]() {
+        faults->trigger("checkpoint.create.after_row");
+        blocking(
+            self,
+            [paths, row]() -> expected<json::value> {
+              if (auto err = store::clear_create_intent(
+                      paths, row.agent_id, row.session_id, row.checkpoint_id))
+                return err;
+              return json::value();
+            },
+            [](json::value&) {},
+            [](caf::error err) {
+              // Harmless: start-up removes records whose row exists.
+              log::warn("session", message_of(err));
+            });
+      },
+      [self](caf::error err) {
+        // The record still describes the checkpoint: start-up recovery
+        // writes the row. Until then the catalog lags the session.
+        fence(self, err);
       });
 }
 
-// All or nothing, with the catalog commit and the snapshot running at the
-// same time: the row is committed marked `pending` (with the new head) while
-// the snapshot is taken under checkpoints/.pending-<id>, a name start-up
-// never adopts. When both are done the snapshot is renamed to its id and
-// the caller answered; the row is settled afterwards. Start-up recovery
-// publishes a pending snapshot that has a row, deletes one that has not,
-// and deletes a pending row whose snapshot never came to exist.
+// All or nothing, without a catalog commit before the reply: the intent
+// record is written, then the snapshot is taken under its final name.
+// Btrfs makes both durable in the snapshot's own transaction, so after a
+// crash the checkpoint exists with its complete row (recovered from the
+// record) or not at all (guest/store/create_intent.hpp). The row goes to
+// the catalog after the reply, ahead of any later write of this session.
 caf::result<json::value> handle_checkpoint_create(self_ptr self,
                                                   const json::object& p) {
   auto req = params::decode_checkpoint_create(p);
@@ -465,10 +406,7 @@ caf::result<json::value> handle_checkpoint_create(self_ptr self,
                                        : req->checkpoint_id;
   if (st.dag.find(id) != nullptr)
     return make_error(errc::already_exists, "checkpoint already exists: " + id);
-  auto run = std::make_shared<create_run>();
-  run->self = self;
-  run->rp = self->make_response_promise<json::value>();
-  auto& row = run->row;
+  checkpoint_row row;
   row.agent_id = st.agent_id();
   row.session_id = st.session_id();
   row.checkpoint_id = id;
@@ -479,49 +417,44 @@ caf::result<json::value> handle_checkpoint_create(self_ptr self,
   row.pinned = req->pinned;
   row.metadata = req->metadata;
   row.parent_id = st.dag.head();
-  row.pending = true;
-  run->faults =
+  auto faults =
       std::make_shared<fault_set>(st.faults.take("checkpoint.create"));
   begin_mutation(self, "checkpoint.create");
-  metadata_write w;
-  w.put_checkpoints.push_back(row);
-  w.set_heads.push_back({row.agent_id, row.session_id, row.checkpoint_id});
-  commit(
-      self, std::move(w),
-      [run]() {
-        run->committed = true;
-        create_join(run);
-      },
-      [run](caf::error err) {
-        run->error = err;
-        create_join(run);
-      });
+  auto rp = self->make_response_promise<json::value>();
   auto paths = st.init.paths;
-  auto faults = run->faults;
-  auto snapshot_row = row;
   blocking(
       self,
-      [paths, snapshot_row, faults]() -> expected<json::value> {
+      [paths, row, faults]() -> expected<json::value> {
+        faults->trigger("checkpoint.create.before_intent");
+        if (auto err = store::write_create_intent(paths, row))
+          return err;
         faults->trigger("checkpoint.create.before_snapshot");
-        auto gen = store::snapshot_current(paths, snapshot_row.agent_id,
-                                           snapshot_row.session_id,
-                                           snapshot_row.checkpoint_id);
-        if (!gen)
+        auto gen = store::snapshot_current(paths, row.agent_id, row.session_id,
+                                           row.checkpoint_id);
+        if (!gen) {
+          store::clear_create_intent(paths, row.agent_id, row.session_id,
+                                     row.checkpoint_id);
           return gen.error();
+        }
         faults->trigger("checkpoint.create.after_snapshot");
         return json::value(*gen);
       },
-      [run](json::value& gen) {
-        run->row.generation = gen.as_int64();
-        run->snapshotted = true;
-        create_join(run);
+      [self, rp, row, faults](json::value& gen) mutable {
+        auto done = row;
+        done.generation = gen.as_int64();
+        auto& state = self->state;
+        state.dag.add(done);
+        ++state.checkpoints_created;
+        end_mutation(self);
+        settle_checkpoint(self, done, faults);
+        rp.deliver(created_reply(done));
       },
-      [run](caf::error err) {
-        if (!run->error)
-          run->error = err;
-        create_join(run);
+      [self, rp](caf::error err) mutable {
+        ++self->state.failures;
+        end_mutation(self);
+        rp.deliver(std::move(err));
       });
-  return run->rp;
+  return rp;
 }
 
 // -- checkpoint.delete
@@ -575,6 +508,9 @@ caf::result<json::value> handle_checkpoint_delete(self_ptr self,
             self,
             [paths, a, s, id, faults]() -> expected<json::value> {
               faults->trigger("checkpoint.delete.before_delete");
+              // A record not yet removed must not outlive its snapshot.
+              if (auto err = store::clear_create_intent(paths, a, s, id))
+                return err;
               if (auto err = store::delete_checkpoint(paths, a, s, id))
                 return err;
               faults->trigger("checkpoint.delete.after_delete");

@@ -49,9 +49,6 @@ struct checkpoint_row {
   /// Btrfs generation at which the snapshot was taken (0 if unknown); lets
   /// checkpoint.diff skip trees unchanged since a common ancestor.
   int64_t generation = 0;
-  /// Committed while its snapshot was still being taken; settled (flag
-  /// cleared, audited) after the reply, or by start-up recovery.
-  bool pending = false;
 };
 
 /// A session's pending crash-safe operation, written before each
@@ -151,8 +148,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_row& x) {
   return f(caf::meta::type_name("checkpoint_row"), x.agent_id, x.session_id,
            x.checkpoint_id, x.created_at_ns, x.origin, x.has_message, x.message,
-           x.pinned, x.metadata, x.missing, x.parent_id, x.generation,
-           x.pending);
+           x.pinned, x.metadata, x.missing, x.parent_id, x.generation);
 }
 
 template <class Inspector>

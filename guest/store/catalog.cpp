@@ -81,6 +81,11 @@ constexpr const char* migrations[] = {
     R"sql(
     ALTER TABLE sessions ADD COLUMN exec_settings TEXT;
   )sql",
+    // 6: creations in flight are recorded next to their snapshot instead
+    // (guest/store/create_intent.hpp); a row is only written once complete.
+    R"sql(
+    ALTER TABLE checkpoints DROP COLUMN pending;
+  )sql",
 };
 
 class statement {
@@ -232,7 +237,7 @@ expected<catalog_snapshot> catalog::load() {
       db_,
       "SELECT agent_id, session_id, checkpoint_id, created_at_ns, origin, "
       "message IS NOT NULL, message, pinned, metadata, missing, parent_id, "
-      "generation, pending FROM checkpoints ORDER BY agent_id, session_id, "
+      "generation FROM checkpoints ORDER BY agent_id, session_id, "
       "created_at_ns, checkpoint_id"};
   if (!checkpoints)
     return db_error(db_, "load checkpoints");
@@ -250,7 +255,6 @@ expected<catalog_snapshot> catalog::load() {
     r.missing = checkpoints.integer(9) != 0;
     r.parent_id = checkpoints.text(10);
     r.generation = checkpoints.integer(11);
-    r.pending = checkpoints.integer(12) != 0;
     snap.checkpoints.push_back(std::move(r));
   }
   statement imported{db_,
@@ -322,8 +326,8 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       db_,
       "INSERT OR REPLACE INTO checkpoints (agent_id, session_id, "
       "checkpoint_id, created_at_ns, origin, message, pinned, metadata, "
-      "missing, parent_id, generation, pending) VALUES (?1, ?2, ?3, ?4, ?5, "
-      "?6, ?7, ?8, ?9, ?10, ?11, ?12)"};
+      "missing, parent_id, generation) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+      "?8, ?9, ?10, ?11)"};
   statement del_checkpoint{
       db_, "DELETE FROM checkpoints WHERE agent_id = ?1 AND session_id = ?2 "
            "AND checkpoint_id = ?3"};
@@ -393,7 +397,6 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       put_checkpoint.bind(9, int64_t{c.missing});
       put_checkpoint.bind_nullable(10, c.parent_id);
       put_checkpoint.bind(11, c.generation);
-      put_checkpoint.bind(12, int64_t{c.pending});
       if (put_checkpoint.step() != SQLITE_DONE)
         return fail("write checkpoint");
       put_checkpoint.reset();

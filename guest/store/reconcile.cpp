@@ -4,11 +4,13 @@
 #include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/store/checkpoint_dag.hpp"
+#include "guest/store/create_intent.hpp"
 #include "guest/store/workspace_ops.hpp"
 #include "messages/ids.hpp"
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -151,65 +153,80 @@ expected<swap_recovery> recover_swap(const layout& paths, const std::string& a,
   return out;
 }
 
+/// Creations interrupted between their intent record and the catalog row,
+/// oldest first: a record whose snapshot exists becomes its row and the
+/// head moves to it (a creation always ends as the head, and nothing of
+/// the session reached the catalog after it); a record without a snapshot
+/// was never finished and is dropped. Records whose row is already in the
+/// catalog are stale. Records that became rows are removed only after the
+/// start-up commit (`settled`), so a crash before it finds them again.
+/// True when a creation was interrupted.
+bool recover_creations(const layout& paths, const std::string& a,
+                       const std::string& s, checkpoint_dag& dag,
+                       metadata_write& changes,
+                       std::vector<intent_ref>& settled) {
+  bool interrupted = false;
+  std::vector<checkpoint_row> records;
+  for (const auto& id : create_intents(paths, a, s)) {
+    if (dag.find(id) != nullptr) {
+      settled.push_back({a, s, id});
+      continue;
+    }
+    bool snapshot =
+        is_valid_id(id) &&
+        os::kind_of(paths.checkpoint(a, s, id)) == os::entry_kind::directory;
+    auto record = read_create_intent(paths, a, s, id);
+    if (snapshot && record) {
+      records.push_back(std::move(*record));
+      continue;
+    }
+    if (snapshot) // cannot happen unless the record was damaged: adopt it
+      log::warn("reconcile", "checkpoint " + id + " of " + session_key(a, s) +
+                                 ": " + message_of(record.error()));
+    else
+      changes.audit.push_back(
+          event("checkpoint.create.recovered", a, s,
+                {{"checkpoint_id", id}, {"outcome", "aborted"}}));
+    clear_create_intent(paths, a, s, id);
+    interrupted = true;
+  }
+  std::sort(records.begin(), records.end(), [](const auto& x, const auto& y) {
+    return x.created_at_ns < y.created_at_ns;
+  });
+  for (auto& row : records) {
+    row.generation =
+        snapshot_generation(paths.checkpoint(a, s, row.checkpoint_id));
+    if (!row.parent_id.empty() && dag.find(row.parent_id) == nullptr)
+      row.parent_id.clear();
+    dag.adopt(row);
+    dag.move_head(row.checkpoint_id);
+    changes.put_checkpoints.push_back(row);
+    json::object fields{{"checkpoint_id", row.checkpoint_id},
+                        {"origin", row.origin},
+                        {"pinned", row.pinned},
+                        {"recovered", true}};
+    fields["message"] =
+        row.has_message ? json::value(row.message) : json::value(nullptr);
+    fields["metadata"] =
+        row.metadata.empty() ? json::value(nullptr) : json::parse(row.metadata);
+    changes.audit.push_back(event("checkpoint.create", a, s, fields));
+    changes.audit.push_back(event(
+        "checkpoint.create.recovered", a, s,
+        {{"checkpoint_id", row.checkpoint_id}, {"outcome", "committed"}}));
+    log::warn("reconcile", "checkpoint " + row.checkpoint_id + " of " +
+                               session_key(a, s) +
+                               " recovered from its intent record");
+    settled.push_back({a, s, row.checkpoint_id});
+    interrupted = true;
+  }
+  return interrupted;
+}
+
 /// Rows against snapshots: rows without a snapshot are marked missing,
 /// snapshots without a row (made outside the daemon) are adopted.
 void reconcile_checkpoints(const layout& paths, const std::string& a,
                            const std::string& s, checkpoint_dag& dag,
                            metadata_write& changes) {
-  // Our own interrupted creations first: never adopted; published when
-  // their row was committed, deleted otherwise.
-  if (auto names = os::list_dir(paths.checkpoints_dir(a, s))) {
-    for (auto& n : *names) {
-      if (n.compare(0, pending_prefix.size(), pending_prefix) != 0)
-        continue;
-      auto id = n.substr(pending_prefix.size());
-      bool committed =
-          dag.find(id) != nullptr &&
-          os::kind_of(paths.checkpoint(a, s, id)) == os::entry_kind::missing;
-      if (committed) {
-        if (!publish_checkpoint(paths, a, s, id))
-          changes.audit.push_back(
-              event("checkpoint.create.recovered", a, s,
-                    {{"checkpoint_id", id}, {"outcome", "committed"}}));
-      } else {
-        os::remove_tree(paths.checkpoints_dir(a, s) + "/" + n);
-        changes.audit.push_back(
-            event("checkpoint.create.recovered", a, s,
-                  {{"checkpoint_id", id}, {"outcome", "aborted"}}));
-      }
-    }
-  }
-  // Rows committed while their snapshot was being taken: keep those whose
-  // snapshot exists (now published), drop the others.
-  for (auto row : dag.rows()) {
-    if (!row.pending)
-      continue;
-    if (os::kind_of(paths.checkpoint(a, s, row.checkpoint_id)) ==
-        os::entry_kind::directory) {
-      row.pending = false;
-      if (row.generation == 0)
-        row.generation =
-            snapshot_generation(paths.checkpoint(a, s, row.checkpoint_id));
-      dag.adopt(row); // replaces the in-memory row
-      changes.put_checkpoints.push_back(row);
-      json::object fields{{"checkpoint_id", row.checkpoint_id},
-                          {"origin", row.origin},
-                          {"pinned", row.pinned},
-                          {"recovered", true}};
-      fields["message"] =
-          row.has_message ? json::value(row.message) : json::value(nullptr);
-      fields["metadata"] = row.metadata.empty() ? json::value(nullptr)
-                                                : json::parse(row.metadata);
-      changes.audit.push_back(event("checkpoint.create", a, s, fields));
-    } else {
-      changes.delete_checkpoints.push_back(row);
-      for (auto& moved : dag.remove(row.checkpoint_id))
-        changes.put_checkpoints.push_back(moved);
-      changes.audit.push_back(event(
-          "checkpoint.create.recovered", a, s,
-          {{"checkpoint_id", row.checkpoint_id}, {"outcome", "aborted"}}));
-    }
-  }
   std::set<std::string> on_disk;
   if (auto names = os::list_dir(paths.checkpoints_dir(a, s)))
     for (auto& n : *names)
@@ -253,6 +270,7 @@ caf::error recover_session(const layout& paths, session_row& row,
                            const journal_row* journal,
                            const swap_recovery& swap, metadata_write& changes,
                            std::vector<checkpoint_row>& out,
+                           std::vector<intent_ref>& settled_intents,
                            json::array& recovered_sessions) {
   const auto& a = row.agent_id;
   const auto& s = row.session_id;
@@ -299,6 +317,8 @@ caf::error recover_session(const layout& paths, session_row& row,
     }
     changes.delete_journals.push_back({a, s});
   }
+  if (recover_creations(paths, a, s, dag, changes, settled_intents))
+    recovered = true;
   reconcile_checkpoints(paths, a, s, dag, changes);
   if (dag.head() != before_head)
     changes.set_heads.push_back({a, s, dag.head()});
@@ -458,10 +478,10 @@ expected<reconcile_result> reconcile(const layout& paths,
     std::pair<std::string, std::string> key{session.agent_id,
                                             session.session_id};
     auto j = journals.find(key);
-    if (auto err =
-            recover_session(paths, session, std::move(checkpoints[key]),
-                            j == journals.end() ? nullptr : j->second,
-                            swaps[key], r.changes, r.checkpoints, recovered))
+    if (auto err = recover_session(paths, session, std::move(checkpoints[key]),
+                                   j == journals.end() ? nullptr : j->second,
+                                   swaps[key], r.changes, r.checkpoints,
+                                   r.settled_intents, recovered))
       return err;
   }
   r.summary["recovered_sessions"] = std::move(recovered);

@@ -5,6 +5,7 @@
 // forgets rows whose workspace is gone.
 #pragma once
 
+#include "guest/store/create_intent.hpp"
 #include "guest/store/layout.hpp"
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
@@ -23,6 +24,8 @@ struct reconcile_result {
   std::vector<agent_row> agents;
   std::vector<session_row> sessions;
   std::vector<checkpoint_row> checkpoints;
+  /// Intent records to remove once `changes` are committed.
+  std::vector<intent_ref> settled_intents;
   /// What was done, for the log and store.initialize.
   json::object summary;
   /// Runs interrupted by a restart, fencing their sessions.

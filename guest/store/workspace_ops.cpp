@@ -27,23 +27,13 @@ expected<int64_t> snapshot_current(const layout& paths, const std::string& a,
   if (auto err = os::require_managed_dir(paths.checkpoints_dir(a, s),
                                          "checkpoint directory"))
     return err;
-  if (os::kind_of(paths.checkpoint(a, s, id)) != os::entry_kind::missing)
+  auto target = paths.checkpoint(a, s, id);
+  if (os::kind_of(target) != os::entry_kind::missing)
     return make_error(errc::already_exists, "checkpoint already exists: " + id);
-  auto target =
-      paths.checkpoints_dir(a, s) + "/" + std::string{pending_prefix} + id;
-  os::remove_tree(target); // a leftover of an earlier failed attempt
-  if (auto err = os::create_snapshot(current, target, true)) {
-    os::remove_tree(target);
+  // The ioctl creates the snapshot completely or not at all.
+  if (auto err = os::create_snapshot(current, target, true))
     return err;
-  }
   return snapshot_generation(target);
-}
-
-caf::error publish_checkpoint(const layout& paths, const std::string& a,
-                              const std::string& s, const std::string& id) {
-  auto dir = paths.checkpoints_dir(a, s);
-  return os::rename_path(dir + "/" + std::string{pending_prefix} + id,
-                         dir + "/" + id);
 }
 
 int64_t snapshot_generation(const std::string& path) {

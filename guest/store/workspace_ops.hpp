@@ -16,19 +16,13 @@ namespace allox::store {
 inline constexpr std::string_view restore_prefix = ".restore-";
 inline constexpr std::string_view discard_prefix = ".discard-";
 
-/// Prefix of a checkpoint snapshot whose row is not committed yet. Never a
-/// valid id, so never adopted: start-up deletes it without a row and
-/// publishes it (renames it to its id) with one.
-inline constexpr std::string_view pending_prefix = ".pending-";
-
-/// Read-only snapshot of current/ at checkpoints/.pending-<id>; returns the
-/// Btrfs generation at which it was taken. A half-made snapshot is removed.
+/// Read-only snapshot of current/ at checkpoints/<id>; returns the Btrfs
+/// generation at which it was taken. The snapshot is durable when this
+/// returns (Btrfs commits a transaction to make it), and so is everything
+/// the file system recorded before, such as the intent record
+/// (guest/store/create_intent.hpp).
 expected<int64_t> snapshot_current(const layout& paths, const std::string& a,
                                    const std::string& s, const std::string& id);
-
-/// Renames checkpoints/.pending-<id> to checkpoints/<id>.
-caf::error publish_checkpoint(const layout& paths, const std::string& a,
-                              const std::string& s, const std::string& id);
 
 /// Deletes checkpoints/<id> (missing is fine).
 caf::error delete_checkpoint(const layout& paths, const std::string& a,

@@ -2,6 +2,7 @@
 // loop-mounted Btrfs store.
 #include "tests/fixtures/daemon.hpp"
 #include "tests/fixtures/session_files.hpp"
+#include "tests/fixtures/wait.hpp"
 
 #include "guest/os/btrfs.hpp"
 #include "guest/os/loop_mount.hpp"
@@ -172,10 +173,8 @@ TEST_CASE("checkpoints: rollback restores only that session, .allox-tmp "
   CHECK(os::is_subvolume(w.current()));
   CHECK(session_entries(d, "a", "s", ".restore-").empty());
   // The replaced tree is deleted once the session has been idle a moment.
-  for (int i = 0; i < 400 && !session_entries(d, "a", "s", ".discard-").empty();
-       ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds{10});
-  CHECK(session_entries(d, "a", "s", ".discard-").empty());
+  CHECK(eventually(
+      [&] { return session_entries(d, "a", "s", ".discard-").empty(); }));
   auto ev = expect_ok(
       c.rpc("audit.list", with(ids("a", "s"), {{"op", "session.rollback"}})));
   auto& e = ev.at("events").as_array().at(0).as_object();

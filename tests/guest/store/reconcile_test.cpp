@@ -147,6 +147,17 @@ const session_row& only_session(const store::reconcile_result& r) {
   return r.sessions.front();
 }
 
+checkpoint_row intent(const std::string& id, const std::string& parent) {
+  checkpoint_row row;
+  row.agent_id = "a";
+  row.session_id = "s";
+  row.checkpoint_id = id;
+  row.created_at_ns = 1000;
+  row.origin = "crash-test";
+  row.parent_id = parent;
+  return row;
+}
+
 bool audited(const store::reconcile_result& r, const std::string& op,
              const std::string& outcome) {
   for (const auto& e : r.changes.audit)
@@ -245,26 +256,21 @@ TEST_CASE("recovery: orphans without a journal") {
   CHECK(audited(*r, "session.rollback.recovered", "aborted-orphan"));
 }
 
-TEST_CASE("recovery: a pending snapshot without a row is deleted, never "
-          "adopted; with a row it is published") {
+TEST_CASE("recovery: an intent record without its snapshot is dropped, "
+          "never adopted") {
   test::temp_dir dir;
   store::layout l{dir.path()};
   make_session(l, "a", "s");
-  mkdirs(l.checkpoint("a", "s", "old"));
-  mkdirs(l.checkpoints_dir("a", "s") + "/.pending-half");
-  mkdirs(l.checkpoints_dir("a", "s") + "/.pending-target");
+  make_checkpoints(l);
+  REQUIRE_FALSE(store::write_create_intent(l, intent("half", "target")));
   auto r = store::reconcile(l, one_session());
   REQUIRE(r);
-  CHECK_FALSE(exists(l.checkpoints_dir("a", "s") + "/.pending-half"));
-  CHECK_FALSE(exists(l.checkpoints_dir("a", "s") + "/.pending-target"));
-  CHECK(exists(l.checkpoint("a", "s", "target")));
-  for (const auto& c : r->checkpoints) {
+  for (const auto& c : r->checkpoints)
     CHECK(c.checkpoint_id != "half");
-    if (c.checkpoint_id == "target")
-      CHECK_FALSE(c.missing);
-  }
+  CHECK(only_session(*r).head == "old");
+  CHECK(store::create_intents(l, "a", "s").empty());
+  CHECK(r->settled_intents.empty());
   CHECK(audited(*r, "checkpoint.create.recovered", "aborted"));
-  CHECK(audited(*r, "checkpoint.create.recovered", "committed"));
 }
 
 TEST_CASE("recovery: an interrupted checkpoint deletion is finished") {
@@ -303,41 +309,59 @@ TEST_CASE("recovery: rows without snapshots are missing; snapshots without "
   CHECK(only_session(*r).head.empty()); // head "old" has no snapshot
 }
 
-TEST_CASE("recovery: pending rows are settled from what is on disk") {
+TEST_CASE("recovery: an intent record with its snapshot becomes the row and "
+          "the head") {
   test::temp_dir dir;
   store::layout l{dir.path()};
   make_session(l, "a", "s");
   make_checkpoints(l);
+  auto first = intent("first", "target");
+  first.has_message = true;
+  first.message = "msg";
+  first.metadata = R"({"k":"v"})";
+  first.pinned = true;
+  auto second = intent("second", "first");
+  second.created_at_ns = first.created_at_ns + 1;
+  REQUIRE_FALSE(store::write_create_intent(l, second));
+  REQUIRE_FALSE(store::write_create_intent(l, first));
+  mkdirs(l.checkpoint("a", "s", "first"));
+  mkdirs(l.checkpoint("a", "s", "second"));
   auto rows = one_session();
-  auto pending = [&](const std::string& id) {
-    checkpoint_row r;
-    r.agent_id = "a";
-    r.session_id = "s";
-    r.checkpoint_id = id;
-    r.origin = "test";
-    r.parent_id = "target";
-    r.pending = true;
-    rows.checkpoints.push_back(r);
-  };
-  pending("done");     // snapshot published, settle lost
-  pending("renaming"); // snapshot still under its pending name
-  pending("never");    // snapshot never taken
-  rows.sessions[0].head = "never";
-  mkdirs(l.checkpoint("a", "s", "done"));
-  mkdirs(l.checkpoints_dir("a", "s") + "/.pending-renaming");
+  rows.sessions[0].head = "target";
   auto r = store::reconcile(l, rows);
   REQUIRE(r);
   std::map<std::string, checkpoint_row> byid;
   for (const auto& c : r->checkpoints)
     byid[c.checkpoint_id] = c;
-  CHECK_FALSE(byid.at("done").pending);
-  CHECK_FALSE(byid.at("renaming").pending);
-  CHECK(exists(l.checkpoint("a", "s", "renaming")));
-  CHECK(byid.count("never") == 0);
-  CHECK(only_session(*r).head == "target"); // back to the parent
-  CHECK(audited(*r, "checkpoint.create.recovered", "aborted"));
+  REQUIRE(byid.count("first") == 1);
+  REQUIRE(byid.count("second") == 1);
+  CHECK(byid.at("first").parent_id == "target");
+  CHECK(byid.at("first").message == "msg");
+  CHECK(byid.at("first").metadata == R"({"k":"v"})");
+  CHECK(byid.at("first").pinned);
+  CHECK(byid.at("first").origin == "crash-test");
+  CHECK(byid.at("second").parent_id == "first");
+  CHECK_FALSE(byid.at("second").has_message);
+  CHECK(only_session(*r).head == "second"); // in creation order
+  CHECK(audited(*r, "checkpoint.create.recovered", "committed"));
   int creates = 0;
   for (const auto& e : r->changes.audit)
     creates += e.op == "checkpoint.create";
   CHECK(creates == 2);
+  // Removed only after the start-up commit.
+  CHECK(store::create_intents(l, "a", "s").size() == 2);
+  CHECK(r->settled_intents.size() == 2);
+}
+
+TEST_CASE("recovery: an intent record whose row exists is only stale") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  make_session(l, "a", "s");
+  make_checkpoints(l);
+  REQUIRE_FALSE(store::write_create_intent(l, intent("target", "old")));
+  auto r = store::reconcile(l, one_session());
+  REQUIRE(r);
+  CHECK(r->settled_intents.size() == 1);
+  CHECK(r->changes.audit.empty());
+  CHECK(only_session(*r).head == "old");
 }
