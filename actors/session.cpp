@@ -340,6 +340,77 @@ json::object create_fields(const checkpoint_row& row) {
   return fields;
 }
 
+// -- deferred work
+// ---------------------------------------------------------------
+
+void purge_discards(self_ptr self);
+
+/// Makes the rows of recent checkpoints durable with one catalog fsync,
+/// then removes their intent records (until then, the records are their
+/// durable copy).
+void sync_intents(self_ptr self) {
+  auto& st = self->state;
+  if (st.unsynced_intents.empty())
+    return;
+  auto ids = std::move(st.unsynced_intents);
+  st.unsynced_intents.clear();
+  metadata_write w; // durable
+  // Rewriting the current head gives the commit a page to sync.
+  w.set_heads.push_back({st.agent_id(), st.session_id(), st.dag.head()});
+  auto paths = st.init.paths;
+  auto a = st.agent_id();
+  auto s = st.session_id();
+  commit(
+      self, std::move(w),
+      [self, paths, a, s, ids]() {
+        blocking(
+            self,
+            [paths, a, s, ids]() -> expected<json::value> {
+              for (const auto& id : ids)
+                if (auto err = store::clear_create_intent(paths, a, s, id))
+                  return err;
+              return json::value();
+            },
+            [](json::value&) {},
+            [](caf::error err) {
+              // Harmless: start-up removes records whose row exists.
+              log::warn("session", message_of(err));
+            });
+      },
+      [self](caf::error err) {
+        log::warn("session",
+                  self->state.key() +
+                      ": cannot sync checkpoint rows: " + message_of(err));
+      });
+}
+
+/// Runs deferred work once the session has been idle for idle_delay,
+/// otherwise looks again later.
+void idle_work(self_ptr self) {
+  auto& st = self->state;
+  st.idle_armed = false;
+  if (st.discards.empty() && st.unsynced_intents.empty())
+    return;
+  auto idle = std::chrono::steady_clock::now() - st.last_mutation;
+  if (st.phase != "idle" || idle < idle_delay) {
+    st.idle_armed = true;
+    self->delayed_send(self, idle_delay, atom::purge_v);
+    return;
+  }
+  sync_intents(self);
+  purge_discards(self);
+}
+
+/// Notes a mutation and makes sure deferred work runs after it.
+void arm_idle_work(self_ptr self) {
+  auto& st = self->state;
+  st.last_mutation = std::chrono::steady_clock::now();
+  if (!st.idle_armed) {
+    st.idle_armed = true;
+    self->delayed_send(self, idle_delay, atom::purge_v);
+  }
+}
+
 /// The reply to checkpoint.create.
 json::value created_reply(const checkpoint_row& row) {
   json::object r{{"agent_id", row.agent_id},
@@ -353,33 +424,26 @@ json::value created_reply(const checkpoint_row& row) {
 }
 
 /// Writes the row of a checkpoint whose snapshot (and intent record) is
-/// durable, then removes the record once the row is durable too.
+/// durable. The commit is not synced: the record stays the durable copy
+/// until sync_intents.
 void settle_checkpoint(self_ptr self, const checkpoint_row& row,
                        std::shared_ptr<fault_set> faults) {
-  auto& st = self->state;
   faults->trigger("checkpoint.create.before_row");
   metadata_write w;
+  w.durable = false;
   w.put_checkpoints.push_back(row);
   w.set_heads.push_back({row.agent_id, row.session_id, row.checkpoint_id});
   w.audit.push_back(audit(self, "checkpoint.create", create_fields(row)));
-  auto paths = st.init.paths;
   commit(
       self, std::move(w),
-      [self, paths, row, faults]() {
+      [self, id = row.checkpoint_id, faults]() {
         faults->trigger("checkpoint.create.after_row");
-        blocking(
-            self,
-            [paths, row]() -> expected<json::value> {
-              if (auto err = store::clear_create_intent(
-                      paths, row.agent_id, row.session_id, row.checkpoint_id))
-                return err;
-              return json::value();
-            },
-            [](json::value&) {},
-            [](caf::error err) {
-              // Harmless: start-up removes records whose row exists.
-              log::warn("session", message_of(err));
-            });
+        auto& st = self->state;
+        st.unsynced_intents.push_back(id);
+        if (st.unsynced_intents.size() >= max_unsynced_intents)
+          sync_intents(self);
+        else
+          arm_idle_work(self);
       },
       [self](caf::error err) {
         // The record still describes the checkpoint: start-up recovery
@@ -1138,15 +1202,19 @@ caf::result<json::value> handle_process_output(self_ptr self,
 // -- session.rollback
 // -------------------------------------------------------------
 
-/// One rollback in flight: the prototype's journaled swap (reference 5.4).
-/// Each phase is committed before the filesystem step it guards:
-///   preparing -> snapshot the checkpoint as .restore-<t> and scrub its
-///                sockets and FIFOs (before it goes live)
-///   prepared  -> rename current/ to .discard-<t>
-///   old_moved -> rename .restore-<t> to current/, fsync the directory
-///   then head, audit and journal removal in one transaction (the commit),
+/// One rollback in flight: the prototype's journaled swap (reference 5.4),
+/// with one durable journal commit instead of one per phase:
+///   journal (phase `preparing`: target, restore and discard names)
+///   -> snapshot the checkpoint as .restore-<t>, scrub its sockets and
+///      FIFOs (before it goes live), rename current/ to .discard-<t>,
+///      rename .restore-<t> to current/, fsync the directory
+///   -> head, audit and journal removal in one transaction (the commit),
 ///   the reply, and the deletion of .discard-<t> in the background.
-/// Start-up recovery decides from what is on disk (guest/store/reconcile).
+/// Start-up recovery decides from what is on disk (guest/store/reconcile):
+/// the rollback happened if the restored tree is current/, and otherwise it
+/// is undone, also when a crash fell between the two renames (the phases
+/// `prepared`/`old_moved`, which would roll that case forward, are only
+/// found in journals imported from the prototype).
 struct rollback_run {
   self_ptr self;
   promise rp;
@@ -1180,33 +1248,13 @@ void rollback_abort(const run_ptr& run, caf::error err) {
       });
 }
 
-/// Writes the next journal phase, then runs `next`.
-template <class Next>
-void rollback_phase(const run_ptr& run, const char* phase, Next next) {
-  run->journal.phase = phase;
-  metadata_write w;
-  w.put_journals.push_back(run->journal);
-  commit(run->self, std::move(w), std::move(next), [run](caf::error err) {
-    fence(run->self, err);
-    rollback_fail(run, err);
-  });
-}
-
-/// Deletes the replaced trees if the session has been idle long enough,
-/// otherwise looks again later. The ioctl returns before Btrfs reclaims the
+/// Deletes the replaced trees. The ioctl returns before Btrfs reclaims the
 /// space (its cleaner does that later). A crash first leaves orphaned
 /// .discard- entries that start-up removes.
 void purge_discards(self_ptr self) {
   auto& st = self->state;
-  st.purge_armed = false;
   if (st.discards.empty())
     return;
-  auto idle = std::chrono::steady_clock::now() - st.last_mutation;
-  if (st.phase != "idle" || idle < purge_delay) {
-    st.purge_armed = true;
-    self->delayed_send(self, purge_delay, atom::purge_v);
-    return;
-  }
   auto names = std::move(st.discards);
   st.discards.clear();
   auto paths = st.init.paths;
@@ -1226,13 +1274,8 @@ void purge_discards(self_ptr self) {
 /// After the reply: the replaced tree waits for an idle moment.
 void rollback_discard(const run_ptr& run) {
   auto self = run->self;
-  auto& st = self->state;
-  st.discards.push_back(run->journal.discard_name);
-  st.last_mutation = std::chrono::steady_clock::now();
-  if (!st.purge_armed) {
-    st.purge_armed = true;
-    self->delayed_send(self, purge_delay, atom::purge_v);
-  }
+  self->state.discards.push_back(run->journal.discard_name);
+  arm_idle_work(self);
 }
 
 void rollback_finish(const run_ptr& run) {
@@ -1281,53 +1324,49 @@ void rollback_finish(const run_ptr& run) {
       });
 }
 
-void rollback_swap(const run_ptr& run) {
-  auto self = run->self;
-  auto paths = self->state.init.paths;
-  auto a = self->state.agent_id();
-  auto s = self->state.session_id();
-  auto j = run->journal;
-  auto faults = run->faults;
-  rollback_phase(run, "prepared", [=]() {
-    blocking(
-        self,
-        [paths, a, s, j, faults]() -> expected<json::value> {
-          faults->trigger("rollback.before_move_old");
-          // No fsync: if a power cut loses this rename, recovery sees
-          // current/ and the restore and aborts.
-          if (auto err = store::rename_in_session(paths, a, s, "current",
-                                                  j.discard_name, false)) {
-            store::remove_in_session(paths, a, s, j.restore_name);
-            return err;
-          }
-          faults->trigger("rollback.after_move_old");
-          return json::value();
-        },
-        [=](json::value&) {
-          rollback_phase(run, "old_moved", [=]() {
-            blocking(
-                self,
-                [paths, a, s, j, faults]() -> expected<json::value> {
-                  faults->trigger("rollback.before_move_new");
-                  // Durable before the commit: after it, nothing but the disk
-                  // says which tree is current.
-                  if (auto err = store::rename_in_session(
-                          paths, a, s, j.restore_name, "current")) {
-                    // Put the old workspace back before reporting.
-                    store::rename_in_session(paths, a, s, j.discard_name,
-                                             "current");
-                    store::remove_in_session(paths, a, s, j.restore_name);
-                    return err;
-                  }
-                  faults->trigger("rollback.after_move_new");
-                  return json::value();
-                },
-                [run](json::value&) { rollback_finish(run); },
-                [run](caf::error err) { rollback_abort(run, err); });
-          });
-        },
-        [run](caf::error err) { rollback_abort(run, err); });
-  });
+/// The filesystem half of a rollback, on a worker thread: returns the
+/// scrubbed runtime entries. A failure puts the old workspace back first.
+expected<json::value> swap_in_checkpoint(const store::layout& paths,
+                                         const std::string& a,
+                                         const std::string& s,
+                                         const journal_row& j,
+                                         fault_set& faults) {
+  faults.trigger("rollback.before_snapshot");
+  if (auto err =
+          store::make_restore(paths, a, s, j.checkpoint_id, j.restore_name))
+    return err;
+  json::array removed;
+  if (j.scrub_runtime) {
+    auto entries =
+        store::scrub_runtime(paths.session_dir(a, s) + "/" + j.restore_name);
+    if (!entries) {
+      store::remove_in_session(paths, a, s, j.restore_name);
+      return entries.error();
+    }
+    for (auto& e : *entries)
+      removed.emplace_back(e);
+  }
+  faults.trigger("rollback.after_snapshot");
+  faults.trigger("rollback.before_move_old");
+  // No fsync: if a power cut loses this rename, recovery sees current/ and
+  // the restore and aborts.
+  if (auto err = store::rename_in_session(paths, a, s, "current",
+                                          j.discard_name, false)) {
+    store::remove_in_session(paths, a, s, j.restore_name);
+    return err;
+  }
+  faults.trigger("rollback.after_move_old");
+  faults.trigger("rollback.before_move_new");
+  // Durable before the commit: after it, nothing but the disk says which
+  // tree is current.
+  if (auto err =
+          store::rename_in_session(paths, a, s, j.restore_name, "current")) {
+    store::rename_in_session(paths, a, s, j.discard_name, "current");
+    store::remove_in_session(paths, a, s, j.restore_name);
+    return err;
+  }
+  faults.trigger("rollback.after_move_new");
+  return json::value(std::move(removed));
 }
 
 /// Guards, target resolution and the swap; answers through `rp`.
@@ -1394,27 +1433,11 @@ void begin_rollback(self_ptr self, promise rp, params::rollback req,
         blocking(
             owner,
             [paths, a, s, j, faults]() -> expected<json::value> {
-              faults->trigger("rollback.before_snapshot");
-              if (auto err = store::make_restore(paths, a, s, j.checkpoint_id,
-                                                 j.restore_name))
-                return err;
-              json::array removed;
-              if (j.scrub_runtime) {
-                auto entries = store::scrub_runtime(paths.session_dir(a, s) +
-                                                    "/" + j.restore_name);
-                if (!entries) {
-                  store::remove_in_session(paths, a, s, j.restore_name);
-                  return entries.error();
-                }
-                for (auto& e : *entries)
-                  removed.emplace_back(e);
-              }
-              faults->trigger("rollback.after_snapshot");
-              return json::value(std::move(removed));
+              return swap_in_checkpoint(paths, a, s, j, *faults);
             },
             [run](json::value& removed) {
               run->removed = std::move(removed.as_array());
-              rollback_swap(run);
+              rollback_finish(run);
             },
             [run](caf::error err) { rollback_abort(run, err); });
       },
@@ -1746,6 +1769,7 @@ json::value dump(self_ptr self) {
       {"checkpoints", st.dag.size()}};
   o["leases"] = st.leases.size();
   o["pending_discards"] = st.discards.size();
+  o["unsynced_checkpoints"] = st.unsynced_intents.size();
   o["background_executions"] = st.background.size();
   o["reset_fence"] = !st.reset_token.empty();
   o["head"] =
@@ -1864,7 +1888,7 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
         st.phase = "retired";
         return caf::ok_atom_v;
       },
-      [self](atom::purge) { purge_discards(self); },
+      [self](atom::purge) { idle_work(self); },
       [self](atom::started, const std::string& id, int64_t pid) {
         on_run_started(self, id, pid);
       },

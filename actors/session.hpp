@@ -50,9 +50,13 @@ struct session_state {
   /// Non-empty while a runtime reset fences the session.
   std::string reset_token;
   /// Trees replaced by rollbacks (.discard-*), deleted once the session
-  /// has been idle for purge_delay.
+  /// has been idle for idle_delay.
   std::vector<std::string> discards;
-  bool purge_armed = false;
+  /// Checkpoints whose catalog row is committed but not yet synced; their
+  /// intent records stay until one durable commit covers them all, once
+  /// the session has been idle for idle_delay (or enough have piled up).
+  std::vector<std::string> unsynced_intents;
+  bool idle_armed = false;
   std::chrono::steady_clock::time_point last_mutation;
   session_runs runs;
   uint64_t requests = 0;
@@ -67,10 +71,14 @@ struct session_state {
   std::string key() const;
 };
 
-/// How long a session must be idle before replaced trees are deleted: a
-/// burst of rollbacks does not compete with the Btrfs cleaner reclaiming
-/// its own earlier trees.
-inline constexpr std::chrono::milliseconds purge_delay{1000};
+/// How long a session must be idle before replaced trees are deleted and
+/// new checkpoint rows are synced: a burst of rollbacks does not compete
+/// with the Btrfs cleaner reclaiming its own earlier trees, and a burst of
+/// checkpoints does not pay a catalog fsync each.
+inline constexpr std::chrono::milliseconds idle_delay{1000};
+
+/// Unsynced checkpoint rows that trigger a sync without waiting for idle.
+inline constexpr size_t max_unsynced_intents = 32;
 
 session_actor::behavior_type
 session(session_actor::stateful_pointer<session_state> self, session_init init);

@@ -62,6 +62,32 @@ def timed(fn, n=SAMPLES, warmup=3):
     return xs[len(xs) // 2], xs[min(len(xs) - 1, int(len(xs) * 0.99))]
 
 
+def interleaved(fns, n=SAMPLES, warmup=3, before=None):
+    """Measures several operations in rounds, one sample of each per round,
+    starting each round one place further along, so that drift in the file
+    system (subvolumes piling up, background work) and in the VM weighs on
+    all of them alike. `fns` maps a name to fn(i); `before(i)` runs untimed
+    ahead of each sample. Returns name -> (p50, p99)."""
+    names = list(fns)
+    for i in range(warmup):
+        for name in names:
+            fns[name](n + i)
+    samples = {name: [] for name in names}
+    for i in range(n):
+        for k in range(len(names)):
+            name = names[(i + k) % len(names)]
+            if before:
+                before(i)
+            t = time.perf_counter()
+            fns[name](i)
+            samples[name].append((time.perf_counter() - t) * 1000)
+    stats = {}
+    for name, v in samples.items():
+        v.sort()
+        stats[name] = (v[len(v) // 2], v[min(len(v) - 1, int(len(v) * 0.99))])
+    return stats
+
+
 def cell(p50, p99):
     return f"{p50:.2f} / {p99:.2f}"
 
@@ -101,25 +127,43 @@ try:
     print("| files in current/ | checkpoint.create (RPC) | "
           "`btrfs subvolume snapshot -r` (CLI) | session.rollback (RPC) |")
     print("|---|---|---|---|")
-    results = {}
-    for files in (0, 1000, 10000, 100000):
+    # All sizes exist side by side and are measured in the same rounds, so
+    # they differ only in their file count, not in the file system's history.
+    sizes = (0, 1000, 10000, 100000)
+    for files in sizes:
         s = f"s{files}"
         rpc("session.create", agent_id="bench", session_id=s)
         populate(current(s), files)
-        os.sync()
-        time.sleep(3)  # let Btrfs finish background work from the set-up
-        create = timed(lambda i: rpc("checkpoint.create", agent_id="bench",
-                                     session_id=s))
-        cli = timed(cli_snapshot(s, "plain"))
+    os.sync()
+    time.sleep(3)  # let Btrfs finish the background work of the set-up
+
+    def create_on(s):
+        return lambda i: rpc("checkpoint.create", agent_id="bench",
+                             session_id=s)
+
+    def rollback_on(s):
+        return lambda i: rpc("session.rollback", agent_id="bench",
+                             session_id=s, checkpoint_id="AB"[i % 2])
+
+    fns = {}
+    for files in sizes:
+        fns[("create", files)] = create_on(f"s{files}")
+        fns[("cli", files)] = cli_snapshot(f"s{files}", "plain")
+    stats = interleaved(fns)
+    for files in sizes:
+        s = f"s{files}"
         rpc("checkpoint.create", agent_id="bench", session_id=s,
             checkpoint_id="A")
         with open(os.path.join(current(s), "marker"), "w") as f:
             f.write("b")
         rpc("checkpoint.create", agent_id="bench", session_id=s,
             checkpoint_id="B")
-        rollback = timed(lambda i: rpc("session.rollback", agent_id="bench",
-                                       session_id=s,
-                                       checkpoint_id="AB"[i % 2]), warmup=4)
+    stats.update(interleaved({("rollback", files): rollback_on(f"s{files}")
+                              for files in sizes}, warmup=4))
+    results = {}
+    for files in sizes:
+        create, cli, rollback = (stats[(what, files)]
+                                 for what in ("create", "cli", "rollback"))
         results[files] = (create, cli, rollback)
         print(f"| {files:,} | {cell(*create)} | {cell(*cli)} | "
               f"{cell(*rollback)} |")
@@ -138,20 +182,12 @@ try:
         with open(os.path.join(current(s), "blob"), "wb") as f:
             f.write(blob[i:] + blob[:i])
 
-    def dirty_then(fn):
-        xs = []
-        for i in range(20):
-            dirty(i)
-            t = time.perf_counter()
-            fn(i)
-            xs.append((time.perf_counter() - t) * 1000)
-        xs.sort()
-        return xs[len(xs) // 2], xs[-1]
-
-    rpc_dirty = dirty_then(lambda i: rpc("checkpoint.create",
-                                         agent_id="bench", session_id=s))
-    cli_dirty = dirty_then(cli_snapshot(s, "dirty"))
-    print("| what | p50 / max (20 samples) |\n|---|---|")
+    dirty_stats = interleaved(
+        {"rpc": lambda i: rpc("checkpoint.create", agent_id="bench",
+                              session_id=s),
+         "cli": cli_snapshot(s, "dirty")}, n=20, warmup=1, before=dirty)
+    rpc_dirty, cli_dirty = dirty_stats["rpc"], dirty_stats["cli"]
+    print("| what | p50 / max (20 samples each) |\n|---|---|")
     print(f"| checkpoint.create (RPC) | {cell(*rpc_dirty)} |")
     print(f"| CLI snapshot | {cell(*cli_dirty)} |\n")
 

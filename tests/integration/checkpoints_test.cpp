@@ -5,6 +5,7 @@
 #include "tests/fixtures/wait.hpp"
 
 #include "guest/os/btrfs.hpp"
+#include "guest/os/fs.hpp"
 #include "guest/os/loop_mount.hpp"
 
 #include <doctest/doctest.h>
@@ -494,4 +495,30 @@ TEST_CASE("checkpoints: restart keeps the DAG; vanished snapshots are "
   CHECK(record(w.list(), "c3").at("parent_id") == "c1");
   auto ops = audit_ops(c, with(ids("a", "s"), {{"op", "checkpoint.adopt"}}));
   CHECK(ops.size() == 1);
+}
+
+TEST_CASE("checkpoints: intent records go once the session is idle, or once "
+          "enough have piled up") {
+  daemon_process d;
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  workspace w{d, "a", "s"};
+  auto cps = d.root() + "/agents/a/workspace/sessions/s/checkpoints";
+  auto records = [&] {
+    size_t n = 0;
+    if (auto names = os::list_dir(cps))
+      for (const auto& name : *names)
+        n += name.rfind(".creating-", 0) == 0;
+    return n;
+  };
+  w.checkpoint("c1");
+  w.checkpoint("c2");
+  CHECK(records() == 2); // the rows are not synced yet
+  CHECK(eventually([&] { return records() == 0; }));
+  // A long burst syncs on its own, without an idle moment.
+  for (int i = 0; i < 40; ++i)
+    w.checkpoint("b" + std::to_string(i));
+  CHECK(records() < 40);
+  CHECK(record(w.list(), "b39").at("parent_id") == "b38");
 }
