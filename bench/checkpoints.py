@@ -19,6 +19,7 @@ build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
 daemon_bin = os.path.join(build, "guest", "allox-workspace-daemon")
 bench_bin = os.path.join(build, "bench", "allox-bench")
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "50"))
+DIRTY_SAMPLES = 30
 
 work = tempfile.mkdtemp(prefix="allox-bench-")
 root = os.path.join(work, "store")
@@ -92,6 +93,17 @@ def cell(p50, p99):
     return f"{p50:.2f} / {p99:.2f}"
 
 
+def settle():
+    """Waits for the work earlier steps left behind: the daemon's idle
+    work (replaced trees deleted, rows synced), write-back, and the Btrfs
+    cleaner reclaiming deleted trees, so no measurement pays for another."""
+    time.sleep(2)
+    os.sync()
+    subprocess.run(["btrfs", "subvolume", "sync", root], check=True,
+                   stdout=subprocess.DEVNULL)
+    time.sleep(1)
+
+
 def populate(base, files):
     per_dir = 1000
     for i in range(files):
@@ -134,8 +146,7 @@ try:
         s = f"s{files}"
         rpc("session.create", agent_id="bench", session_id=s)
         populate(current(s), files)
-    os.sync()
-    time.sleep(3)  # let Btrfs finish the background work of the set-up
+    settle()
 
     def create_on(s):
         return lambda i: rpc("checkpoint.create", agent_id="bench",
@@ -176,6 +187,7 @@ try:
           "checkpoint\n")
     s = "dirty"
     rpc("session.create", agent_id="bench", session_id=s)
+    settle()
     blob = os.urandom(20 << 20)
 
     def dirty(i):
@@ -185,9 +197,10 @@ try:
     dirty_stats = interleaved(
         {"rpc": lambda i: rpc("checkpoint.create", agent_id="bench",
                               session_id=s),
-         "cli": cli_snapshot(s, "dirty")}, n=20, warmup=1, before=dirty)
+         "cli": cli_snapshot(s, "dirty")}, n=DIRTY_SAMPLES, warmup=1,
+        before=dirty)
     rpc_dirty, cli_dirty = dirty_stats["rpc"], dirty_stats["cli"]
-    print("| what | p50 / max (20 samples each) |\n|---|---|")
+    print(f"| what | p50 / max ({DIRTY_SAMPLES} samples each) |\n|---|---|")
     print(f"| checkpoint.create (RPC) | {cell(*rpc_dirty)} |")
     print(f"| CLI snapshot | {cell(*cli_dirty)} |\n")
 
