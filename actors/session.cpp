@@ -148,6 +148,25 @@ void blocking(self_ptr self, Job job, Next next, fail_fn fail) {
             [fail](caf::error& err) { fail(err); });
 }
 
+void arm_idle_work(self_ptr self);
+
+/// Runs a step of a mutation on the session's lane: mutations run one at a
+/// time, and a burst of them does not start a thread per step.
+/// The lane is retired once the session has been idle (idle_work).
+template <class Job, class Next>
+void mutation_step(self_ptr self, Job job, Next next, fail_fn fail) {
+  run_on_lane(self, *self->state.lane, std::move(job))
+      .then(
+          [self, next](json::value& v) mutable {
+            arm_idle_work(self);
+            next(v);
+          },
+          [self, fail](caf::error& err) {
+            arm_idle_work(self);
+            fail(err);
+          });
+}
+
 /// Runs a read-only filesystem step on a worker thread and answers the
 /// request with its result or error.
 template <class Job>
@@ -389,7 +408,7 @@ void sync_intents(self_ptr self) {
 void idle_work(self_ptr self) {
   auto& st = self->state;
   st.idle_armed = false;
-  if (st.discards.empty() && st.unsynced_intents.empty())
+  if (st.discards.empty() && st.unsynced_intents.empty() && !*st.lane)
     return;
   auto idle = std::chrono::steady_clock::now() - st.last_mutation;
   if (st.phase != "idle" || idle < idle_delay) {
@@ -397,6 +416,7 @@ void idle_work(self_ptr self) {
     self->delayed_send(self, idle_delay, atom::purge_v);
     return;
   }
+  retire_lane(*st.lane);
   sync_intents(self);
   purge_discards(self);
 }
@@ -486,7 +506,7 @@ caf::result<json::value> handle_checkpoint_create(self_ptr self,
   begin_mutation(self, "checkpoint.create");
   auto rp = self->make_response_promise<json::value>();
   auto paths = st.init.paths;
-  blocking(
+  mutation_step(
       self,
       [paths, row, faults]() -> expected<json::value> {
         faults->trigger("checkpoint.create.before_intent");
@@ -568,7 +588,7 @@ caf::result<json::value> handle_checkpoint_delete(self_ptr self,
         auto paths = self->state.init.paths;
         auto a = self->state.agent_id();
         auto s = self->state.session_id();
-        blocking(
+        mutation_step(
             self,
             [paths, a, s, id, faults]() -> expected<json::value> {
               faults->trigger("checkpoint.delete.before_delete");
@@ -1430,7 +1450,7 @@ void begin_rollback(self_ptr self, promise rp, params::rollback req,
         auto s = owner->state.session_id();
         auto j = run->journal;
         auto faults = run->faults;
-        blocking(
+        mutation_step(
             owner,
             [paths, a, s, j, faults]() -> expected<json::value> {
               return swap_in_checkpoint(paths, a, s, j, *faults);
@@ -1770,6 +1790,7 @@ json::value dump(self_ptr self) {
   o["leases"] = st.leases.size();
   o["pending_discards"] = st.discards.size();
   o["unsynced_checkpoints"] = st.unsynced_intents.size();
+  o["lane"] = static_cast<bool>(*st.lane);
   o["background_executions"] = st.background.size();
   o["reset_fence"] = !st.reset_token.empty();
   o["head"] =
@@ -1795,6 +1816,7 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
   self->state.runs.interrupted = std::move(init.interrupted_runs);
   self->state.init = std::move(init);
   self->state.started = std::chrono::steady_clock::now();
+  self->attach_functor([lane = self->state.lane] { retire_lane(*lane); });
   // Whatever ends this actor (shutdown, failure) ends its runs too.
   if (self->state.runs.config) {
     auto group = self->state.runs.config->cgroups.session_group(

@@ -56,6 +56,10 @@ struct session_state {
   /// intent records stay until one durable commit covers them all, once
   /// the session has been idle for idle_delay (or enough have piled up).
   std::vector<std::string> unsynced_intents;
+  /// The worker thread of the current burst of mutations (see
+  /// actors/blocking.hpp), retired when the session goes idle. Shared with
+  /// the clean-up that retires it when the actor ends.
+  std::shared_ptr<caf::actor> lane = std::make_shared<caf::actor>();
   bool idle_armed = false;
   std::chrono::steady_clock::time_point last_mutation;
   session_runs runs;

@@ -150,11 +150,15 @@ caf::error clear_create_intent(const layout& paths, const std::string& a,
 std::vector<std::string> create_intents(const layout& paths,
                                         const std::string& a,
                                         const std::string& s) {
+  auto names = os::list_dir(paths.checkpoints_dir(a, s));
+  return names ? create_intents(*names) : std::vector<std::string>{};
+}
+
+std::vector<std::string> create_intents(const std::vector<std::string>& names) {
   std::vector<std::string> ids;
-  if (auto names = os::list_dir(paths.checkpoints_dir(a, s)))
-    for (const auto& n : *names)
-      if (n.compare(0, creating_prefix.size(), creating_prefix) == 0)
-        ids.push_back(n.substr(creating_prefix.size()));
+  for (const auto& n : names)
+    if (n.compare(0, creating_prefix.size(), creating_prefix) == 0)
+      ids.push_back(n.substr(creating_prefix.size()));
   return ids;
 }
 

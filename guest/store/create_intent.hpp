@@ -54,6 +54,9 @@ caf::error clear_create_intent(const layout& paths, const std::string& a,
 std::vector<std::string>
 create_intents(const layout& paths, const std::string& a, const std::string& s);
 
+/// The same from a listing of checkpoints/ already at hand.
+std::vector<std::string> create_intents(const std::vector<std::string>& names);
+
 /// A record to remove once the catalog holds its row durably.
 struct intent_ref {
   std::string agent_id;

@@ -162,12 +162,13 @@ expected<swap_recovery> recover_swap(const layout& paths, const std::string& a,
 /// start-up commit (`settled`), so a crash before it finds them again.
 /// True when a creation was interrupted.
 bool recover_creations(const layout& paths, const std::string& a,
-                       const std::string& s, checkpoint_dag& dag,
-                       metadata_write& changes,
+                       const std::string& s,
+                       const std::vector<std::string>& names,
+                       checkpoint_dag& dag, metadata_write& changes,
                        std::vector<intent_ref>& settled) {
   bool interrupted = false;
   std::vector<checkpoint_row> records;
-  for (const auto& id : create_intents(paths, a, s)) {
+  for (const auto& id : create_intents(names)) {
     if (dag.find(id) != nullptr) {
       settled.push_back({a, s, id});
       continue;
@@ -225,14 +226,14 @@ bool recover_creations(const layout& paths, const std::string& a,
 /// Rows against snapshots: rows without a snapshot are marked missing,
 /// snapshots without a row (made outside the daemon) are adopted.
 void reconcile_checkpoints(const layout& paths, const std::string& a,
-                           const std::string& s, checkpoint_dag& dag,
-                           metadata_write& changes) {
+                           const std::string& s,
+                           const std::vector<std::string>& names,
+                           checkpoint_dag& dag, metadata_write& changes) {
   std::set<std::string> on_disk;
-  if (auto names = os::list_dir(paths.checkpoints_dir(a, s)))
-    for (auto& n : *names)
-      if (is_valid_id(n) &&
-          os::kind_of(paths.checkpoint(a, s, n)) == os::entry_kind::directory)
-        on_disk.insert(n);
+  for (auto& n : names)
+    if (is_valid_id(n) &&
+        os::kind_of(paths.checkpoint(a, s, n)) == os::entry_kind::directory)
+      on_disk.insert(n);
   for (const auto& row : dag.rows()) {
     bool missing = on_disk.count(row.checkpoint_id) == 0;
     if (missing != row.missing) {
@@ -317,9 +318,12 @@ caf::error recover_session(const layout& paths, session_row& row,
     }
     changes.delete_journals.push_back({a, s});
   }
-  if (recover_creations(paths, a, s, dag, changes, settled_intents))
+  // One listing serves both: intent records are never valid ids.
+  auto listed = os::list_dir(paths.checkpoints_dir(a, s));
+  auto names = listed ? std::move(*listed) : std::vector<std::string>{};
+  if (recover_creations(paths, a, s, names, dag, changes, settled_intents))
     recovered = true;
-  reconcile_checkpoints(paths, a, s, dag, changes);
+  reconcile_checkpoints(paths, a, s, names, dag, changes);
   if (dag.head() != before_head)
     changes.set_heads.push_back({a, s, dag.head()});
   row.head = dag.head();

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
 #include <thread>
 
 using namespace allox;
@@ -521,4 +522,41 @@ TEST_CASE("checkpoints: intent records go once the session is idle, or once "
     w.checkpoint("b" + std::to_string(i));
   CHECK(records() < 40);
   CHECK(record(w.list(), "b39").at("parent_id") == "b38");
+}
+
+TEST_CASE("checkpoints: a burst of mutations shares one worker thread, which "
+          "ends once the session is idle") {
+  daemon_process d;
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto dump = expect_ok(c.rpc("system.dump"));
+  auto pid = dump.at("daemon").as_object().at("pid").as_int64();
+  auto threads = [&] {
+    auto names = os::list_dir("/proc/" + std::to_string(pid) + "/task");
+    return names ? names->size() : 0;
+  };
+  auto lane = [&] {
+    json::object const* session = nullptr;
+    std::function<void(const json::object&)> walk = [&](const json::object& n) {
+      if (n.at("kind") == "session")
+        session = &n;
+      if (auto* ch = n.if_contains("children"))
+        for (const auto& child : ch->as_array())
+          walk(child.as_object());
+    };
+    auto tree = expect_ok(c.rpc("system.dump"));
+    walk(tree.at("tree").as_object());
+    REQUIRE(session != nullptr);
+    return session->at("lane").as_bool();
+  };
+  REQUIRE(eventually([&] { return !lane(); }));
+  auto idle_threads = threads();
+  workspace w{d, "a", "s"};
+  w.checkpoint("c1");
+  w.checkpoint("c2");
+  w.rollback({{"checkpoint_id", "c1"}});
+  CHECK(lane());
+  CHECK(threads() <= idle_threads + 2); // the lane, perhaps a short job
+  CHECK(eventually([&] { return !lane() && threads() == idle_threads; }));
 }
