@@ -194,34 +194,37 @@ json::object checkpoint_dag::record(const checkpoint_row& row) const {
 
 json::array checkpoint_dag::records(const std::string& after, size_t limit,
                                     bool* more) const {
-  std::vector<const checkpoint_row*> sorted;
-  sorted.reserve(rows_.size());
+  // Linear in the number of checkpoints for any page size: only the page
+  // is sorted, and only its records get their children looked up.
+  const checkpoint_row* from = find(after);
+  std::vector<const checkpoint_row*> page;
+  page.reserve(rows_.size());
   for (const auto& [id, row] : rows_)
-    sorted.push_back(&row);
-  std::sort(sorted.begin(), sorted.end(), creation_order);
-  // Children of every node in one pass (not a scan per record).
-  std::map<std::string_view, json::array> children;
-  for (auto* r : sorted)
-    if (!r->parent_id.empty())
-      children[r->parent_id].emplace_back(r->checkpoint_id);
-  if (!head_.empty())
-    children[head_].emplace_back(live_marker);
-  auto begin = sorted.begin();
-  if (auto* from = find(after))
-    begin =
-        std::upper_bound(sorted.begin(), sorted.end(), from, creation_order);
-  json::array out;
+    if (from == nullptr || creation_order(from, &row))
+      page.push_back(&row);
+  size_t take = limit > 0 ? std::min(limit, page.size()) : page.size();
   if (more)
-    *more = false;
-  for (auto it = begin; it != sorted.end(); ++it) {
-    if (limit > 0 && out.size() == limit) {
-      if (more)
-        *more = true;
-      break;
-    }
-    auto kids = children.find((*it)->checkpoint_id);
-    out.emplace_back(make_record(**it, kids == children.end() ? json::array{}
-                                                              : kids->second));
+    *more = page.size() > take;
+  std::partial_sort(page.begin(), page.begin() + static_cast<long>(take),
+                    page.end(), creation_order);
+  page.resize(take);
+  std::map<std::string_view, std::vector<const checkpoint_row*>> children;
+  for (auto* r : page)
+    children[r->checkpoint_id];
+  for (const auto& [id, row] : rows_)
+    if (auto it = children.find(row.parent_id); it != children.end())
+      it->second.push_back(&row);
+  json::array out;
+  out.reserve(page.size());
+  for (auto* r : page) {
+    auto& kids = children[r->checkpoint_id];
+    std::sort(kids.begin(), kids.end(), creation_order);
+    json::array ids;
+    for (auto* k : kids)
+      ids.emplace_back(k->checkpoint_id);
+    if (r->checkpoint_id == head_)
+      ids.emplace_back(live_marker);
+    out.emplace_back(make_record(*r, std::move(ids)));
   }
   return out;
 }

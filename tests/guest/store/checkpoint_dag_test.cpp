@@ -125,3 +125,20 @@ TEST_CASE("dag: records are sorted by creation time and id") {
   CHECK(rec.at("metadata").is_null());
   CHECK(rec.at("parent_id").is_null());
 }
+
+TEST_CASE("dag: a page lists the children of its records in creation order") {
+  checkpoint_dag dag;
+  dag.add(row("root", 1));
+  dag.add(row("late", 9)); // created last, added first
+  dag.move_head("root");
+  dag.add(row("early", 2));
+  dag.move_head("root");
+  bool more = false;
+  auto page = dag.records("", 1, &more);
+  CHECK(more);
+  REQUIRE(page.size() == 1);
+  CHECK(page[0].as_object().at("child_ids") ==
+        json::array{"early", "late", "__live__"});
+  CHECK(dag.record(*dag.find("root")).at("child_ids") ==
+        page[0].as_object().at("child_ids"));
+}
