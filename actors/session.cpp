@@ -226,7 +226,10 @@ caf::result<json::value> handle_checkpoint_list(self_ptr self,
     o["head"] = nullptr;
   else
     o["head"] = st.dag.head();
-  o["checkpoint_ids"] = st.dag.present_ids();
+  // A page leaves out the list of every id, which would make each page as
+  // large as the whole list (session.describe has it).
+  if (*limit == 0)
+    o["checkpoint_ids"] = st.dag.present_ids();
   bool more = false;
   auto records = st.dag.records(*cursor, static_cast<size_t>(*limit), &more);
   if (*limit > 0) {

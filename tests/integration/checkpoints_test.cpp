@@ -103,6 +103,8 @@ TEST_CASE("checkpoints: create, list and describe with the reference "
   REQUIRE(page.at("checkpoints").as_array().size() == 1);
   CHECK(page.at("has_more") == true);
   CHECK(page.at("next_cursor") == "c1");
+  CHECK_FALSE(page.contains("checkpoint_ids")); // only the full list has it
+  CHECK(list.contains("checkpoint_ids"));
   auto next =
       expect_ok(c.rpc("checkpoint.list",
                       with(ids("a", "s"), {{"limit", 1}, {"cursor", "c1"}})));
