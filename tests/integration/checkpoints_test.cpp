@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <functional>
 #include <thread>
 
 using namespace allox;
@@ -539,16 +538,8 @@ TEST_CASE("checkpoints: a burst of mutations shares one worker thread, which "
     return names ? names->size() : 0;
   };
   auto lane = [&] {
-    json::object const* session = nullptr;
-    std::function<void(const json::object&)> walk = [&](const json::object& n) {
-      if (n.at("kind") == "session")
-        session = &n;
-      if (auto* ch = n.if_contains("children"))
-        for (const auto& child : ch->as_array())
-          walk(child.as_object());
-    };
-    auto tree = expect_ok(c.rpc("system.dump"));
-    walk(tree.at("tree").as_object());
+    auto now = expect_ok(c.rpc("system.dump"));
+    auto* session = dump_node(now.at("tree").as_object(), "session");
     REQUIRE(session != nullptr);
     return session->at("lane").as_bool();
   };

@@ -248,17 +248,8 @@ TEST_CASE("lifecycle: system.dump shows the live actor tree") {
   CHECK(dump.at("daemon").as_object().at("pid").as_int64() > 0);
   auto& tree = dump.at("tree").as_object();
   CHECK(tree.at("kind") == "supervisor");
-  json::object const* session = nullptr;
-  std::vector<std::string> kinds;
-  std::function<void(const json::object&)> walk = [&](const json::object& n) {
-    kinds.emplace_back(n.at("kind").as_string());
-    if (n.at("kind") == "session")
-      session = &n;
-    if (auto* ch = n.if_contains("children"))
-      for (const auto& child : ch->as_array())
-        walk(child.as_object());
-  };
-  walk(tree);
+  auto* session = dump_node(tree, "session");
+  auto kinds = dump_kinds(tree);
   for (auto k : {"supervisor", "metadata", "rpc", "agents", "agent", "session"})
     CHECK(std::find(kinds.begin(), kinds.end(), k) != kinds.end());
   REQUIRE(session != nullptr);
