@@ -413,6 +413,12 @@ void idle_work(self_ptr self) {
   st.idle_armed = false;
   if (st.discards.empty() && st.unsynced_intents.empty() && !*st.lane)
     return;
+  if (st.phase == "fenced") {
+    // Nothing may touch the store until start-up recovery, which also
+    // finds the discards and the intent records.
+    retire_lane(*st.lane);
+    return;
+  }
   auto idle = std::chrono::steady_clock::now() - st.last_mutation;
   if (st.phase != "idle" || idle < idle_delay) {
     st.idle_armed = true;
