@@ -299,9 +299,13 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
   auto ancestor =
       st.dag.common_ancestor(*from, to.empty() ? st.dag.head() : to);
   uint64_t base = 0;
-  if (auto* row = st.dag.find(ancestor); row != nullptr && !row->missing)
-    base = static_cast<uint64_t>(row->generation);
+  std::string base_dir; // to read the generation from when the row lacks it
   const auto& paths = st.init.paths;
+  if (auto* row = st.dag.find(ancestor); row != nullptr && !row->missing) {
+    base = static_cast<uint64_t>(row->generation);
+    if (base == 0) // imported from the prototype
+      base_dir = paths.checkpoint(st.agent_id(), st.session_id(), ancestor);
+  }
   auto a = st.agent_id();
   auto s = st.session_id();
   auto from_dir = paths.checkpoint(a, s, *from);
@@ -312,8 +316,10 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
       ancestor.empty() ? json::value(nullptr) : json::value(ancestor);
   return answer_blocking(
       self,
-      [from_dir, to_dir, base, cursor = *cursor, limit = *limit,
+      [from_dir, to_dir, base, base_dir, cursor = *cursor, limit = *limit,
        head]() mutable -> expected<json::value> {
+        if (!base_dir.empty())
+          base = static_cast<uint64_t>(store::snapshot_generation(base_dir));
         os::diff_stats stats;
         auto changes = os::diff_trees(from_dir, to_dir, base, &stats);
         if (!changes)

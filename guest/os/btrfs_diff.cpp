@@ -117,7 +117,7 @@ public:
     }
     bool dirs = S_ISDIR(a.st_mode) && S_ISDIR(b.st_mode);
     if (!dirs) {
-      if (!same_inode(a, b))
+      if (!same_inode(a, b) || rewritten(a, b))
         add(rel, "modified", b.st_mode);
       if (S_ISDIR(a.st_mode))
         whole_subtree(from_, rel, "deleted");
@@ -153,7 +153,23 @@ public:
   const std::string& from() const { return from_; }
   const std::string& to() const { return to_; }
 
+  /// Inodes written after the common ancestor in each tree (generation
+  /// search only).
+  void set_rewritten(std::set<uint64_t> from, std::set<uint64_t> to) {
+    rewritten_from_ = std::move(from);
+    rewritten_to_ = std::move(to);
+  }
+
 private:
+  /// The same inode, written after the common ancestor in either tree,
+  /// has changed even when its size and times look the same: times have
+  /// the resolution of the kernel's coarse clock, so a same-size rewrite
+  /// within one tick leaves stat unchanged.
+  bool rewritten(const struct stat& a, const struct stat& b) const {
+    return a.st_ino == b.st_ino && (rewritten_from_.count(a.st_ino) > 0 ||
+                                    rewritten_to_.count(b.st_ino) > 0);
+  }
+
   void add(const std::string& rel, const char* change, mode_t mode) {
     changes_.emplace(rel, tree_change{rel, change, type_of(mode)});
   }
@@ -162,6 +178,7 @@ private:
   diff_stats* stats_;
   std::set<std::string> seen_;
   std::map<std::string, tree_change> changes_;
+  std::set<uint64_t> rewritten_from_, rewritten_to_;
 };
 
 // -- the generation search
@@ -297,7 +314,8 @@ std::vector<std::string> inode_paths(int fd, uint64_t ino) {
 /// Adds the current paths of every changed inode of one tree.
 caf::error collect_candidates(const std::string& root, uint64_t base,
                               std::set<std::string>& paths,
-                              std::set<std::string>& dirs, diff_stats* stats) {
+                              std::set<std::string>& dirs,
+                              std::set<uint64_t>& inodes, diff_stats* stats) {
   unique_fd fd{::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
   if (!fd)
     return sys_error("open " + root);
@@ -316,6 +334,7 @@ caf::error collect_candidates(const std::string& root, uint64_t base,
   if (stats)
     stats->changed_inodes += changed->size();
   for (const auto& [ino, is_dir] : *changed) {
+    inodes.insert(ino);
     if (is_dir) {
       if (auto p = dir_path(fd.get(), ino)) {
         dirs.insert(*p);
@@ -350,11 +369,15 @@ expected<std::vector<tree_change>> diff_trees(const std::string& from,
   if (stats)
     stats->method = "generation";
   std::set<std::string> paths, dirs;
-  for (const auto* root : {&from, &to})
-    if (auto err =
-            collect_candidates(*root, base_generation, paths, dirs, stats))
-      return err;
+  std::set<uint64_t> from_inodes, to_inodes;
+  if (auto err = collect_candidates(from, base_generation, paths, dirs,
+                                    from_inodes, stats))
+    return err;
+  if (auto err = collect_candidates(to, base_generation, paths, dirs, to_inodes,
+                                    stats))
+    return err;
   collector c{from, to, stats};
+  c.set_rewritten(std::move(from_inodes), std::move(to_inodes));
   // A changed directory gained or lost entries: compare all of them.
   for (const auto& d : dirs)
     c.compare_children(d, false);

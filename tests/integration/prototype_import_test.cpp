@@ -94,6 +94,14 @@ TEST_CASE("import: a prototype store is adopted once, interrupted rollback "
   CHECK(c1.at("metadata") == json::object{{"turn", 1}});
   CHECK(c1.at("origin") == "allox-cli");
   CHECK(c1.at("child_ids") == json::array{"c2"});
+  // The prototype recorded no generations; diff reads them from the
+  // snapshots instead of walking both trees.
+  auto diff = expect_ok(c.rpc(
+      "checkpoint.diff", with(ids("a", "s"), {{"from", "c1"}, {"to", "c2"}})));
+  CHECK(diff.at("method") == "generation");
+  CHECK(diff.at("changes") == json::array{json::object{{"path", "f"},
+                                                       {"change", "modified"},
+                                                       {"type", "file"}}});
   // The interrupted rollback was finished as the prototype would.
   auto s2 = expect_ok(c.rpc("checkpoint.list", ids("a", "s2")));
   CHECK(s2.at("head") == "c1");
