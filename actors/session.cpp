@@ -525,6 +525,13 @@ caf::result<json::value> handle_checkpoint_create(self_ptr self,
       self,
       [paths, row, faults]() -> expected<json::value> {
         faults->trigger("checkpoint.create.before_intent");
+        // A snapshot of that name from outside the daemon keeps its record
+        // (if any): refuse before writing ours.
+        if (os::kind_of(paths.checkpoint(row.agent_id, row.session_id,
+                                         row.checkpoint_id)) !=
+            os::entry_kind::missing)
+          return make_error(errc::already_exists,
+                            "checkpoint already exists: " + row.checkpoint_id);
         if (auto err = store::write_create_intent(paths, row))
           return err;
         faults->trigger("checkpoint.create.before_snapshot");

@@ -154,9 +154,10 @@ expected<swap_recovery> recover_swap(const layout& paths, const std::string& a,
 }
 
 /// Creations interrupted between their intent record and the catalog row,
-/// oldest first: a record whose snapshot exists becomes its row and the
-/// head moves to it (a creation always ends as the head, and nothing of
-/// the session reached the catalog after it); a record without a snapshot
+/// oldest first: a record whose snapshot exists becomes its row, and the
+/// head moves to it from its parent (a creation ends as the head, and
+/// normally nothing of the session reached the catalog after it); a record
+/// without a snapshot
 /// was never finished and is dropped. Records whose row is already in the
 /// catalog are stale. Records that became rows are removed only after the
 /// start-up commit (`settled`), so a crash before it finds them again.
@@ -200,7 +201,10 @@ bool recover_creations(const layout& paths, const std::string& a,
     if (!row.parent_id.empty() && dag.find(row.parent_id) == nullptr)
       row.parent_id.clear();
     dag.adopt(row);
-    dag.move_head(row.checkpoint_id);
+    // A creation moves the head from its parent; if the head has moved on
+    // since (the caller was told it failed after all), it is a branch.
+    if (dag.head() == row.parent_id)
+      dag.move_head(row.checkpoint_id);
     changes.put_checkpoints.push_back(row);
     json::object fields{{"checkpoint_id", row.checkpoint_id},
                         {"origin", row.origin},

@@ -21,7 +21,7 @@ TEST_CASE("faults: parsing follows the build") {
   CHECK_FALSE(parse_fault(bad));
 }
 
-TEST_CASE("faults: take moves matching faults; each fires once") {
+TEST_CASE("faults: take moves matching faults - each fires once") {
   if (!fault_injection_enabled())
     return;
   fault_set armed;

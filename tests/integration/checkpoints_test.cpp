@@ -186,7 +186,7 @@ TEST_CASE("checkpoints: rollback restores only that session, .allox-tmp "
   CHECK(e.at("removed_runtime_entries") == json::array{});
 }
 
-TEST_CASE("checkpoints: later checkpoints are kept; a new checkpoint after "
+TEST_CASE("checkpoints: later checkpoints are kept - a new checkpoint after "
           "rollback starts a branch") {
   daemon_process d;
   d.start();
@@ -455,8 +455,8 @@ TEST_CASE("checkpoints: an administrator can lift a forgotten reset fence") {
   CHECK(ev.at("events").as_array()[0].as_object().at("origin") == "admin");
 }
 
-TEST_CASE("checkpoints: restart keeps the DAG; vanished snapshots are "
-          "missing and deletable; foreign snapshots are adopted") {
+TEST_CASE("checkpoints: restart keeps the DAG - vanished snapshots are "
+          "missing and deletable - foreign snapshots are adopted") {
   daemon_process d;
   d.start();
   auto& c = d.client();

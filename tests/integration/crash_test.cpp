@@ -320,3 +320,35 @@ TEST_CASE("crash: random SIGKILLs under checkpoint and rollback load") {
   CHECK(completed > 0);
   CHECK(interrupted > 0);
 }
+
+TEST_CASE("crash: a creation that fails after its snapshot keeps the snapshot "
+          "and its record - a restart recovers it") {
+  daemon_process d;
+  d.start();
+  auto& c = d.client();
+  if (!fault_injection_built(c))
+    return;
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  expect_ok(c.rpc("checkpoint.create",
+                  with(ids("a", "s"), {{"checkpoint_id", "base"}})));
+  expect_ok(
+      c.rpc("debug.fault",
+            fault("a", "s", "checkpoint.create.after_snapshot", "throw")));
+  expect_error(
+      c.rpc("checkpoint.create",
+            with(ids("a", "s"), {{"checkpoint_id", "n"}, {"message", "kept"}})),
+      500, "internal");
+  // The name is taken on disk: a retry is refused and keeps the record.
+  expect_error(c.rpc("checkpoint.create",
+                     with(ids("a", "s"),
+                          {{"checkpoint_id", "n"}, {"message", "other"}})),
+               400, "already_exists");
+  d.stop();
+  d.start();
+  auto l = list(c, "a", "s");
+  auto* rec = find_record(l, "n");
+  REQUIRE(rec != nullptr);
+  CHECK(rec->at("message") == "kept");
+  CHECK(rec->at("parent_id") == "base");
+  CHECK(head_of(l) == "n");
+}

@@ -47,7 +47,7 @@ http_response until_settled(const std::function<http_response()>& call) {
 
 } // namespace
 
-TEST_CASE("lifecycle: state survives a clean restart; SIGTERM unmounts and "
+TEST_CASE("lifecycle: state survives a clean restart - SIGTERM unmounts and "
           "detaches") {
   daemon_process d;
   d.start();
@@ -131,7 +131,7 @@ TEST_CASE("lifecycle: a crash during session.delete is finished at start-up") {
         json::array{});
 }
 
-TEST_CASE("lifecycle: a failing session actor is restarted; its caller gets "
+TEST_CASE("lifecycle: a failing session actor is restarted - its caller gets "
           "an error, never a hang") {
   daemon_process d;
   d.start();

@@ -8,7 +8,7 @@
 using namespace allox;
 using namespace allox::test;
 
-TEST_CASE("rpc: health needs no token; unknown paths are 404") {
+TEST_CASE("rpc: health needs no token - unknown paths are 404") {
   daemon_process d{with_token("s3cret")};
   d.start();
   auto anon = http_client{"127.0.0.1", d.port()};

@@ -290,7 +290,7 @@ TEST_CASE("recovery: an interrupted checkpoint deletion is finished") {
   CHECK(only_session(*r).head.empty());       // the deleted head had no parent
 }
 
-TEST_CASE("recovery: rows without snapshots are missing; snapshots without "
+TEST_CASE("recovery: rows without snapshots are missing - snapshots without "
           "rows are adopted") {
   test::temp_dir dir;
   store::layout l{dir.path()};
@@ -364,4 +364,28 @@ TEST_CASE("recovery: an intent record whose row exists is only stale") {
   CHECK(r->settled_intents.size() == 1);
   CHECK(r->changes.audit.empty());
   CHECK(only_session(*r).head == "old");
+}
+
+TEST_CASE("recovery: a record whose parent is no longer the head becomes a "
+          "branch, not the head") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  make_session(l, "a", "s");
+  make_checkpoints(l);
+  // Taken from "old", but the session went on to "target" afterwards (its
+  // caller was told the creation failed after the snapshot).
+  REQUIRE_FALSE(store::write_create_intent(l, intent("orphan", "old")));
+  mkdirs(l.checkpoint("a", "s", "orphan"));
+  auto rows = one_session();
+  rows.sessions[0].head = "target";
+  auto r = store::reconcile(l, rows);
+  REQUIRE(r);
+  CHECK(only_session(*r).head == "target");
+  bool found = false;
+  for (const auto& c : r->checkpoints)
+    if (c.checkpoint_id == "orphan") {
+      found = true;
+      CHECK(c.parent_id == "old");
+    }
+  CHECK(found);
 }
