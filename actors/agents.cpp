@@ -232,10 +232,8 @@ void clear_intents(self_ptr self, std::vector<store::intent_ref> intents) {
     return;
   auto paths = self->state.paths;
   run_blocking(self, [paths, intents]() -> expected<json::value> {
-    for (const auto& i : intents)
-      if (auto err = store::clear_create_intent(paths, i.agent_id, i.session_id,
-                                                i.checkpoint_id))
-        log::warn("reconcile", message_of(err));
+    if (auto err = store::clear_create_intents(paths, intents))
+      log::warn("reconcile", message_of(err));
     return json::value();
   }).then([](json::value&) {}, [](caf::error&) {});
 }

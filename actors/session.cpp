@@ -118,6 +118,13 @@ void end_mutation(self_ptr self) {
   self->state.mutation.clear();
 }
 
+/// A mutation ended in `err`: counted, the session freed, the caller told.
+void mutation_failed(self_ptr self, promise& rp, caf::error err) {
+  ++self->state.failures;
+  end_mutation(self);
+  rp.deliver(std::move(err));
+}
+
 /// A catalog write failed: the store may be mid-operation, so nothing else
 /// may touch the session until start-up recovery has run.
 void fence(self_ptr self, const caf::error& err) {
@@ -380,23 +387,22 @@ void sync_intents(self_ptr self) {
   auto& st = self->state;
   if (st.unsynced_intents.empty())
     return;
-  auto ids = std::move(st.unsynced_intents);
+  std::vector<store::intent_ref> refs;
+  for (auto& id : st.unsynced_intents)
+    refs.push_back({st.agent_id(), st.session_id(), std::move(id)});
   st.unsynced_intents.clear();
   metadata_write w; // durable
   // Rewriting the current head gives the commit a page to sync.
   w.set_heads.push_back({st.agent_id(), st.session_id(), st.dag.head()});
   auto paths = st.init.paths;
-  auto a = st.agent_id();
-  auto s = st.session_id();
   commit(
       self, std::move(w),
-      [self, paths, a, s, ids]() {
+      [self, paths, refs]() {
         blocking(
             self,
-            [paths, a, s, ids]() -> expected<json::value> {
-              for (const auto& id : ids)
-                if (auto err = store::clear_create_intent(paths, a, s, id))
-                  return err;
+            [paths, refs]() -> expected<json::value> {
+              if (auto err = store::clear_create_intents(paths, refs))
+                return err;
               return json::value();
             },
             [](json::value&) {},
@@ -525,13 +531,10 @@ caf::result<json::value> handle_checkpoint_create(self_ptr self,
       self,
       [paths, row, faults]() -> expected<json::value> {
         faults->trigger("checkpoint.create.before_intent");
-        // A snapshot of that name from outside the daemon keeps its record
-        // (if any): refuse before writing ours.
-        if (os::kind_of(paths.checkpoint(row.agent_id, row.session_id,
-                                         row.checkpoint_id)) !=
-            os::entry_kind::missing)
-          return make_error(errc::already_exists,
-                            "checkpoint already exists: " + row.checkpoint_id);
+        // Before the record: a name taken on disk keeps its own record.
+        if (auto err = store::check_new_checkpoint(
+                paths, row.agent_id, row.session_id, row.checkpoint_id))
+          return err;
         if (auto err = store::write_create_intent(paths, row))
           return err;
         faults->trigger("checkpoint.create.before_snapshot");
@@ -556,9 +559,7 @@ caf::result<json::value> handle_checkpoint_create(self_ptr self,
         rp.deliver(created_reply(done));
       },
       [self, rp](caf::error err) mutable {
-        ++self->state.failures;
-        end_mutation(self);
-        rp.deliver(std::move(err));
+        mutation_failed(self, rp, std::move(err));
       });
   return rp;
 }
@@ -595,9 +596,7 @@ caf::result<json::value> handle_checkpoint_delete(self_ptr self,
   auto faults =
       std::make_shared<fault_set>(st.faults.take("checkpoint.delete"));
   auto fail = [self, rp](caf::error err) mutable {
-    ++self->state.failures;
-    end_mutation(self);
-    rp.deliver(std::move(err));
+    mutation_failed(self, rp, std::move(err));
   };
   // The journal lets start-up finish a deletion whose snapshot is gone but
   // whose row is not (re-parenting and the head move happen there too).
@@ -1272,10 +1271,7 @@ struct rollback_run {
 using run_ptr = std::shared_ptr<rollback_run>;
 
 void rollback_fail(const run_ptr& run, caf::error err) {
-  auto self = run->self;
-  ++self->state.failures;
-  end_mutation(self);
-  run->rp.deliver(std::move(err));
+  mutation_failed(run->self, run->rp, std::move(err));
 }
 
 /// Undoes the journal after a step failed with nothing left on disk.

@@ -147,6 +147,17 @@ caf::error clear_create_intent(const layout& paths, const std::string& a,
   return caf::none;
 }
 
+caf::error clear_create_intents(const layout& paths,
+                                const std::vector<intent_ref>& refs) {
+  caf::error first;
+  for (const auto& r : refs)
+    if (auto err = clear_create_intent(paths, r.agent_id, r.session_id,
+                                       r.checkpoint_id);
+        err && !first)
+      first = std::move(err);
+  return first;
+}
+
 std::vector<std::string> create_intents(const layout& paths,
                                         const std::string& a,
                                         const std::string& s) {

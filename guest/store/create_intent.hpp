@@ -64,4 +64,9 @@ struct intent_ref {
   std::string checkpoint_id;
 };
 
+/// Removes every record in `refs`, going on past failures; returns the
+/// first one.
+caf::error clear_create_intents(const layout& paths,
+                                const std::vector<intent_ref>& refs);
+
 } // namespace allox::store

@@ -14,11 +14,10 @@
 
 namespace allox::store {
 
-expected<int64_t> snapshot_current(const layout& paths, const std::string& a,
-                                   const std::string& s,
-                                   const std::string& id) {
-  auto current = paths.current(a, s);
-  if (auto err = os::require_managed_dir(current, "session workspace"))
+caf::error check_new_checkpoint(const layout& paths, const std::string& a,
+                                const std::string& s, const std::string& id) {
+  if (auto err =
+          os::require_managed_dir(paths.current(a, s), "session workspace"))
     return make_error(code_of(err) == errc::not_found ? errc::not_found
                                                       : errc::invalid_argument,
                       code_of(err) == errc::not_found
@@ -27,11 +26,17 @@ expected<int64_t> snapshot_current(const layout& paths, const std::string& a,
   if (auto err = os::require_managed_dir(paths.checkpoints_dir(a, s),
                                          "checkpoint directory"))
     return err;
-  auto target = paths.checkpoint(a, s, id);
-  if (os::kind_of(target) != os::entry_kind::missing)
+  if (os::kind_of(paths.checkpoint(a, s, id)) != os::entry_kind::missing)
     return make_error(errc::already_exists, "checkpoint already exists: " + id);
+  return caf::none;
+}
+
+expected<int64_t> snapshot_current(const layout& paths, const std::string& a,
+                                   const std::string& s,
+                                   const std::string& id) {
+  auto target = paths.checkpoint(a, s, id);
   // The ioctl creates the snapshot completely or not at all.
-  if (auto err = os::create_snapshot(current, target, true))
+  if (auto err = os::create_snapshot(paths.current(a, s), target, true))
     return err;
   return snapshot_generation(target);
 }

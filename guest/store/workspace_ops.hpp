@@ -16,7 +16,14 @@ namespace allox::store {
 inline constexpr std::string_view restore_prefix = ".restore-";
 inline constexpr std::string_view discard_prefix = ".discard-";
 
-/// Read-only snapshot of current/ at checkpoints/<id>; returns the Btrfs
+/// Fails unless the session's current/ and checkpoints/ are managed
+/// directories and checkpoints/<id> is free (a snapshot of that name made
+/// outside the daemon keeps its name).
+caf::error check_new_checkpoint(const layout& paths, const std::string& a,
+                                const std::string& s, const std::string& id);
+
+/// Read-only snapshot of current/ at checkpoints/<id> (checked with
+/// check_new_checkpoint first); returns the Btrfs
 /// generation at which it was taken. The snapshot is durable when this
 /// returns (Btrfs commits a transaction to make it), and so is everything
 /// the file system recorded before, such as the intent record
