@@ -2,6 +2,7 @@
 
 #include "actors/dump.hpp"
 #include "guest/log.hpp"
+#include "guest/os/sched.hpp"
 
 #include <caf/stateful_actor.hpp>
 
@@ -45,6 +46,13 @@ metadata(self_ptr self, std::shared_ptr<store::catalog> db, std::string path) {
   self->state.db = std::move(db);
   self->state.path = std::move(path);
   self->state.started = std::chrono::steady_clock::now();
+  // Commits are queued by requests that are answered right after. On a
+  // guest with two vCPUs, this thread waking up used to preempt the reply
+  // for the length of the commit (0.4 ms, docs/benchmarks.md). Only when
+  // detached: otherwise the thread belongs to the scheduler or a test.
+  if (self->getf(caf::abstract_actor::is_detached_flag))
+    if (auto err = os::use_batch_scheduling())
+      log::warn("metadata", "commits may delay replies: " + message_of(err));
   return {
       [self](atom::load) -> caf::result<catalog_snapshot> {
         flush(self);

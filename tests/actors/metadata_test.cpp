@@ -2,6 +2,7 @@
 // SQLite catalog in a scratch directory.
 #include "actors/metadata.hpp"
 
+#include "guest/os/sched.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 
 #include <caf/actor_system.hpp>
@@ -9,7 +10,9 @@
 #include <caf/scheduler/test_coordinator.hpp>
 #include <caf/scoped_actor.hpp>
 #include <doctest/doctest.h>
+#include <filesystem>
 #include <sqlite3.h>
+#include <string>
 
 using namespace allox;
 
@@ -36,6 +39,15 @@ metadata_write session_write(const std::string& sid) {
   w.put_sessions.push_back({"a", sid, 1, false, {}, {}});
   w.audit.push_back({1, "session.create", "a", sid, "{}"});
   return w;
+}
+
+/// Threads of this process under SCHED_BATCH.
+int batch_threads() {
+  int n = 0;
+  for (auto& task : std::filesystem::directory_iterator{"/proc/self/task"})
+    if (os::uses_batch_scheduling(std::stoi(task.path().filename())))
+      ++n;
+  return n;
 }
 
 } // namespace
@@ -111,6 +123,41 @@ TEST_CASE_FIXTURE(deterministic, "metadata: a failed commit fails every "
                   caf::after(std::chrono::seconds{0}) >>
                       [] { FAIL("no snapshot"); });
   }
+  caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
+TEST_CASE("metadata: its own thread does not preempt the request path on "
+          "wake-up") {
+  test::temp_dir dir;
+  auto db = store::catalog::open(dir / "allox.db");
+  REQUIRE(db);
+  auto shared = std::make_shared<store::catalog>(std::move(*db));
+  caf::actor_system_config cfg;
+  cfg.add_message_types<caf::id_block::allox>();
+  caf::actor_system sys{cfg};
+  auto before = batch_threads();
+  auto m = sys.spawn<caf::detached>(metadata, shared, dir / "allox.db");
+  {
+    caf::scoped_actor self{sys};
+    self->request(m, caf::infinite, atom::load_v)
+        .receive([](catalog_snapshot&) {},
+                 [](caf::error&) { FAIL("load failed"); });
+  }
+  CHECK(batch_threads() == before + 1);
+  CHECK_FALSE(os::uses_batch_scheduling());
+  caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE_FIXTURE(deterministic, "metadata: on the test scheduler it leaves "
+                                 "the caller's thread alone") {
+  test::temp_dir dir;
+  auto db = store::catalog::open(dir / "allox.db");
+  REQUIRE(db);
+  auto shared = std::make_shared<store::catalog>(std::move(*db));
+  auto m = sys.spawn(metadata, shared, dir / "allox.db");
+  sched.run();
+  CHECK_FALSE(os::uses_batch_scheduling());
   caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
   sched.run();
 }
