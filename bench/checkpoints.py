@@ -10,6 +10,8 @@ Against the release daemon on a fresh loop-backed store, side by side with
   - checkpoint.diff between two checkpoints of a 100,000-file tree that
     differ in 10 files, next to a full walk of both trees.
 Usage (root): bench/checkpoints.py [build-dir]   (default build/release)
+BENCH_SAMPLES=N sets the samples per cell; BENCH_ONLY=dirty (a comma-
+separated list of sizes, dirty, many, diff) runs only those sections.
 """
 import http.client, json, os, random, shutil, signal, subprocess, sys
 import tempfile, time
@@ -20,6 +22,11 @@ daemon_bin = os.path.join(build, "guest", "allox-workspace-daemon")
 bench_bin = os.path.join(build, "bench", "allox-bench")
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "50"))
 DIRTY_SAMPLES = 30
+SECTIONS = ("sizes", "dirty", "many", "diff")
+ONLY = [x for x in os.environ.get("BENCH_ONLY", "").split(",") if x]
+if any(x not in SECTIONS for x in ONLY):
+    sys.exit(f"BENCH_ONLY: sections are {', '.join(SECTIONS)}")
+want = lambda section: not ONLY or section in ONLY
 
 work = tempfile.mkdtemp(prefix="allox-bench-")
 root = os.path.join(work, "store")
@@ -68,17 +75,24 @@ def interleaved(fns, n=SAMPLES, warmup=3, before=None, rounds=None):
     starting each round one place further along, so that drift in the file
     system (subvolumes piling up, background work) and in the VM weighs on
     all of them alike. `fns` maps a name to fn(i); `before(i)` runs untimed
-    ahead of each sample. Returns name -> (p50, p99); `rounds`, if given,
-    receives name -> samples in round order."""
+    ahead of each sample (or `before[name](i)`, if it is a dict). Returns
+    name -> (p50, p99); `rounds`, if given, receives name -> samples in
+    round order."""
     names = list(fns)
     for i in range(warmup):
         for name in names:
+            if isinstance(before, dict):
+                before[name](n + i)
+            elif before:
+                before(n + i)
             fns[name](n + i)
     samples = {name: [] for name in names}
     for i in range(n):
         for k in range(len(names)):
             name = names[(i + k) % len(names)]
-            if before:
+            if isinstance(before, dict):
+                before[name](i)
+            elif before:
                 before(i)
             t = time.perf_counter()
             fns[name](i)
@@ -138,149 +152,171 @@ try:
 
     print(f"## Run {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, "
           f"{SAMPLES} samples per cell, times in ms (p50 / p99)\n")
-    print("### checkpoint.create and session.rollback by tree size\n")
-    print("| files in current/ | checkpoint.create (RPC) | "
-          "`btrfs subvolume snapshot -r` (CLI) | session.rollback (RPC) |")
-    print("|---|---|---|---|")
-    # All sizes exist side by side and are measured in the same rounds, so
-    # they differ only in their file count, not in the file system's history.
-    sizes = (0, 1000, 10000, 100000)
-    for files in sizes:
-        s = f"s{files}"
+    if want("sizes"):
+        print("### checkpoint.create and session.rollback by tree size\n")
+        print("| files in current/ | checkpoint.create (RPC) | "
+              "`btrfs subvolume snapshot -r` (CLI) | session.rollback (RPC) |")
+        print("|---|---|---|---|")
+        # All sizes exist side by side and are measured in the same rounds, so
+        # they differ only in their file count, not in the file system's history.
+        sizes = (0, 1000, 10000, 100000)
+        for files in sizes:
+            s = f"s{files}"
+            rpc("session.create", agent_id="bench", session_id=s)
+            populate(current(s), files)
+        settle()
+
+        def create_on(s):
+            return lambda i: rpc("checkpoint.create", agent_id="bench",
+                                 session_id=s)
+
+        def rollback_on(s):
+            return lambda i: rpc("session.rollback", agent_id="bench",
+                                 session_id=s, checkpoint_id="AB"[i % 2])
+
+        fns = {}
+        for files in sizes:
+            fns[("create", files)] = create_on(f"s{files}")
+            fns[("cli", files)] = cli_snapshot(f"s{files}", "plain")
+        stats = interleaved(fns)
+        for files in sizes:
+            s = f"s{files}"
+            rpc("checkpoint.create", agent_id="bench", session_id=s,
+                checkpoint_id="A")
+            with open(os.path.join(current(s), "marker"), "w") as f:
+                f.write("b")
+            rpc("checkpoint.create", agent_id="bench", session_id=s,
+                checkpoint_id="B")
+        stats.update(interleaved({("rollback", files): rollback_on(f"s{files}")
+                                  for files in sizes}, warmup=4))
+        results = {}
+        for files in sizes:
+            create, cli, rollback = (stats[(what, files)]
+                                     for what in ("create", "cli", "rollback"))
+            results[files] = (create, cli, rollback)
+            print(f"| {files:,} | {cell(*create)} | {cell(*cli)} | "
+                  f"{cell(*rollback)} |")
+        c0, c100k = results[0][0][0], results[100000][0][0]
+        print(f"\nFlatness: p50 at 100,000 files / p50 empty = "
+              f"{c100k / c0:.2f}. p50 RPC / CLI at 100,000 files = "
+              f"{c100k / results[100000][1][0]:.2f}.\n")
+
+    if want("dirty"):
+        print("### 20 MiB of freshly written, unsynced data before each "
+              "checkpoint\n")
+        s = "dirty"
         rpc("session.create", agent_id="bench", session_id=s)
-        populate(current(s), files)
-    settle()
+        settle()
+        blob = os.urandom(20 << 20)
+        blob_path = os.path.join(current(s), "blob")
 
-    def create_on(s):
-        return lambda i: rpc("checkpoint.create", agent_id="bench",
-                             session_id=s)
+        def rewrite(i):
+            # Truncating a file with data makes Btrfs start writing the new
+            # data out when the file is closed, before the snapshot asks.
+            with open(blob_path, "wb") as f:
+                f.write(blob[i:] + blob[:i])
 
-    def rollback_on(s):
-        return lambda i: rpc("session.rollback", agent_id="bench",
-                             session_id=s, checkpoint_id="AB"[i % 2])
+        def new_file(i):
+            # A new inode: nothing is written out until the snapshot.
+            if os.path.exists(blob_path):
+                os.unlink(blob_path)
+            rewrite(i)
 
-    fns = {}
-    for files in sizes:
-        fns[("create", files)] = create_on(f"s{files}")
-        fns[("cli", files)] = cli_snapshot(f"s{files}", "plain")
-    stats = interleaved(fns)
-    for files in sizes:
-        s = f"s{files}"
+        patterns = (("rewrite", "rewritten in place (`O_TRUNC`)", rewrite),
+                    ("new", "written to a new file", new_file))
+        fns, before = {}, {}
+        for tag, _, prepare in patterns:
+            fns[("rpc", tag)] = lambda i: rpc(
+                "checkpoint.create", agent_id="bench", session_id=s)
+            fns[("cli", tag)] = cli_snapshot(s, f"dirty-{tag}")
+            before[("rpc", tag)] = before[("cli", tag)] = prepare
+        dirty_rounds = {}
+        dirty_stats = interleaved(fns, n=DIRTY_SAMPLES, warmup=1,
+                                  before=before, rounds=dirty_rounds)
+        # The disk's speed drifts between two regimes during this section, so
+        # the medians of the two columns can land in different regimes; the
+        # ratio within each round (adjacent samples) is the steadier measure.
+        print(f"| the 20 MiB | checkpoint.create (RPC) | CLI snapshot | "
+              f"median of per-round ratios RPC / CLI |\n|---|---|---|---|")
+        for tag, label, _ in patterns:
+            ratios = sorted(r / c for r, c in zip(dirty_rounds[("rpc", tag)],
+                                                  dirty_rounds[("cli", tag)]))
+            print(f"| {label} | {cell(*dirty_stats[('rpc', tag)])} | "
+                  f"{cell(*dirty_stats[('cli', tag)])} | "
+                  f"{ratios[len(ratios) // 2]:.2f} |")
+        print(f"\n({DIRTY_SAMPLES} samples per cell, p50 / max.)\n")
+
+    if want("many"):
+        print("### 10 vs 1,000 checkpoints in one session\n")
+        s = "many"
+        rpc("session.create", agent_id="bench", session_id=s)
+        for i in range(10):
+            rpc("checkpoint.create", agent_id="bench", session_id=s,
+                checkpoint_id=f"m{i:04d}")
+        def page(i):
+            rpc("checkpoint.list", agent_id="bench", session_id=s, limit=10,
+                cursor="m0000")
+
+        at10 = (timed(lambda i: rpc("checkpoint.list", agent_id="bench",
+                                    session_id=s)),
+                timed(lambda i: rpc("session.rollback", agent_id="bench",
+                                    session_id=s,
+                                    checkpoint_id=f"m{(i % 2) * 5:04d}")),
+                timed(page))
+        for i in range(10, 1000):
+            rpc("checkpoint.create", agent_id="bench", session_id=s,
+                checkpoint_id=f"m{i:04d}")
+        at1000 = (timed(lambda i: rpc("checkpoint.list", agent_id="bench",
+                                      session_id=s)),
+                  timed(lambda i: rpc("session.rollback", agent_id="bench",
+                                      session_id=s,
+                                      checkpoint_id=f"m{(i % 2) * 500:04d}")),
+                  timed(page))
+        print("| action | 10 checkpoints | 1,000 checkpoints | ratio (p50) |")
+        print("|---|---|---|---|")
+        for name, a, b in (("checkpoint.list (all records)", at10[0], at1000[0]),
+                           ("checkpoint.list (limit 10)", at10[2], at1000[2]),
+                           ("session.rollback", at10[1], at1000[1])):
+            print(f"| {name} | {cell(*a)} | {cell(*b)} | {b[0] / a[0]:.2f} |")
+        print()
+
+    if want("diff"):
+        print("### checkpoint.diff on 100,000 files, 10 changed\n")
+        s = "s100000"
+        if not want("sizes"):
+            rpc("session.create", agent_id="bench", session_id=s)
+            populate(current(s), 100000)
         rpc("checkpoint.create", agent_id="bench", session_id=s,
-            checkpoint_id="A")
-        with open(os.path.join(current(s), "marker"), "w") as f:
-            f.write("b")
+            checkpoint_id="D1")
+        for i in range(10):
+            with open(os.path.join(current(s), "tree", f"d{i * 9}",
+                                   f"f{i * 7}"), "w") as f:
+                f.write("changed")
         rpc("checkpoint.create", agent_id="bench", session_id=s,
-            checkpoint_id="B")
-    stats.update(interleaved({("rollback", files): rollback_on(f"s{files}")
-                              for files in sizes}, warmup=4))
-    results = {}
-    for files in sizes:
-        create, cli, rollback = (stats[(what, files)]
-                                 for what in ("create", "cli", "rollback"))
-        results[files] = (create, cli, rollback)
-        print(f"| {files:,} | {cell(*create)} | {cell(*cli)} | "
-              f"{cell(*rollback)} |")
-    c0, c100k = results[0][0][0], results[100000][0][0]
-    print(f"\nFlatness: p50 at 100,000 files / p50 empty = "
-          f"{c100k / c0:.2f}. p50 RPC / CLI at 100,000 files = "
-          f"{c100k / results[100000][1][0]:.2f}.\n")
-
-    print("### 20 MiB of freshly written, unsynced data before each "
-          "checkpoint\n")
-    s = "dirty"
-    rpc("session.create", agent_id="bench", session_id=s)
-    settle()
-    blob = os.urandom(20 << 20)
-
-    def dirty(i):
-        with open(os.path.join(current(s), "blob"), "wb") as f:
-            f.write(blob[i:] + blob[:i])
-
-    dirty_rounds = {}
-    dirty_stats = interleaved(
-        {"rpc": lambda i: rpc("checkpoint.create", agent_id="bench",
-                              session_id=s),
-         "cli": cli_snapshot(s, "dirty")}, n=DIRTY_SAMPLES, warmup=1,
-        before=dirty, rounds=dirty_rounds)
-    rpc_dirty, cli_dirty = dirty_stats["rpc"], dirty_stats["cli"]
-    # The disk's speed drifts between two regimes during this section, so
-    # the medians of the two columns can land in different regimes; the
-    # ratio within each round (adjacent samples) is the steadier measure.
-    ratios = sorted(r / c for r, c in zip(dirty_rounds["rpc"],
-                                          dirty_rounds["cli"]))
-    print(f"| what | p50 / max ({DIRTY_SAMPLES} samples each) |\n|---|---|")
-    print(f"| checkpoint.create (RPC) | {cell(*rpc_dirty)} |")
-    print(f"| CLI snapshot | {cell(*cli_dirty)} |\n")
-    print(f"Median of the per-round ratios RPC / CLI: "
-          f"{ratios[len(ratios) // 2]:.2f}.\n")
-
-    print("### 10 vs 1,000 checkpoints in one session\n")
-    s = "many"
-    rpc("session.create", agent_id="bench", session_id=s)
-    for i in range(10):
-        rpc("checkpoint.create", agent_id="bench", session_id=s,
-            checkpoint_id=f"m{i:04d}")
-    def page(i):
-        rpc("checkpoint.list", agent_id="bench", session_id=s, limit=10,
-            cursor="m0000")
-
-    at10 = (timed(lambda i: rpc("checkpoint.list", agent_id="bench",
-                                session_id=s)),
-            timed(lambda i: rpc("session.rollback", agent_id="bench",
-                                session_id=s,
-                                checkpoint_id=f"m{(i % 2) * 5:04d}")),
-            timed(page))
-    for i in range(10, 1000):
-        rpc("checkpoint.create", agent_id="bench", session_id=s,
-            checkpoint_id=f"m{i:04d}")
-    at1000 = (timed(lambda i: rpc("checkpoint.list", agent_id="bench",
-                                  session_id=s)),
-              timed(lambda i: rpc("session.rollback", agent_id="bench",
-                                  session_id=s,
-                                  checkpoint_id=f"m{(i % 2) * 500:04d}")),
-              timed(page))
-    print("| action | 10 checkpoints | 1,000 checkpoints | ratio (p50) |")
-    print("|---|---|---|---|")
-    for name, a, b in (("checkpoint.list (all records)", at10[0], at1000[0]),
-                       ("checkpoint.list (limit 10)", at10[2], at1000[2]),
-                       ("session.rollback", at10[1], at1000[1])):
-        print(f"| {name} | {cell(*a)} | {cell(*b)} | {b[0] / a[0]:.2f} |")
-    print()
-
-    print("### checkpoint.diff on 100,000 files, 10 changed\n")
-    s = "s100000"
-    rpc("checkpoint.create", agent_id="bench", session_id=s,
-        checkpoint_id="D1")
-    for i in range(10):
-        with open(os.path.join(current(s), "tree", f"d{i * 9}",
-                               f"f{i * 7}"), "w") as f:
-            f.write("changed")
-    rpc("checkpoint.create", agent_id="bench", session_id=s,
-        checkpoint_id="D2")
-    diff = timed(lambda i: rpc("checkpoint.diff", agent_id="bench",
-                               session_id=s, **{"from": "D1", "to": "D2"}),
-                 n=10, warmup=1)
-    res = rpc("checkpoint.diff", agent_id="bench", session_id=s,
-              **{"from": "D1", "to": "D2"})
-    cps = os.path.join(root, "agents", "bench", "workspace", "sessions", s,
-                       "checkpoints")
-    out = subprocess.run([bench_bin, "treediff", "--from", f"{cps}/D1",
-                          "--to", f"{cps}/D2", "--ancestor", f"{cps}/D1",
-                          "--count", "5"], check=True, capture_output=True,
-                         text=True).stdout.splitlines()
-    gen, walk = (json.loads(line) for line in out)
-    print("| method | changes | directories listed | p50 | max |")
-    print("|---|---|---|---|---|")
-    print(f"| checkpoint.diff over RPC ({res['method']}) | "
-          f"{sum(res['counts'].values())} | {res['stats']['listed_dirs']} | "
-          f"{diff[0]:.2f} ms | {diff[1]:.2f} ms |")
-    for x in (gen, walk):
-        print(f"| {x['what']} (in-process) | {x['changes']} | "
-              f"{x['listed_dirs']} | {x['p50_us'] / 1000:.2f} ms | "
-              f"{x['max_us'] / 1000:.2f} ms |")
-    print(f"\nWalk / generation search: "
-          f"{walk['p50_us'] / gen['p50_us']:.0f}x.")
+            checkpoint_id="D2")
+        diff = timed(lambda i: rpc("checkpoint.diff", agent_id="bench",
+                                   session_id=s, **{"from": "D1", "to": "D2"}),
+                     n=10, warmup=1)
+        res = rpc("checkpoint.diff", agent_id="bench", session_id=s,
+                  **{"from": "D1", "to": "D2"})
+        cps = os.path.join(root, "agents", "bench", "workspace", "sessions", s,
+                           "checkpoints")
+        out = subprocess.run([bench_bin, "treediff", "--from", f"{cps}/D1",
+                              "--to", f"{cps}/D2", "--ancestor", f"{cps}/D1",
+                              "--count", "5"], check=True, capture_output=True,
+                             text=True).stdout.splitlines()
+        gen, walk = (json.loads(line) for line in out)
+        print("| method | changes | directories listed | p50 | max |")
+        print("|---|---|---|---|---|")
+        print(f"| checkpoint.diff over RPC ({res['method']}) | "
+              f"{sum(res['counts'].values())} | {res['stats']['listed_dirs']} | "
+              f"{diff[0]:.2f} ms | {diff[1]:.2f} ms |")
+        for x in (gen, walk):
+            print(f"| {x['what']} (in-process) | {x['changes']} | "
+                  f"{x['listed_dirs']} | {x['p50_us'] / 1000:.2f} ms | "
+                  f"{x['max_us'] / 1000:.2f} ms |")
+        print(f"\nWalk / generation search: "
+              f"{walk['p50_us'] / gen['p50_us']:.0f}x.")
 finally:
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=60)

@@ -16,7 +16,7 @@ packages=(
   # eBPF toolchain (tracker)
   clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
   # benchmarks and manual checks
-  wrk curl jq sqlite3 python3
+  wrk curl jq sqlite3 python3 linux-perf
 )
 
 if [[ $(id -u) -ne 0 ]]; then
