@@ -10,8 +10,9 @@ Against the release daemon on a fresh loop-backed store, side by side with
   - checkpoint.diff between two checkpoints of a 100,000-file tree that
     differ in 10 files, next to a full walk of both trees.
 Usage (root): bench/checkpoints.py [build-dir]   (default build/release)
-BENCH_SAMPLES=N sets the samples per cell; BENCH_ONLY=dirty (a comma-
-separated list of sizes, dirty, many, diff) runs only those sections.
+BENCH_SAMPLES=N sets the samples per cell (BENCH_DIRTY_SAMPLES for the
+20 MiB section, default 30); BENCH_ONLY=dirty (a comma-separated list of
+sizes, dirty, many, diff) runs only those sections.
 """
 import http.client, json, os, random, shutil, signal, subprocess, sys
 import tempfile, time
@@ -21,7 +22,7 @@ build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
 daemon_bin = os.path.join(build, "guest", "allox-workspace-daemon")
 bench_bin = os.path.join(build, "bench", "allox-bench")
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "50"))
-DIRTY_SAMPLES = 30
+DIRTY_SAMPLES = int(os.environ.get("BENCH_DIRTY_SAMPLES", "30"))
 SECTIONS = ("sizes", "dirty", "many", "diff")
 ONLY = [x for x in os.environ.get("BENCH_ONLY", "").split(",") if x]
 if any(x not in SECTIONS for x in ONLY):
