@@ -690,11 +690,12 @@ void save_next_run(self_ptr self) {
   runs.saving = true;
   auto it = runs.unsaved.begin();
   auto dir = run_dir(*runs.config, it->first);
-  auto row = std::move(it->second);
+  auto [row, stamp] = std::move(it->second);
   runs.unsaved.erase(it);
   run_blocking(self,
-               [dir, row]() -> expected<json::value> {
-                 if (auto err = store::write_run_row(dir, row))
+               [dir, row = std::move(row), stamp = stamp,
+                writer = runs.writer]() -> expected<json::value> {
+                 if (auto err = writer->write(dir, row, stamp))
                    return err;
                  return json::value();
                })
@@ -708,7 +709,8 @@ void save_next_run(self_ptr self) {
 /// Queues a run row for writing to its state.json.
 void persist_run(self_ptr self, const json::object& row) {
   auto& runs = self->state.runs;
-  runs.unsaved[std::string{row.at("run_id").as_string()}] = row;
+  runs.unsaved[std::string{row.at("run_id").as_string()}] = {
+      row, runs.writer->stamp()};
   if (!runs.saving)
     save_next_run(self);
 }
@@ -1029,7 +1031,10 @@ void shutdown_runs(self_ptr self) {
   row["session_fenced"] = !empty;
   row["lifecycle_complete"] = empty;
   row["finished_ns"] = os::now_ns();
-  store::write_run_row(run_dir(*st.runs.config, st.runs.active), row);
+  // A save of this run may still be in flight on a worker thread.
+  auto dir = run_dir(*st.runs.config, st.runs.active);
+  if (auto err = st.runs.writer->write(dir, row, st.runs.writer->stamp()))
+    log::warn("session", "run state not saved at shutdown: " + message_of(err));
   if (empty)
     os::remove_group(group, st.runs.config->cgroups.root());
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "guest/os/cgroup.hpp"
+#include "guest/store/run_recovery.hpp"
 #include "messages/actors.hpp"
 
 #include <caf/typed_response_promise.hpp>
@@ -55,10 +56,14 @@ struct session_runs {
   /// Runs interrupted by a daemon restart: they hold the session's lease
   /// until session.unfence.
   std::vector<std::string> interrupted;
-  /// Rows waiting to be written, one write at a time so that an older row
-  /// never lands after a newer one (latest row per run wins).
-  std::map<std::string, json::object> unsaved;
+  /// Rows waiting to be written with their stamps, one write at a time
+  /// (latest row per run wins).
+  std::map<std::string, std::pair<json::object, uint64_t>> unsaved;
   bool saving = false;
+  /// Shared with the save workers: a write at shutdown cannot be undone by
+  /// an older save finishing after it.
+  std::shared_ptr<store::run_row_writer> writer =
+      std::make_shared<store::run_row_writer>();
 };
 
 /// Default and maximum run timeout (seconds), as the prototype.

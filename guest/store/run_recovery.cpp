@@ -37,6 +37,18 @@ caf::error write_run_row(const std::string& dir, const json::object& row) {
   return caf::none;
 }
 
+caf::error run_row_writer::write(const std::string& dir,
+                                 const json::object& row, uint64_t stamp) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto& last = written_[dir];
+  if (stamp <= last)
+    return caf::none; // a newer row is already there
+  if (auto err = write_run_row(dir, row))
+    return err;
+  last = stamp;
+  return caf::none;
+}
+
 expected<fenced_runs> recover_runs(const std::string& audit_root) {
   fenced_runs fenced;
   auto names = os::list_dir(audit_root);
@@ -45,8 +57,12 @@ expected<fenced_runs> recover_runs(const std::string& audit_root) {
   for (const auto& id : *names) {
     auto dir = audit_root + "/" + id;
     auto row = read_run_row(dir);
-    if (!row)
+    if (!row) {
+      if (code_of(row.error()) != errc::not_found)
+        log::warn("runs", message_of(row.error()) + "; run " + id +
+                              " cannot fence its session");
       continue;
+    }
     auto& r = *row;
     auto state = r.at("state");
     bool live = state == "starting" || state == "running";
