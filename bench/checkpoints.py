@@ -258,21 +258,21 @@ try:
             rpc("checkpoint.list", agent_id="bench", session_id=s, limit=10,
                 cursor="m0000")
 
-        at10 = (timed(lambda i: rpc("checkpoint.list", agent_id="bench",
-                                    session_id=s)),
-                timed(lambda i: rpc("session.rollback", agent_id="bench",
-                                    session_id=s,
-                                    checkpoint_id=f"m{(i % 2) * 5:04d}")),
-                timed(page))
+        def measure(count):
+            """(full list, rollback between m0000 and the middle, page)."""
+            middle = count // 2
+            return (timed(lambda i: rpc("checkpoint.list", agent_id="bench",
+                                        session_id=s)),
+                    timed(lambda i: rpc(
+                        "session.rollback", agent_id="bench", session_id=s,
+                        checkpoint_id=f"m{(i % 2) * middle:04d}")),
+                    timed(page))
+
+        at10 = measure(10)
         for i in range(10, 1000):
             rpc("checkpoint.create", agent_id="bench", session_id=s,
                 checkpoint_id=f"m{i:04d}")
-        at1000 = (timed(lambda i: rpc("checkpoint.list", agent_id="bench",
-                                      session_id=s)),
-                  timed(lambda i: rpc("session.rollback", agent_id="bench",
-                                      session_id=s,
-                                      checkpoint_id=f"m{(i % 2) * 500:04d}")),
-                  timed(page))
+        at1000 = measure(1000)
         print("| action | 10 checkpoints | 1,000 checkpoints | ratio (p50) |")
         print("|---|---|---|---|")
         for name, a, b in (("checkpoint.list (all records)", at10[0], at1000[0]),

@@ -41,6 +41,13 @@ metadata_write session_write(const std::string& sid) {
   return w;
 }
 
+/// A fresh catalog in `dir`, shared the way the daemon shares it.
+std::shared_ptr<store::catalog> open_catalog(const test::temp_dir& dir) {
+  auto db = store::catalog::open(dir / "allox.db");
+  REQUIRE(db);
+  return std::make_shared<store::catalog>(std::move(*db));
+}
+
 /// Threads of this process under SCHED_BATCH.
 int batch_threads() {
   int n = 0;
@@ -56,9 +63,7 @@ TEST_CASE_FIXTURE(deterministic,
                   "metadata: writes queued together commit in one "
                   "transaction (group commit)") {
   test::temp_dir dir;
-  auto db = store::catalog::open(dir / "allox.db");
-  REQUIRE(db);
-  auto shared = std::make_shared<store::catalog>(std::move(*db));
+  auto shared = open_catalog(dir);
   auto m = sys.spawn(metadata, shared, dir / "allox.db");
   {
     caf::scoped_actor self{sys};
@@ -92,9 +97,7 @@ TEST_CASE_FIXTURE(deterministic,
 TEST_CASE_FIXTURE(deterministic, "metadata: a failed commit fails every "
                                  "waiting writer") {
   test::temp_dir dir;
-  auto db = store::catalog::open(dir / "allox.db");
-  REQUIRE(db);
-  auto shared = std::make_shared<store::catalog>(std::move(*db));
+  auto shared = open_catalog(dir);
   auto m = sys.spawn(metadata, shared, dir / "allox.db");
   {
     caf::scoped_actor self{sys};
@@ -130,9 +133,7 @@ TEST_CASE_FIXTURE(deterministic, "metadata: a failed commit fails every "
 TEST_CASE("metadata: its own thread does not preempt the request path on "
           "wake-up") {
   test::temp_dir dir;
-  auto db = store::catalog::open(dir / "allox.db");
-  REQUIRE(db);
-  auto shared = std::make_shared<store::catalog>(std::move(*db));
+  auto shared = open_catalog(dir);
   caf::actor_system_config cfg;
   cfg.add_message_types<caf::id_block::allox>();
   caf::actor_system sys{cfg};
@@ -152,9 +153,7 @@ TEST_CASE("metadata: its own thread does not preempt the request path on "
 TEST_CASE_FIXTURE(deterministic, "metadata: on the test scheduler it leaves "
                                  "the caller's thread alone") {
   test::temp_dir dir;
-  auto db = store::catalog::open(dir / "allox.db");
-  REQUIRE(db);
-  auto shared = std::make_shared<store::catalog>(std::move(*db));
+  auto shared = open_catalog(dir);
   auto m = sys.spawn(metadata, shared, dir / "allox.db");
   sched.run();
   CHECK_FALSE(os::uses_batch_scheduling());
