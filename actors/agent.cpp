@@ -4,6 +4,7 @@
 #include "actors/dump.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
+#include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
 #include "messages/ids.hpp"
 #include "messages/params.hpp"
@@ -270,16 +271,20 @@ void delete_agent_files(self_ptr self,
                       self->request(self->state.init.metadata, caf::infinite,
                                     atom::write_v, std::move(w))
                           .then(
-                              [self, trash, done](caf::ok_atom) mutable {
+                              [self, aid, trash, done](caf::ok_atom) mutable {
                                 // Committed: a crash from here on only leaves
                                 // trash, which start-up purges.
+                                auto exec = self->state.init.exec;
                                 run_blocking(
                                     self,
-                                    [trash]() -> expected<json::value> {
+                                    [aid, trash, exec]() -> expected<json::value> {
                                       if (auto err = os::remove_tree(trash))
                                         log::warn("agent", "purging " + trash +
                                                                " failed: " +
                                                                message_of(err));
+                                      if (exec)
+                                        os::remove_agent_groups(exec->cgroups,
+                                                                aid);
                                       return json::value();
                                     })
                                     .then([done](

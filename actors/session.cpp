@@ -1000,7 +1000,7 @@ void on_run_finished(self_ptr self, const std::string& id, int64_t code,
     // The lease goes with the last process; a group that would not empty
     // keeps the session fenced.
     st.leases.erase("run:" + id);
-    os::remove_group(group, st.runs.config->cgroups.root());
+    os::remove_group(group);
   }
   for (auto& rp : run.waiting_start)
     rp.deliver(error.empty()
@@ -1036,7 +1036,7 @@ void shutdown_runs(self_ptr self) {
   if (auto err = st.runs.writer->write(dir, row, st.runs.writer->stamp()))
     log::warn("session", "run state not saved at shutdown: " + message_of(err));
   if (empty)
-    os::remove_group(group, st.runs.config->cgroups.root());
+    os::remove_group(group);
 }
 
 caf::expected<std::string> run_id_param(const json::object& p) {
@@ -1691,7 +1691,7 @@ caf::result<json::value> handle_unfence(self_ptr self, const json::object& p) {
                               "Session cgroup termination is incomplete; "
                               "session remains fenced");
         }
-        os::remove_group(group, cfg->cgroups.root());
+        os::remove_group(group);
         for (const auto& id : ids)
           if (auto err = store::release_run(cfg->audit_root, id))
             return err;

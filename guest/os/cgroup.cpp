@@ -21,14 +21,26 @@ caf::error sys_error(const std::string& what) {
   return make_error(errc::internal, what + ": " + std::strerror(errno));
 }
 
+// mkdir -p. A parent can vanish between two steps when its owner removes
+// it (an agent being deleted, a test cleaning up), so ENOENT starts over
+// from the top a few times before it counts as an error.
 caf::error make_dirs(const std::string& path) {
-  for (size_t pos = 1; pos != std::string::npos;) {
-    pos = path.find('/', pos + 1);
-    auto part = path.substr(0, pos);
-    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
-      return sys_error("mkdir " + part);
+  constexpr int attempts = 8;
+  for (int attempt = 1;; ++attempt) {
+    bool vanished = false;
+    for (size_t pos = 1; pos != std::string::npos;) {
+      pos = path.find('/', pos + 1);
+      auto part = path.substr(0, pos);
+      if (::mkdir(part.c_str(), 0755) == 0 || errno == EEXIST)
+        continue;
+      if (errno != ENOENT || attempt == attempts)
+        return sys_error("mkdir " + part);
+      vanished = true;
+      break;
+    }
+    if (!vanished)
+      return caf::none;
   }
-  return caf::none;
 }
 
 std::string read_small(const std::string& path) {
@@ -70,9 +82,13 @@ expected<cgroup_tree> cgroup_tree::open(const std::string& root) {
   return tree;
 }
 
+std::string cgroup_tree::agent_group(const std::string& a) const {
+  return root_ + "/agents/" + a;
+}
+
 std::string cgroup_tree::session_group(const std::string& a,
                                        const std::string& s) const {
-  return root_ + "/agents/" + a + "/sessions/" + s;
+  return agent_group(a) + "/sessions/" + s;
 }
 
 std::vector<std::string> cgroup_tree::controllers() const {
@@ -148,13 +164,18 @@ bool wait_empty(const std::string& group, int timeout_ms) {
   }
 }
 
-void remove_group(const std::string& group, const std::string& stop) {
-  auto path = group;
-  while (path.size() > stop.size() && path.compare(0, stop.size(), stop) == 0) {
-    if (::rmdir(path.c_str()) != 0)
-      return; // not empty (a sibling) or busy: leave it
-    path = path.substr(0, path.rfind('/'));
-  }
+void remove_group(const std::string& group) {
+  // Only this group: its parents belong to the agent, and a sibling may be
+  // creating its own group below them right now.
+  (void)::rmdir(group.c_str());
+}
+
+void remove_agent_groups(const cgroup_tree& tree, const std::string& agent) {
+  auto group = tree.agent_group(agent);
+  // Session groups left by runs that never emptied block these; leave
+  // them for an operator rather than fail the deletion.
+  (void)::rmdir((group + "/sessions").c_str());
+  (void)::rmdir(group.c_str());
 }
 
 void enable_controller(const std::string& tree_root, const std::string& group,

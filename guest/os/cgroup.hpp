@@ -23,6 +23,11 @@ public:
   const std::string& root() const { return root_; }
   const std::string& mount() const { return mount_; }
 
+  /// <root>/agents/<a> (not created). It and its `sessions` child belong
+  /// to the agent: created on demand by its sessions' runs, removed only
+  /// when the agent is deleted.
+  std::string agent_group(const std::string& a) const;
+
   /// <root>/agents/<a>/sessions/<s> (not created).
   std::string session_group(const std::string& a, const std::string& s) const;
 
@@ -35,6 +40,7 @@ private:
 };
 
 /// Creates the group (and parents) if missing; refuses a populated one.
+/// A parent removed concurrently by its owner is created again.
 caf::error prepare_group(const std::string& group);
 
 /// An O_PATH|O_DIRECTORY fd on the group, for clone3(CLONE_INTO_CGROUP).
@@ -52,8 +58,12 @@ caf::error kill_group(const std::string& group);
 /// cgroup.events); true when empty.
 bool wait_empty(const std::string& group, int timeout_ms);
 
-/// Removes the group and its empty parents up to (not including) `stop`.
-void remove_group(const std::string& group, const std::string& stop);
+/// Removes the group if it is empty; never its parents (see agent_group).
+void remove_group(const std::string& group);
+
+/// Removes an agent's own groups (`sessions` and the agent group) if they
+/// are empty; called by the agent's deletion, once its sessions are gone.
+void remove_agent_groups(const cgroup_tree& tree, const std::string& agent);
 
 /// Enables a controller for `group` by writing +<controller> to the
 /// cgroup.subtree_control of every ancestor from `tree_root` down.

@@ -1,0 +1,90 @@
+// The cgroup v2 helpers on the real cgroupfs of this machine: who removes
+// which group, and creation racing a sibling's clean-up.
+#include "guest/os/cgroup.hpp"
+#include "guest/os/mountinfo.hpp"
+#include "messages/ids.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+using namespace allox;
+
+namespace {
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+/// A cgroup subtree of the test's own, removed depth first afterwards
+/// (cgroup directories go with rmdir only, never with unlink).
+struct scratch_tree {
+  scratch_tree() {
+    auto mounts = os::read_mountinfo();
+    REQUIRE(mounts);
+    auto* v2 = os::find_cgroup2(*mounts);
+    REQUIRE(v2 != nullptr);
+    auto opened = os::cgroup_tree::open(v2->mount_point + "/allox-unit-" +
+                                        random_hex_token());
+    REQUIRE(opened);
+    tree = std::move(*opened);
+  }
+  ~scratch_tree() { remove_all(tree.root()); }
+
+  static void remove_all(const std::string& dir) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator{dir, ec})
+      if (e.is_directory())
+        remove_all(e.path().string());
+    ::rmdir(dir.c_str());
+  }
+
+  os::cgroup_tree tree;
+};
+
+} // namespace
+
+TEST_CASE("cgroup: a session's clean-up removes its own group, never the "
+          "agent's") {
+  scratch_tree t;
+  auto s1 = t.tree.session_group("a", "s1");
+  REQUIRE_FALSE(os::prepare_group(s1));
+  os::remove_group(s1);
+  CHECK_FALSE(exists(s1));
+  CHECK(exists(t.tree.agent_group("a") + "/sessions"));
+  // The agent's deletion removes what is left.
+  os::remove_agent_groups(t.tree, "a");
+  CHECK_FALSE(exists(t.tree.agent_group("a")));
+}
+
+TEST_CASE("cgroup: agent groups stay while a session group is below them") {
+  scratch_tree t;
+  auto s1 = t.tree.session_group("a", "s1");
+  REQUIRE_FALSE(os::prepare_group(s1));
+  os::remove_agent_groups(t.tree, "a");
+  CHECK(exists(s1));
+}
+
+TEST_CASE("cgroup: sibling groups created and removed at once never fail") {
+  scratch_tree t;
+  std::atomic<int> failures{0};
+  auto cycle = [&](const std::string& sid) {
+    auto group = t.tree.session_group("a", sid);
+    for (int i = 0; i < 2000; ++i) {
+      if (os::prepare_group(group))
+        ++failures;
+      os::remove_group(group);
+    }
+  };
+  std::thread one{cycle, "s1"};
+  std::thread two{cycle, "s2"};
+  one.join();
+  two.join();
+  CHECK(failures == 0);
+}
