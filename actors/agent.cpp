@@ -2,6 +2,7 @@
 
 #include "actors/blocking.hpp"
 #include "actors/dump.hpp"
+#include "actors/failures.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/cgroup.hpp"
@@ -277,7 +278,8 @@ void delete_agent_files(self_ptr self,
                                 auto exec = self->state.init.exec;
                                 run_blocking(
                                     self,
-                                    [aid, trash, exec]() -> expected<json::value> {
+                                    [aid, trash,
+                                     exec]() -> expected<json::value> {
                                       if (auto err = os::remove_tree(trash))
                                         log::warn("agent", "purging " + trash +
                                                                " failed: " +
@@ -419,6 +421,39 @@ void on_session_down(self_ptr self, const caf::down_msg& dm) {
   }
 }
 
+/// Dispatches one RPC action this actor owns.
+caf::result<json::value> handle_rpc(self_ptr self, const std::string& action,
+                                    const json::object& params) {
+  ++self->state.requests;
+  self->state.faults.trigger(action);
+  if (auto err = agent_busy(self))
+    return err;
+  const auto& aid = self->state.init.row.agent_id;
+  if (action == "session.create")
+    return handle_session_create(self, params);
+  if (action == "session.delete")
+    return handle_session_delete(self, action, params);
+  if (action == "session.list")
+    return json_reply(
+        json::object{{"agent_id", aid}, {"session_ids", session_ids(self)}});
+  if (action == "agent.create")
+    return handle_agent_create(self, params);
+  if (action == "agent.describe") {
+    auto o = describe_agent_workspace(aid);
+    o["created_ns"] = self->state.init.row.created_ns;
+    o["session_ids"] = session_ids(self);
+    return json_reply(std::move(o));
+  }
+  if (action == "agent.delete")
+    return handle_agent_delete(self, params);
+  if (action == "debug.fault") {
+    if (auto err = self->state.faults.arm(params))
+      return err;
+    return json_reply(json::object{{"armed", true}});
+  }
+  return make_error(errc::invalid_argument, "unknown action: " + action);
+}
+
 } // namespace
 
 agent_actor::behavior_type agent(self_ptr self, agent_init init) {
@@ -436,6 +471,10 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
   self->state.init.checkpoints.clear();
   self->set_down_handler(
       [self](caf::down_msg& dm) { on_session_down(self, dm); });
+  self->set_exception_handler([self](std::exception_ptr& ep) {
+    return actor_failed(ep, "agent " + self->state.init.row.agent_id,
+                        self->state.handling);
+  });
   // Children's exits are handled by the down handler (restarts); only the
   // parent's exit stops the agent, and its sessions with it.
   self->set_exit_handler([self](caf::exit_msg& em) {
@@ -449,35 +488,12 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
   return {
       [self](atom::rpc, const std::string& action,
              const json::value& body) -> caf::result<json::value> {
-        const auto& params = body.as_object();
-        ++self->state.requests;
-        self->state.faults.trigger(action);
-        if (auto err = agent_busy(self))
-          return err;
-        const auto& aid = self->state.init.row.agent_id;
-        if (action == "session.create")
-          return handle_session_create(self, params);
-        if (action == "session.delete")
-          return handle_session_delete(self, action, params);
-        if (action == "session.list")
-          return json_reply(json::object{{"agent_id", aid},
-                                         {"session_ids", session_ids(self)}});
-        if (action == "agent.create")
-          return handle_agent_create(self, params);
-        if (action == "agent.describe") {
-          auto o = describe_agent_workspace(aid);
-          o["created_ns"] = self->state.init.row.created_ns;
-          o["session_ids"] = session_ids(self);
-          return json_reply(std::move(o));
-        }
-        if (action == "agent.delete")
-          return handle_agent_delete(self, params);
-        if (action == "debug.fault") {
-          if (auto err = self->state.faults.arm(params))
-            return err;
-          return json_reply(json::object{{"armed", true}});
-        }
-        return make_error(errc::invalid_argument, "unknown action: " + action);
+        auto& st = self->state;
+        // Left set if the handler throws: the failure log names it.
+        st.handling = action;
+        auto result = handle_rpc(self, action, body.as_object());
+        st.handling.clear();
+        return result;
       },
       [self](atom::session,
              const std::string& sid) -> caf::result<session_actor> {

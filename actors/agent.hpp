@@ -46,6 +46,8 @@ struct agent_state {
   std::map<std::string, session_entry> sessions;
   /// idle or deleting.
   std::string phase = "idle";
+  /// The action being handled, for the failure log.
+  std::string handling;
   uint64_t requests = 0;
   uint64_t failures = 0;
   std::chrono::steady_clock::time_point started;

@@ -2,6 +2,7 @@
 
 #include "actors/blocking.hpp"
 #include "actors/dump.hpp"
+#include "actors/failures.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
@@ -407,6 +408,46 @@ void on_agent_down(self_ptr self, const caf::down_msg& dm) {
   }
 }
 
+/// Dispatches one RPC action this actor owns.
+caf::result<json::value> handle_rpc(self_ptr self, const std::string& action,
+                                    const json::object& params) {
+  auto& st = self->state;
+  ++st.requests;
+  if (action == "store.initialize")
+    return store_initialize(self);
+  if (action == "agent.list") {
+    json::array ids;
+    for (const auto& [aid, slot] : st.agents)
+      ids.emplace_back(aid);
+    return json_reply(json::object{{"agent_ids", std::move(ids)}});
+  }
+  auto aid = params::required_id(params, "agent_id", "agent");
+  if (!aid)
+    return aid.error();
+  if (st.creating.count(*aid) > 0) {
+    auto rp = self->make_response_promise<json::value>();
+    st.creating[*aid].push_back({action, params, rp});
+    return rp;
+  }
+  auto it = st.agents.find(*aid);
+  if (it == st.agents.end()) {
+    // Bad input creates nothing: check the session id before the
+    // implicit agent creation.
+    if (action == "session.create")
+      if (auto sid = params::required_id(params, "session_id", "session"); !sid)
+        return sid.error();
+    if (action == "agent.create" || action == "session.create")
+      return create_agent(self, *aid, action, params);
+    return not_found(*aid);
+  }
+  auto& slot = it->second;
+  if (slot.status == "deleting")
+    return make_error(errc::conflict, "agent is being deleted: " + *aid);
+  if (!slot.handle)
+    return make_error(errc::internal, "agent actor is not running: " + *aid);
+  return forward(self, slot, action, params);
+}
+
 } // namespace
 
 agents_actor::behavior_type agents(self_ptr self, store::layout paths,
@@ -419,6 +460,9 @@ agents_actor::behavior_type agents(self_ptr self, store::layout paths,
   self->state.started = std::chrono::steady_clock::now();
   self->set_down_handler(
       [self](caf::down_msg& dm) { on_agent_down(self, dm); });
+  self->set_exception_handler([self](std::exception_ptr& ep) {
+    return actor_failed(ep, "agents", self->state.handling);
+  });
   self->set_exit_handler([self, parent](caf::exit_msg& em) {
     if (em.source != parent)
       return; // a child; the down handler decides about restarts
@@ -431,44 +475,12 @@ agents_actor::behavior_type agents(self_ptr self, store::layout paths,
       [self](atom::load) -> caf::result<json::value> { return load(self); },
       [self](atom::rpc, const std::string& action,
              const json::value& body) -> caf::result<json::value> {
-        const auto& params = body.as_object();
         auto& st = self->state;
-        ++st.requests;
-        if (action == "store.initialize")
-          return store_initialize(self);
-        if (action == "agent.list") {
-          json::array ids;
-          for (const auto& [aid, slot] : st.agents)
-            ids.emplace_back(aid);
-          return json_reply(json::object{{"agent_ids", std::move(ids)}});
-        }
-        auto aid = params::required_id(params, "agent_id", "agent");
-        if (!aid)
-          return aid.error();
-        if (st.creating.count(*aid) > 0) {
-          auto rp = self->make_response_promise<json::value>();
-          st.creating[*aid].push_back({action, params, rp});
-          return rp;
-        }
-        auto it = st.agents.find(*aid);
-        if (it == st.agents.end()) {
-          // Bad input creates nothing: check the session id before the
-          // implicit agent creation.
-          if (action == "session.create")
-            if (auto sid = params::required_id(params, "session_id", "session");
-                !sid)
-              return sid.error();
-          if (action == "agent.create" || action == "session.create")
-            return create_agent(self, *aid, action, params);
-          return not_found(*aid);
-        }
-        auto& slot = it->second;
-        if (slot.status == "deleting")
-          return make_error(errc::conflict, "agent is being deleted: " + *aid);
-        if (!slot.handle)
-          return make_error(errc::internal,
-                            "agent actor is not running: " + *aid);
-        return forward(self, slot, action, params);
+        // Left set if the handler throws: the failure log names it.
+        st.handling = action;
+        auto result = handle_rpc(self, action, body.as_object());
+        st.handling.clear();
+        return result;
       },
       [self](atom::session, const std::string& aid,
              const std::string& sid) -> caf::result<session_actor> {

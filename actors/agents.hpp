@@ -43,6 +43,8 @@ struct agents_state {
   std::map<std::string, agent_slot> agents;
   std::map<std::string, std::vector<queued_call>> creating;
   bool ready = false;
+  /// The action being handled, for the failure log.
+  std::string handling;
   uint64_t requests = 0;
   uint64_t failures = 0;
   std::chrono::steady_clock::time_point started;

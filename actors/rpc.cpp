@@ -1,6 +1,7 @@
 #include "actors/rpc.hpp"
 
 #include "actors/dump.hpp"
+#include "actors/failures.hpp"
 #include "guest/log.hpp"
 #include "messages/ids.hpp"
 #include "messages/params.hpp"
@@ -8,6 +9,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include <set>
+#include <vector>
 
 namespace allox {
 
@@ -39,13 +41,53 @@ bool is_session_action(const std::string& action) {
 namespace {
 
 using self_ptr = rpc_actor::stateful_pointer<rpc_state>;
+using clock_type = std::chrono::steady_clock;
+
+// -- request bookkeeping ------------------------------------------------------
+
+/// Looks for expired requests soon; a short timeout is checked more often.
+void arm_tick(self_ptr self) {
+  auto& st = self->state;
+  if (st.tick_armed)
+    return;
+  st.tick_armed = true;
+  auto every =
+      std::min<std::chrono::milliseconds>(rpc_tick, st.init.timeout / 4);
+  self->delayed_send(self, every, atom::tick_v);
+}
+
+/// Starts tracking a request: it is answered exactly once, at the latest
+/// init.timeout from now.
+void track(self_ptr self, uint64_t ticket) {
+  auto& st = self->state;
+  st.in_flight.emplace(ticket, pending_request{});
+  st.deadlines.emplace_back(clock_type::now() + st.init.timeout, ticket);
+  arm_tick(self);
+}
+
+/// Stops tracking; false when the request was answered already (it timed
+/// out, or its session actor failed).
+bool untrack(self_ptr self, uint64_t ticket) {
+  auto& st = self->state;
+  if (st.in_flight.erase(ticket) == 0)
+    return false;
+  // Requests are mostly answered in order: keep the queue short.
+  while (!st.deadlines.empty() &&
+         st.in_flight.count(st.deadlines.front().second) == 0)
+    st.deadlines.pop_front();
+  return true;
+}
 
 void reply(self_ptr self, uint64_t ticket, const json::value& result) {
+  if (!untrack(self, ticket))
+    return;
   self->state.init.channel->post(
       {ticket, 200, ok_body(json::serialize(result))});
 }
 
 void reply_error(self_ptr self, uint64_t ticket, const caf::error& err) {
+  if (!untrack(self, ticket))
+    return;
   ++self->state.errors;
   auto code = code_of(err);
   auto msg = message_of(err);
@@ -55,13 +97,53 @@ void reply_error(self_ptr self, uint64_t ticket, const caf::error& err) {
       {ticket, http_status(code), error_body(msg, code_name(code))});
 }
 
-template <class Handle>
-void call(self_ptr self, uint64_t ticket, const Handle& target,
-          const std::string& action, const json::object& params) {
-  self->request(target, rpc_timeout, atom::rpc_v, action, json::value(params))
-      .then(
-          [self, ticket](json::value& v) { reply(self, ticket, v); },
-          [self, ticket](caf::error& err) { reply_error(self, ticket, err); });
+/// Answers every request past its deadline.
+void expire(self_ptr self) {
+  auto& st = self->state;
+  st.tick_armed = false;
+  auto now = clock_type::now();
+  while (!st.deadlines.empty()) {
+    auto [deadline, ticket] = st.deadlines.front();
+    if (st.in_flight.count(ticket) > 0 && deadline > now)
+      break;
+    st.deadlines.pop_front();
+    if (st.in_flight.count(ticket) > 0)
+      reply_error(
+          self, ticket,
+          make_error(errc::internal, "request timed out inside the daemon"));
+  }
+  if (!st.in_flight.empty())
+    arm_tick(self);
+}
+
+/// The target went away before it handled the request: the request was
+/// bounced from its mailbox (an actor that failed or was deleted), so it
+/// is safe to route it again.
+bool receiver_down(const caf::error& err) {
+  return err.category() == caf::atom("system") &&
+         err.code() == static_cast<uint8_t>(caf::sec::request_receiver_down);
+}
+
+// -- routing ------------------------------------------------------------------
+
+/// Store- and agent-level actions go through the AGENTS actor. An agent
+/// actor deleted while the request waited in its mailbox bounces it; one
+/// more try finds the agent's successor or none.
+void call_agents(self_ptr self, uint64_t ticket, const std::string& action,
+                 const json::object& params, bool may_retry = true) {
+  self->request(self->state.init.agents, caf::infinite, atom::rpc_v, action,
+                json::value(params))
+      .then([self, ticket](json::value& v) { reply(self, ticket, v); },
+            [self, ticket, action, params, may_retry](caf::error& err) {
+              if (!receiver_down(err))
+                return reply_error(self, ticket, err);
+              if (may_retry)
+                return call_agents(self, ticket, action, params, false);
+              reply_error(self, ticket,
+                          make_error(errc::conflict,
+                                     "the agent was deleted while the "
+                                     "request waited; retry"));
+            });
 }
 
 /// Remembers which session handed out a lease or reset token, and forgets
@@ -88,24 +170,48 @@ void track_token(self_ptr self, const std::string& action,
     tokens.erase(std::string{params.at("reset_token").get_string()});
 }
 
+void route_to_session(self_ptr self, uint64_t ticket, std::string action,
+                      json::object params, bool may_retry = true);
+
+/// Drops a cached session actor, unless the cache already moved on.
+void forget_session(self_ptr self, const std::string& key,
+                    const caf::actor_addr& addr) {
+  auto& sessions = self->state.sessions;
+  if (auto it = sessions.find(key);
+      it != sessions.end() && it->second.address() == addr)
+    sessions.erase(it);
+}
+
 void call_session(self_ptr self, uint64_t ticket, const session_actor& target,
-                  const std::string& action, const json::object& params) {
-  self->state.in_flight.emplace(ticket, target.address());
-  self->request(target, rpc_timeout, atom::rpc_v, action, json::value(params))
+                  const std::string& key, const std::string& action,
+                  const json::object& params, bool may_retry) {
+  auto it = self->state.in_flight.find(ticket);
+  if (it == self->state.in_flight.end())
+    return;
+  it->second.owner = target.address();
+  self->request(target, caf::infinite, atom::rpc_v, action, json::value(params))
       .then(
           [self, ticket, action, params](json::value& v) {
             track_token(self, action, params, v);
-            if (self->state.in_flight.erase(ticket) > 0)
-              reply(self, ticket, v);
+            reply(self, ticket, v);
           },
-          [self, ticket](caf::error& err) {
-            if (self->state.in_flight.erase(ticket) > 0)
-              reply_error(self, ticket, err);
+          [self, ticket, addr = target.address(), key, action, params,
+           may_retry](caf::error& err) {
+            if (!receiver_down(err))
+              return reply_error(self, ticket, err);
+            // Deleted (or restarted) before it saw the request: ask the
+            // agent again, which knows the successor or says not_found.
+            forget_session(self, key, addr);
+            if (may_retry)
+              return route_to_session(self, ticket, action, params, false);
+            reply_error(
+                self, ticket,
+                make_error(errc::not_found, "session does not exist: " + key));
           });
 }
 
 void route_to_session(self_ptr self, uint64_t ticket, std::string action,
-                      json::object params) {
+                      json::object params, bool may_retry) {
   auto aid = params::required_id(params, "agent_id", "agent");
   if (!aid)
     return reply_error(self, ticket, aid.error());
@@ -115,16 +221,25 @@ void route_to_session(self_ptr self, uint64_t ticket, std::string action,
   auto key = session_key(*aid, *sid);
   if (auto it = self->state.sessions.find(key);
       it != self->state.sessions.end())
-    return call_session(self, ticket, it->second, action, params);
-  self->request(self->state.init.agents, rpc_timeout, atom::session_v, *aid,
+    return call_session(self, ticket, it->second, key, action, params,
+                        may_retry);
+  self->request(self->state.init.agents, caf::infinite, atom::session_v, *aid,
                 *sid)
       .then(
           [self, ticket, key, action, params](session_actor& target) {
             if (self->state.sessions.emplace(key, target).second)
               self->monitor(target);
-            call_session(self, ticket, target, action, params);
+            // A fresh handle: a bounce now means the session is gone.
+            call_session(self, ticket, target, key, action, params, false);
           },
-          [self, ticket](caf::error& err) { reply_error(self, ticket, err); });
+          [self, ticket, key](caf::error& err) {
+            // The agent actor ended (deleted) before it answered.
+            if (receiver_down(err))
+              return reply_error(self, ticket,
+                                 make_error(errc::not_found,
+                                            "session does not exist: " + key));
+            reply_error(self, ticket, err);
+          });
 }
 
 caf::error decode_audit_query(const json::object& p, audit_query& q) {
@@ -193,12 +308,12 @@ void dispatch(self_ptr self, uint64_t ticket, std::string action,
   if (action == "store.initialize" || action.rfind("agent.", 0) == 0 ||
       action == "session.create" || action == "session.list" ||
       action == "session.delete" || action == "debug.fault")
-    return call(self, ticket, init.agents, action, params);
+    return call_agents(self, ticket, action, params);
   if (action == "audit.list") {
     audit_query q;
     if (auto err = decode_audit_query(params, q))
       return reply_error(self, ticket, err);
-    self->request(init.metadata, rpc_timeout, atom::audit_v, q)
+    self->request(init.metadata, caf::infinite, atom::audit_v, q)
         .then([self, ticket](json::value& v) { reply(self, ticket, v); },
               [self, ticket](caf::error& e) { reply_error(self, ticket, e); });
     return;
@@ -224,7 +339,7 @@ void dispatch(self_ptr self, uint64_t ticket, std::string action,
                               {"cgroup_controllers", std::move(controllers)}});
   }
   if (action == "system.dump") {
-    self->request(init.supervisor, rpc_timeout, atom::dump_v)
+    self->request(init.supervisor, caf::infinite, atom::dump_v)
         .then(
             [self, ticket](json::value& tree) {
               json::object o{{"daemon", self->state.init.daemon_info},
@@ -251,34 +366,40 @@ rpc_actor::behavior_type rpc(self_ptr self, rpc_init init) {
       else
         ++it;
     }
-    if (!dm.reason || dm.reason == caf::exit_reason::user_shutdown)
-      return;
-    // The owner failed: its callers must not wait for a reply that will
-    // never come.
-    for (auto it = st.in_flight.begin(); it != st.in_flight.end();) {
-      if (it->second != dm.source) {
-        ++it;
-        continue;
-      }
-      auto ticket = it->first;
-      it = st.in_flight.erase(it);
-      reply_error(
-          self, ticket,
-          make_error(errc::internal, "session actor failed while handling the "
-                                     "request (" +
-                                         message_of(dm.reason) +
-                                         "); it has been restarted"));
-    }
+    // Requests still waiting on the actor were accepted and will never be
+    // answered (those it never saw came back as bounces and were routed
+    // again). A deleted session is gone; a failed one was restarted.
+    bool failed = dm.reason && dm.reason != caf::exit_reason::user_shutdown;
+    std::vector<uint64_t> orphans;
+    for (const auto& [ticket, pending] : st.in_flight)
+      if (pending.owner == dm.source)
+        orphans.push_back(ticket);
+    for (auto ticket : orphans)
+      reply_error(self, ticket,
+                  failed ? make_error(errc::internal,
+                                      "session actor failed while handling "
+                                      "the request (" +
+                                          message_of(dm.reason) +
+                                          "); it has been restarted")
+                         : make_error(errc::not_found,
+                                      "the session ended before answering"));
+  });
+  self->set_exception_handler([self](std::exception_ptr& ep) {
+    return actor_failed(ep, "rpc", self->state.handling);
   });
   return {
       [self](atom::rpc, uint64_t ticket, std::string& action,
              json::value& params) {
         ++self->state.requests;
+        track(self, ticket);
+        self->state.handling = action;
         dispatch(self, ticket, std::move(action),
                  std::move(params.as_object()));
+        self->state.handling.clear();
       },
+      [self](atom::tick) { expire(self); },
       [self](atom::log) {
-        self->request(self->state.init.supervisor, rpc_timeout, atom::dump_v)
+        self->request(self->state.init.supervisor, caf::infinite, atom::dump_v)
             .then(
                 [](json::value& tree) {
                   log::info("dump", json::serialize(tree));

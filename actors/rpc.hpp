@@ -10,10 +10,21 @@
 #include "messages/rpc.hpp"
 
 #include <chrono>
+#include <deque>
 #include <string>
 #include <unordered_map>
 
 namespace allox {
+
+/// How long a request may take by default before its caller gets
+/// `internal`.
+/// Enforced by the RPC actor itself: CAF's per-request timeouts keep an
+/// entry in the actor clock until they expire, even for answered
+/// requests, so memory grew with the request rate times this timeout.
+inline constexpr std::chrono::seconds rpc_timeout{300};
+
+/// How often expired requests are looked for while any are pending.
+inline constexpr std::chrono::seconds rpc_tick{1};
 
 struct rpc_init {
   supervisor_actor supervisor;
@@ -24,6 +35,14 @@ struct rpc_init {
   json::object daemon_info;
   /// Tracked execution; null when disabled (process.status).
   std::shared_ptr<const exec_config> exec;
+  /// How long a request may take before its caller gets `internal`.
+  std::chrono::milliseconds timeout = rpc_timeout;
+};
+
+/// A request the RPC actor has routed and not answered yet.
+struct pending_request {
+  /// The session actor serving it; null for any other target.
+  caf::actor_addr owner;
 };
 
 struct rpc_state {
@@ -32,20 +51,25 @@ struct rpc_state {
   rpc_init init;
   /// (agent/session) -> owning actor; entries leave when the actor dies.
   std::unordered_map<std::string, session_actor> sessions;
-  /// Requests sent to a session actor and not answered yet, so a failing
-  /// actor's callers are answered at once.
-  std::unordered_map<uint64_t, caf::actor_addr> in_flight;
+  /// Every request not answered yet: its session actor, if it went to one
+  /// (so a failing actor's callers are answered at once), and its deadline.
+  std::unordered_map<uint64_t, pending_request> in_flight;
+  /// (deadline, ticket) in arrival order, which is deadline order: the
+  /// tick answers the expired front. Entries of answered tickets are
+  /// skipped when they reach the front.
+  std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>>
+      deadlines;
+  bool tick_armed = false;
   /// Lease and reset tokens -> (agent, session), learned from the replies
   /// that hand them out: execution.release and runtime.complete_reset name
   /// only the token.
   std::unordered_map<std::string, std::pair<std::string, std::string>> tokens;
+  /// The action being dispatched, for the failure log.
+  std::string handling;
   uint64_t requests = 0;
   uint64_t errors = 0;
   std::chrono::steady_clock::time_point started;
 };
-
-/// How long any routed request may take before the caller gets `internal`.
-inline constexpr std::chrono::seconds rpc_timeout{300};
 
 rpc_actor::behavior_type rpc(rpc_actor::stateful_pointer<rpc_state> self,
                              rpc_init init);

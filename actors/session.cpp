@@ -2,6 +2,7 @@
 
 #include "actors/blocking.hpp"
 #include "actors/dump.hpp"
+#include "actors/failures.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_diff.hpp"
@@ -1827,6 +1828,61 @@ json::value dump(self_ptr self) {
   return o;
 }
 
+/// Dispatches one session-scoped RPC action to its handler.
+caf::result<json::value> handle_rpc(self_ptr self, const std::string& action,
+                                    const json::object& p) {
+  if (action == "session.describe")
+    return handle_describe(self);
+  if (action == "checkpoint.list")
+    return handle_checkpoint_list(self, p);
+  if (action == "checkpoint.describe")
+    return handle_checkpoint_describe(self, p);
+  if (action == "checkpoint.create")
+    return handle_checkpoint_create(self, p);
+  if (action == "checkpoint.delete")
+    return handle_checkpoint_delete(self, p);
+  if (action == "checkpoint.diff")
+    return handle_checkpoint_diff(self, p);
+  if (action == "session.rollback")
+    return handle_rollback(self, p, false);
+  if (action == "session.rollback_after_runtime_reset")
+    return handle_rollback(self, p, true);
+  if (action == "process.start")
+    return handle_process_start(self, p);
+  if (action == "session.configure")
+    return handle_configure(self, p);
+  if (action == "process.get")
+    return handle_process_get(self, p);
+  if (action == "process.list")
+    return handle_process_list(self);
+  if (action == "process.stop")
+    return handle_process_stop(self, p);
+  if (action == "process.output")
+    return handle_process_output(self, p);
+  if (action == "process.events")
+    return handle_process_events(self, p);
+  if (action == "execution.acquire")
+    return handle_acquire(self);
+  if (action == "execution.release")
+    return handle_release(self, p);
+  if (action == "runtime.register_background")
+    return handle_register_background(self, p);
+  if (action == "runtime.begin_reset")
+    return handle_begin_reset(self, p);
+  if (action == "runtime.complete_reset")
+    return handle_complete_reset(self, p);
+  if (action == "session.unfence")
+    return handle_unfence(self, p);
+  if (action == "session.delete")
+    return handle_delete(self, p);
+  if (action == "debug.fault") {
+    if (auto err = self->state.faults.arm(p))
+      return err;
+    return json_reply(json::object{{"armed", true}});
+  }
+  return make_error(errc::invalid_argument, "unknown action: " + action);
+}
+
 } // namespace
 
 session_actor::behavior_type session(self_ptr self, session_init init) {
@@ -1852,74 +1908,22 @@ session_actor::behavior_type session(self_ptr self, session_init init) {
     shutdown_runs(self);
     self->quit(em.reason);
   });
-  self->set_exception_handler([self](std::exception_ptr& ep) -> caf::error {
-    std::string what = "unknown exception";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    log::error("session", self->state.key() + " failed: " + what);
-    return make_error(errc::internal, what);
+  self->set_exception_handler([self](std::exception_ptr& ep) {
+    return actor_failed(ep, "session " + self->state.key(),
+                        self->state.handling);
   });
   return {
       [self](atom::rpc, const std::string& action,
              const json::value& body) -> caf::result<json::value> {
-        const auto& p = body.as_object();
-        ++self->state.requests;
+        auto& st = self->state;
+        ++st.requests;
+        // Left set if the handler throws: the failure log names it.
+        st.handling = action;
         // Lets tests fail this actor in the middle of a request.
-        self->state.faults.trigger(action);
-        if (action == "session.describe")
-          return handle_describe(self);
-        if (action == "checkpoint.list")
-          return handle_checkpoint_list(self, p);
-        if (action == "checkpoint.describe")
-          return handle_checkpoint_describe(self, p);
-        if (action == "checkpoint.create")
-          return handle_checkpoint_create(self, p);
-        if (action == "checkpoint.delete")
-          return handle_checkpoint_delete(self, p);
-        if (action == "checkpoint.diff")
-          return handle_checkpoint_diff(self, p);
-        if (action == "session.rollback")
-          return handle_rollback(self, p, false);
-        if (action == "session.rollback_after_runtime_reset")
-          return handle_rollback(self, p, true);
-        if (action == "process.start")
-          return handle_process_start(self, p);
-        if (action == "session.configure")
-          return handle_configure(self, p);
-        if (action == "process.get")
-          return handle_process_get(self, p);
-        if (action == "process.list")
-          return handle_process_list(self);
-        if (action == "process.stop")
-          return handle_process_stop(self, p);
-        if (action == "process.output")
-          return handle_process_output(self, p);
-        if (action == "process.events")
-          return handle_process_events(self, p);
-        if (action == "execution.acquire")
-          return handle_acquire(self);
-        if (action == "execution.release")
-          return handle_release(self, p);
-        if (action == "runtime.register_background")
-          return handle_register_background(self, p);
-        if (action == "runtime.begin_reset")
-          return handle_begin_reset(self, p);
-        if (action == "runtime.complete_reset")
-          return handle_complete_reset(self, p);
-        if (action == "session.unfence")
-          return handle_unfence(self, p);
-        if (action == "session.delete")
-          return handle_delete(self, p);
-        if (action == "debug.fault") {
-          if (auto err = self->state.faults.arm(p))
-            return err;
-          return json_reply(json::object{{"armed", true}});
-        }
-        return make_error(errc::invalid_argument, "unknown action: " + action);
+        st.faults.trigger(action);
+        auto result = handle_rpc(self, action, body.as_object());
+        st.handling.clear();
+        return result;
       },
       [self](atom::retire, bool retire) -> caf::result<caf::ok_atom> {
         auto& st = self->state;

@@ -63,6 +63,8 @@ struct session_state {
   bool idle_armed = false;
   std::chrono::steady_clock::time_point last_mutation;
   session_runs runs;
+  /// The action being handled, for the failure log.
+  std::string handling;
   uint64_t requests = 0;
   uint64_t failures = 0;
   uint64_t checkpoints_created = 0;

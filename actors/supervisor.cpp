@@ -26,7 +26,7 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
     st.rpc = self->spawn<caf::linked + caf::monitored>(
         rpc, rpc_init{caf::actor_cast<supervisor_actor>(self), st.agents,
                       st.metadata, st.init.channel, st.init.daemon_info,
-                      st.init.exec});
+                      st.init.exec, st.init.request_timeout});
   }
   self->set_down_handler([self](caf::down_msg& dm) {
     if (!dm.reason || dm.reason == caf::exit_reason::user_shutdown)

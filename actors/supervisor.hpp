@@ -26,6 +26,8 @@ struct supervisor_init {
   std::shared_ptr<const exec_config> exec;
   /// Called (from an actor thread) when a direct child fails.
   std::function<void(std::string)> on_fatal;
+  /// How long a request may take inside the daemon (rpc_init::timeout).
+  std::chrono::milliseconds request_timeout = rpc_timeout;
 };
 
 struct supervisor_state {

@@ -86,6 +86,8 @@ using rpc_actor = caf::typed_actor<
     // Serves one validated request; the reply goes back through the
     // reply_channel under the same ticket.
     caf::reacts_to<atom::rpc, uint64_t, std::string, json::value>,
+    // Answers requests that outlived rpc_timeout (sent to itself).
+    caf::reacts_to<atom::tick>,
     // Writes the full system dump to the log (SIGUSR1).
     caf::reacts_to<atom::log>,
     // Describes the actor (routing cache, pending requests) for system.dump.

@@ -207,6 +207,8 @@ int serve(const daemon::options& opts,
   sopts.port = listen->second;
   sopts.token = opts.token;
   sopts.idle_timeout = opts.idle_timeout;
+  sopts.header_timeout = opts.header_timeout;
+  sopts.body_timeout = opts.body_timeout;
   sopts.max_connections = opts.max_connections;
   // Declared before the actor system so it outlives every actor that may
   // still post a reply.
@@ -243,11 +245,11 @@ int serve(const daemon::options& opts,
                     {"listen", opts.listen},
                     {"loop_device", loop ? loop->device() : ""},
                     {"workers", opts.workers}};
-  auto sup =
-      system.spawn(supervisor, supervisor_init{paths, shared_catalog, &server,
-                                               info, exec, [&ctx](std::string) {
-                                                 uv_async_send(&ctx.fatal);
-                                               }});
+  auto sup = system.spawn(
+      supervisor,
+      supervisor_init{paths, shared_catalog, &server, info, exec,
+                      [&ctx](std::string) { uv_async_send(&ctx.fatal); },
+                      opts.request_timeout});
   shared_catalog.reset();
 
   // Reconcile and spawn every agent and session before serving. The

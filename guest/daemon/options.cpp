@@ -28,6 +28,24 @@ int parse(int argc, char** argv, options& out) {
                  "close idle HTTP connections after this long")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, int64_t{3600000}));
+  int64_t header_ms = out.header_timeout.count();
+  app.add_option("--header-timeout-ms", header_ms,
+                 "close a connection whose request head is not complete "
+                 "this long after its first byte")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{3600000}));
+  int64_t body_ms = out.body_timeout.count();
+  app.add_option("--body-timeout-ms", body_ms,
+                 "close a connection whose request body is not complete "
+                 "this long after its head")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{3600000}));
+  int64_t request_ms = out.request_timeout.count();
+  app.add_option("--request-timeout-ms", request_ms,
+                 "answer `internal` to a request the daemon has not "
+                 "finished after this long")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{86400000}));
   app.add_option("--max-connections", out.max_connections,
                  "concurrent HTTP connections")
       ->capture_default_str()
@@ -66,6 +84,9 @@ int parse(int argc, char** argv, options& out) {
     return app.exit(e);
   }
   out.idle_timeout = std::chrono::milliseconds{idle_ms};
+  out.header_timeout = std::chrono::milliseconds{header_ms};
+  out.body_timeout = std::chrono::milliseconds{body_ms};
+  out.request_timeout = std::chrono::milliseconds{request_ms};
   out.shutdown_grace = std::chrono::milliseconds{grace_ms};
   if (out.token.empty())
     if (const char* env = std::getenv("ALLOX_WORKSPACE_TOKEN"))

@@ -17,6 +17,9 @@ struct options {
   std::string loop_size = "8G";
   size_t workers = 2;
   std::chrono::milliseconds idle_timeout{60000};
+  std::chrono::milliseconds header_timeout{10000};
+  std::chrono::milliseconds body_timeout{30000};
+  std::chrono::milliseconds request_timeout{300000};
   size_t max_connections = 1024;
   std::chrono::milliseconds shutdown_grace{10000};
   std::string log_level = "info";

@@ -143,6 +143,11 @@ TEST_CASE("lifecycle: a failing session actor is restarted - its caller gets "
       c.rpc("debug.fault", fault("probe", "s", "session.describe", "throw")));
   auto failed = c.rpc("session.describe", ids("probe", "s"));
   expect_error(failed, 500, "internal");
+  // The restart does not hide the cause: the log names actor, action and
+  // exception.
+  CHECK(d.log().find("session probe/s failed in session.describe: "
+                     "injected fault at session.describe") !=
+        std::string::npos);
   // The replacement actor serves as soon as its rows are reloaded.
   expect_ok(until_settled(
       [&] { return c.rpc("session.describe", ids("probe", "s")); }));
