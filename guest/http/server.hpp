@@ -1,6 +1,7 @@
 // HTTP/1.1 front end on a libuv loop: keep-alive connections, Beast's
-// parser and serializer, limits (header, body, idle time, connections), the
-// bearer-token check and the JSON envelope. Valid requests are handed to a
+// parser and serializer, limits (header, body, idle, header and body time,
+// connections; see guest/http/connection.hpp), the bearer-token check and
+// the JSON envelope. Valid requests are handed to a
 // dispatch function; replies come back through post() from actor threads.
 //
 // Everything but post() runs on the loop thread.
@@ -30,6 +31,10 @@ struct server_options {
   size_t max_body = 1 << 20;
   size_t max_header = 64 << 10;
   std::chrono::milliseconds idle_timeout{60000};
+  /// From the first byte of a request to the end of its head.
+  std::chrono::milliseconds header_timeout{10000};
+  /// From the end of a request's head to the end of its body.
+  std::chrono::milliseconds body_timeout{30000};
   size_t max_connections = 1024;
 };
 
@@ -59,6 +64,9 @@ public:
   /// Requests dispatched and not yet answered.
   size_t in_flight() const { return tickets_.size(); }
 
+  /// Connections closed to make room for new ones at the limit.
+  uint64_t evicted() const { return evicted_; }
+
   /// True once stop_accepting() was called (streams end then).
   bool stopping() const { return !listening_; }
 
@@ -84,6 +92,7 @@ private:
   uv_async_t wakeup_{};
   uint16_t bound_port_ = 0;
   uint64_t next_ticket_ = 1;
+  uint64_t evicted_ = 0;
   std::unordered_map<uint64_t, connection*> tickets_;
   std::unordered_map<connection*, std::unique_ptr<connection>> connections_;
 

@@ -128,22 +128,6 @@ TEST_CASE("rpc: idle connections are closed") {
   CHECK(c.closed_by_peer(std::chrono::seconds{3}));
 }
 
-TEST_CASE("rpc: the number of connections is bounded") {
-  daemon_process d{with_args({"--max-connections", "2"})};
-  d.start();
-  auto a = d.new_client();
-  auto b = d.new_client();
-  expect_ok(a->rpc("agent.list"));
-  expect_ok(b->rpc("agent.list"));
-  auto c = d.new_client();
-  auto r = c->request("GET", "/health");
-  CHECK(r.status == 503);
-  a->disconnect();
-  std::this_thread::sleep_for(std::chrono::milliseconds{200});
-  auto again = d.new_client();
-  CHECK(again->request("GET", "/health").status == 200);
-}
-
 TEST_CASE("rpc: IPv6 loopback works") {
   daemon_process d{on_host("::1")};
   d.start();

@@ -1,0 +1,579 @@
+#include "guest/http/connection.hpp"
+
+#include "guest/http/server.hpp"
+#include "messages/rpc.hpp"
+
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/serializer.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
+
+#include <algorithm>
+#include <memory>
+
+namespace allox::http {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+constexpr auto never = connection::clock_type::time_point::max();
+
+// A closing connection first half-closes and reads (and drops) what the
+// client is still sending, so a client in the middle of a large request
+// reads our response instead of a connection reset.
+constexpr size_t linger_limit = 4 << 20;
+constexpr uint64_t linger_ms = 2000;
+
+constexpr uint64_t stream_poll_ms = 50;
+
+/// A response whose write has made no progress this long may be evicted.
+constexpr std::chrono::seconds stalled_write{1};
+
+bool is_stream(beast::string_view target) {
+  auto url = boost::urls::parse_origin_form(
+      std::string_view{target.data(), target.size()});
+  return url && url->path() == "/v1/stream";
+}
+
+/// Serializes a message (or only its head, with `split`) into one string.
+template <bool isRequest, class Body, class Fields>
+std::string serialize(bhttp::message<isRequest, Body, Fields>& msg,
+                      bool head_only) {
+  bhttp::serializer<isRequest, Body, Fields> sr{msg};
+  sr.split(head_only);
+  std::string out;
+  beast::error_code ec;
+  do {
+    sr.next(ec, [&](beast::error_code&, const auto& buffers) {
+      auto text = beast::buffers_to_string(buffers);
+      out += text;
+      sr.consume(text.size());
+    });
+  } while (!ec && !(head_only ? sr.is_header_done() : sr.is_done()));
+  return out;
+}
+
+} // namespace
+
+struct connection::write_req {
+  uv_write_t req;
+  std::string data;
+  connection* conn;
+  bool close_after;
+  bool stream = false;
+};
+
+connection::connection(server* srv, uv_loop_t* loop) : srv_(srv) {
+  uv_tcp_init(loop, &tcp_);
+  tcp_.data = this;
+  uv_timer_init(loop, &timer_);
+  timer_.data = this;
+  uv_timer_init(loop, &deadline_);
+  deadline_.data = this;
+  last_activity_ = write_progress_ = clock_type::now();
+  reset_parser();
+}
+
+void connection::start() {
+  uv_tcp_nodelay(&tcp_, 1);
+  update_reading();
+  arm_deadline();
+}
+
+void connection::answer(int status, std::string body) {
+  waiting_ = false;
+  if (streaming_)
+    on_stream_reply(status, body);
+  else
+    respond(status, std::move(body), !keep_alive_);
+  arm_deadline();
+}
+
+void connection::refuse() {
+  refused_ = true;
+  respond(503, error_body("too many connections", "unavailable"), true);
+}
+
+bool connection::evictable() const {
+  if (!active() || waiting_ || streaming_)
+    return false;
+  return !writing_ || clock_type::now() - write_progress_ >= stalled_write;
+}
+
+void connection::close() {
+  if (closing_)
+    return;
+  closing_ = true;
+  if (reading_)
+    uv_read_stop(stream());
+  reading_ = false;
+  uv_timer_stop(&timer_);
+  uv_timer_stop(&deadline_);
+  pending_closes_ = 3;
+  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), on_closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&deadline_), on_closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), on_closed);
+}
+
+void connection::on_closed(uv_handle_t* h) {
+  auto* self = static_cast<connection*>(h->data);
+  if (--self->pending_closes_ == 0)
+    self->srv_->forget(self);
+}
+
+// -- input --------------------------------------------------------------------
+
+void connection::on_alloc(uv_handle_t*, size_t suggested, uv_buf_t* buf) {
+  buf->base = new char[suggested];
+  buf->len = suggested;
+}
+
+void connection::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+  auto* self = static_cast<connection*>(s->data);
+  std::unique_ptr<char[]> owned{buf->base};
+  if (n < 0) {
+    self->close();
+    return;
+  }
+  if (n == 0 || self->closing_)
+    return;
+  self->last_activity_ = clock_type::now();
+  if (self->lingering_) {
+    // Discard what the client still sends after our final response.
+    self->lingered_ += static_cast<size_t>(n);
+    if (self->lingered_ > linger_limit)
+      self->close();
+    return;
+  }
+  self->input_.append(buf->base, static_cast<size_t>(n));
+  self->process();
+  self->update_reading();
+  self->arm_deadline();
+}
+
+void connection::reset_parser() {
+  parser_.emplace();
+  parser_->header_limit(static_cast<uint32_t>(srv_->options().max_header));
+  parser_->body_limit(srv_->options().max_body);
+  header_checked_ = false;
+}
+
+// Reads only while the input can be used: a connection busy with a request
+// (or a stream) keeps at most `pause_input` bytes of what the peer sends
+// next; the kernel's socket buffers and then the peer hold the rest.
+void connection::update_reading() {
+  if (closing_)
+    return;
+  bool busy = waiting_ || writing_ || streaming_;
+  bool want = lingering_ || !busy || pending_input() < pause_input;
+  if (want == reading_)
+    return;
+  if (!want) {
+    uv_read_stop(stream());
+    reading_ = false;
+    return;
+  }
+  if (uv_read_start(stream(), on_alloc, on_read) != 0) {
+    close();
+    return;
+  }
+  reading_ = true;
+}
+
+// Parses as much buffered input as possible; at most one request is
+// outstanding at a time, later pipelined requests wait in input_.
+void connection::process() {
+  while (!closing_ && !lingering_ && !waiting_ && !writing_ && !streaming_ &&
+         pending_input() > 0) {
+    if (request_started_ == never)
+      request_started_ = clock_type::now();
+    beast::error_code ec;
+    auto used = parser_->put(
+        boost::asio::buffer(input_.data() + consumed_, pending_input()), ec);
+    consumed_ += used;
+    if (ec == bhttp::error::need_more) {
+      if (used == 0)
+        break;
+      continue;
+    }
+    if (ec == bhttp::error::body_limit) {
+      reject(400, "invalid request size", "payload_too_large");
+      return;
+    }
+    if (ec == bhttp::error::header_limit) {
+      reject(431, "request header too large", "invalid_argument");
+      return;
+    }
+    if (ec) {
+      reject(400, "malformed HTTP request", "invalid_argument");
+      return;
+    }
+    if (parser_->is_header_done() && !header_checked_) {
+      header_checked_ = true;
+      head_done_ = clock_type::now();
+      if (!check_header())
+        return;
+    }
+    if (parser_->is_done())
+      handle_request();
+    else if (used == 0)
+      break;
+  }
+  if (consumed_ == input_.size()) {
+    input_.clear();
+    consumed_ = 0;
+  } else if (consumed_ >= pause_input) {
+    input_.erase(0, consumed_);
+    consumed_ = 0;
+  }
+}
+
+// Decides before the body is read; a rejected request closes the
+// connection, so an unread body can never be taken for the next request.
+bool connection::check_header() {
+  const auto& req = parser_->get();
+  keep_alive_ = req.keep_alive();
+  if (req.method() == bhttp::verb::get && !is_stream(req.target()))
+    return true;
+  if (req.method() == bhttp::verb::get)
+    return authorized(req);
+  if (req.method() != bhttp::verb::post || req.target() != "/v1/rpc") {
+    reject(404, "not found", "not_found");
+    return false;
+  }
+  if (!authorized(req))
+    return false;
+  auto length = parser_->content_length();
+  if (!length || *length == 0 || *length > srv_->options().max_body) {
+    reject(400, "invalid request size", "payload_too_large");
+    return false;
+  }
+  return true;
+}
+
+template <class Request>
+bool connection::authorized(const Request& req) {
+  const auto& token = srv_->options().token;
+  if (token.empty())
+    return true;
+  auto it = req.find(bhttp::field::authorization);
+  if (it != req.end() && token_matches(it->value(), token))
+    return true;
+  reject(401, "unauthorized", "unauthorized");
+  return false;
+}
+
+void connection::handle_request() {
+  auto req = parser_->release();
+  reset_parser();
+  request_started_ = head_done_ = never;
+  if (req.method() == bhttp::verb::get && is_stream(req.target())) {
+    start_stream(req.target());
+    return;
+  }
+  if (req.method() == bhttp::verb::get) {
+    if (req.target() == "/health")
+      respond(200, R"({"status":"healthy"})", !keep_alive_);
+    else
+      respond(404, error_body("not found", "not_found"), !keep_alive_);
+    return;
+  }
+  boost::system::error_code ec;
+  auto doc = json::parse(req.body(), ec);
+  if (ec) {
+    respond(
+        400,
+        error_body("invalid JSON body: " + ec.message(), "invalid_argument"),
+        !keep_alive_);
+    return;
+  }
+  auto* obj = doc.if_object();
+  const json::value* action = obj ? obj->if_contains("action") : nullptr;
+  const json::value* params = obj ? obj->if_contains("params") : nullptr;
+  if (obj == nullptr || action == nullptr || !action->is_string() ||
+      (params != nullptr && !params->is_object() && !params->is_null())) {
+    respond(400,
+            error_body("request requires string action and object params",
+                       "invalid_argument"),
+            !keep_alive_);
+    return;
+  }
+  json::object p;
+  if (params != nullptr && params->is_object())
+    p = std::move(obj->at("params").as_object());
+  waiting_ = true;
+  srv_->dispatch(this, std::string{action->get_string()}, std::move(p));
+}
+
+// -- deadlines ----------------------------------------------------------------
+
+std::pair<connection::clock_type::time_point, connection::overdue>
+connection::next_deadline() const {
+  const auto& o = srv_->options();
+  // A peer that does not take our output is idle, whatever it sends.
+  if (writing_ || stream_writes_ > 0)
+    return {write_progress_ + o.idle_timeout, overdue::stalled_write};
+  // Never cut off a request the daemon is serving, nor an idle stream.
+  if (waiting_ || streaming_)
+    return {never, overdue::none};
+  // From the first byte, not the last: a trickle does not reset the clock.
+  if (head_done_ != never)
+    return {head_done_ + o.body_timeout, overdue::body};
+  if (request_started_ != never)
+    return {request_started_ + o.header_timeout, overdue::head};
+  return {last_activity_ + o.idle_timeout, overdue::idle};
+}
+
+void connection::arm_deadline() {
+  if (closing_ || lingering_)
+    return;
+  auto [when, what] = next_deadline();
+  if (what == overdue::none) {
+    uv_timer_stop(&deadline_);
+    return;
+  }
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  when - clock_type::now())
+                  .count();
+  uv_timer_start(&deadline_, on_deadline,
+                 static_cast<uint64_t>(std::max<int64_t>(left, 0)) + 1, 0);
+}
+
+void connection::on_deadline(uv_timer_t* t) {
+  auto* self = static_cast<connection*>(t->data);
+  auto [when, what] = self->next_deadline();
+  if (what == overdue::none)
+    return;
+  if (clock_type::now() < when) {
+    self->arm_deadline();
+    return;
+  }
+  switch (what) {
+  case overdue::head:
+    self->reject(408, "request head not received in time", "request_timeout");
+    return;
+  case overdue::body:
+    self->reject(408, "request body not received in time", "request_timeout");
+    return;
+  default:
+    self->close();
+  }
+}
+
+// -- output -------------------------------------------------------------------
+
+void connection::reject(int status, std::string_view message,
+                        std::string_view code) {
+  respond(status, error_body(message, code), true);
+}
+
+void connection::respond(int status, std::string body, bool close_after) {
+  bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status),
+                                          11};
+  res.set(bhttp::field::content_type, "application/json");
+  res.set(bhttp::field::server, "allox-workspace-daemon");
+  res.keep_alive(!close_after);
+  res.body() = std::move(body);
+  res.prepare_payload();
+  // Header and body leave in one write: with TCP_NODELAY the client never
+  // waits for a delayed ACK between them.
+  auto* w = new write_req{};
+  w->conn = this;
+  w->close_after = close_after;
+  w->data = serialize(res, false);
+  uv_buf_t buf =
+      uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
+  w->req.data = w;
+  writing_ = true;
+  write_progress_ = clock_type::now();
+  if (uv_write(&w->req, stream(), &buf, 1, on_written) != 0) {
+    delete w;
+    writing_ = false;
+    close();
+    return;
+  }
+  arm_deadline();
+}
+
+/// Writes raw bytes of a streamed response; `last` closes afterwards.
+void connection::send(std::string data, bool last) {
+  auto* w = new write_req{};
+  w->conn = this;
+  w->close_after = last;
+  w->stream = true;
+  w->data = std::move(data);
+  uv_buf_t buf =
+      uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
+  w->req.data = w;
+  if (stream_writes_ == 0)
+    write_progress_ = clock_type::now();
+  if (uv_write(&w->req, stream(), &buf, 1, on_written) != 0) {
+    delete w;
+    close();
+    return;
+  }
+  ++stream_writes_;
+}
+
+void connection::on_written(uv_write_t* req, int status) {
+  std::unique_ptr<write_req> w{static_cast<write_req*>(req->data)};
+  auto* self = w->conn;
+  if (self->closing_)
+    return;
+  self->last_activity_ = self->write_progress_ = clock_type::now();
+  if (w->stream) {
+    --self->stream_writes_;
+    if (status != 0 || w->close_after)
+      self->close();
+    else
+      self->arm_deadline();
+    return;
+  }
+  self->writing_ = false;
+  if (status != 0) {
+    self->close();
+    return;
+  }
+  if (w->close_after) {
+    if (self->refused_)
+      self->close(); // it never sent a body worth draining
+    else
+      self->linger();
+    return;
+  }
+  self->process();
+  self->update_reading();
+  self->arm_deadline();
+}
+
+void connection::linger() {
+  lingering_ = true;
+  input_.clear();
+  consumed_ = 0;
+  uv_timer_stop(&deadline_);
+  update_reading();
+  auto* req = new uv_shutdown_t{};
+  req->data = this;
+  if (uv_shutdown(req, stream(), [](uv_shutdown_t* r, int) { delete r; }) !=
+      0) {
+    delete req;
+    close();
+    return;
+  }
+  uv_timer_start(&timer_, on_linger_timeout, linger_ms, 0);
+}
+
+void connection::on_linger_timeout(uv_timer_t* t) {
+  static_cast<connection*>(t->data)->close();
+}
+
+// -- the live stream of a run: GET /v1/stream?agent_id=&session_id=&run_id=
+//
+// Server-Sent Events fed by process.output requests through the normal
+// dispatch path (same routing, same session actor): `stdout` and `stderr`
+// events carry {offset, data}, `state` events the run's state, and `end`
+// the final state, after which the connection closes.
+
+void connection::start_stream(beast::string_view target) {
+  auto url = boost::urls::parse_origin_form(
+      std::string_view{target.data(), target.size()});
+  auto params = url->params();
+  auto get = [&](const char* key) {
+    auto it = params.find(key);
+    return it == params.end() ? std::string{} : std::string{(*it).value};
+  };
+  stream_ = json::object{{"agent_id", get("agent_id")},
+                         {"session_id", get("session_id")},
+                         {"run_id", get("run_id")}};
+  for (const auto& kv : stream_)
+    if (kv.value().as_string().empty()) {
+      respond(400,
+              error_body("stream requires agent_id, session_id and run_id",
+                         "invalid_argument"),
+              true);
+      return;
+    }
+  streaming_ = true;
+  keep_alive_ = false;
+  bhttp::response<bhttp::empty_body> res{bhttp::status::ok, 11};
+  res.set(bhttp::field::content_type, "text/event-stream");
+  res.set(bhttp::field::cache_control, "no-cache");
+  res.set(bhttp::field::server, "allox-workspace-daemon");
+  res.keep_alive(false);
+  send(serialize(res, true), false);
+  poll_stream();
+}
+
+void connection::poll_stream() {
+  if (closing_)
+    return;
+  if (srv_->stopping()) {
+    send("event: end\ndata: {\"reason\":\"daemon_shutdown\"}\n\n", true);
+    return;
+  }
+  // A client that does not read gets no more until it catches up.
+  if (uv_stream_get_write_queue_size(stream()) > max_stream_queue) {
+    uv_timer_start(&timer_, on_poll_timer, stream_poll_ms, 0);
+    return;
+  }
+  auto p = stream_;
+  p["stream"] = stream_index_ == 0 ? "stdout" : "stderr";
+  p["offset"] = offsets_[stream_index_];
+  waiting_ = true;
+  srv_->dispatch(this, "process.output", std::move(p));
+}
+
+void connection::on_poll_timer(uv_timer_t* t) {
+  auto* self = static_cast<connection*>(t->data);
+  if (!self->waiting_)
+    self->poll_stream();
+}
+
+void connection::on_stream_reply(int status, const std::string& body) {
+  boost::system::error_code ec;
+  auto doc = json::parse(body, ec);
+  if (status != 200 || ec || !doc.is_object() ||
+      !doc.as_object().contains("result")) {
+    send("event: error\ndata: " + body + "\n\n", true);
+    return;
+  }
+  const auto& r = doc.as_object().at("result").as_object();
+  const auto& data = r.at("data").as_string();
+  int i = stream_index_;
+  if (!data.empty()) {
+    json::object payload{{"offset", offsets_[i]}, {"data", data}};
+    send(std::string{"event: "} + (i == 0 ? "stdout" : "stderr") +
+             "\ndata: " + json::serialize(payload) + "\n\n",
+         false);
+    fresh_data_ = true;
+  }
+  offsets_[i] = r.at("next_offset").to_number<int64_t>();
+  eof_[i] = r.at("eof").as_bool();
+  auto state = json::serialize(r.at("state"));
+  if (state != last_state_) {
+    last_state_ = state;
+    send("event: state\ndata: {\"state\":" + state + "}\n\n", false);
+  }
+  if (i == 0) {
+    stream_index_ = 1;
+    poll_stream();
+    return;
+  }
+  stream_index_ = 0;
+  if (eof_[0] && eof_[1]) {
+    send("event: end\ndata: {\"state\":" + state + "}\n\n", true);
+    return;
+  }
+  if (fresh_data_) {
+    fresh_data_ = false;
+    poll_stream();
+    return;
+  }
+  uv_timer_start(&timer_, on_poll_timer, stream_poll_ms, 0);
+}
+
+} // namespace allox::http

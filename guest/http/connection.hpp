@@ -1,0 +1,158 @@
+// One HTTP/1.1 connection of the server (guest/http/server.hpp): reads and
+// parses requests one at a time, hands them to the server, writes the
+// replies, and streams a run's output as Server-Sent Events.
+//
+// What a hostile or broken peer can cost is bounded:
+// - input: at most one request is served at a time; while it is, reading
+//   stops once `pause_input` bytes of later (pipelined) requests wait, and
+//   resumes when they can be parsed;
+// - output: one response at a time; a stream polls for more only while its
+//   write queue is under `max_stream_queue`;
+// - time: a request head must arrive within header_timeout of its first
+//   byte and its body within body_timeout of the head (a trickling peer
+//   cannot reset the clock byte by byte), a peer that does not read our
+//   response is idle, and an idle connection closes after idle_timeout;
+// - slots: at the connection limit the least recently active connection
+//   that holds no work of the daemon (idle, trickling or stalled) makes
+//   room for the newcomer, so /health and new clients are still served.
+//
+// Everything here runs on the loop thread.
+#pragma once
+
+#include "messages/json.hpp"
+
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <uv.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace allox::http {
+
+class server;
+
+class connection {
+public:
+  using clock_type = std::chrono::steady_clock;
+
+  /// Unparsed input that stops reading while a request is being served.
+  static constexpr size_t pause_input = 64 << 10;
+  /// Queued stream output above which a stream stops polling for more.
+  static constexpr size_t max_stream_queue = 1 << 20;
+
+  connection(server* srv, uv_loop_t* loop);
+
+  uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
+
+  void start();
+
+  /// A reply for the request this connection is waiting on.
+  void answer(int status, std::string body);
+
+  /// Rejects the connection outright (too many connections, none to evict).
+  void refuse();
+
+  /// Still counted against the connection limit.
+  bool active() const { return !lingering_ && !closing_; }
+
+  /// True when closing this connection loses no work of the daemon: it is
+  /// idle, receiving a request, or stuck writing to a peer that does not
+  /// read. Streams and requests being served are never evicted.
+  bool evictable() const;
+
+  /// Last time the peer sent or took bytes (or the connection opened).
+  clock_type::time_point last_activity() const { return last_activity_; }
+
+  void close();
+
+private:
+  struct write_req;
+
+  // -- input --------------------------------------------------------------
+  static void on_alloc(uv_handle_t*, size_t suggested, uv_buf_t* buf);
+  static void on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
+  void reset_parser();
+  void process();
+  bool check_header();
+  template <class Request>
+  bool authorized(const Request& req);
+  void handle_request();
+  size_t pending_input() const { return input_.size() - consumed_; }
+  void update_reading();
+
+  // -- deadlines ----------------------------------------------------------
+  static void on_deadline(uv_timer_t* t);
+  void arm_deadline();
+  /// When the connection must next make progress, and what to do then.
+  enum class overdue { none, idle, head, body, stalled_write };
+  std::pair<clock_type::time_point, overdue> next_deadline() const;
+
+  // -- output -------------------------------------------------------------
+  void reject(int status, std::string_view message, std::string_view code);
+  void respond(int status, std::string body, bool close_after);
+  void send(std::string data, bool last);
+  static void on_written(uv_write_t* req, int status);
+  void linger();
+  static void on_linger_timeout(uv_timer_t* t);
+
+  // -- the live stream of a run -------------------------------------------
+  void start_stream(boost::beast::string_view target);
+  void poll_stream();
+  static void on_poll_timer(uv_timer_t* t);
+  void on_stream_reply(int status, const std::string& body);
+
+  static void on_closed(uv_handle_t* h);
+
+  server* srv_;
+  uv_tcp_t tcp_{};
+  /// Stream polling and the linger period.
+  uv_timer_t timer_{};
+  /// Idle, header, body and write-stall deadlines.
+  uv_timer_t deadline_{};
+  int pending_closes_ = 0;
+
+  std::optional<
+      boost::beast::http::request_parser<boost::beast::http::string_body>>
+      parser_;
+  /// Received bytes; those before consumed_ are parsed already (erasing
+  /// from the front per request made pipelining quadratic).
+  std::string input_;
+  size_t consumed_ = 0;
+  bool reading_ = false;
+  bool header_checked_ = false;
+  bool keep_alive_ = true;
+  /// A request is being served by the daemon.
+  bool waiting_ = false;
+  /// A response is being written (one at a time).
+  bool writing_ = false;
+  /// Stream writes queued and not yet completed.
+  size_t stream_writes_ = 0;
+  bool closing_ = false;
+  bool refused_ = false;
+  bool lingering_ = false;
+  size_t lingered_ = 0;
+
+  clock_type::time_point last_activity_;
+  /// First byte of the request being received; max() when none.
+  clock_type::time_point request_started_ = clock_type::time_point::max();
+  /// The request head was complete; max() when not yet.
+  clock_type::time_point head_done_ = clock_type::time_point::max();
+  /// Last time a write completed or started on an empty queue.
+  clock_type::time_point write_progress_;
+
+  bool streaming_ = false;
+  json::object stream_;
+  int stream_index_ = 0;
+  int64_t offsets_[2] = {0, 0};
+  bool eof_[2] = {false, false};
+  bool fresh_data_ = false;
+  std::string last_state_;
+
+  friend class server;
+};
+
+} // namespace allox::http
