@@ -3,7 +3,7 @@
 // re-spawned from its persisted row, with a restart budget.
 #pragma once
 
-#include "actors/session.hpp"
+#include "actors/session/session.hpp"
 #include "guest/faults.hpp"
 #include "guest/store/layout.hpp"
 #include "messages/actors.hpp"

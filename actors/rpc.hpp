@@ -5,7 +5,7 @@
 // actor fails or times out.
 #pragma once
 
-#include "actors/session_runs.hpp"
+#include "actors/session/session_runs.hpp"
 #include "messages/actors.hpp"
 #include "messages/rpc.hpp"
 

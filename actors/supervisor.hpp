@@ -6,7 +6,7 @@
 #pragma once
 
 #include "actors/rpc.hpp"
-#include "actors/session_runs.hpp"
+#include "actors/session/session_runs.hpp"
 #include "guest/store/catalog.hpp"
 #include "guest/store/layout.hpp"
 #include "messages/actors.hpp"

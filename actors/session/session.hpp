@@ -3,9 +3,12 @@
 // (checkpoint, rollback, delete) and its execution leases and fences. No
 // other actor touches the session's subvolumes, and no lock is shared with
 // any other session.
+//
+// The actor's code is split by what it serves (docs/architecture.md,
+// "Session facets"); actors/session/facets.hpp is its internal header.
 #pragma once
 
-#include "actors/session_runs.hpp"
+#include "actors/session/session_runs.hpp"
 #include "guest/faults.hpp"
 #include "guest/store/checkpoint_dag.hpp"
 #include "guest/store/layout.hpp"
@@ -34,14 +37,49 @@ struct session_init {
 struct session_state {
   static inline const char* name = "session";
 
+  // -- identity and lifecycle (session.cpp, lifecycle.cpp) -----------------
+
+  /// What the actor was started with: the session row (its exec_settings
+  /// follow session.configure), the store layout, the METADATA handle and
+  /// the daemon's execution settings.
   session_init init;
-  store::checkpoint_dag dag;
   /// idle, mutating (checkpoint/rollback running), deleting, retired, or
   /// fenced (a journal write failed; only a restart recovers it).
   std::string phase = "idle";
   /// The running mutation, for the dump and conflict messages.
   std::string mutation;
+  /// Why the session is fenced (phase `fenced`), for errors and the dump.
   std::string fence_reason;
+
+  // -- checkpoints (checkpoints.cpp) ---------------------------------------
+
+  /// The session's checkpoint DAG and its head.
+  store::checkpoint_dag dag;
+  /// Checkpoints whose catalog row is committed but not yet synced; their
+  /// intent records stay until one durable commit covers them all, once
+  /// the session has been idle for idle_delay (or enough have piled up).
+  std::vector<std::string> unsynced_intents;
+
+  // -- rollback (rollback.cpp) ---------------------------------------------
+
+  /// Trees replaced by rollbacks (.discard-*), deleted once the session
+  /// has been idle for idle_delay.
+  std::vector<std::string> discards;
+
+  // -- mutation lane and deferred work (checkpoints.cpp) -------------------
+
+  /// The worker thread of the current burst of mutations (see
+  /// actors/blocking.hpp), retired when the session goes idle. Shared with
+  /// the clean-up that retires it when the actor ends.
+  std::shared_ptr<caf::actor> lane = std::make_shared<caf::actor>();
+  /// A purge timer is pending (idle_work runs when it fires).
+  bool idle_armed = false;
+  /// When deferred work was last noted (arm_idle_work, after each mutation
+  /// step); idle_work waits until the session has been idle for idle_delay.
+  std::chrono::steady_clock::time_point last_mutation;
+
+  // -- runtime: leases, background executions, reset (runtime.cpp) ---------
+
   /// Execution leases (token -> acquired at), at most one.
   std::map<std::string, int64_t> leases;
   /// Background executions registered by outside launchers:
@@ -49,27 +87,28 @@ struct session_state {
   std::map<std::string, std::string> background;
   /// Non-empty while a runtime reset fences the session.
   std::string reset_token;
-  /// Trees replaced by rollbacks (.discard-*), deleted once the session
-  /// has been idle for idle_delay.
-  std::vector<std::string> discards;
-  /// Checkpoints whose catalog row is committed but not yet synced; their
-  /// intent records stay until one durable commit covers them all, once
-  /// the session has been idle for idle_delay (or enough have piled up).
-  std::vector<std::string> unsynced_intents;
-  /// The worker thread of the current burst of mutations (see
-  /// actors/blocking.hpp), retired when the session goes idle. Shared with
-  /// the clean-up that retires it when the actor ends.
-  std::shared_ptr<caf::actor> lane = std::make_shared<caf::actor>();
-  bool idle_armed = false;
-  std::chrono::steady_clock::time_point last_mutation;
+
+  // -- runs (runs.cpp, run_worker.cpp) -------------------------------------
+
+  /// Tracked executions: the active run, those finished since start, the
+  /// runs interrupted by a restart and the queue of row writes.
   session_runs runs;
+
+  // -- diagnostics (session.cpp) -------------------------------------------
+
   /// The action being handled, for the failure log.
   std::string handling;
+  /// RPC requests received, for the dump.
   uint64_t requests = 0;
+  /// Mutations that failed (checkpoint, rollback, delete), for the dump.
   uint64_t failures = 0;
+  /// Checkpoints created by this actor, for the dump.
   uint64_t checkpoints_created = 0;
+  /// Rollbacks committed by this actor, for the dump.
   uint64_t rollbacks = 0;
+  /// When the actor started, for the dump's uptime.
   std::chrono::steady_clock::time_point started;
+  /// Fault points armed by debug.fault (tests).
   fault_set faults;
 
   const std::string& agent_id() const { return init.row.agent_id; }

@@ -1,4 +1,4 @@
-#include "actors/session_runs.hpp"
+#include "actors/session/session_runs.hpp"
 
 #include "messages/params.hpp"
 

@@ -1,0 +1,472 @@
+// The checkpoints facet of the SESSION actor: checkpoint.list, describe,
+// diff, create and delete, and the deferred work that follows mutations
+// (syncing new checkpoint rows, retiring the lane, purging replaced trees).
+#include "actors/session/facets.hpp"
+#include "guest/log.hpp"
+#include "guest/os/btrfs_diff.hpp"
+#include "guest/os/fs.hpp"
+#include "guest/store/create_intent.hpp"
+#include "guest/store/workspace_ops.hpp"
+#include "messages/checkpoint_params.hpp"
+#include "messages/params.hpp"
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace allox::session_facets {
+
+// -- describe / list ----------------------------------------------------------
+
+caf::result<json::value> handle_checkpoint_list(self_ptr self,
+                                                const json::object& p) {
+  if (auto err = require_alive(self))
+    return err;
+  auto& st = self->state;
+  // Paging is optional: without `limit` the prototype's full list.
+  auto cursor = params::optional_string(p, "cursor");
+  if (!cursor)
+    return cursor.error();
+  auto limit = params::optional_int(p, "limit", 0);
+  if (!limit)
+    return limit.error();
+  if (*limit < 0 || *limit > 10000)
+    return make_error(errc::invalid_argument, "limit must be 1..10000");
+  json::object o;
+  o["agent_id"] = st.agent_id();
+  o["session_id"] = st.session_id();
+  if (st.dag.head().empty())
+    o["head"] = nullptr;
+  else
+    o["head"] = st.dag.head();
+  // A page leaves out the list of every id, which would make each page as
+  // large as the whole list (session.describe has it).
+  if (*limit == 0)
+    o["checkpoint_ids"] = st.dag.present_ids();
+  bool more = false;
+  auto records = st.dag.records(*cursor, static_cast<size_t>(*limit), &more);
+  if (*limit > 0) {
+    o["has_more"] = more;
+    o["next_cursor"] = records.empty()
+                           ? json::value(nullptr)
+                           : records.back().as_object().at("checkpoint_id");
+  }
+  o["checkpoints"] = std::move(records);
+  return json_reply(std::move(o));
+}
+
+caf::result<json::value> handle_checkpoint_describe(self_ptr self,
+                                                    const json::object& p) {
+  auto key = params::required_string(p, "checkpoint_id");
+  if (!key)
+    return key.error();
+  auto id = self->state.dag.resolve(*key);
+  if (!id)
+    return id.error();
+  auto rec = self->state.dag.record(*self->state.dag.find(*id));
+  rec["agent_id"] = self->state.agent_id();
+  rec["session_id"] = self->state.session_id();
+  rec["is_head"] = *id == self->state.dag.head();
+  return json_reply(std::move(rec));
+}
+
+// -- checkpoint.diff ----------------------------------------------------------
+
+// Paths added, modified and deleted between two checkpoints, or between a
+// checkpoint and current/. The common ancestor in the DAG gives the Btrfs
+// generation from which both trees diverged, so only what changed since is
+// read (guest/os/btrfs_diff.hpp). Paginated by path.
+caf::result<json::value> handle_checkpoint_diff(self_ptr self,
+                                                const json::object& p) {
+  if (auto err = require_alive(self))
+    return err;
+  auto& st = self->state;
+  auto from_key = params::required_string(p, "from");
+  if (!from_key)
+    return from_key.error();
+  auto from = st.dag.resolve(*from_key);
+  if (!from)
+    return from.error();
+  std::string to;
+  if (params::has(p, "to")) {
+    auto to_key = params::required_string(p, "to");
+    if (!to_key)
+      return to_key.error();
+    auto resolved = st.dag.resolve(*to_key);
+    if (!resolved)
+      return resolved.error();
+    to = *resolved;
+  } else if (st.phase == "mutating") {
+    return conflict("session mutation in progress: " + st.key());
+  }
+  auto cursor = params::optional_string(p, "cursor");
+  if (!cursor)
+    return cursor.error();
+  auto limit = params::optional_int(p, "limit", 1000);
+  if (!limit)
+    return limit.error();
+  if (*limit < 1 || *limit > 10000)
+    return make_error(errc::invalid_argument, "limit must be 1..10000");
+  // current/ descends from the head.
+  auto ancestor =
+      st.dag.common_ancestor(*from, to.empty() ? st.dag.head() : to);
+  uint64_t base = 0;
+  std::string base_dir; // to read the generation from when the row lacks it
+  const auto& paths = st.init.paths;
+  if (auto* row = st.dag.find(ancestor); row != nullptr && !row->missing) {
+    base = static_cast<uint64_t>(row->generation);
+    if (base == 0) // imported from the prototype
+      base_dir = paths.checkpoint(st.agent_id(), st.session_id(), ancestor);
+  }
+  auto a = st.agent_id();
+  auto s = st.session_id();
+  auto from_dir = paths.checkpoint(a, s, *from);
+  auto to_dir = to.empty() ? paths.current(a, s) : paths.checkpoint(a, s, to);
+  json::object head{{"agent_id", a}, {"session_id", s}, {"from", *from}};
+  head["to"] = to.empty() ? json::value(nullptr) : json::value(to);
+  head["base_checkpoint"] =
+      ancestor.empty() ? json::value(nullptr) : json::value(ancestor);
+  return answer_blocking(
+      self,
+      [from_dir, to_dir, base, base_dir, cursor = *cursor, limit = *limit,
+       head]() mutable -> expected<json::value> {
+        if (!base_dir.empty())
+          base = static_cast<uint64_t>(store::snapshot_generation(base_dir));
+        os::diff_stats stats;
+        auto changes = os::diff_trees(from_dir, to_dir, base, &stats);
+        if (!changes)
+          return changes.error();
+        json::array page;
+        json::object counts{{"added", 0}, {"modified", 0}, {"deleted", 0}};
+        std::string next;
+        bool more = false;
+        for (const auto& c : *changes) {
+          counts[c.change] = counts[c.change].as_int64() + 1;
+          if (!cursor.empty() && c.path <= cursor)
+            continue;
+          if (static_cast<int64_t>(page.size()) == limit) {
+            more = true;
+            continue;
+          }
+          page.push_back(json::object{
+              {"path", c.path}, {"change", c.change}, {"type", c.type}});
+          next = c.path;
+        }
+        head["changes"] = std::move(page);
+        head["counts"] = std::move(counts);
+        head["next_cursor"] =
+            next.empty() ? json::value(nullptr) : json::value(next);
+        head["has_more"] = more;
+        head["method"] = stats.method;
+        head["stats"] = json::object{{"changed_inodes", stats.changed_inodes},
+                                     {"compared_paths", stats.compared_paths},
+                                     {"listed_dirs", stats.listed_dirs}};
+        return json::value(std::move(head));
+      });
+}
+
+// -- checkpoint.create --------------------------------------------------------
+
+/// The audit fields of checkpoint.create.
+static json::object create_fields(const checkpoint_row& row) {
+  json::object fields{{"checkpoint_id", row.checkpoint_id},
+                      {"origin", row.origin},
+                      {"pinned", row.pinned}};
+  fields["message"] =
+      row.has_message ? json::value(row.message) : json::value(nullptr);
+  fields["metadata"] =
+      row.metadata.empty() ? json::value(nullptr) : json::parse(row.metadata);
+  return fields;
+}
+
+// -- deferred work ------------------------------------------------------------
+
+/// Makes the rows of recent checkpoints durable with one catalog fsync,
+/// then removes their intent records (until then, the records are their
+/// durable copy).
+static void sync_intents(self_ptr self) {
+  auto& st = self->state;
+  if (st.unsynced_intents.empty())
+    return;
+  std::vector<store::intent_ref> refs;
+  for (auto& id : st.unsynced_intents)
+    refs.push_back({st.agent_id(), st.session_id(), std::move(id)});
+  st.unsynced_intents.clear();
+  metadata_write w; // durable
+  // Rewriting the current head gives the commit a page to sync.
+  w.set_heads.push_back({st.agent_id(), st.session_id(), st.dag.head()});
+  auto paths = st.init.paths;
+  commit(
+      self, std::move(w),
+      [self, paths, refs]() {
+        blocking(
+            self,
+            [paths, refs]() -> expected<json::value> {
+              if (auto err = store::clear_create_intents(paths, refs))
+                return err;
+              return json::value();
+            },
+            [](json::value&) {},
+            [](caf::error err) {
+              // Harmless: start-up removes records whose row exists.
+              log::warn("session", message_of(err));
+            });
+      },
+      [self](caf::error err) {
+        log::warn("session",
+                  self->state.key() +
+                      ": cannot sync checkpoint rows: " + message_of(err));
+      });
+}
+
+/// Runs deferred work once the session has been idle for idle_delay,
+/// otherwise looks again later.
+void idle_work(self_ptr self) {
+  auto& st = self->state;
+  st.idle_armed = false;
+  if (st.discards.empty() && st.unsynced_intents.empty() && !*st.lane)
+    return;
+  if (st.phase == "fenced") {
+    // Nothing may touch the store until start-up recovery, which also
+    // finds the discards and the intent records.
+    retire_lane(*st.lane);
+    return;
+  }
+  auto idle = std::chrono::steady_clock::now() - st.last_mutation;
+  if (st.phase != "idle" || idle < idle_delay) {
+    st.idle_armed = true;
+    self->delayed_send(self, idle_delay, atom::purge_v);
+    return;
+  }
+  retire_lane(*st.lane);
+  sync_intents(self);
+  purge_discards(self);
+}
+
+/// Notes a mutation and makes sure deferred work runs after it.
+void arm_idle_work(self_ptr self) {
+  auto& st = self->state;
+  st.last_mutation = std::chrono::steady_clock::now();
+  if (!st.idle_armed) {
+    st.idle_armed = true;
+    self->delayed_send(self, idle_delay, atom::purge_v);
+  }
+}
+
+/// The reply to checkpoint.create.
+static json::value created_reply(const checkpoint_row& row) {
+  json::object r{{"agent_id", row.agent_id},
+                 {"session_id", row.session_id},
+                 {"checkpoint_id", row.checkpoint_id}};
+  r["parent_id"] =
+      row.parent_id.empty() ? json::value(nullptr) : json::value(row.parent_id);
+  r["metadata"] =
+      row.metadata.empty() ? json::value(nullptr) : json::parse(row.metadata);
+  return json::value(std::move(r));
+}
+
+/// Writes the row of a checkpoint whose snapshot (and intent record) is
+/// durable. The commit is not synced: the record stays the durable copy
+/// until sync_intents.
+static void settle_checkpoint(self_ptr self, const checkpoint_row& row,
+                              std::shared_ptr<fault_set> faults) {
+  faults->trigger("checkpoint.create.before_row");
+  metadata_write w;
+  w.durable = false;
+  w.put_checkpoints.push_back(row);
+  w.set_heads.push_back({row.agent_id, row.session_id, row.checkpoint_id});
+  w.audit.push_back(audit(self, "checkpoint.create", create_fields(row)));
+  commit(
+      self, std::move(w),
+      [self, id = row.checkpoint_id, faults]() {
+        faults->trigger("checkpoint.create.after_row");
+        auto& st = self->state;
+        st.unsynced_intents.push_back(id);
+        if (st.unsynced_intents.size() >= max_unsynced_intents)
+          sync_intents(self);
+        else
+          arm_idle_work(self);
+      },
+      [self](caf::error err) {
+        // The record still describes the checkpoint: start-up recovery
+        // writes the row. Until then the catalog lags the session.
+        fence(self, err);
+      });
+}
+
+// All or nothing, without a catalog commit before the reply: the intent
+// record is written, then the snapshot is taken under its final name.
+// Btrfs makes both durable in the snapshot's own transaction, so after a
+// crash the checkpoint exists with its complete row (recovered from the
+// record) or not at all (guest/store/create_intent.hpp). The row goes to
+// the catalog after the reply, ahead of any later write of this session.
+caf::result<json::value> handle_checkpoint_create(self_ptr self,
+                                                  const json::object& p) {
+  auto req = params::decode_checkpoint_create(p);
+  if (!req)
+    return req.error();
+  if (auto err = require_mutable(self))
+    return err;
+  auto& st = self->state;
+  auto id = req->checkpoint_id.empty() ? "cp-" + std::to_string(os::now_ns())
+                                       : req->checkpoint_id;
+  if (st.dag.find(id) != nullptr)
+    return make_error(errc::already_exists, "checkpoint already exists: " + id);
+  checkpoint_row row;
+  row.agent_id = st.agent_id();
+  row.session_id = st.session_id();
+  row.checkpoint_id = id;
+  row.created_at_ns = os::now_ns();
+  row.origin = req->origin;
+  row.has_message = req->has_message;
+  row.message = req->message;
+  row.pinned = req->pinned;
+  row.metadata = req->metadata;
+  row.parent_id = st.dag.head();
+  auto faults =
+      std::make_shared<fault_set>(st.faults.take("checkpoint.create"));
+  begin_mutation(self, "checkpoint.create");
+  auto rp = self->make_response_promise<json::value>();
+  auto paths = st.init.paths;
+  mutation_step(
+      self,
+      [paths, row, faults]() -> expected<json::value> {
+        faults->trigger("checkpoint.create.before_intent");
+        // Before the record: a name taken on disk keeps its own record.
+        if (auto err = store::check_new_checkpoint(
+                paths, row.agent_id, row.session_id, row.checkpoint_id))
+          return err;
+        if (auto err = store::write_create_intent(paths, row))
+          return err;
+        faults->trigger("checkpoint.create.before_snapshot");
+        auto gen = store::snapshot_current(paths, row.agent_id, row.session_id,
+                                           row.checkpoint_id);
+        if (!gen) {
+          store::clear_create_intent(paths, row.agent_id, row.session_id,
+                                     row.checkpoint_id);
+          return gen.error();
+        }
+        faults->trigger("checkpoint.create.after_snapshot");
+        return json::value(*gen);
+      },
+      [self, rp, row, faults](json::value& gen) mutable {
+        auto done = row;
+        done.generation = gen.as_int64();
+        auto& state = self->state;
+        state.dag.add(done);
+        ++state.checkpoints_created;
+        end_mutation(self);
+        settle_checkpoint(self, done, faults);
+        rp.deliver(created_reply(done));
+      },
+      [self, rp](caf::error err) mutable {
+        mutation_failed(self, rp, std::move(err));
+      });
+  return rp;
+}
+
+// -- checkpoint.delete --------------------------------------------------------
+
+caf::result<json::value> handle_checkpoint_delete(self_ptr self,
+                                                  const json::object& p) {
+  auto key = params::required_string(p, "checkpoint_id");
+  if (!key)
+    return key.error();
+  auto force = params::optional_bool(p, "force", false);
+  if (!force)
+    return force.error();
+  auto origin = params::origin(p);
+  auto& st = self->state;
+  // Unlike the prototype, a row marked missing can be deleted by its id.
+  std::string id;
+  if (auto* exact = st.dag.find(*key); exact != nullptr) {
+    id = exact->checkpoint_id;
+  } else {
+    auto resolved = st.dag.resolve(*key);
+    if (!resolved)
+      return resolved.error();
+    id = *resolved;
+  }
+  if (st.dag.find(id)->pinned && !*force)
+    return conflict("checkpoint is pinned; use force to delete: " + id);
+  if (auto err = require_mutable(self))
+    return err;
+  begin_mutation(self, "checkpoint.delete");
+  auto rp = self->make_response_promise<json::value>();
+  auto faults =
+      std::make_shared<fault_set>(st.faults.take("checkpoint.delete"));
+  auto fail = [self, rp](caf::error err) mutable {
+    mutation_failed(self, rp, std::move(err));
+  };
+  // The journal lets start-up finish a deletion whose snapshot is gone but
+  // whose row is not (re-parenting and the head move happen there too).
+  metadata_write w;
+  w.put_journals.push_back({st.agent_id(), st.session_id(), "checkpoint.delete",
+                            "preparing", id, "", "", false, origin, ""});
+  commit(
+      self, std::move(w),
+      [self, rp, id, origin, faults, fail]() mutable {
+        auto paths = self->state.init.paths;
+        auto a = self->state.agent_id();
+        auto s = self->state.session_id();
+        mutation_step(
+            self,
+            [paths, a, s, id, faults]() -> expected<json::value> {
+              faults->trigger("checkpoint.delete.before_delete");
+              // A record not yet removed must not outlive its snapshot.
+              if (auto err = store::clear_create_intent(paths, a, s, id))
+                return err;
+              if (auto err = store::delete_checkpoint(paths, a, s, id))
+                return err;
+              faults->trigger("checkpoint.delete.after_delete");
+              return json::value();
+            },
+            [self, rp, id, origin](json::value&) mutable {
+              auto& state = self->state;
+              auto dag = state.dag;
+              auto* row = dag.find(id);
+              auto removed = *row;
+              auto reparented = dag.remove(id);
+              metadata_write done;
+              done.delete_checkpoints.push_back(removed);
+              for (auto& r : reparented)
+                done.put_checkpoints.push_back(r);
+              done.set_heads.push_back(
+                  {state.agent_id(), state.session_id(), dag.head()});
+              done.delete_journals.push_back(ref(self));
+              done.audit.push_back(
+                  audit(self, "checkpoint.delete",
+                        {{"checkpoint_id", id}, {"origin", origin}}));
+              commit(
+                  self, std::move(done),
+                  [self, rp, id, dag]() mutable {
+                    self->state.dag = std::move(dag);
+                    end_mutation(self);
+                    rp.deliver(json::value(
+                        json::object{{"agent_id", self->state.agent_id()},
+                                     {"session_id", self->state.session_id()},
+                                     {"checkpoint_id", id},
+                                     {"deleted", true}}));
+                  },
+                  [self, rp](caf::error err) mutable {
+                    fence(self, err);
+                    rp.deliver(err);
+                  });
+            },
+            [self, fail](caf::error err) mutable {
+              metadata_write undo;
+              undo.delete_journals.push_back(ref(self));
+              commit(
+                  self, std::move(undo), [fail, err]() mutable { fail(err); },
+                  [self, fail](caf::error jerr) mutable {
+                    fence(self, jerr);
+                    fail(jerr);
+                  });
+            });
+      },
+      fail);
+  return rp;
+}
+
+} // namespace allox::session_facets

@@ -1,0 +1,254 @@
+// Internal header of the SESSION actor (actors/session/): what its facets
+// share. Each facet file serves one group of actions (docs/architecture.md,
+// "Session facets"); session.cpp dispatches to the handlers declared here.
+// Not included outside actors/session/.
+#pragma once
+
+#include "actors/blocking.hpp"
+#include "actors/session/session.hpp"
+#include "messages/actors.hpp"
+
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace allox::session_facets {
+
+using self_ptr = session_actor::stateful_pointer<session_state>;
+using promise = caf::typed_response_promise<json::value>;
+using fail_fn = std::function<void(caf::error)>;
+
+// -- shared helpers (session.cpp) ---------------------------------------------
+
+/// A `conflict` error with `msg`.
+caf::error conflict(std::string msg);
+
+/// An audit record of `op` by this session, stamped now.
+audit_event audit(self_ptr self, const std::string& op, json::object fields);
+
+/// This session as a catalog key (journals).
+session_ref ref(self_ptr self);
+
+// -- guards (session.cpp) -----------------------------------------------------
+
+/// `not_found` once the session is deleting or retired, `conflict` while it
+/// is fenced.
+caf::error require_alive(self_ptr self);
+
+/// The prototype's "mutating": a mutation runs or a reset fences.
+bool mutating(self_ptr self);
+
+/// Guard of checkpoint.create/delete and session.rollback.
+caf::error require_mutable(self_ptr self);
+
+/// Marks the session `mutating` with `what` (for the dump and conflicts).
+void begin_mutation(self_ptr self, std::string what);
+
+/// Ends the running mutation: back to `idle` unless the phase moved on.
+void end_mutation(self_ptr self);
+
+/// A mutation ended in `err`: counted, the session freed, the caller told.
+void mutation_failed(self_ptr self, promise& rp, caf::error err);
+
+/// A catalog write failed: fences the session until start-up recovery.
+void fence(self_ptr self, const caf::error& err);
+
+// -- deferred work (checkpoints.cpp) ------------------------------------------
+
+/// Notes a mutation and makes sure deferred work runs after it.
+void arm_idle_work(self_ptr self);
+
+/// Runs deferred work (retire the lane, sync checkpoint rows, purge
+/// replaced trees) once the session has been idle for idle_delay.
+void idle_work(self_ptr self);
+
+// -- sequencing ---------------------------------------------------------------
+
+/// Commits `w` durably, then runs `next`; a failed commit goes to `fail`.
+template <class Next>
+void commit(self_ptr self, metadata_write w, Next next, fail_fn fail) {
+  self->request(self->state.init.metadata, caf::infinite, atom::write_v,
+                std::move(w))
+      .then([next](caf::ok_atom) mutable { next(); },
+            [fail](caf::error& err) { fail(err); });
+}
+
+/// Runs a filesystem step on a worker thread, then `next(result)`.
+template <class Job, class Next>
+void blocking(self_ptr self, Job job, Next next, fail_fn fail) {
+  run_blocking(self, std::move(job))
+      .then([next](json::value& v) mutable { next(v); },
+            [fail](caf::error& err) { fail(err); });
+}
+
+/// Runs a step of a mutation on the session's lane: mutations run one at a
+/// time, and a burst of them does not start a thread per step.
+/// The lane is retired once the session has been idle (idle_work).
+template <class Job, class Next>
+void mutation_step(self_ptr self, Job job, Next next, fail_fn fail) {
+  run_on_lane(self, *self->state.lane, std::move(job))
+      .then(
+          [self, next](json::value& v) mutable {
+            arm_idle_work(self);
+            next(v);
+          },
+          [self, fail](caf::error& err) {
+            arm_idle_work(self);
+            fail(err);
+          });
+}
+
+/// Runs a read-only filesystem step on a worker thread and answers the
+/// request with its result or error.
+template <class Job>
+caf::result<json::value> answer_blocking(self_ptr self, Job job) {
+  auto rp = self->make_response_promise<json::value>();
+  blocking(
+      self, std::move(job),
+      [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+// -- session.describe (session.cpp) -------------------------------------------
+
+/// session.describe: the session's paths, checkpoint ids and head.
+caf::result<json::value> handle_describe(self_ptr self);
+
+// -- checkpoints (checkpoints.cpp) --------------------------------------------
+
+/// checkpoint.list: every checkpoint's record, or a page of them.
+caf::result<json::value> handle_checkpoint_list(self_ptr self,
+                                                const json::object& p);
+
+/// checkpoint.describe: one checkpoint's record.
+caf::result<json::value> handle_checkpoint_describe(self_ptr self,
+                                                    const json::object& p);
+
+/// checkpoint.diff: paths changed between two checkpoints, or between a
+/// checkpoint and current/, a page at a time.
+caf::result<json::value> handle_checkpoint_diff(self_ptr self,
+                                                const json::object& p);
+
+/// checkpoint.create: intent record and snapshot on the lane, the reply,
+/// then the catalog row.
+caf::result<json::value> handle_checkpoint_create(self_ptr self,
+                                                  const json::object& p);
+
+/// checkpoint.delete: journal, snapshot deleted on the lane, one commit.
+caf::result<json::value> handle_checkpoint_delete(self_ptr self,
+                                                  const json::object& p);
+
+// -- rollback (rollback.cpp) --------------------------------------------------
+
+/// session.rollback, and session.rollback_after_runtime_reset when
+/// `after_reset`; with kill_processes the active run is killed first.
+caf::result<json::value> handle_rollback(self_ptr self, const json::object& p,
+                                         bool after_reset);
+
+/// Deletes the trees replaced by rollbacks (deferred work).
+void purge_discards(self_ptr self);
+
+// -- runs (runs.cpp) ----------------------------------------------------------
+
+/// session.configure: the session's network mode and cgroup limits.
+caf::result<json::value> handle_configure(self_ptr self, const json::object& p);
+
+/// process.start: takes the lease, records the run and spawns its worker;
+/// answers once the run has started (or failed to).
+caf::result<json::value> handle_process_start(self_ptr self,
+                                              const json::object& p);
+
+/// process.get: a live run's row, or a finished one's state.json.
+caf::result<json::value> handle_process_get(self_ptr self,
+                                            const json::object& p);
+
+/// process.list: every run of the session, live rows over saved ones.
+caf::result<json::value> handle_process_list(self_ptr self);
+
+/// process.stop: kills the active run; answers once it has ended.
+caf::result<json::value> handle_process_stop(self_ptr self,
+                                             const json::object& p);
+
+/// process.events: none yet (they need the eBPF tracker).
+caf::result<json::value> handle_process_events(self_ptr self,
+                                               const json::object& p);
+
+/// process.output: a range of a run's stdout or stderr log.
+caf::result<json::value> handle_process_output(self_ptr self,
+                                               const json::object& p);
+
+/// Kills the run's whole tree (cgroup.kill) with a stop reason, and calls
+/// `then` once the run has ended.
+void kill_run(self_ptr self, const std::string& id, const std::string& reason,
+              std::function<void()> then);
+
+/// The run worker reported that the run's root process started.
+void on_run_started(self_ptr self, const std::string& id, int64_t pid);
+
+/// The run worker reported the end of the run (and whether its cgroup
+/// emptied).
+void on_run_finished(self_ptr self, const std::string& id, int64_t code,
+                     bool empty, const std::string& error);
+
+/// At an orderly stop: kills the active run and records it as stopped.
+void shutdown_runs(self_ptr self);
+
+// -- run worker and run rows (run_worker.cpp) ---------------------------------
+
+/// The directory of run `id`'s state.json and logs.
+std::string run_dir(const exec_config& cfg, const std::string& id);
+
+/// Queues a run row for writing to its state.json.
+void persist_run(self_ptr self, const json::object& row);
+
+/// The row of a new run, in state `starting`.
+json::object new_run_row(self_ptr self, const std::string& id,
+                         const std::string& group);
+
+/// The thread of one run: opens its logs, starts bwrap inside the session
+/// cgroup, waits for the whole tree and reports `started`/`finished`.
+void run_worker(caf::event_based_actor* self, session_actor session,
+                std::string id, std::vector<std::string> argv,
+                std::string group, std::string dir, std::string initial,
+                std::vector<std::pair<std::string, std::string>> limits,
+                std::string tree_root);
+
+// -- runtime: leases, background executions, reset (runtime.cpp) --------------
+
+/// execution.acquire: the session's one execution lease.
+caf::result<json::value> handle_acquire(self_ptr self);
+
+/// execution.release: gives a lease back.
+caf::result<json::value> handle_release(self_ptr self, const json::object& p);
+
+/// runtime.register_background: notes an outside launcher's execution.
+caf::result<json::value> handle_register_background(self_ptr self,
+                                                    const json::object& p);
+
+/// runtime.begin_reset: fences the session for a runtime reset (killing the
+/// active run first with kill_processes).
+caf::result<json::value> handle_begin_reset(self_ptr self,
+                                            const json::object& p);
+
+/// runtime.complete_reset: lifts the reset fence.
+caf::result<json::value> handle_complete_reset(self_ptr self,
+                                               const json::object& p);
+
+/// session.unfence: forgets the reset, leases, background registrations and
+/// interrupted runs, with an audit record.
+caf::result<json::value> handle_unfence(self_ptr self, const json::object& p);
+
+// -- lifecycle (lifecycle.cpp) ------------------------------------------------
+
+/// session.delete: row marked, directory moved to trash, row removed; the
+/// actor quits.
+caf::result<json::value> handle_delete(self_ptr self, const json::object& p);
+
+} // namespace allox::session_facets

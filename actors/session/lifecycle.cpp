@@ -1,0 +1,110 @@
+// The lifecycle facet of the SESSION actor: session.delete, after which
+// the actor quits.
+#include "actors/session/facets.hpp"
+#include "guest/log.hpp"
+#include "guest/os/btrfs.hpp"
+#include "guest/os/fs.hpp"
+#include "guest/store/layout.hpp"
+#include "messages/ids.hpp"
+#include "messages/params.hpp"
+
+#include <caf/send.hpp>
+
+#include <memory>
+#include <string>
+
+namespace allox::session_facets {
+
+// -- session.delete -----------------------------------------------------------
+
+// Deletion is crash-safe in three durable steps: the row is marked
+// `deleting`, the session directory is renamed into a trash name (atomic),
+// the row is removed with the audit record. Whatever a crash interrupts,
+// start-up reconciliation finishes (guest/store/reconcile.cpp).
+caf::result<json::value> handle_delete(self_ptr self, const json::object& p) {
+  if (auto err = require_mutable(self))
+    return err;
+  auto origin = params::origin(p);
+  auto rp = self->make_response_promise<json::value>();
+  auto& st = self->state;
+  begin_mutation(self, "session.delete");
+  st.phase = "deleting";
+  auto row = st.init.row;
+  auto paths = st.init.paths;
+  auto faults = std::make_shared<fault_set>(st.faults.take("session.delete"));
+  auto fail = [self, rp](caf::error err) mutable {
+    self->state.phase = "idle";
+    self->state.mutation.clear();
+    ++self->state.failures;
+    rp.deliver(std::move(err));
+  };
+  auto result = json::object{{"agent_id", row.agent_id},
+                             {"session_id", row.session_id},
+                             {"deleted", true}};
+  auto marked = row;
+  marked.deleting = true;
+  metadata_write mark;
+  mark.put_sessions.push_back(marked);
+  auto trash = paths.sessions_dir(row.agent_id) + "/" +
+               std::string{store::trash_prefix} + random_hex_token();
+  commit(
+      self, std::move(mark),
+      [=]() mutable {
+        blocking(
+            self,
+            [row, paths, trash, faults]() -> expected<json::value> {
+              faults->trigger("session.delete.before_rename");
+              auto dir = paths.session_dir(row.agent_id, row.session_id);
+              if (auto err = os::rename_path(dir, trash))
+                return err;
+              if (auto err = os::fsync_dir(paths.sessions_dir(row.agent_id)))
+                return err;
+              faults->trigger("session.delete.after_rename");
+              return json::value();
+            },
+            [=](json::value&) mutable {
+              metadata_write done;
+              done.delete_sessions.push_back({row.agent_id, row.session_id});
+              done.audit.push_back(
+                  audit(self, "session.delete", {{"origin", origin}}));
+              commit(
+                  self, std::move(done),
+                  [=]() mutable {
+                    self->state.phase = "retired";
+                    // Space is reclaimed after the commit; a crash here leaves
+                    // only a trash directory for start-up to purge.
+                    blocking(
+                        self,
+                        [trash]() -> expected<json::value> {
+                          if (auto err = os::remove_tree(trash))
+                            log::warn("session",
+                                      "purging " + trash +
+                                          " failed: " + message_of(err));
+                          return json::value();
+                        },
+                        [=](json::value&) mutable {
+                          rp.deliver(json::value(result));
+                          self->quit();
+                        },
+                        [=](caf::error) mutable {
+                          rp.deliver(json::value(result));
+                          self->quit();
+                        });
+                  },
+                  fail);
+            },
+            [=](caf::error err) mutable {
+              // Nothing moved: clear the mark so a restart does not finish a
+              // deletion the caller saw fail.
+              metadata_write undo;
+              undo.put_sessions.push_back(row);
+              caf::anon_send(self->state.init.metadata, atom::write_v,
+                             std::move(undo));
+              fail(std::move(err));
+            });
+      },
+      fail);
+  return rp;
+}
+
+} // namespace allox::session_facets

@@ -1,0 +1,296 @@
+// The rollback facet of the SESSION actor: session.rollback and
+// session.rollback_after_runtime_reset, and the purge of the trees they
+// replace.
+#include "actors/session/facets.hpp"
+#include "guest/log.hpp"
+#include "guest/store/layout.hpp"
+#include "guest/store/workspace_ops.hpp"
+#include "messages/checkpoint_params.hpp"
+#include "messages/ids.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace allox::session_facets {
+
+// -- session.rollback ---------------------------------------------------------
+
+namespace {
+
+/// One rollback in flight: the prototype's journaled swap (reference 5.4),
+/// with one durable journal commit instead of one per phase:
+///   journal (phase `preparing`: target, restore and discard names)
+///   -> snapshot the checkpoint as .restore-<t>, scrub its sockets and
+///      FIFOs (before it goes live), rename current/ to .discard-<t>,
+///      rename .restore-<t> to current/, fsync the directory
+///   -> head, audit and journal removal in one transaction (the commit),
+///   the reply, and the deletion of .discard-<t> in the background.
+/// Start-up recovery decides from what is on disk (guest/store/reconcile):
+/// the rollback happened if the restored tree is current/, and otherwise it
+/// is undone, also when a crash fell between the two renames (the phases
+/// `prepared`/`old_moved`, which would roll that case forward, are only
+/// found in journals imported from the prototype).
+struct rollback_run {
+  self_ptr self;
+  promise rp;
+  params::rollback req;
+  std::string target;
+  journal_row journal;
+  std::shared_ptr<fault_set> faults;
+  json::array removed;
+  /// Runs killed before the rollback (null unless kill_processes).
+  json::value terminated;
+};
+
+using run_ptr = std::shared_ptr<rollback_run>;
+
+} // namespace
+
+static void rollback_fail(const run_ptr& run, caf::error err) {
+  mutation_failed(run->self, run->rp, std::move(err));
+}
+
+/// Undoes the journal after a step failed with nothing left on disk.
+static void rollback_abort(const run_ptr& run, caf::error err) {
+  metadata_write undo;
+  undo.delete_journals.push_back(ref(run->self));
+  commit(
+      run->self, std::move(undo), [run, err]() { rollback_fail(run, err); },
+      [run](caf::error jerr) {
+        fence(run->self, jerr);
+        rollback_fail(run, jerr);
+      });
+}
+
+/// Deletes the replaced trees. The ioctl returns before Btrfs reclaims the
+/// space (its cleaner does that later). A crash first leaves orphaned
+/// .discard- entries that start-up removes.
+void purge_discards(self_ptr self) {
+  auto& st = self->state;
+  if (st.discards.empty())
+    return;
+  auto names = std::move(st.discards);
+  st.discards.clear();
+  auto paths = st.init.paths;
+  auto a = st.agent_id();
+  auto s = st.session_id();
+  auto faults = std::make_shared<fault_set>(st.faults.take("purge"));
+  run_blocking(self, [paths, a, s, names, faults]() -> expected<json::value> {
+    faults->trigger("purge.before_discard");
+    for (const auto& name : names)
+      if (auto err = store::remove_in_session(paths, a, s, name))
+        log::warn("session", "cannot delete " + name + ": " + message_of(err));
+    faults->trigger("purge.after_discard");
+    return json::value();
+  }).then([](json::value&) {}, [](caf::error&) {});
+}
+
+/// After the reply: the replaced tree waits for an idle moment.
+static void rollback_discard(const run_ptr& run) {
+  auto self = run->self;
+  self->state.discards.push_back(run->journal.discard_name);
+  arm_idle_work(self);
+}
+
+static void rollback_finish(const run_ptr& run) {
+  auto self = run->self;
+  auto& st = self->state;
+  json::object fields{{"checkpoint_id", run->target},
+                      {"origin", run->req.origin},
+                      {"scrub_runtime", run->req.scrub_runtime},
+                      {"removed_runtime_entries", run->removed}};
+  metadata_write done;
+  // Needs no fsync: if a power cut loses it, the journal (old_moved) is
+  // still there and start-up commits the rollback from the disk, which the
+  // fsync after the second rename made durable.
+  done.durable = false;
+  done.set_heads.push_back({st.agent_id(), st.session_id(), run->target});
+  done.delete_journals.push_back(ref(self));
+  done.audit.push_back(audit(self, "session.rollback", fields));
+  commit(
+      self, std::move(done),
+      [run]() {
+        run->faults->trigger("rollback.after_commit");
+        auto owner = run->self;
+        auto& state = owner->state;
+        state.dag.move_head(run->target);
+        ++state.rollbacks;
+        // After a runtime reset the session stays fenced by the reset token
+        // until runtime.complete_reset.
+        end_mutation(owner);
+        json::object r{
+            {"agent_id", state.agent_id()},
+            {"session_id", state.session_id()},
+            {"checkpoint_id", run->target},
+            {"relative_workspace",
+             store::layout::rel_current(state.agent_id(), state.session_id())},
+            {"removed_runtime_entries", run->removed}};
+        if (!run->terminated.is_null())
+          r["terminated_process_runs"] = run->terminated;
+        run->rp.deliver(json::value(std::move(r)));
+        rollback_discard(run);
+      },
+      [run](caf::error err) {
+        // Swapped on disk; the journal says old_moved and start-up will
+        // commit it. Until then nothing else may touch the session.
+        fence(run->self, err);
+        rollback_fail(run, err);
+      });
+}
+
+/// The filesystem half of a rollback, on a worker thread: returns the
+/// scrubbed runtime entries. A failure puts the old workspace back first.
+static expected<json::value> swap_in_checkpoint(const store::layout& paths,
+                                                const std::string& a,
+                                                const std::string& s,
+                                                const journal_row& j,
+                                                fault_set& faults) {
+  faults.trigger("rollback.before_snapshot");
+  if (auto err =
+          store::make_restore(paths, a, s, j.checkpoint_id, j.restore_name))
+    return err;
+  json::array removed;
+  if (j.scrub_runtime) {
+    auto entries =
+        store::scrub_runtime(paths.session_dir(a, s) + "/" + j.restore_name);
+    if (!entries) {
+      store::remove_in_session(paths, a, s, j.restore_name);
+      return entries.error();
+    }
+    for (auto& e : *entries)
+      removed.emplace_back(e);
+  }
+  faults.trigger("rollback.after_snapshot");
+  faults.trigger("rollback.before_move_old");
+  // No fsync: if a power cut loses this rename, recovery sees current/ and
+  // the restore and aborts.
+  if (auto err = store::rename_in_session(paths, a, s, "current",
+                                          j.discard_name, false)) {
+    store::remove_in_session(paths, a, s, j.restore_name);
+    return err;
+  }
+  faults.trigger("rollback.after_move_old");
+  faults.trigger("rollback.before_move_new");
+  // Durable before the commit: after it, nothing but the disk says which
+  // tree is current.
+  if (auto err =
+          store::rename_in_session(paths, a, s, j.restore_name, "current")) {
+    store::rename_in_session(paths, a, s, j.discard_name, "current");
+    store::remove_in_session(paths, a, s, j.restore_name);
+    return err;
+  }
+  faults.trigger("rollback.after_move_new");
+  return json::value(std::move(removed));
+}
+
+/// Guards, target resolution and the swap; answers through `rp`.
+/// `terminated` lists runs killed first (kill_processes), or is null.
+static void begin_rollback(self_ptr self, promise rp, params::rollback req,
+                           bool after_reset, json::value terminated) {
+  auto& st = self->state;
+  if (after_reset) {
+    if (auto err = require_alive(self)) {
+      rp.deliver(err);
+      return;
+    }
+    if (st.reset_token.empty() || st.reset_token != req.reset_token) {
+      rp.deliver(make_error(errc::invalid_argument,
+                            "invalid runtime reset token for session"));
+      return;
+    }
+    if (st.phase == "mutating") {
+      rp.deliver(conflict("session mutation already in progress: " + st.key()));
+      return;
+    }
+  } else if (auto err = require_mutable(self)) {
+    {
+      rp.deliver(err);
+      return;
+    }
+  }
+  auto target = req.checkpoint_id.empty() ? st.dag.ancestor(req.num_ancestors)
+                                          : st.dag.resolve(req.checkpoint_id);
+  if (!target) {
+    rp.deliver(target.error());
+    return;
+  }
+  begin_mutation(self, "session.rollback");
+  auto run = std::make_shared<rollback_run>();
+  run->self = self;
+  run->rp = std::move(rp);
+  run->req = std::move(req);
+  run->target = *target;
+  run->terminated = std::move(terminated);
+  run->faults = std::make_shared<fault_set>(st.faults.take("rollback"));
+  auto token = random_hex_token();
+  run->journal = {st.agent_id(),
+                  st.session_id(),
+                  "rollback",
+                  "preparing",
+                  run->target,
+                  std::string{store::restore_prefix} + token,
+                  std::string{store::discard_prefix} + token,
+                  run->req.scrub_runtime,
+                  run->req.origin,
+                  ""};
+  metadata_write w;
+  w.put_journals.push_back(run->journal);
+  commit(
+      self, std::move(w),
+      [run]() {
+        auto owner = run->self;
+        auto paths = owner->state.init.paths;
+        auto a = owner->state.agent_id();
+        auto s = owner->state.session_id();
+        auto j = run->journal;
+        auto faults = run->faults;
+        mutation_step(
+            owner,
+            [paths, a, s, j, faults]() -> expected<json::value> {
+              return swap_in_checkpoint(paths, a, s, j, *faults);
+            },
+            [run](json::value& removed) {
+              run->removed = std::move(removed.as_array());
+              rollback_finish(run);
+            },
+            [run](caf::error err) { rollback_abort(run, err); });
+      },
+      [run](caf::error err) { rollback_fail(run, err); });
+}
+
+caf::result<json::value> handle_rollback(self_ptr self, const json::object& p,
+                                         bool after_reset) {
+  auto& st = self->state;
+  bool kill_default = st.runs.config && st.runs.config->kill_on_rollback;
+  auto req = params::decode_rollback(p, after_reset, kill_default);
+  if (!req)
+    return req.error();
+  if (req->kill_processes && !st.runs.config)
+    return make_error(errc::unsupported,
+                      "kill_processes requires process tracking");
+  auto rp = self->make_response_promise<json::value>();
+  if (!req->kill_processes) {
+    begin_rollback(self, rp, std::move(*req), after_reset, json::value());
+    return rp;
+  }
+  if (st.runs.active.empty()) {
+    begin_rollback(self, rp, std::move(*req), after_reset, json::array{});
+    return rp;
+  }
+  // Kill the session's process tree first; roll back once the run ended.
+  auto id = st.runs.active;
+  kill_run(self, id, "rollback",
+           [self, rp, req = std::move(*req), after_reset, id]() mutable {
+             if (!self->state.runs.active.empty()) {
+               rp.deliver(conflict("Session cgroup termination timed out; "
+                                   "rollback remains fenced"));
+               return;
+             }
+             begin_rollback(self, rp, std::move(req), after_reset,
+                            json::array{json::value(id)});
+           });
+  return rp;
+}
+
+} // namespace allox::session_facets

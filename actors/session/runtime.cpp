@@ -1,0 +1,197 @@
+// The runtime facet of the SESSION actor: execution leases
+// (execution.acquire/release), background executions of outside launchers
+// (runtime.register_background), the runtime reset fence
+// (runtime.begin_reset/complete_reset) and session.unfence.
+#include "actors/session/facets.hpp"
+#include "guest/os/cgroup.hpp"
+#include "guest/os/fs.hpp"
+#include "guest/store/run_recovery.hpp"
+#include "messages/ids.hpp"
+#include "messages/params.hpp"
+
+#include <string>
+#include <vector>
+
+namespace allox::session_facets {
+
+// -- leases, background executions, runtime reset -----------------------------
+
+caf::result<json::value> handle_acquire(self_ptr self) {
+  if (auto err = require_alive(self))
+    return err;
+  auto& st = self->state;
+  if (mutating(self))
+    return conflict("session is being checkpointed or restored: " + st.key());
+  if (!st.leases.empty())
+    return conflict("session already has an active execution: " + st.key());
+  auto token = random_hex_token();
+  st.leases.emplace(token, os::now_ns());
+  return json_reply(json::object{{"lease_token", token}});
+}
+
+caf::result<json::value> handle_release(self_ptr self, const json::object& p) {
+  auto token = params::required_string(p, "lease_token");
+  if (!token)
+    return token.error();
+  bool released = self->state.leases.erase(*token) > 0;
+  return json_reply(json::object{{"released", released}});
+}
+
+caf::result<json::value> handle_register_background(self_ptr self,
+                                                    const json::object& p) {
+  auto sandbox = params::required_string(p, "sandbox_id");
+  if (!sandbox)
+    return sandbox.error();
+  auto execution = params::required_string(p, "execution_id");
+  if (!execution)
+    return execution.error();
+  if (auto err = require_alive(self))
+    return err;
+  if (mutating(self))
+    return conflict("session is being restored: " + self->state.key());
+  self->state.background[*execution] = *sandbox;
+  return json_reply(
+      json::object{{"registered", true}, {"execution_id", *execution}});
+}
+
+/// Fences the session for a runtime reset; answers through `rp`.
+static void begin_reset(self_ptr self, promise rp, json::value terminated) {
+  if (auto err = require_alive(self)) {
+    rp.deliver(err);
+    return;
+  }
+  auto& st = self->state;
+  if (mutating(self)) {
+    rp.deliver(conflict("session mutation already in progress: " + st.key()));
+    return;
+  }
+  if (!st.leases.empty()) {
+    rp.deliver(conflict("session has active executions: " + st.key()));
+    return;
+  }
+  st.reset_token = random_hex_token();
+  json::array executions;
+  for (const auto& [execution, sandbox] : st.background)
+    executions.push_back(
+        json::object{{"sandbox_id", sandbox}, {"execution_id", execution}});
+  json::object r{{"reset_token", st.reset_token},
+                 {"executions", std::move(executions)}};
+  if (!terminated.is_null())
+    r["terminated_process_runs"] = std::move(terminated);
+  rp.deliver(json::value(std::move(r)));
+}
+
+caf::result<json::value> handle_begin_reset(self_ptr self,
+                                            const json::object& p) {
+  auto& st = self->state;
+  bool kill_default = st.runs.config && st.runs.config->kill_on_rollback;
+  auto kill = params::optional_bool(p, "kill_processes", kill_default);
+  if (!kill)
+    return kill.error();
+  if (*kill && !st.runs.config)
+    return make_error(errc::unsupported,
+                      "kill_processes requires process tracking");
+  auto rp = self->make_response_promise<json::value>();
+  if (!*kill) {
+    begin_reset(self, rp, json::value());
+  } else if (st.runs.active.empty()) {
+    begin_reset(self, rp, json::array{});
+  } else {
+    auto id = st.runs.active;
+    kill_run(self, id, "rollback", [self, rp, id]() mutable {
+      begin_reset(self, rp, json::array{json::value(id)});
+    });
+  }
+  return rp;
+}
+
+caf::result<json::value> handle_complete_reset(self_ptr self,
+                                               const json::object& p) {
+  auto token = params::required_string(p, "reset_token");
+  if (!token)
+    return token.error();
+  auto success = params::optional_bool(p, "success", false);
+  if (!success)
+    return success.error();
+  auto& st = self->state;
+  if (st.reset_token.empty() || st.reset_token != *token)
+    return make_error(errc::not_found, "unknown runtime reset token");
+  if (st.phase == "mutating")
+    return conflict("session mutation already in progress: " + st.key());
+  st.reset_token.clear();
+  if (*success)
+    st.background.clear();
+  return json_reply(json::object{{"completed", true}, {"success", *success}});
+}
+
+// An administrator's way out of a fence the prototype could only leave by
+// restarting: forgets the runtime reset, every lease and every background
+// registration, with an audit record of what was cleared.
+caf::result<json::value> handle_unfence(self_ptr self, const json::object& p) {
+  auto& st = self->state;
+  if (st.phase == "mutating")
+    return conflict("session mutation in progress: " + st.key());
+  if (auto err = require_alive(self))
+    return err;
+  if (!st.runs.active.empty())
+    return conflict("session still has live processes: " + st.key());
+  auto origin = params::origin(p);
+  json::array interrupted;
+  for (const auto& id : st.runs.interrupted)
+    interrupted.emplace_back(id);
+  json::object cleared{{"reset", !st.reset_token.empty()},
+                       {"leases", st.leases.size()},
+                       {"background_executions", st.background.size()},
+                       {"interrupted_runs", interrupted}};
+  auto rp = self->make_response_promise<json::value>();
+  auto finish = [self, rp, cleared, origin]() mutable {
+    metadata_write w;
+    w.audit.push_back(audit(self, "session.unfence",
+                            {{"origin", origin}, {"cleared", cleared}}));
+    commit(
+        self, std::move(w),
+        [self, rp, cleared]() mutable {
+          auto& state = self->state;
+          state.reset_token.clear();
+          state.leases.clear();
+          state.background.clear();
+          state.runs.interrupted.clear();
+          rp.deliver(
+              json::value(json::object{{"agent_id", state.agent_id()},
+                                       {"session_id", state.session_id()},
+                                       {"unfenced", true},
+                                       {"cleared", cleared}}));
+        },
+        [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  };
+  if (st.runs.interrupted.empty() || !st.runs.config) {
+    finish();
+    return rp;
+  }
+  // Runs interrupted by a restart: make sure nothing of them is left in
+  // the session cgroup (kill it otherwise) before lifting the fence.
+  auto cfg = st.runs.config;
+  auto group = cfg->cgroups.session_group(st.agent_id(), st.session_id());
+  auto ids = st.runs.interrupted;
+  blocking(
+      self,
+      [cfg, group, ids]() -> expected<json::value> {
+        if (os::populated(group)) {
+          os::kill_group(group);
+          if (!os::wait_empty(group, 10000))
+            return make_error(errc::conflict,
+                              "Session cgroup termination is incomplete; "
+                              "session remains fenced");
+        }
+        os::remove_group(group);
+        for (const auto& id : ids)
+          if (auto err = store::release_run(cfg->audit_root, id))
+            return err;
+        return json::value();
+      },
+      [finish](json::value&) mutable { finish(); },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+} // namespace allox::session_facets
