@@ -195,7 +195,6 @@ caf::result<json::value> handle_session_create(self_ptr self,
 // -- session.delete -----------------------------------------------------------
 
 caf::result<json::value> handle_session_delete(self_ptr self,
-                                               const std::string& action,
                                                const json::object& params) {
   auto sid = params::required_id(params, "session_id", "session");
   if (!sid)
@@ -207,8 +206,9 @@ caf::result<json::value> handle_session_delete(self_ptr self,
                       "session does not exist: " +
                           session_key(st.init.row.agent_id, *sid));
   auto rp = self->make_response_promise<json::value>();
-  self->request(it->second.handle, caf::infinite, atom::rpc_v, action,
-                json::value(params))
+  cmd::session_delete command{{st.init.row.agent_id, *sid},
+                              params::origin(params)};
+  self->request(it->second.handle, caf::infinite, std::move(command))
       .then(
           [self, rp, sid = *sid](json::value& result) mutable {
             self->state.sessions.erase(sid);
@@ -432,7 +432,7 @@ caf::result<json::value> handle_rpc(self_ptr self, const std::string& action,
   if (action == "session.create")
     return handle_session_create(self, params);
   if (action == "session.delete")
-    return handle_session_delete(self, action, params);
+    return handle_session_delete(self, params);
   if (action == "session.list")
     return json_reply(
         json::object{{"agent_id", aid}, {"session_ids", session_ids(self)}});

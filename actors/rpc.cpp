@@ -2,41 +2,20 @@
 
 #include "actors/dump.hpp"
 #include "actors/failures.hpp"
+#include "guest/faults.hpp"
 #include "guest/log.hpp"
+#include "messages/commands/decode.hpp"
 #include "messages/ids.hpp"
 #include "messages/params.hpp"
 
 #include <caf/stateful_actor.hpp>
 
-#include <set>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 namespace allox {
-
-bool is_session_action(const std::string& action) {
-  static const std::set<std::string, std::less<>> actions{
-      "session.describe",
-      "session.rollback",
-      "session.rollback_after_runtime_reset",
-      "session.unfence",
-      "checkpoint.create",
-      "checkpoint.list",
-      "checkpoint.describe",
-      "checkpoint.delete",
-      "checkpoint.diff",
-      "execution.acquire",
-      "runtime.register_background",
-      "runtime.begin_reset",
-      "process.start",
-      "session.configure",
-      "process.list",
-      "process.get",
-      "process.stop",
-      "process.events",
-      "process.output",
-  };
-  return actions.count(action) > 0;
-}
 
 namespace {
 
@@ -146,32 +125,58 @@ void call_agents(self_ptr self, uint64_t ticket, const std::string& action,
             });
 }
 
-/// Remembers which session handed out a lease or reset token, and forgets
-/// tokens that were used up.
-void track_token(self_ptr self, const std::string& action,
-                 const json::object& params, const json::value& result) {
-  auto& tokens = self->state.tokens;
-  auto* obj = result.if_object();
-  if (obj == nullptr)
-    return;
-  auto remember = [&](const char* field) {
-    if (auto* t = obj->if_contains(field); t && t->is_string())
-      tokens[std::string{t->get_string()}] = {
-          std::string{params.at("agent_id").get_string()},
-          std::string{params.at("session_id").get_string()}};
-  };
-  if (action == "execution.acquire")
-    remember("lease_token");
-  else if (action == "runtime.begin_reset")
-    remember("reset_token");
-  else if (action == "execution.release")
-    tokens.erase(std::string{params.at("lease_token").get_string()});
-  else if (action == "runtime.complete_reset")
-    tokens.erase(std::string{params.at("reset_token").get_string()});
+// -- session commands ---------------------------------------------------------
+
+/// What a session replies to each command (json::value unless the RPC
+/// actor reads the reply itself).
+template <class Command>
+struct reply_of {
+  using type = json::value;
+};
+
+template <>
+struct reply_of<cmd::execution_acquire> {
+  using type = lease_granted;
+};
+
+template <>
+struct reply_of<cmd::runtime_begin_reset> {
+  using type = reset_begun;
+};
+
+using tokens_map = decltype(rpc_state::tokens);
+
+/// Turns a session's reply into the wire result; tokens handed out or used
+/// up update the table that routes execution.release and
+/// runtime.complete_reset (they name only the token).
+template <class Command>
+json::value accept(tokens_map&, const Command&, json::value& v) {
+  return std::move(v);
 }
 
-void route_to_session(self_ptr self, uint64_t ticket, std::string action,
-                      json::object params, bool may_retry = true);
+json::value accept(tokens_map& tokens, const cmd::execution_acquire& c,
+                   lease_granted& g) {
+  tokens[g.lease_token] = {c.session.agent_id, c.session.session_id};
+  return json::object{{"lease_token", g.lease_token}};
+}
+
+json::value accept(tokens_map& tokens, const cmd::runtime_begin_reset& c,
+                   reset_begun& r) {
+  tokens[r.reset_token] = {c.session.agent_id, c.session.session_id};
+  return std::move(r.result);
+}
+
+json::value accept(tokens_map& tokens, const cmd::execution_release& c,
+                   json::value& v) {
+  tokens.erase(c.lease_token);
+  return std::move(v);
+}
+
+json::value accept(tokens_map& tokens, const cmd::runtime_complete_reset& c,
+                   json::value& v) {
+  tokens.erase(c.reset_token);
+  return std::move(v);
+}
 
 /// Drops a cached session actor, unless the cache already moved on.
 void forget_session(self_ptr self, const std::string& key,
@@ -182,55 +187,58 @@ void forget_session(self_ptr self, const std::string& key,
     sessions.erase(it);
 }
 
-void call_session(self_ptr self, uint64_t ticket, const session_actor& target,
-                  const std::string& key, const std::string& action,
-                  const json::object& params, bool may_retry) {
+template <class Command>
+void send_to_session(self_ptr self, uint64_t ticket, Command cmd,
+                     bool may_retry = true);
+
+template <class Command>
+void request_session(self_ptr self, uint64_t ticket,
+                     const session_actor& target, Command cmd, bool may_retry) {
   auto it = self->state.in_flight.find(ticket);
   if (it == self->state.in_flight.end())
     return;
   it->second.owner = target.address();
-  self->request(target, caf::infinite, atom::rpc_v, action, json::value(params))
+  self->request(target, caf::infinite, cmd)
       .then(
-          [self, ticket, action, params](json::value& v) {
-            track_token(self, action, params, v);
-            reply(self, ticket, v);
+          [self, ticket, cmd](typename reply_of<Command>::type& r) {
+            reply(self, ticket, accept(self->state.tokens, cmd, r));
           },
-          [self, ticket, addr = target.address(), key, action, params,
-           may_retry](caf::error& err) {
+          [self, ticket, addr = target.address(), cmd,
+           may_retry](caf::error& err) mutable {
             if (!receiver_down(err))
               return reply_error(self, ticket, err);
             // Deleted (or restarted) before it saw the request: ask the
             // agent again, which knows the successor or says not_found.
+            auto key =
+                session_key(cmd.session.agent_id, cmd.session.session_id);
             forget_session(self, key, addr);
             if (may_retry)
-              return route_to_session(self, ticket, action, params, false);
+              return send_to_session(self, ticket, std::move(cmd), false);
             reply_error(
                 self, ticket,
                 make_error(errc::not_found, "session does not exist: " + key));
           });
 }
 
-void route_to_session(self_ptr self, uint64_t ticket, std::string action,
-                      json::object params, bool may_retry) {
-  auto aid = params::required_id(params, "agent_id", "agent");
-  if (!aid)
-    return reply_error(self, ticket, aid.error());
-  auto sid = params::required_id(params, "session_id", "session");
-  if (!sid)
-    return reply_error(self, ticket, sid.error());
-  auto key = session_key(*aid, *sid);
+/// Sends a command to its session actor: the cached handle, else the one
+/// AGENTS names (cached and monitored from then on).
+template <class Command>
+void send_to_session(self_ptr self, uint64_t ticket, Command cmd,
+                     bool may_retry) {
+  auto key = session_key(cmd.session.agent_id, cmd.session.session_id);
   if (auto it = self->state.sessions.find(key);
       it != self->state.sessions.end())
-    return call_session(self, ticket, it->second, key, action, params,
-                        may_retry);
-  self->request(self->state.init.agents, caf::infinite, atom::session_v, *aid,
-                *sid)
+    return request_session(self, ticket, it->second, std::move(cmd), may_retry);
+  auto aid = cmd.session.agent_id;
+  auto sid = cmd.session.session_id;
+  self->request(self->state.init.agents, caf::infinite, atom::session_v, aid,
+                sid)
       .then(
-          [self, ticket, key, action, params](session_actor& target) {
+          [self, ticket, key, cmd](session_actor& target) mutable {
             if (self->state.sessions.emplace(key, target).second)
               self->monitor(target);
             // A fresh handle: a bounce now means the session is gone.
-            call_session(self, ticket, target, key, action, params, false);
+            request_session(self, ticket, target, std::move(cmd), false);
           },
           [self, ticket, key](caf::error& err) {
             // The agent actor ended (deleted) before it answered.
@@ -240,6 +248,143 @@ void route_to_session(self_ptr self, uint64_t ticket, std::string action,
                                             "session does not exist: " + key));
             reply_error(self, ticket, err);
           });
+}
+
+/// The session a request names, validated.
+expected<session_ref> session_of(const json::object& p) {
+  auto aid = params::required_id(p, "agent_id", "agent");
+  if (!aid)
+    return aid.error();
+  auto sid = params::required_id(p, "session_id", "session");
+  if (!sid)
+    return sid.error();
+  return session_ref{std::move(*aid), std::move(*sid)};
+}
+
+/// Decodes a session command and sends it on; `needs_exec` refuses it
+/// first on a daemon without tracked execution.
+template <class Command>
+void route(self_ptr self, uint64_t ticket, expected<session_ref> ref,
+           expected<Command> cmd, bool needs_exec = false) {
+  if (!ref)
+    return reply_error(self, ticket, ref.error());
+  if (needs_exec && !self->state.init.exec)
+    return reply_error(self, ticket,
+                       make_error(errc::unsupported,
+                                  "process tracking is not enabled on this "
+                                  "daemon"));
+  if (!cmd)
+    return reply_error(self, ticket, cmd.error());
+  cmd->session = std::move(*ref);
+  send_to_session(self, ticket, std::move(*cmd));
+}
+
+/// execution.release and runtime.complete_reset carry only a token: the
+/// session that issued it is looked up in the token table.
+template <class Command>
+void route_by_token(self_ptr self, uint64_t ticket, expected<Command> cmd,
+                    const std::string& (*token_of)(const Command&)) {
+  if (!cmd)
+    return reply_error(self, ticket, cmd.error());
+  auto it = self->state.tokens.find(token_of(*cmd));
+  if (it == self->state.tokens.end()) {
+    if constexpr (std::is_same_v<Command, cmd::execution_release>)
+      return reply(self, ticket, json::object{{"released", false}});
+    else
+      return reply_error(
+          self, ticket,
+          make_error(errc::not_found, "unknown runtime reset token"));
+  }
+  cmd->session = {it->second.first, it->second.second};
+  send_to_session(self, ticket, std::move(*cmd));
+}
+
+using route_fn = void (*)(self_ptr, uint64_t, const json::object&);
+
+/// A table entry: decode `Command` with `Decode` and send it to the
+/// session the request names.
+template <class Command, expected<Command> (*Decode)(const json::object&),
+          bool NeedsExec = false>
+void to_session(self_ptr self, uint64_t ticket, const json::object& p) {
+  route(self, ticket, session_of(p), Decode(p), NeedsExec);
+}
+
+/// session.rollback(_after_runtime_reset): kill_processes defaults to the
+/// daemon's --kill-session-processes-on-rollback.
+template <bool AfterReset>
+void to_rollback(self_ptr self, uint64_t ticket, const json::object& p) {
+  const auto& exec = self->state.init.exec;
+  route(self, ticket, session_of(p),
+        cmd::decode_rollback(p, AfterReset, exec && exec->kill_on_rollback));
+}
+
+const std::string& lease_of(const cmd::execution_release& c) {
+  return c.lease_token;
+}
+
+const std::string& reset_of(const cmd::runtime_complete_reset& c) {
+  return c.reset_token;
+}
+
+/// Every session-scoped action: decode once, send to the owning SESSION.
+/// An action missing here is answered `unknown action`; a command without
+/// a handler in the SESSION does not compile (messages/actors.hpp).
+const std::unordered_map<std::string_view, route_fn>& session_routes() {
+  using namespace cmd;
+  static const std::unordered_map<std::string_view, route_fn> table{
+      {"session.describe",
+       to_session<session_describe, decode_session_describe>},
+      {"session.unfence", to_session<session_unfence, decode_unfence>},
+      {"checkpoint.list", to_session<checkpoint_list, decode_checkpoint_list>},
+      {"checkpoint.describe",
+       to_session<checkpoint_describe, decode_checkpoint_describe>},
+      {"checkpoint.diff", to_session<checkpoint_diff, decode_checkpoint_diff>},
+      {"checkpoint.create",
+       to_session<checkpoint_create, decode_checkpoint_create>},
+      {"checkpoint.delete",
+       to_session<checkpoint_delete, decode_checkpoint_delete>},
+      {"session.rollback", to_rollback<false>},
+      {"session.rollback_after_runtime_reset", to_rollback<true>},
+      {"execution.acquire",
+       to_session<execution_acquire, decode_execution_acquire>},
+      {"execution.release",
+       [](self_ptr self, uint64_t t, const json::object& p) {
+         route_by_token(self, t, decode_execution_release(p), lease_of);
+       }},
+      {"runtime.register_background",
+       to_session<runtime_register_background, decode_register_background>},
+      {"runtime.begin_reset",
+       to_session<runtime_begin_reset, decode_begin_reset>},
+      {"runtime.complete_reset",
+       [](self_ptr self, uint64_t t, const json::object& p) {
+         route_by_token(self, t, decode_complete_reset(p), reset_of);
+       }},
+      {"session.configure",
+       to_session<session_configure, decode_configure, true>},
+      {"process.start", to_session<process_start, decode_process_start, true>},
+      {"process.get", to_session<process_get, decode_process_get, true>},
+      {"process.list", to_session<process_list, decode_process_list, true>},
+      {"process.stop", to_session<process_stop, decode_process_stop, true>},
+      {"process.output",
+       to_session<process_output, decode_process_output, true>},
+      {"process.events",
+       to_session<process_events, decode_process_events, true>},
+  };
+  return table;
+}
+
+/// debug.fault with a session_id arms a fault in that session's actor.
+void route_session_fault(self_ptr self, uint64_t ticket,
+                         const json::object& p) {
+  auto ref = session_of(p);
+  if (!ref)
+    return reply_error(self, ticket, ref.error());
+  auto f = parse_fault(p);
+  if (!f)
+    return reply_error(self, ticket, f.error());
+  send_to_session(
+      self, ticket,
+      cmd::debug_fault{std::move(*ref), f->point, f->effect, f->millis});
 }
 
 caf::error decode_audit_query(const json::object& p, audit_query& q) {
@@ -273,38 +418,13 @@ caf::error decode_audit_query(const json::object& p, audit_query& q) {
   return caf::none;
 }
 
-/// execution.release and runtime.complete_reset carry only a token; route
-/// them to the session that issued it.
-void route_by_token(self_ptr self, uint64_t ticket, std::string action,
-                    json::object params, const char* field) {
-  auto token = params::required_string(params, field);
-  if (!token)
-    return reply_error(self, ticket, token.error());
-  auto it = self->state.tokens.find(*token);
-  if (it == self->state.tokens.end()) {
-    if (action == "execution.release")
-      return reply(self, ticket, json::object{{"released", false}});
-    return reply_error(
-        self, ticket,
-        make_error(errc::not_found, "unknown runtime reset token"));
-  }
-  params["agent_id"] = it->second.first;
-  params["session_id"] = it->second.second;
-  route_to_session(self, ticket, std::move(action), std::move(params));
-}
-
 void dispatch(self_ptr self, uint64_t ticket, std::string action,
               json::object params) {
   auto& init = self->state.init;
-  if (action == "execution.release")
-    return route_by_token(self, ticket, std::move(action), std::move(params),
-                          "lease_token");
-  if (action == "runtime.complete_reset")
-    return route_by_token(self, ticket, std::move(action), std::move(params),
-                          "reset_token");
-  if (is_session_action(action) ||
-      (action == "debug.fault" && params::has(params, "session_id")))
-    return route_to_session(self, ticket, std::move(action), std::move(params));
+  if (auto it = session_routes().find(action); it != session_routes().end())
+    return it->second(self, ticket, params);
+  if (action == "debug.fault" && params::has(params, "session_id"))
+    return route_session_fault(self, ticket, params);
   if (action == "store.initialize" || action.rfind("agent.", 0) == 0 ||
       action == "session.create" || action == "session.list" ||
       action == "session.delete" || action == "debug.fault")

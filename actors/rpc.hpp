@@ -74,7 +74,4 @@ struct rpc_state {
 rpc_actor::behavior_type rpc(rpc_actor::stateful_pointer<rpc_state> self,
                              rpc_init init);
 
-/// True for actions answered by the session actor itself.
-bool is_session_action(const std::string& action);
-
 } // namespace allox

@@ -2,12 +2,16 @@
 //
 // The actor tree (docs/architecture.md):
 //   SUPERVISOR -> METADATA, AGENTS -> AGENT -> SESSION, RPC
-// RPC actions arrive as (action, params) pairs, params always a JSON
-// object (checked by the HTTP layer); each actor decodes the
-// parameters of the actions it owns with the helpers in messages/params.hpp.
+// Session-scoped RPC actions arrive as one command struct each
+// (messages/commands/), decoded once by the RPC actor's routing table;
+// store- and agent-level actions still arrive as (action, params) pairs,
+// params a JSON object, decoded by the AGENTS and AGENT actors.
 #pragma once
 
 #include "messages/atoms.hpp"
+#include "messages/commands/checkpoints.hpp"
+#include "messages/commands/runs.hpp"
+#include "messages/commands/runtime.hpp"
 #include "messages/json.hpp"
 #include "messages/records.hpp"
 
@@ -41,23 +45,102 @@ using metadata_actor = caf::typed_actor<
     // Describes the actor for system.dump.
     caf::replies_to<atom::dump>::with<json::value>>;
 
-/// The SESSION actor: owns one session's subvolume and state.
-using session_actor = caf::typed_actor<
-    // Handles one session-scoped RPC action; replies with its result.
-    caf::replies_to<atom::rpc, std::string, json::value>::with<json::value>,
-    // Stops (true) or resumes (false) taking work, so the owning agent can
-    // delete the session; refused with `conflict` while the session is busy.
-    caf::replies_to<atom::retire, bool>::with<caf::ok_atom>,
+/// A lease handed out by execution.acquire; RPC remembers which session
+/// issued the token, since execution.release names only the token.
+struct lease_granted {
+  std::string lease_token;
+};
+
+/// A runtime reset begun by runtime.begin_reset: the token (remembered by
+/// RPC like a lease's) and the rest of the result.
+struct reset_begun {
+  std::string reset_token;
+  /// {reset_token, executions, terminated_process_runs?}.
+  json::value result;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, lease_granted& x) {
+  return f(caf::meta::type_name("lease_granted"), x.lease_token);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, reset_begun& x) {
+  return f(caf::meta::type_name("reset_begun"), x.reset_token, x.result);
+}
+
+/// The CHECKPOINTS facet of a SESSION (actors/session/checkpoints.cpp,
+/// rollback.cpp): its checkpoint DAG and the mutations of current/.
+using session_checkpoints_actor = caf::typed_actor<
+    // Lists the checkpoints, all of them or one page.
+    caf::replies_to<cmd::checkpoint_list>::with<json::value>,
+    // Describes one checkpoint (by id, unique prefix or alias).
+    caf::replies_to<cmd::checkpoint_describe>::with<json::value>,
+    // Paths changed between two checkpoints, or one and current/.
+    caf::replies_to<cmd::checkpoint_diff>::with<json::value>,
+    // Snapshots current/ into a new checkpoint.
+    caf::replies_to<cmd::checkpoint_create>::with<json::value>,
+    // Deletes a checkpoint; its children move to its parent.
+    caf::replies_to<cmd::checkpoint_delete>::with<json::value>,
+    // Replaces current/ with a writable snapshot of a checkpoint.
+    caf::replies_to<cmd::session_rollback>::with<json::value>,
     // Deletes replaced trees once the session has been idle (sent to itself).
-    caf::reacts_to<atom::purge>,
+    caf::reacts_to<atom::purge>>;
+
+/// The RUNS facet of a SESSION (actors/session/runs.cpp, run_worker.cpp):
+/// sandboxed runs in the session's cgroup.
+using session_runs_actor = caf::typed_actor<
+    // Sets the session's network mode and limits for later runs.
+    caf::replies_to<cmd::session_configure>::with<json::value>,
+    // Starts a run; replies with its row once its first process runs.
+    caf::replies_to<cmd::process_start>::with<json::value>,
+    // The row of a run, live or from its history.
+    caf::replies_to<cmd::process_get>::with<json::value>,
+    // Every run of the session.
+    caf::replies_to<cmd::process_list>::with<json::value>,
+    // Kills a run's tree; replies with the final row.
+    caf::replies_to<cmd::process_stop>::with<json::value>,
+    // A slice of a run's stdout or stderr.
+    caf::replies_to<cmd::process_output>::with<json::value>,
+    // A run's process events.
+    caf::replies_to<cmd::process_events>::with<json::value>,
     // A run's first process is running in the session cgroup (run, pid).
     caf::reacts_to<atom::started, std::string, int64_t>,
     // A run ended: (run, exit code, cgroup empty, error).
     caf::reacts_to<atom::finished, std::string, int64_t, bool, std::string>,
     // A run's timeout expired (sent to itself).
-    caf::reacts_to<atom::timeout, std::string>,
-    // Describes the actor for system.dump.
-    caf::replies_to<atom::dump>::with<json::value>>;
+    caf::reacts_to<atom::timeout, std::string>>;
+
+/// The RUNTIME facet of a SESSION (actors/session/runtime.cpp): execution
+/// leases, background executions of outside launchers, runtime resets.
+using session_runtime_actor = caf::typed_actor<
+    // Hands out the session's one execution lease.
+    caf::replies_to<cmd::execution_acquire>::with<lease_granted>,
+    // Returns a lease; replies {released}.
+    caf::replies_to<cmd::execution_release>::with<json::value>,
+    // Records a background execution that blocks rollbacks.
+    caf::replies_to<cmd::runtime_register_background>::with<json::value>,
+    // Fences the session for a runtime reset.
+    caf::replies_to<cmd::runtime_begin_reset>::with<reset_begun>,
+    // Lifts the reset fence; replies {completed, success}.
+    caf::replies_to<cmd::runtime_complete_reset>::with<json::value>,
+    // Clears every lease, registration and reset (operator's way out).
+    caf::replies_to<cmd::session_unfence>::with<json::value>>;
+
+/// The SESSION actor: single owner of one session's subvolume and state,
+/// composed of its facets (actors/session/).
+using session_actor = caf::typed_actor<
+    // Describes the session (ids, paths, checkpoint ids, head).
+    caf::replies_to<cmd::session_describe>::with<json::value>,
+    // Deletes the session (sent by its AGENT); the actor then ends.
+    caf::replies_to<cmd::session_delete>::with<json::value>,
+    // Arms a fault at a named point of this actor (test builds).
+    caf::replies_to<cmd::debug_fault>::with<json::value>,
+    // Stops (true) or resumes (false) taking work, so the owning agent can
+    // delete the session; refused with `conflict` while the session is busy.
+    caf::replies_to<atom::retire, bool>::with<caf::ok_atom>>::
+    extend_with<session_checkpoints_actor, session_runs_actor,
+                session_runtime_actor, dump_client_actor>;
 
 /// The AGENT actor: owns one agent workspace and supervises its sessions.
 using agent_actor = caf::typed_actor<

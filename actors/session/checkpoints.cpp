@@ -8,7 +8,6 @@
 #include "guest/store/create_intent.hpp"
 #include "guest/store/workspace_ops.hpp"
 #include "messages/checkpoint_params.hpp"
-#include "messages/params.hpp"
 
 #include <chrono>
 #include <memory>
@@ -20,19 +19,11 @@ namespace allox::session_facets {
 // -- describe / list ----------------------------------------------------------
 
 caf::result<json::value> handle_checkpoint_list(self_ptr self,
-                                                const json::object& p) {
+                                                const cmd::checkpoint_list& c) {
   if (auto err = require_alive(self))
     return err;
   auto& st = self->state;
   // Paging is optional: without `limit` the prototype's full list.
-  auto cursor = params::optional_string(p, "cursor");
-  if (!cursor)
-    return cursor.error();
-  auto limit = params::optional_int(p, "limit", 0);
-  if (!limit)
-    return limit.error();
-  if (*limit < 0 || *limit > 10000)
-    return make_error(errc::invalid_argument, "limit must be 1..10000");
   json::object o;
   o["agent_id"] = st.agent_id();
   o["session_id"] = st.session_id();
@@ -42,11 +33,11 @@ caf::result<json::value> handle_checkpoint_list(self_ptr self,
     o["head"] = st.dag.head();
   // A page leaves out the list of every id, which would make each page as
   // large as the whole list (session.describe has it).
-  if (*limit == 0)
+  if (c.limit == 0)
     o["checkpoint_ids"] = st.dag.present_ids();
   bool more = false;
-  auto records = st.dag.records(*cursor, static_cast<size_t>(*limit), &more);
-  if (*limit > 0) {
+  auto records = st.dag.records(c.cursor, static_cast<size_t>(c.limit), &more);
+  if (c.limit > 0) {
     o["has_more"] = more;
     o["next_cursor"] = records.empty()
                            ? json::value(nullptr)
@@ -56,12 +47,9 @@ caf::result<json::value> handle_checkpoint_list(self_ptr self,
   return json_reply(std::move(o));
 }
 
-caf::result<json::value> handle_checkpoint_describe(self_ptr self,
-                                                    const json::object& p) {
-  auto key = params::required_string(p, "checkpoint_id");
-  if (!key)
-    return key.error();
-  auto id = self->state.dag.resolve(*key);
+caf::result<json::value>
+handle_checkpoint_describe(self_ptr self, const cmd::checkpoint_describe& c) {
+  auto id = self->state.dag.resolve(c.checkpoint_id);
   if (!id)
     return id.error();
   auto rec = self->state.dag.record(*self->state.dag.find(*id));
@@ -78,36 +66,22 @@ caf::result<json::value> handle_checkpoint_describe(self_ptr self,
 // generation from which both trees diverged, so only what changed since is
 // read (guest/os/btrfs_diff.hpp). Paginated by path.
 caf::result<json::value> handle_checkpoint_diff(self_ptr self,
-                                                const json::object& p) {
+                                                const cmd::checkpoint_diff& c) {
   if (auto err = require_alive(self))
     return err;
   auto& st = self->state;
-  auto from_key = params::required_string(p, "from");
-  if (!from_key)
-    return from_key.error();
-  auto from = st.dag.resolve(*from_key);
+  auto from = st.dag.resolve(c.from);
   if (!from)
     return from.error();
   std::string to;
-  if (params::has(p, "to")) {
-    auto to_key = params::required_string(p, "to");
-    if (!to_key)
-      return to_key.error();
-    auto resolved = st.dag.resolve(*to_key);
+  if (!c.to.empty()) {
+    auto resolved = st.dag.resolve(c.to);
     if (!resolved)
       return resolved.error();
     to = *resolved;
   } else if (st.phase == "mutating") {
     return conflict("session mutation in progress: " + st.key());
   }
-  auto cursor = params::optional_string(p, "cursor");
-  if (!cursor)
-    return cursor.error();
-  auto limit = params::optional_int(p, "limit", 1000);
-  if (!limit)
-    return limit.error();
-  if (*limit < 1 || *limit > 10000)
-    return make_error(errc::invalid_argument, "limit must be 1..10000");
   // current/ descends from the head.
   auto ancestor =
       st.dag.common_ancestor(*from, to.empty() ? st.dag.head() : to);
@@ -129,7 +103,7 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
       ancestor.empty() ? json::value(nullptr) : json::value(ancestor);
   return answer_blocking(
       self,
-      [from_dir, to_dir, base, base_dir, cursor = *cursor, limit = *limit,
+      [from_dir, to_dir, base, base_dir, cursor = c.cursor, limit = c.limit,
        head]() mutable -> expected<json::value> {
         if (!base_dir.empty())
           base = static_cast<uint64_t>(store::snapshot_generation(base_dir));
@@ -141,17 +115,18 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
         json::object counts{{"added", 0}, {"modified", 0}, {"deleted", 0}};
         std::string next;
         bool more = false;
-        for (const auto& c : *changes) {
-          counts[c.change] = counts[c.change].as_int64() + 1;
-          if (!cursor.empty() && c.path <= cursor)
+        for (const auto& entry : *changes) {
+          counts[entry.change] = counts[entry.change].as_int64() + 1;
+          if (!cursor.empty() && entry.path <= cursor)
             continue;
           if (static_cast<int64_t>(page.size()) == limit) {
             more = true;
             continue;
           }
-          page.push_back(json::object{
-              {"path", c.path}, {"change", c.change}, {"type", c.type}});
-          next = c.path;
+          page.push_back(json::object{{"path", entry.path},
+                                      {"change", entry.change},
+                                      {"type", entry.type}});
+          next = entry.path;
         }
         head["changes"] = std::move(page);
         head["counts"] = std::move(counts);
@@ -301,16 +276,13 @@ static void settle_checkpoint(self_ptr self, const checkpoint_row& row,
 // crash the checkpoint exists with its complete row (recovered from the
 // record) or not at all (guest/store/create_intent.hpp). The row goes to
 // the catalog after the reply, ahead of any later write of this session.
-caf::result<json::value> handle_checkpoint_create(self_ptr self,
-                                                  const json::object& p) {
-  auto req = params::decode_checkpoint_create(p);
-  if (!req)
-    return req.error();
+caf::result<json::value>
+handle_checkpoint_create(self_ptr self, const cmd::checkpoint_create& c) {
   if (auto err = require_mutable(self))
     return err;
   auto& st = self->state;
-  auto id = req->checkpoint_id.empty() ? "cp-" + std::to_string(os::now_ns())
-                                       : req->checkpoint_id;
+  auto id = c.req.checkpoint_id.empty() ? "cp-" + std::to_string(os::now_ns())
+                                        : c.req.checkpoint_id;
   if (st.dag.find(id) != nullptr)
     return make_error(errc::already_exists, "checkpoint already exists: " + id);
   checkpoint_row row;
@@ -318,11 +290,11 @@ caf::result<json::value> handle_checkpoint_create(self_ptr self,
   row.session_id = st.session_id();
   row.checkpoint_id = id;
   row.created_at_ns = os::now_ns();
-  row.origin = req->origin;
-  row.has_message = req->has_message;
-  row.message = req->message;
-  row.pinned = req->pinned;
-  row.metadata = req->metadata;
+  row.origin = c.req.origin;
+  row.has_message = c.req.has_message;
+  row.message = c.req.message;
+  row.pinned = c.req.pinned;
+  row.metadata = c.req.metadata;
   row.parent_id = st.dag.head();
   auto faults =
       std::make_shared<fault_set>(st.faults.take("checkpoint.create"));
@@ -368,27 +340,21 @@ caf::result<json::value> handle_checkpoint_create(self_ptr self,
 
 // -- checkpoint.delete --------------------------------------------------------
 
-caf::result<json::value> handle_checkpoint_delete(self_ptr self,
-                                                  const json::object& p) {
-  auto key = params::required_string(p, "checkpoint_id");
-  if (!key)
-    return key.error();
-  auto force = params::optional_bool(p, "force", false);
-  if (!force)
-    return force.error();
-  auto origin = params::origin(p);
+caf::result<json::value>
+handle_checkpoint_delete(self_ptr self, const cmd::checkpoint_delete& c) {
+  const auto& origin = c.origin;
   auto& st = self->state;
   // Unlike the prototype, a row marked missing can be deleted by its id.
   std::string id;
-  if (auto* exact = st.dag.find(*key); exact != nullptr) {
+  if (auto* exact = st.dag.find(c.checkpoint_id); exact != nullptr) {
     id = exact->checkpoint_id;
   } else {
-    auto resolved = st.dag.resolve(*key);
+    auto resolved = st.dag.resolve(c.checkpoint_id);
     if (!resolved)
       return resolved.error();
     id = *resolved;
   }
-  if (st.dag.find(id)->pinned && !*force)
+  if (st.dag.find(id)->pinned && !c.force)
     return conflict("checkpoint is pinned; use force to delete: " + id);
   if (auto err = require_mutable(self))
     return err;

@@ -119,38 +119,39 @@ caf::result<json::value> answer_blocking(self_ptr self, Job job) {
 // -- session.describe (session.cpp) -------------------------------------------
 
 /// session.describe: the session's paths, checkpoint ids and head.
-caf::result<json::value> handle_describe(self_ptr self);
+caf::result<json::value> handle_describe(self_ptr self,
+                                         const cmd::session_describe& c);
 
 // -- checkpoints (checkpoints.cpp) --------------------------------------------
 
 /// checkpoint.list: every checkpoint's record, or a page of them.
 caf::result<json::value> handle_checkpoint_list(self_ptr self,
-                                                const json::object& p);
+                                                const cmd::checkpoint_list& c);
 
 /// checkpoint.describe: one checkpoint's record.
-caf::result<json::value> handle_checkpoint_describe(self_ptr self,
-                                                    const json::object& p);
+caf::result<json::value>
+handle_checkpoint_describe(self_ptr self, const cmd::checkpoint_describe& c);
 
 /// checkpoint.diff: paths changed between two checkpoints, or between a
 /// checkpoint and current/, a page at a time.
 caf::result<json::value> handle_checkpoint_diff(self_ptr self,
-                                                const json::object& p);
+                                                const cmd::checkpoint_diff& c);
 
 /// checkpoint.create: intent record and snapshot on the lane, the reply,
 /// then the catalog row.
-caf::result<json::value> handle_checkpoint_create(self_ptr self,
-                                                  const json::object& p);
+caf::result<json::value>
+handle_checkpoint_create(self_ptr self, const cmd::checkpoint_create& c);
 
 /// checkpoint.delete: journal, snapshot deleted on the lane, one commit.
-caf::result<json::value> handle_checkpoint_delete(self_ptr self,
-                                                  const json::object& p);
+caf::result<json::value>
+handle_checkpoint_delete(self_ptr self, const cmd::checkpoint_delete& c);
 
 // -- rollback (rollback.cpp) --------------------------------------------------
 
 /// session.rollback, and session.rollback_after_runtime_reset when
 /// `after_reset`; with kill_processes the active run is killed first.
-caf::result<json::value> handle_rollback(self_ptr self, const json::object& p,
-                                         bool after_reset);
+caf::result<json::value> handle_rollback(self_ptr self,
+                                         const cmd::session_rollback& c);
 
 /// Deletes the trees replaced by rollbacks (deferred work).
 void purge_discards(self_ptr self);
@@ -158,31 +159,33 @@ void purge_discards(self_ptr self);
 // -- runs (runs.cpp) ----------------------------------------------------------
 
 /// session.configure: the session's network mode and cgroup limits.
-caf::result<json::value> handle_configure(self_ptr self, const json::object& p);
+caf::result<json::value> handle_configure(self_ptr self,
+                                          const cmd::session_configure& c);
 
 /// process.start: takes the lease, records the run and spawns its worker;
 /// answers once the run has started (or failed to).
 caf::result<json::value> handle_process_start(self_ptr self,
-                                              const json::object& p);
+                                              const cmd::process_start& c);
 
 /// process.get: a live run's row, or a finished one's state.json.
 caf::result<json::value> handle_process_get(self_ptr self,
-                                            const json::object& p);
+                                            const cmd::process_get& c);
 
 /// process.list: every run of the session, live rows over saved ones.
-caf::result<json::value> handle_process_list(self_ptr self);
+caf::result<json::value> handle_process_list(self_ptr self,
+                                             const cmd::process_list& c);
 
 /// process.stop: kills the active run; answers once it has ended.
 caf::result<json::value> handle_process_stop(self_ptr self,
-                                             const json::object& p);
+                                             const cmd::process_stop& c);
 
 /// process.events: none yet (they need the eBPF tracker).
 caf::result<json::value> handle_process_events(self_ptr self,
-                                               const json::object& p);
+                                               const cmd::process_events& c);
 
 /// process.output: a range of a run's stdout or stderr log.
 caf::result<json::value> handle_process_output(self_ptr self,
-                                               const json::object& p);
+                                               const cmd::process_output& c);
 
 /// Kills the run's whole tree (cgroup.kill) with a stop reason, and calls
 /// `then` once the run has ended.
@@ -223,32 +226,37 @@ void run_worker(caf::event_based_actor* self, session_actor session,
 // -- runtime: leases, background executions, reset (runtime.cpp) --------------
 
 /// execution.acquire: the session's one execution lease.
-caf::result<json::value> handle_acquire(self_ptr self);
+caf::result<lease_granted> handle_acquire(self_ptr self,
+                                          const cmd::execution_acquire& c);
 
 /// execution.release: gives a lease back.
-caf::result<json::value> handle_release(self_ptr self, const json::object& p);
+caf::result<json::value> handle_release(self_ptr self,
+                                        const cmd::execution_release& c);
 
 /// runtime.register_background: notes an outside launcher's execution.
-caf::result<json::value> handle_register_background(self_ptr self,
-                                                    const json::object& p);
+caf::result<json::value>
+handle_register_background(self_ptr self,
+                           const cmd::runtime_register_background& c);
 
 /// runtime.begin_reset: fences the session for a runtime reset (killing the
 /// active run first with kill_processes).
-caf::result<json::value> handle_begin_reset(self_ptr self,
-                                            const json::object& p);
+caf::result<reset_begun> handle_begin_reset(self_ptr self,
+                                            const cmd::runtime_begin_reset& c);
 
 /// runtime.complete_reset: lifts the reset fence.
-caf::result<json::value> handle_complete_reset(self_ptr self,
-                                               const json::object& p);
+caf::result<json::value>
+handle_complete_reset(self_ptr self, const cmd::runtime_complete_reset& c);
 
 /// session.unfence: forgets the reset, leases, background registrations and
 /// interrupted runs, with an audit record.
-caf::result<json::value> handle_unfence(self_ptr self, const json::object& p);
+caf::result<json::value> handle_unfence(self_ptr self,
+                                        const cmd::session_unfence& c);
 
 // -- lifecycle (lifecycle.cpp) ------------------------------------------------
 
 /// session.delete: row marked, directory moved to trash, row removed; the
 /// actor quits.
-caf::result<json::value> handle_delete(self_ptr self, const json::object& p);
+caf::result<json::value> handle_delete(self_ptr self,
+                                       const cmd::session_delete& c);
 
 } // namespace allox::session_facets

@@ -6,7 +6,6 @@
 #include "guest/os/fs.hpp"
 #include "guest/store/layout.hpp"
 #include "messages/ids.hpp"
-#include "messages/params.hpp"
 
 #include <caf/send.hpp>
 
@@ -21,10 +20,11 @@ namespace allox::session_facets {
 // `deleting`, the session directory is renamed into a trash name (atomic),
 // the row is removed with the audit record. Whatever a crash interrupts,
 // start-up reconciliation finishes (guest/store/reconcile.cpp).
-caf::result<json::value> handle_delete(self_ptr self, const json::object& p) {
+caf::result<json::value> handle_delete(self_ptr self,
+                                       const cmd::session_delete& c) {
   if (auto err = require_mutable(self))
     return err;
-  auto origin = params::origin(p);
+  const auto& origin = c.origin;
   auto rp = self->make_response_promise<json::value>();
   auto& st = self->state;
   begin_mutation(self, "session.delete");

@@ -259,29 +259,29 @@ static void begin_rollback(self_ptr self, promise rp, params::rollback req,
       [run](caf::error err) { rollback_fail(run, err); });
 }
 
-caf::result<json::value> handle_rollback(self_ptr self, const json::object& p,
-                                         bool after_reset) {
+caf::result<json::value> handle_rollback(self_ptr self,
+                                         const cmd::session_rollback& c) {
   auto& st = self->state;
-  bool kill_default = st.runs.config && st.runs.config->kill_on_rollback;
-  auto req = params::decode_rollback(p, after_reset, kill_default);
-  if (!req)
-    return req.error();
-  if (req->kill_processes && !st.runs.config)
+  // kill_processes defaults to --kill-session-processes-on-rollback (the
+  // RPC actor decoded it so).
+  auto req = c.req;
+  auto after_reset = c.after_reset;
+  if (req.kill_processes && !st.runs.config)
     return make_error(errc::unsupported,
                       "kill_processes requires process tracking");
   auto rp = self->make_response_promise<json::value>();
-  if (!req->kill_processes) {
-    begin_rollback(self, rp, std::move(*req), after_reset, json::value());
+  if (!req.kill_processes) {
+    begin_rollback(self, rp, std::move(req), after_reset, json::value());
     return rp;
   }
   if (st.runs.active.empty()) {
-    begin_rollback(self, rp, std::move(*req), after_reset, json::array{});
+    begin_rollback(self, rp, std::move(req), after_reset, json::array{});
     return rp;
   }
   // Kill the session's process tree first; roll back once the run ended.
   auto id = st.runs.active;
   kill_run(self, id, "rollback",
-           [self, rp, req = std::move(*req), after_reset, id]() mutable {
+           [self, rp, req = std::move(req), after_reset, id]() mutable {
              if (!self->state.runs.active.empty()) {
                rp.deliver(conflict("Session cgroup termination timed out; "
                                    "rollback remains fenced"));

@@ -9,7 +9,6 @@
 #include "guest/sandbox/bwrap_args.hpp"
 #include "guest/store/run_recovery.hpp"
 #include "messages/ids.hpp"
-#include "messages/params.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -55,7 +54,7 @@ static json::object effective_settings(self_ptr self) {
 // refused as unsupported where the controller does not exist. They apply
 // to the next run and persist with the session row.
 caf::result<json::value> handle_configure(self_ptr self,
-                                          const json::object& p) {
+                                          const cmd::session_configure& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
@@ -68,40 +67,22 @@ caf::result<json::value> handle_configure(self_ptr self,
     if (!ec && v.is_object())
       settings = v.as_object();
   }
-  auto reset = params::optional_bool(p, "reset", false);
-  if (!reset)
-    return reset.error();
-  if (*reset)
+  if (c.reset)
     settings = {};
-  if (auto* n = p.if_contains("network"); n != nullptr && !n->is_null()) {
-    std::string mode = n->is_string() ? std::string{n->get_string()} : "";
-    mode.erase(std::remove_if(mode.begin(), mode.end(), ::isspace), mode.end());
-    std::transform(mode.begin(), mode.end(), mode.begin(), ::tolower);
-    if (mode != "inherit" && mode != "isolated")
-      return make_error(errc::invalid_argument,
-                        "network must be inherit or isolated");
-    settings["network"] = mode;
-  }
-  if (auto* l = p.if_contains("limits"); l != nullptr && !l->is_null()) {
-    if (!l->is_object())
-      return make_error(errc::invalid_argument, "limits must be an object");
+  if (!c.network.empty())
+    settings["network"] = c.network;
+  if (c.has_limits) {
     json::object limits;
     if (auto* old = settings.if_contains("limits"); old && old->is_object())
       limits = old->as_object();
-    for (const auto& kv : l->as_object()) {
-      std::string name{kv.key()};
-      if (kv.value().is_null()) {
-        limits.erase(name);
+    for (const auto& change : c.limits) {
+      if (change.clear) {
+        limits.erase(change.name);
         continue;
       }
-      std::string value;
-      if (kv.value().is_string())
-        value = std::string{kv.value().get_string()};
-      else if (kv.value().is_int64() && kv.value().get_int64() > 0)
-        value = std::to_string(kv.value().get_int64());
-      if (auto err = check_limit(*st.runs.config, name, value))
+      if (auto err = check_limit(*st.runs.config, change.name, change.value))
         return err;
-      limits[name] = value;
+      limits[change.name] = change.value;
     }
     settings["limits"] = std::move(limits);
   }
@@ -109,9 +90,8 @@ caf::result<json::value> handle_configure(self_ptr self,
   auto rp = self->make_response_promise<json::value>();
   metadata_write w;
   w.set_exec_settings.push_back({st.agent_id(), st.session_id(), text});
-  w.audit.push_back(
-      audit(self, "session.configure",
-            {{"origin", params::origin(p)}, {"settings", settings}}));
+  w.audit.push_back(audit(self, "session.configure",
+                          {{"origin", c.origin}, {"settings", settings}}));
   commit(
       self, std::move(w),
       [self, rp, text]() mutable {
@@ -126,13 +106,10 @@ caf::result<json::value> handle_configure(self_ptr self,
 }
 
 caf::result<json::value> handle_process_start(self_ptr self,
-                                              const json::object& p) {
+                                              const cmd::process_start& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
-  auto req = decode_start(p);
-  if (!req)
-    return req.error();
   if (auto err = require_alive(self))
     return err;
   if (mutating(self))
@@ -162,16 +139,15 @@ caf::result<json::value> handle_process_start(self_ptr self,
   spec.shared = st.init.paths.agent_shared(st.agent_id());
   spec.agent_id = st.agent_id();
   spec.session_id = st.session_id();
-  spec.env = req->env;
-  spec.argv = req->argv;
+  spec.env = c.env;
+  spec.argv = c.argv;
   spec.isolated_network = settings.at("network") == "isolated";
   self->spawn<caf::detached>(run_worker, caf::actor_cast<session_actor>(self),
                              id, sandbox::bwrap_argv(spec), group,
                              run_dir(cfg, id), json::serialize(run.row),
                              std::move(limits), cfg.cgroups.root());
   self->delayed_send(
-      self,
-      std::chrono::milliseconds(static_cast<int64_t>(req->timeout * 1000)),
+      self, std::chrono::milliseconds(static_cast<int64_t>(c.timeout * 1000)),
       atom::timeout_v, id);
   return rp;
 }
@@ -275,10 +251,6 @@ void shutdown_runs(self_ptr self) {
     os::remove_group(group);
 }
 
-static caf::expected<std::string> run_id_param(const json::object& p) {
-  return params::required_id(p, "run_id", "run");
-}
-
 /// Reads a finished run's state.json; checks it belongs to this session.
 static expected<json::object>
 load_run(const std::string& dir, const std::string& a, const std::string& s) {
@@ -293,16 +265,13 @@ load_run(const std::string& dir, const std::string& a, const std::string& s) {
 }
 
 caf::result<json::value> handle_process_get(self_ptr self,
-                                            const json::object& p) {
+                                            const cmd::process_get& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
-  auto id = run_id_param(p);
-  if (!id)
-    return id.error();
-  if (auto it = st.runs.runs.find(*id); it != st.runs.runs.end())
+  if (auto it = st.runs.runs.find(c.run_id); it != st.runs.runs.end())
     return json_reply(it->second.row);
-  auto dir = run_dir(*st.runs.config, *id);
+  auto dir = run_dir(*st.runs.config, c.run_id);
   auto a = st.agent_id();
   auto s = st.session_id();
   return answer_blocking(self, [dir, a, s]() -> expected<json::value> {
@@ -313,7 +282,8 @@ caf::result<json::value> handle_process_get(self_ptr self,
   });
 }
 
-caf::result<json::value> handle_process_list(self_ptr self) {
+caf::result<json::value> handle_process_list(self_ptr self,
+                                             const cmd::process_list&) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
@@ -348,14 +318,11 @@ caf::result<json::value> handle_process_list(self_ptr self) {
 }
 
 caf::result<json::value> handle_process_stop(self_ptr self,
-                                             const json::object& p) {
+                                             const cmd::process_stop& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
-  auto id = run_id_param(p);
-  if (!id)
-    return id.error();
-  auto it = st.runs.runs.find(*id);
+  auto it = st.runs.runs.find(c.run_id);
   if (it == st.runs.runs.end())
     return make_error(errc::invalid_argument,
                       "cannot control a historical run");
@@ -363,7 +330,7 @@ caf::result<json::value> handle_process_stop(self_ptr self,
     return json_reply(it->second.row);
   auto rp = self->make_response_promise<json::value>();
   it->second.waiting_end.push_back(rp);
-  kill_run(self, *id, "requested", {});
+  kill_run(self, c.run_id, "requested", {});
   return rp;
 }
 
@@ -402,53 +369,27 @@ static json::value live_state(self_ptr self, const std::string& id) {
 
 /// Process events need the eBPF tracker: runs carry none yet.
 caf::result<json::value> handle_process_events(self_ptr self,
-                                               const json::object& p) {
+                                               const cmd::process_events& c) {
   if (!self->state.runs.config)
     return no_execution();
-  auto id = run_id_param(p);
-  if (!id)
-    return id.error();
-  auto after = params::optional_int(p, "after", 0);
-  auto limit = params::optional_int(p, "limit", 100);
-  if (!after || !limit || *after < 0 || *limit < 1 || *limit > 1000)
-    return make_error(errc::invalid_argument,
-                      "after must be nonnegative; limit must be 1..1000");
   return json_reply(json::object{{"events", json::array{}},
-                                 {"next_after", *after},
-                                 {"state", live_state(self, *id)}});
+                                 {"next_after", c.after},
+                                 {"state", live_state(self, c.run_id)}});
 }
 
 caf::result<json::value> handle_process_output(self_ptr self,
-                                               const json::object& p) {
+                                               const cmd::process_output& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
-  auto id = run_id_param(p);
-  if (!id)
-    return id.error();
-  auto stream = params::optional_string(p, "stream", "stdout");
-  if (!stream)
-    return stream.error();
-  if (*stream != "stdout" && *stream != "stderr")
-    return make_error(errc::invalid_argument,
-                      "stream must be stdout or stderr");
-  auto offset = params::optional_int(p, "offset", 0);
-  if (!offset)
-    return offset.error();
-  auto limit = params::optional_int(p, "limit", 65536);
-  if (!limit)
-    return limit.error();
-  if (*offset < 0 || *limit < 1 || *limit > (1 << 20))
-    return make_error(errc::invalid_argument,
-                      "offset must be nonnegative; limit must be 1..1048576");
-  auto dir = run_dir(*st.runs.config, *id);
+  auto dir = run_dir(*st.runs.config, c.run_id);
   auto a = st.agent_id();
   auto s = st.session_id();
-  auto state = live_state(self, *id);
+  auto state = live_state(self, c.run_id);
   return answer_blocking(
       self,
-      [dir, a, s, id = *id, stream = *stream, offset = *offset, limit = *limit,
-       state]() mutable -> expected<json::value> {
+      [dir, a, s, id = c.run_id, stream = c.stream, offset = c.offset,
+       limit = c.limit, state]() mutable -> expected<json::value> {
         if (state.is_null()) {
           auto row = load_run(dir, a, s);
           if (!row)

@@ -7,7 +7,6 @@
 #include "guest/os/fs.hpp"
 #include "guest/store/run_recovery.hpp"
 #include "messages/ids.hpp"
-#include "messages/params.hpp"
 
 #include <string>
 #include <vector>
@@ -16,7 +15,8 @@ namespace allox::session_facets {
 
 // -- leases, background executions, runtime reset -----------------------------
 
-caf::result<json::value> handle_acquire(self_ptr self) {
+caf::result<lease_granted> handle_acquire(self_ptr self,
+                                          const cmd::execution_acquire&) {
   if (auto err = require_alive(self))
     return err;
   auto& st = self->state;
@@ -26,36 +26,31 @@ caf::result<json::value> handle_acquire(self_ptr self) {
     return conflict("session already has an active execution: " + st.key());
   auto token = random_hex_token();
   st.leases.emplace(token, os::now_ns());
-  return json_reply(json::object{{"lease_token", token}});
+  return lease_granted{token};
 }
 
-caf::result<json::value> handle_release(self_ptr self, const json::object& p) {
-  auto token = params::required_string(p, "lease_token");
-  if (!token)
-    return token.error();
-  bool released = self->state.leases.erase(*token) > 0;
+caf::result<json::value> handle_release(self_ptr self,
+                                        const cmd::execution_release& c) {
+  bool released = self->state.leases.erase(c.lease_token) > 0;
   return json_reply(json::object{{"released", released}});
 }
 
-caf::result<json::value> handle_register_background(self_ptr self,
-                                                    const json::object& p) {
-  auto sandbox = params::required_string(p, "sandbox_id");
-  if (!sandbox)
-    return sandbox.error();
-  auto execution = params::required_string(p, "execution_id");
-  if (!execution)
-    return execution.error();
+caf::result<json::value>
+handle_register_background(self_ptr self,
+                           const cmd::runtime_register_background& c) {
   if (auto err = require_alive(self))
     return err;
   if (mutating(self))
     return conflict("session is being restored: " + self->state.key());
-  self->state.background[*execution] = *sandbox;
+  self->state.background[c.execution_id] = c.sandbox_id;
   return json_reply(
-      json::object{{"registered", true}, {"execution_id", *execution}});
+      json::object{{"registered", true}, {"execution_id", c.execution_id}});
 }
 
 /// Fences the session for a runtime reset; answers through `rp`.
-static void begin_reset(self_ptr self, promise rp, json::value terminated) {
+static void begin_reset(self_ptr self,
+                        caf::typed_response_promise<reset_begun> rp,
+                        json::value terminated) {
   if (auto err = require_alive(self)) {
     rp.deliver(err);
     return;
@@ -78,21 +73,19 @@ static void begin_reset(self_ptr self, promise rp, json::value terminated) {
                  {"executions", std::move(executions)}};
   if (!terminated.is_null())
     r["terminated_process_runs"] = std::move(terminated);
-  rp.deliver(json::value(std::move(r)));
+  rp.deliver(reset_begun{st.reset_token, json::value(std::move(r))});
 }
 
-caf::result<json::value> handle_begin_reset(self_ptr self,
-                                            const json::object& p) {
+caf::result<reset_begun> handle_begin_reset(self_ptr self,
+                                            const cmd::runtime_begin_reset& c) {
   auto& st = self->state;
   bool kill_default = st.runs.config && st.runs.config->kill_on_rollback;
-  auto kill = params::optional_bool(p, "kill_processes", kill_default);
-  if (!kill)
-    return kill.error();
-  if (*kill && !st.runs.config)
+  bool kill = c.kill_processes ? *c.kill_processes : kill_default;
+  if (kill && !st.runs.config)
     return make_error(errc::unsupported,
                       "kill_processes requires process tracking");
-  auto rp = self->make_response_promise<json::value>();
-  if (!*kill) {
+  auto rp = self->make_response_promise<reset_begun>();
+  if (!kill) {
     begin_reset(self, rp, json::value());
   } else if (st.runs.active.empty()) {
     begin_reset(self, rp, json::array{});
@@ -105,29 +98,24 @@ caf::result<json::value> handle_begin_reset(self_ptr self,
   return rp;
 }
 
-caf::result<json::value> handle_complete_reset(self_ptr self,
-                                               const json::object& p) {
-  auto token = params::required_string(p, "reset_token");
-  if (!token)
-    return token.error();
-  auto success = params::optional_bool(p, "success", false);
-  if (!success)
-    return success.error();
+caf::result<json::value>
+handle_complete_reset(self_ptr self, const cmd::runtime_complete_reset& c) {
   auto& st = self->state;
-  if (st.reset_token.empty() || st.reset_token != *token)
+  if (st.reset_token.empty() || st.reset_token != c.reset_token)
     return make_error(errc::not_found, "unknown runtime reset token");
   if (st.phase == "mutating")
     return conflict("session mutation already in progress: " + st.key());
   st.reset_token.clear();
-  if (*success)
+  if (c.success)
     st.background.clear();
-  return json_reply(json::object{{"completed", true}, {"success", *success}});
+  return json_reply(json::object{{"completed", true}, {"success", c.success}});
 }
 
 // An administrator's way out of a fence the prototype could only leave by
 // restarting: forgets the runtime reset, every lease and every background
 // registration, with an audit record of what was cleared.
-caf::result<json::value> handle_unfence(self_ptr self, const json::object& p) {
+caf::result<json::value> handle_unfence(self_ptr self,
+                                        const cmd::session_unfence& c) {
   auto& st = self->state;
   if (st.phase == "mutating")
     return conflict("session mutation in progress: " + st.key());
@@ -135,7 +123,7 @@ caf::result<json::value> handle_unfence(self_ptr self, const json::object& p) {
     return err;
   if (!st.runs.active.empty())
     return conflict("session still has live processes: " + st.key());
-  auto origin = params::origin(p);
+  const auto& origin = c.origin;
   json::array interrupted;
   for (const auto& id : st.runs.interrupted)
     interrupted.emplace_back(id);

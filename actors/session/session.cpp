@@ -119,7 +119,8 @@ void fence(self_ptr self, const caf::error& err) {
 
 // -- session.describe, dump, dispatch -----------------------------------------
 
-caf::result<json::value> handle_describe(self_ptr self) {
+caf::result<json::value> handle_describe(self_ptr self,
+                                         const cmd::session_describe&) {
   if (self->state.phase == "retired")
     return make_error(errc::not_found,
                       "session does not exist: " + self->state.key());
@@ -174,59 +175,29 @@ static json::value dump(self_ptr self) {
   return o;
 }
 
-/// Dispatches one session-scoped RPC action to its handler.
-static caf::result<json::value>
-handle_rpc(self_ptr self, const std::string& action, const json::object& p) {
-  if (action == "session.describe")
-    return handle_describe(self);
-  if (action == "checkpoint.list")
-    return handle_checkpoint_list(self, p);
-  if (action == "checkpoint.describe")
-    return handle_checkpoint_describe(self, p);
-  if (action == "checkpoint.create")
-    return handle_checkpoint_create(self, p);
-  if (action == "checkpoint.delete")
-    return handle_checkpoint_delete(self, p);
-  if (action == "checkpoint.diff")
-    return handle_checkpoint_diff(self, p);
-  if (action == "session.rollback")
-    return handle_rollback(self, p, false);
-  if (action == "session.rollback_after_runtime_reset")
-    return handle_rollback(self, p, true);
-  if (action == "process.start")
-    return handle_process_start(self, p);
-  if (action == "session.configure")
-    return handle_configure(self, p);
-  if (action == "process.get")
-    return handle_process_get(self, p);
-  if (action == "process.list")
-    return handle_process_list(self);
-  if (action == "process.stop")
-    return handle_process_stop(self, p);
-  if (action == "process.output")
-    return handle_process_output(self, p);
-  if (action == "process.events")
-    return handle_process_events(self, p);
-  if (action == "execution.acquire")
-    return handle_acquire(self);
-  if (action == "execution.release")
-    return handle_release(self, p);
-  if (action == "runtime.register_background")
-    return handle_register_background(self, p);
-  if (action == "runtime.begin_reset")
-    return handle_begin_reset(self, p);
-  if (action == "runtime.complete_reset")
-    return handle_complete_reset(self, p);
-  if (action == "session.unfence")
-    return handle_unfence(self, p);
-  if (action == "session.delete")
-    return handle_delete(self, p);
-  if (action == "debug.fault") {
-    if (auto err = self->state.faults.arm(p))
-      return err;
-    return json_reply(json::object{{"armed", true}});
-  }
-  return make_error(errc::invalid_argument, "unknown action: " + action);
+/// The action a command came as (the fault point and the failure log).
+template <class Command>
+const char* action_of(const Command&) {
+  return Command::name;
+}
+
+const char* action_of(const cmd::session_rollback& c) {
+  return c.after_reset ? "session.rollback_after_runtime_reset"
+                       : "session.rollback";
+}
+
+/// Serves one command with its facet's handler: counted, named for the
+/// failure log (left set if the handler throws), and with the fault point
+/// of its action, where tests fail this actor mid-request.
+template <class Command, class Handler>
+auto serve(self_ptr self, const Command& c, Handler handler) {
+  auto& st = self->state;
+  ++st.requests;
+  st.handling = action_of(c);
+  st.faults.trigger(st.handling);
+  auto result = handler(self, c);
+  st.handling.clear();
+  return result;
 }
 
 } // namespace session_facets
@@ -261,17 +232,16 @@ session_actor::behavior_type session(session_facets::self_ptr self,
                         self->state.handling);
   });
   return {
-      [self](atom::rpc, const std::string& action,
-             const json::value& body) -> caf::result<json::value> {
-        auto& st = self->state;
-        ++st.requests;
-        // Left set if the handler throws: the failure log names it.
-        st.handling = action;
-        // Lets tests fail this actor in the middle of a request.
-        st.faults.trigger(action);
-        auto result = handle_rpc(self, action, body.as_object());
-        st.handling.clear();
-        return result;
+      // -- lifecycle (session.cpp, lifecycle.cpp) --------------------------
+      [self](const cmd::session_describe& c) {
+        return serve(self, c, handle_describe);
+      },
+      [self](const cmd::session_delete& c) {
+        return serve(self, c, handle_delete);
+      },
+      [self](const cmd::debug_fault& c) -> caf::result<json::value> {
+        self->state.faults.arm(fault{c.point, c.effect, c.millis});
+        return json_reply(json::object{{"armed", true}});
       },
       [self](atom::retire, bool retire) -> caf::result<caf::ok_atom> {
         auto& st = self->state;
@@ -285,7 +255,48 @@ session_actor::behavior_type session(session_facets::self_ptr self,
         st.phase = "retired";
         return caf::ok_atom_v;
       },
+      // -- checkpoints (checkpoints.cpp, rollback.cpp) ----------------------
+      [self](const cmd::checkpoint_list& c) {
+        return serve(self, c, handle_checkpoint_list);
+      },
+      [self](const cmd::checkpoint_describe& c) {
+        return serve(self, c, handle_checkpoint_describe);
+      },
+      [self](const cmd::checkpoint_diff& c) {
+        return serve(self, c, handle_checkpoint_diff);
+      },
+      [self](const cmd::checkpoint_create& c) {
+        return serve(self, c, handle_checkpoint_create);
+      },
+      [self](const cmd::checkpoint_delete& c) {
+        return serve(self, c, handle_checkpoint_delete);
+      },
+      [self](const cmd::session_rollback& c) {
+        return serve(self, c, handle_rollback);
+      },
       [self](atom::purge) { idle_work(self); },
+      // -- runs (runs.cpp, run_worker.cpp) ----------------------------------
+      [self](const cmd::session_configure& c) {
+        return serve(self, c, handle_configure);
+      },
+      [self](const cmd::process_start& c) {
+        return serve(self, c, handle_process_start);
+      },
+      [self](const cmd::process_get& c) {
+        return serve(self, c, handle_process_get);
+      },
+      [self](const cmd::process_list& c) {
+        return serve(self, c, handle_process_list);
+      },
+      [self](const cmd::process_stop& c) {
+        return serve(self, c, handle_process_stop);
+      },
+      [self](const cmd::process_output& c) {
+        return serve(self, c, handle_process_output);
+      },
+      [self](const cmd::process_events& c) {
+        return serve(self, c, handle_process_events);
+      },
       [self](atom::started, const std::string& id, int64_t pid) {
         on_run_started(self, id, pid);
       },
@@ -295,6 +306,25 @@ session_actor::behavior_type session(session_facets::self_ptr self,
       },
       [self](atom::timeout, const std::string& id) {
         kill_run(self, id, "timeout", {});
+      },
+      // -- runtime (runtime.cpp) --------------------------------------------
+      [self](const cmd::execution_acquire& c) {
+        return serve(self, c, handle_acquire);
+      },
+      [self](const cmd::execution_release& c) {
+        return serve(self, c, handle_release);
+      },
+      [self](const cmd::runtime_register_background& c) {
+        return serve(self, c, handle_register_background);
+      },
+      [self](const cmd::runtime_begin_reset& c) {
+        return serve(self, c, handle_begin_reset);
+      },
+      [self](const cmd::runtime_complete_reset& c) {
+        return serve(self, c, handle_complete_reset);
+      },
+      [self](const cmd::session_unfence& c) {
+        return serve(self, c, handle_unfence);
       },
       [self](atom::dump) -> json::value { return dump(self); },
   };

@@ -66,18 +66,4 @@ struct session_runs {
       std::make_shared<store::run_row_writer>();
 };
 
-/// Default and maximum run timeout (seconds), as the prototype.
-inline constexpr double default_run_timeout = 300;
-inline constexpr double max_run_timeout = 86400;
-
-/// Decoded process.start parameters.
-struct start_request {
-  std::vector<std::string> argv;
-  std::map<std::string, std::string> env;
-  double timeout = default_run_timeout;
-};
-
-/// Validates argv/env/timeout with the prototype's messages.
-expected<start_request> decode_start(const json::object& p);
-
 } // namespace allox

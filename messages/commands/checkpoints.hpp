@@ -1,0 +1,123 @@
+// Commands of a session's checkpoints and rollback facets: one struct per
+// RPC action, decoded once by the RPC actor (messages/commands/decode.hpp)
+// and answered by the SESSION actor's handler for that type.
+#pragma once
+
+#include "messages/checkpoint_params.hpp"
+#include "messages/records.hpp"
+
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace allox::params {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_create& x) {
+  return f(caf::meta::type_name("checkpoint_create_params"), x.checkpoint_id,
+           x.has_message, x.message, x.metadata, x.pinned, x.origin);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rollback& x) {
+  return f(caf::meta::type_name("rollback_params"), x.checkpoint_id,
+           x.num_ancestors, x.scrub_runtime, x.kill_processes, x.origin,
+           x.reset_token);
+}
+
+} // namespace allox::params
+
+namespace allox::cmd {
+
+/// checkpoint.list {cursor?, limit?}: without `limit` the prototype's full
+/// list; with it, a page of `limit` records after `cursor`.
+struct checkpoint_list {
+  static inline const char* name = "checkpoint.list";
+  session_ref session;
+  std::string cursor;
+  /// 0: not paged.
+  int64_t limit = 0;
+};
+
+/// checkpoint.describe {checkpoint_id}: one record (id, prefix or alias).
+struct checkpoint_describe {
+  static inline const char* name = "checkpoint.describe";
+  session_ref session;
+  std::string checkpoint_id;
+};
+
+/// checkpoint.diff {from, to?, cursor?, limit?}: paths changed between two
+/// checkpoints, or between one and current/ when `to` is absent.
+struct checkpoint_diff {
+  static inline const char* name = "checkpoint.diff";
+  session_ref session;
+  std::string from;
+  /// Empty: current/.
+  std::string to;
+  std::string cursor;
+  int64_t limit = 1000;
+};
+
+/// checkpoint.create {checkpoint_id?, message?, metadata?, pinned?, origin?}.
+struct checkpoint_create {
+  static inline const char* name = "checkpoint.create";
+  session_ref session;
+  params::checkpoint_create req;
+};
+
+/// checkpoint.delete {checkpoint_id, force?, origin?}.
+struct checkpoint_delete {
+  static inline const char* name = "checkpoint.delete";
+  session_ref session;
+  std::string checkpoint_id;
+  bool force = false;
+  std::string origin;
+};
+
+/// session.rollback and session.rollback_after_runtime_reset
+/// {checkpoint_id | num_ancestors, scrub_runtime?, kill_processes?,
+/// reset_token (after a reset only), origin?}.
+struct session_rollback {
+  static inline const char* name = "session.rollback";
+  session_ref session;
+  params::rollback req;
+  bool after_reset = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_list& x) {
+  return f(caf::meta::type_name("checkpoint_list"), x.session, x.cursor,
+           x.limit);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_describe& x) {
+  return f(caf::meta::type_name("checkpoint_describe"), x.session,
+           x.checkpoint_id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_diff& x) {
+  return f(caf::meta::type_name("checkpoint_diff"), x.session, x.from, x.to,
+           x.cursor, x.limit);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_create& x) {
+  return f(caf::meta::type_name("checkpoint_create"), x.session, x.req);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_delete& x) {
+  return f(caf::meta::type_name("checkpoint_delete"), x.session,
+           x.checkpoint_id, x.force, x.origin);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_rollback& x) {
+  return f(caf::meta::type_name("session_rollback"), x.session, x.req,
+           x.after_reset);
+}
+
+} // namespace allox::cmd

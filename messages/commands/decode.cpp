@@ -1,0 +1,324 @@
+#include "messages/commands/decode.hpp"
+
+#include "messages/ids.hpp"
+#include "messages/params.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace allox::cmd {
+
+namespace {
+
+caf::error invalid(std::string msg) {
+  return make_error(errc::invalid_argument, std::move(msg));
+}
+
+} // namespace
+
+// -- checkpoints and rollback -------------------------------------------------
+
+expected<checkpoint_list> decode_checkpoint_list(const json::object& p) {
+  checkpoint_list c;
+  // Paging is optional: without `limit` the prototype's full list.
+  auto cursor = params::optional_string(p, "cursor");
+  if (!cursor)
+    return cursor.error();
+  auto limit = params::optional_int(p, "limit", 0);
+  if (!limit)
+    return limit.error();
+  if (*limit < 0 || *limit > 10000)
+    return invalid("limit must be 1..10000");
+  c.cursor = std::move(*cursor);
+  c.limit = *limit;
+  return c;
+}
+
+expected<checkpoint_describe>
+decode_checkpoint_describe(const json::object& p) {
+  auto key = params::required_string(p, "checkpoint_id");
+  if (!key)
+    return key.error();
+  checkpoint_describe c;
+  c.checkpoint_id = std::move(*key);
+  return c;
+}
+
+expected<checkpoint_diff> decode_checkpoint_diff(const json::object& p) {
+  checkpoint_diff c;
+  auto from = params::required_string(p, "from");
+  if (!from)
+    return from.error();
+  c.from = std::move(*from);
+  if (params::has(p, "to")) {
+    auto to = params::required_string(p, "to");
+    if (!to)
+      return to.error();
+    c.to = std::move(*to);
+  }
+  auto cursor = params::optional_string(p, "cursor");
+  if (!cursor)
+    return cursor.error();
+  auto limit = params::optional_int(p, "limit", 1000);
+  if (!limit)
+    return limit.error();
+  if (*limit < 1 || *limit > 10000)
+    return invalid("limit must be 1..10000");
+  c.cursor = std::move(*cursor);
+  c.limit = *limit;
+  return c;
+}
+
+expected<checkpoint_create> decode_checkpoint_create(const json::object& p) {
+  auto req = params::decode_checkpoint_create(p);
+  if (!req)
+    return req.error();
+  checkpoint_create c;
+  c.req = std::move(*req);
+  return c;
+}
+
+expected<checkpoint_delete> decode_checkpoint_delete(const json::object& p) {
+  auto key = params::required_string(p, "checkpoint_id");
+  if (!key)
+    return key.error();
+  auto force = params::optional_bool(p, "force", false);
+  if (!force)
+    return force.error();
+  checkpoint_delete c;
+  c.checkpoint_id = std::move(*key);
+  c.force = *force;
+  c.origin = params::origin(p);
+  return c;
+}
+
+expected<session_rollback>
+decode_rollback(const json::object& p, bool after_reset, bool kill_default) {
+  auto req = params::decode_rollback(p, after_reset, kill_default);
+  if (!req)
+    return req.error();
+  session_rollback c;
+  c.req = std::move(*req);
+  c.after_reset = after_reset;
+  return c;
+}
+
+// -- runs ---------------------------------------------------------------------
+
+expected<session_configure> decode_configure(const json::object& p) {
+  session_configure c;
+  auto reset = params::optional_bool(p, "reset", false);
+  if (!reset)
+    return reset.error();
+  c.reset = *reset;
+  if (auto* n = p.if_contains("network"); n != nullptr && !n->is_null()) {
+    std::string mode = n->is_string() ? std::string{n->get_string()} : "";
+    mode.erase(std::remove_if(mode.begin(), mode.end(), ::isspace), mode.end());
+    std::transform(mode.begin(), mode.end(), mode.begin(), ::tolower);
+    if (mode != "inherit" && mode != "isolated")
+      return invalid("network must be inherit or isolated");
+    c.network = std::move(mode);
+  }
+  if (auto* l = p.if_contains("limits"); l != nullptr && !l->is_null()) {
+    if (!l->is_object())
+      return invalid("limits must be an object");
+    c.has_limits = true;
+    for (const auto& kv : l->as_object()) {
+      limit_change change;
+      change.name = std::string{kv.key()};
+      const auto& v = kv.value();
+      if (v.is_null())
+        change.clear = true;
+      else if (v.is_string())
+        change.value = std::string{v.get_string()};
+      else if (v.is_int64() && v.get_int64() > 0)
+        change.value = std::to_string(v.get_int64());
+      c.limits.push_back(std::move(change));
+    }
+  }
+  c.origin = params::origin(p);
+  return c;
+}
+
+expected<process_start> decode_process_start(const json::object& p) {
+  process_start r;
+  auto bad = [](const char* msg) {
+    return invalid(msg);
+  };
+  auto* argv = p.if_contains("argv");
+  if (argv == nullptr || !argv->is_array() || argv->as_array().empty())
+    return bad("argv must be a nonempty array of nonempty strings");
+  for (const auto& a : argv->as_array()) {
+    if (!a.is_string())
+      return bad("argv must be a nonempty array of nonempty strings");
+    std::string s{a.get_string()};
+    if (s.find('\0') != std::string::npos)
+      return bad("argv must be a nonempty array of nonempty strings");
+    r.argv.push_back(std::move(s));
+  }
+  if (r.argv.front().empty())
+    return bad("argv must be a nonempty array of nonempty strings");
+  if (auto* env = p.if_contains("env"); env != nullptr && !env->is_null()) {
+    if (!env->is_object())
+      return bad("env must be a string mapping with valid environment names");
+    for (const auto& kv : env->as_object()) {
+      std::string k{kv.key()};
+      if (k.empty() || k.find('=') != std::string::npos ||
+          k.find('\0') != std::string::npos || !kv.value().is_string())
+        return bad("env must be a string mapping with valid environment names");
+      std::string v{kv.value().get_string()};
+      if (v.find('\0') != std::string::npos)
+        return bad("env must be a string mapping with valid environment names");
+      r.env.emplace(std::move(k), std::move(v));
+    }
+  }
+  if (auto* t = p.if_contains("timeout"); t != nullptr && !t->is_null()) {
+    if (t->is_bool() || !t->is_number())
+      return bad("timeout must be in (0, 86400] seconds");
+    r.timeout = t->to_number<double>();
+    if (!(r.timeout > 0) || r.timeout > max_run_timeout)
+      return bad("timeout must be in (0, 86400] seconds");
+  }
+  return r;
+}
+
+namespace {
+
+expected<std::string> run_id(const json::object& p) {
+  return params::required_id(p, "run_id", "run");
+}
+
+} // namespace
+
+expected<process_get> decode_process_get(const json::object& p) {
+  auto id = run_id(p);
+  if (!id)
+    return id.error();
+  process_get c;
+  c.run_id = std::move(*id);
+  return c;
+}
+
+expected<process_list> decode_process_list(const json::object&) {
+  return process_list{};
+}
+
+expected<process_stop> decode_process_stop(const json::object& p) {
+  auto id = run_id(p);
+  if (!id)
+    return id.error();
+  process_stop c;
+  c.run_id = std::move(*id);
+  return c;
+}
+
+expected<process_output> decode_process_output(const json::object& p) {
+  auto id = run_id(p);
+  if (!id)
+    return id.error();
+  auto stream = params::optional_string(p, "stream", "stdout");
+  if (!stream)
+    return stream.error();
+  if (*stream != "stdout" && *stream != "stderr")
+    return invalid("stream must be stdout or stderr");
+  auto offset = params::optional_int(p, "offset", 0);
+  if (!offset)
+    return offset.error();
+  auto limit = params::optional_int(p, "limit", 65536);
+  if (!limit)
+    return limit.error();
+  if (*offset < 0 || *limit < 1 || *limit > (1 << 20))
+    return invalid("offset must be nonnegative; limit must be 1..1048576");
+  process_output c;
+  c.run_id = std::move(*id);
+  c.stream = std::move(*stream);
+  c.offset = *offset;
+  c.limit = *limit;
+  return c;
+}
+
+expected<process_events> decode_process_events(const json::object& p) {
+  auto id = run_id(p);
+  if (!id)
+    return id.error();
+  auto after = params::optional_int(p, "after", 0);
+  auto limit = params::optional_int(p, "limit", 100);
+  if (!after || !limit || *after < 0 || *limit < 1 || *limit > 1000)
+    return invalid("after must be nonnegative; limit must be 1..1000");
+  process_events c;
+  c.run_id = std::move(*id);
+  c.after = *after;
+  c.limit = *limit;
+  return c;
+}
+
+// -- runtime and lifecycle ----------------------------------------------------
+
+expected<execution_acquire> decode_execution_acquire(const json::object&) {
+  return execution_acquire{};
+}
+
+expected<execution_release> decode_execution_release(const json::object& p) {
+  auto token = params::required_string(p, "lease_token");
+  if (!token)
+    return token.error();
+  execution_release c;
+  c.lease_token = std::move(*token);
+  return c;
+}
+
+expected<runtime_register_background>
+decode_register_background(const json::object& p) {
+  auto sandbox = params::required_string(p, "sandbox_id");
+  if (!sandbox)
+    return sandbox.error();
+  auto execution = params::required_string(p, "execution_id");
+  if (!execution)
+    return execution.error();
+  runtime_register_background c;
+  c.sandbox_id = std::move(*sandbox);
+  c.execution_id = std::move(*execution);
+  return c;
+}
+
+expected<runtime_begin_reset> decode_begin_reset(const json::object& p) {
+  runtime_begin_reset c;
+  if (params::has(p, "kill_processes")) {
+    auto kill = params::optional_bool(p, "kill_processes", false);
+    if (!kill)
+      return kill.error();
+    c.kill_processes = *kill;
+  }
+  return c;
+}
+
+expected<runtime_complete_reset> decode_complete_reset(const json::object& p) {
+  auto token = params::required_string(p, "reset_token");
+  if (!token)
+    return token.error();
+  auto success = params::optional_bool(p, "success", false);
+  if (!success)
+    return success.error();
+  runtime_complete_reset c;
+  c.reset_token = std::move(*token);
+  c.success = *success;
+  return c;
+}
+
+expected<session_unfence> decode_unfence(const json::object& p) {
+  session_unfence c;
+  c.origin = params::origin(p);
+  return c;
+}
+
+expected<session_describe> decode_session_describe(const json::object&) {
+  return session_describe{};
+}
+
+expected<session_delete> decode_session_delete(const json::object& p) {
+  session_delete c;
+  c.origin = params::origin(p);
+  return c;
+}
+
+} // namespace allox::cmd

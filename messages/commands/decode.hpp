@@ -1,0 +1,48 @@
+// JSON parameters -> command structs, with the prototype's validation
+// messages. The caller has decoded and validated the session ids already
+// (they are the routing key); these decode the rest of each action.
+#pragma once
+
+#include "messages/commands/checkpoints.hpp"
+#include "messages/commands/runs.hpp"
+#include "messages/commands/runtime.hpp"
+#include "messages/errors.hpp"
+#include "messages/json.hpp"
+
+namespace allox::cmd {
+
+// -- checkpoints and rollback -------------------------------------------------
+
+expected<checkpoint_list> decode_checkpoint_list(const json::object& p);
+expected<checkpoint_describe> decode_checkpoint_describe(const json::object& p);
+expected<checkpoint_diff> decode_checkpoint_diff(const json::object& p);
+expected<checkpoint_create> decode_checkpoint_create(const json::object& p);
+expected<checkpoint_delete> decode_checkpoint_delete(const json::object& p);
+
+/// `kill_default` is the daemon's --kill-session-processes-on-rollback.
+expected<session_rollback> decode_rollback(const json::object& p,
+                                           bool after_reset, bool kill_default);
+
+// -- runs ---------------------------------------------------------------------
+
+expected<session_configure> decode_configure(const json::object& p);
+expected<process_start> decode_process_start(const json::object& p);
+expected<process_get> decode_process_get(const json::object& p);
+expected<process_list> decode_process_list(const json::object& p);
+expected<process_stop> decode_process_stop(const json::object& p);
+expected<process_output> decode_process_output(const json::object& p);
+expected<process_events> decode_process_events(const json::object& p);
+
+// -- runtime and lifecycle ----------------------------------------------------
+
+expected<execution_acquire> decode_execution_acquire(const json::object& p);
+expected<execution_release> decode_execution_release(const json::object& p);
+expected<runtime_register_background>
+decode_register_background(const json::object& p);
+expected<runtime_begin_reset> decode_begin_reset(const json::object& p);
+expected<runtime_complete_reset> decode_complete_reset(const json::object& p);
+expected<session_unfence> decode_unfence(const json::object& p);
+expected<session_describe> decode_session_describe(const json::object& p);
+expected<session_delete> decode_session_delete(const json::object& p);
+
+} // namespace allox::cmd

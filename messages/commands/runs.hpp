@@ -1,0 +1,136 @@
+// Commands of a session's runs facet (tracked execution): one struct per
+// RPC action, decoded once by the RPC actor.
+#pragma once
+
+#include "messages/records.hpp"
+
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace allox::cmd {
+
+/// Default and maximum run timeout (seconds), as the prototype.
+inline constexpr double default_run_timeout = 300;
+inline constexpr double max_run_timeout = 86400;
+
+/// One change of session.configure's `limits`: a cgroup control file and
+/// its new value, or `clear` to fall back to the daemon default.
+struct limit_change {
+  std::string name;
+  /// Empty when the caller's value was neither a string nor a positive
+  /// integer (refused by the session with the file's name).
+  std::string value;
+  bool clear = false;
+};
+
+/// session.configure {reset?, network?, limits?, origin?}. The values are
+/// checked against the daemon's cgroup controllers by the session.
+struct session_configure {
+  static inline const char* name = "session.configure";
+  session_ref session;
+  bool reset = false;
+  /// "inherit" or "isolated"; empty: unchanged.
+  std::string network;
+  bool has_limits = false;
+  std::vector<limit_change> limits;
+  std::string origin;
+};
+
+/// process.start {argv, env?, timeout?}.
+struct process_start {
+  static inline const char* name = "process.start";
+  session_ref session;
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  double timeout = default_run_timeout;
+};
+
+/// process.get {run_id}: the run's row, live or from its history.
+struct process_get {
+  static inline const char* name = "process.get";
+  session_ref session;
+  std::string run_id;
+};
+
+/// process.list {}: the session's runs.
+struct process_list {
+  static inline const char* name = "process.list";
+  session_ref session;
+};
+
+/// process.stop {run_id}: kills the run's tree; replies with the final row.
+struct process_stop {
+  static inline const char* name = "process.stop";
+  session_ref session;
+  std::string run_id;
+};
+
+/// process.output {run_id, stream?, offset?, limit?}.
+struct process_output {
+  static inline const char* name = "process.output";
+  session_ref session;
+  std::string run_id;
+  /// "stdout" or "stderr".
+  std::string stream = "stdout";
+  int64_t offset = 0;
+  int64_t limit = 65536;
+};
+
+/// process.events {run_id, after?, limit?}.
+struct process_events {
+  static inline const char* name = "process.events";
+  session_ref session;
+  std::string run_id;
+  int64_t after = 0;
+  int64_t limit = 100;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, limit_change& x) {
+  return f(caf::meta::type_name("limit_change"), x.name, x.value, x.clear);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_configure& x) {
+  return f(caf::meta::type_name("session_configure"), x.session, x.reset,
+           x.network, x.has_limits, x.limits, x.origin);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_start& x) {
+  return f(caf::meta::type_name("process_start"), x.session, x.argv, x.env,
+           x.timeout);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_get& x) {
+  return f(caf::meta::type_name("process_get"), x.session, x.run_id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_list& x) {
+  return f(caf::meta::type_name("process_list"), x.session);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_stop& x) {
+  return f(caf::meta::type_name("process_stop"), x.session, x.run_id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_output& x) {
+  return f(caf::meta::type_name("process_output"), x.session, x.run_id,
+           x.stream, x.offset, x.limit);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_events& x) {
+  return f(caf::meta::type_name("process_events"), x.session, x.run_id, x.after,
+           x.limit);
+}
+
+} // namespace allox::cmd
