@@ -365,6 +365,7 @@ const std::unordered_map<std::string_view, route_fn>& session_routes() {
       {"process.get", to_session<process_get, decode_process_get, true>},
       {"process.list", to_session<process_list, decode_process_list, true>},
       {"process.stop", to_session<process_stop, decode_process_stop, true>},
+      {"process.wait", to_session<process_wait, decode_process_wait, true>},
       {"process.output",
        to_session<process_output, decode_process_output, true>},
       {"process.events",

@@ -100,6 +100,10 @@ using session_runs_actor = caf::typed_actor<
     caf::replies_to<cmd::process_list>::with<json::value>,
     // Kills a run's tree; replies with the final row.
     caf::replies_to<cmd::process_stop>::with<json::value>,
+    // Waits for a run to end; replies with its row then (or at the timeout).
+    caf::replies_to<cmd::process_wait>::with<json::value>,
+    // A process.wait reached its timeout: (run, waiter) (sent to itself).
+    caf::reacts_to<atom::wait, std::string, uint64_t>,
     // A slice of a run's stdout or stderr.
     caf::replies_to<cmd::process_output>::with<json::value>,
     // A run's process events.

@@ -179,6 +179,13 @@ caf::result<json::value> handle_process_list(self_ptr self,
 caf::result<json::value> handle_process_stop(self_ptr self,
                                              const cmd::process_stop& c);
 
+/// process.wait: the run's row once it has ended, or at the timeout.
+caf::result<json::value> handle_process_wait(self_ptr self,
+                                             const cmd::process_wait& c);
+
+/// A process.wait reached its timeout: answers it with the current row.
+void on_wait_timeout(self_ptr self, const std::string& id, uint64_t waiter);
+
 /// process.events: none yet (they need the eBPF tracker).
 caf::result<json::value> handle_process_events(self_ptr self,
                                                const cmd::process_events& c);

@@ -222,6 +222,9 @@ void on_run_finished(self_ptr self, const std::string& id, int64_t code,
   for (auto& rp : run.waiting_end)
     rp.deliver(json::value(row));
   run.waiting_end.clear();
+  for (auto& [waiter, rp] : run.waiters)
+    rp.deliver(json::value(row));
+  run.waiters.clear();
   auto callbacks = std::move(run.on_end);
   run.on_end.clear();
   persist_run(self, row);
@@ -332,6 +335,40 @@ caf::result<json::value> handle_process_stop(self_ptr self,
   it->second.waiting_end.push_back(rp);
   kill_run(self, c.run_id, "requested", {});
   return rp;
+}
+
+// Answers the moment the run ends, so callers never poll: the promise
+// waits in the run's state until on_run_finished, or until its own
+// timeout message answers it with the row as it is then.
+caf::result<json::value> handle_process_wait(self_ptr self,
+                                             const cmd::process_wait& c) {
+  auto& st = self->state;
+  if (!st.runs.config)
+    return no_execution();
+  auto it = st.runs.runs.find(c.run_id);
+  if (it == st.runs.runs.end())
+    return handle_process_get(self, cmd::process_get{c.session, c.run_id});
+  auto& run = it->second;
+  if (!run.active || c.timeout_ms == 0)
+    return json_reply(run.row);
+  auto waiter = st.runs.next_waiter++;
+  auto rp = self->make_response_promise<json::value>();
+  run.waiters.emplace(waiter, rp);
+  self->delayed_send(self, std::chrono::milliseconds{c.timeout_ms},
+                     atom::wait_v, c.run_id, waiter);
+  return rp;
+}
+
+void on_wait_timeout(self_ptr self, const std::string& id, uint64_t waiter) {
+  auto& runs = self->state.runs.runs;
+  auto it = runs.find(id);
+  if (it == runs.end())
+    return;
+  auto& waiters = it->second.waiters;
+  if (auto w = waiters.find(waiter); w != waiters.end()) {
+    w->second.deliver(json::value(it->second.row));
+    waiters.erase(w);
+  }
 }
 
 /// Keeps text JSON-safe: invalid UTF-8 bytes become U+FFFD.

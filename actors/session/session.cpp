@@ -291,6 +291,12 @@ session_actor::behavior_type session(session_facets::self_ptr self,
       [self](const cmd::process_stop& c) {
         return serve(self, c, handle_process_stop);
       },
+      [self](const cmd::process_wait& c) {
+        return serve(self, c, handle_process_wait);
+      },
+      [self](atom::wait, const std::string& id, uint64_t waiter) {
+        on_wait_timeout(self, id, waiter);
+      },
       [self](const cmd::process_output& c) {
         return serve(self, c, handle_process_output);
       },

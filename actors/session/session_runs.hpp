@@ -43,6 +43,9 @@ struct run_state {
   json::object row;
   std::vector<caf::typed_response_promise<json::value>> waiting_start;
   std::vector<caf::typed_response_promise<json::value>> waiting_end;
+  /// process.wait callers by waiter id; answered at the end or when their
+  /// timeout message comes.
+  std::map<uint64_t, caf::typed_response_promise<json::value>> waiters;
   /// Continuations waiting for the run to end (rollback with kill).
   std::vector<std::function<void()>> on_end;
   bool active = true;
@@ -53,6 +56,8 @@ struct session_runs {
   std::shared_ptr<const exec_config> config;
   std::map<std::string, run_state> runs;
   std::string active;
+  /// Source of process.wait waiter ids.
+  uint64_t next_waiter = 1;
   /// Runs interrupted by a daemon restart: they hold the session's lease
   /// until session.unfence.
   std::vector<std::string> interrupted;

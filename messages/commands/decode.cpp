@@ -212,6 +212,22 @@ expected<process_stop> decode_process_stop(const json::object& p) {
   return c;
 }
 
+expected<process_wait> decode_process_wait(const json::object& p) {
+  auto id = run_id(p);
+  if (!id)
+    return id.error();
+  auto timeout = params::optional_int(p, "timeout_ms", 30000);
+  if (!timeout)
+    return timeout.error();
+  // Bounded by the daemon's request deadline (300 s by default).
+  if (*timeout < 0 || *timeout > 300000)
+    return invalid("timeout_ms must be 0..300000");
+  process_wait c;
+  c.run_id = std::move(*id);
+  c.timeout_ms = *timeout;
+  return c;
+}
+
 expected<process_output> decode_process_output(const json::object& p) {
   auto id = run_id(p);
   if (!id)

@@ -69,6 +69,15 @@ struct process_stop {
   std::string run_id;
 };
 
+/// process.wait {run_id, timeout_ms?}: replies with the run's row the
+/// moment it ends, or with the current row once timeout_ms passed.
+struct process_wait {
+  static inline const char* name = "process.wait";
+  session_ref session;
+  std::string run_id;
+  int64_t timeout_ms = 30000;
+};
+
 /// process.output {run_id, stream?, offset?, limit?}.
 struct process_output {
   static inline const char* name = "process.output";
@@ -119,6 +128,12 @@ typename Inspector::result_type inspect(Inspector& f, process_list& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, process_stop& x) {
   return f(caf::meta::type_name("process_stop"), x.session, x.run_id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_wait& x) {
+  return f(caf::meta::type_name("process_wait"), x.session, x.run_id,
+           x.timeout_ms);
 }
 
 template <class Inspector>

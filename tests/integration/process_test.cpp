@@ -393,3 +393,51 @@ TEST_CASE("process: a run's output and state stream live over HTTP") {
   CHECK(unknown.status == 200);
   CHECK(unknown.body.find("event: error") != std::string::npos);
 }
+
+TEST_CASE("process: process.wait answers the moment a run ends, or with the "
+          "current row at its timeout") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto wait = [&](const std::string& id, int timeout_ms) {
+    return c.rpc(
+        "process.wait",
+        with(ids("a", "s"), {{"run_id", id}, {"timeout_ms", timeout_ms}}));
+  };
+  using clock_type = std::chrono::steady_clock;
+  auto row = sh(c, "a", "s", "sleep 0.4; exit 3");
+  auto started = clock_type::now();
+  auto done = expect_ok(wait(run_id(row), 10000));
+  auto took = clock_type::now() - started;
+  CHECK(done.at("state") == "completed");
+  CHECK(done.at("root_exit_code") == 3);
+  CHECK(took >= std::chrono::milliseconds{300});
+  CHECK(took < std::chrono::seconds{3});
+  // An ended run answers at once, as does a timeout of 0.
+  CHECK(expect_ok(wait(run_id(row), 10000)).at("state") == "completed");
+  // A run that outlives the timeout: the current row, then stop it.
+  auto slow = sh(c, "a", "s", "sleep 30");
+  started = clock_type::now();
+  auto current = expect_ok(wait(run_id(slow), 200));
+  took = clock_type::now() - started;
+  CHECK(current.at("state") == "running");
+  CHECK(took >= std::chrono::milliseconds{150});
+  CHECK(took < std::chrono::seconds{3});
+  // Two waiters on one run are both answered by its end.
+  auto other = d.new_client();
+  auto waiting = std::async(std::launch::async, [&] {
+    return other->rpc(
+        "process.wait",
+        with(ids("a", "s"), {{"run_id", run_id(slow)}, {"timeout_ms", 20000}}));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  expect_ok(
+      c.rpc("process.stop", with(ids("a", "s"), {{"run_id", run_id(slow)}})));
+  auto stopped = expect_ok(waiting.get());
+  CHECK(stopped.at("state") == "stopped");
+  // Bad input and unknown runs are refused like process.get.
+  expect_error(wait(run_id(row), -1), 400, "invalid_argument");
+  expect_error(wait(run_id(row), 300001), 400, "invalid_argument");
+  expect_error(wait("nope", 100), 400, "not_found");
+}
