@@ -8,7 +8,6 @@
 #include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
 #include "messages/ids.hpp"
-#include "messages/params.hpp"
 
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
@@ -142,33 +141,30 @@ expected<json::value> create_session_files(const store::layout& paths,
 }
 
 caf::result<json::value> handle_session_create(self_ptr self,
-                                               const json::object& params) {
-  auto sid = params::required_id(params, "session_id", "session");
-  if (!sid)
-    return sid.error();
+                                               const cmd::session_create& c) {
+  const auto& sid = c.session.session_id;
   auto& st = self->state;
   const auto& aid = st.init.row.agent_id;
-  if (st.sessions.count(*sid) > 0)
+  if (st.sessions.count(sid) > 0)
     return make_error(errc::already_exists,
-                      "session already exists: " + session_key(aid, *sid));
-  auto origin = params::origin(params);
-  auto& entry = st.sessions[*sid];
+                      "session already exists: " + session_key(aid, sid));
+  auto& entry = st.sessions[sid];
   entry.status = "creating";
-  entry.row = {aid, *sid, os::now_ns(), false, {}, {}};
+  entry.row = {aid, sid, os::now_ns(), false, {}, {}};
   auto rp = self->make_response_promise<json::value>();
   auto paths = st.init.paths;
   auto faults = st.faults.take("session.create");
-  auto fail = [self, rp, sid = *sid](caf::error& err) mutable {
+  auto fail = [self, rp, sid](caf::error& err) mutable {
     ++self->state.failures;
     self->state.sessions.erase(sid);
     rp.deliver(std::move(err));
   };
   run_blocking(self,
-               [paths, aid, sid = *sid, faults]() mutable {
+               [paths, aid, sid, faults]() mutable {
                  return create_session_files(paths, aid, sid, faults);
                })
       .then(
-          [self, rp, sid = *sid, origin, fail](json::value&) mutable {
+          [self, rp, sid, origin = c.origin, fail](json::value&) mutable {
             const auto& init = self->state.init;
             metadata_write w;
             w.put_agents.push_back(init.row);
@@ -194,23 +190,20 @@ caf::result<json::value> handle_session_create(self_ptr self,
 
 // -- session.delete -----------------------------------------------------------
 
-caf::result<json::value> handle_session_delete(self_ptr self,
-                                               const json::object& params) {
-  auto sid = params::required_id(params, "session_id", "session");
-  if (!sid)
-    return sid.error();
+caf::result<json::value>
+handle_session_delete(self_ptr self, const cmd::session_delete_request& c) {
+  const auto& sid = c.session.session_id;
   auto& st = self->state;
-  auto it = st.sessions.find(*sid);
+  auto it = st.sessions.find(sid);
   if (it == st.sessions.end() || it->second.status != "running")
     return make_error(errc::not_found,
                       "session does not exist: " +
-                          session_key(st.init.row.agent_id, *sid));
+                          session_key(st.init.row.agent_id, sid));
   auto rp = self->make_response_promise<json::value>();
-  cmd::session_delete command{{st.init.row.agent_id, *sid},
-                              params::origin(params)};
+  cmd::session_delete command{{st.init.row.agent_id, sid}, c.origin};
   self->request(it->second.handle, caf::infinite, std::move(command))
       .then(
-          [self, rp, sid = *sid](json::value& result) mutable {
+          [self, rp, sid](json::value& result) mutable {
             self->state.sessions.erase(sid);
             rp.deliver(std::move(result));
           },
@@ -305,9 +298,9 @@ void delete_agent_files(self_ptr self,
 // Every session is retired first (refused if one is busy), then the agent
 // directory goes the way of delete_agent_files.
 caf::result<json::value> handle_agent_delete(self_ptr self,
-                                             const json::object& params) {
+                                             const cmd::agent_delete& c) {
   auto rp = self->make_response_promise<json::value>();
-  auto origin = params::origin(params);
+  const auto& origin = c.origin;
   std::vector<session_actor> live;
   for (auto& entry : self->state.sessions)
     if (entry.second.handle)
@@ -346,9 +339,9 @@ caf::result<json::value> handle_agent_delete(self_ptr self,
 // -- agent.create (existing agent) -------------------------------------------
 
 caf::result<json::value> handle_agent_create(self_ptr self,
-                                             const json::object& params) {
+                                             const cmd::agent_create& c) {
   auto rp = self->make_response_promise<json::value>();
-  auto origin = params::origin(params);
+  const auto& origin = c.origin;
   auto paths = self->state.init.paths;
   auto aid = self->state.init.row.agent_id;
   auto fail = [self, rp](caf::error& err) mutable {
@@ -386,6 +379,28 @@ json::array session_ids(self_ptr self) {
   return ids;
 }
 
+// -- agent.describe, session.list, debug.fault --------------------------------
+
+caf::result<json::value> handle_agent_describe(self_ptr self,
+                                               const cmd::agent_describe&) {
+  auto o = describe_agent_workspace(self->state.init.row.agent_id);
+  o["created_ns"] = self->state.init.row.created_ns;
+  o["session_ids"] = session_ids(self);
+  return json_reply(std::move(o));
+}
+
+caf::result<json::value> handle_session_list(self_ptr self,
+                                             const cmd::session_list&) {
+  return json_reply(json::object{{"agent_id", self->state.init.row.agent_id},
+                                 {"session_ids", session_ids(self)}});
+}
+
+caf::result<json::value> handle_debug_fault(self_ptr self,
+                                            const cmd::agent_debug_fault& c) {
+  self->state.faults.arm(fault{c.point, c.effect, c.millis});
+  return json_reply(json::object{{"armed", true}});
+}
+
 // -- supervision --------------------------------------------------------------
 
 void on_session_down(self_ptr self, const caf::down_msg& dm) {
@@ -421,37 +436,21 @@ void on_session_down(self_ptr self, const caf::down_msg& dm) {
   }
 }
 
-/// Dispatches one RPC action this actor owns.
-caf::result<json::value> handle_rpc(self_ptr self, const std::string& action,
-                                    const json::object& params) {
-  ++self->state.requests;
-  self->state.faults.trigger(action);
-  if (auto err = agent_busy(self))
-    return err;
-  const auto& aid = self->state.init.row.agent_id;
-  if (action == "session.create")
-    return handle_session_create(self, params);
-  if (action == "session.delete")
-    return handle_session_delete(self, params);
-  if (action == "session.list")
-    return json_reply(
-        json::object{{"agent_id", aid}, {"session_ids", session_ids(self)}});
-  if (action == "agent.create")
-    return handle_agent_create(self, params);
-  if (action == "agent.describe") {
-    auto o = describe_agent_workspace(aid);
-    o["created_ns"] = self->state.init.row.created_ns;
-    o["session_ids"] = session_ids(self);
-    return json_reply(std::move(o));
-  }
-  if (action == "agent.delete")
-    return handle_agent_delete(self, params);
-  if (action == "debug.fault") {
-    if (auto err = self->state.faults.arm(params))
-      return err;
-    return json_reply(json::object{{"armed", true}});
-  }
-  return make_error(errc::invalid_argument, "unknown action: " + action);
+/// Serves one command with its handler: counted, named for the failure
+/// log, with the fault point of its action, where tests fail this actor
+/// mid-request, and refused while the agent is being deleted.
+template <class Command, class Handler>
+caf::result<json::value> serve(self_ptr self, const Command& c,
+                               Handler handler) {
+  auto& st = self->state;
+  ++st.requests;
+  return while_handling(st.handling, Command::name,
+                        [&]() -> caf::result<json::value> {
+                          st.faults.trigger(Command::name);
+                          if (auto err = agent_busy(self))
+                            return err;
+                          return handler(self, c);
+                        });
 }
 
 } // namespace
@@ -486,14 +485,26 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
     self->quit(em.reason);
   });
   return {
-      [self](atom::rpc, const std::string& action,
-             const json::value& body) -> caf::result<json::value> {
-        auto& st = self->state;
-        // Left set if the handler throws: the failure log names it.
-        st.handling = action;
-        auto result = handle_rpc(self, action, body.as_object());
-        st.handling.clear();
-        return result;
+      [self](const cmd::agent_create& c) {
+        return serve(self, c, handle_agent_create);
+      },
+      [self](const cmd::agent_describe& c) {
+        return serve(self, c, handle_agent_describe);
+      },
+      [self](const cmd::agent_delete& c) {
+        return serve(self, c, handle_agent_delete);
+      },
+      [self](const cmd::session_create& c) {
+        return serve(self, c, handle_session_create);
+      },
+      [self](const cmd::session_list& c) {
+        return serve(self, c, handle_session_list);
+      },
+      [self](const cmd::session_delete_request& c) {
+        return serve(self, c, handle_session_delete);
+      },
+      [self](const cmd::agent_debug_fault& c) {
+        return serve(self, c, handle_debug_fault);
       },
       [self](atom::session,
              const std::string& sid) -> caf::result<session_actor> {

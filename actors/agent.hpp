@@ -69,6 +69,17 @@ inline bool within_restart_budget(
   return failures.size() <= max_restarts_per_window;
 }
 
+/// Runs a request's handler with `handling` naming its action for the
+/// failure log: left set if the handler throws, cleared once it returned.
+template <class Handler>
+auto while_handling(std::string& handling, const char* action,
+                    Handler handler) {
+  handling = action;
+  auto result = handler();
+  handling.clear();
+  return result;
+}
+
 agent_actor::behavior_type
 agent(agent_actor::stateful_pointer<agent_state> self, agent_init init);
 

@@ -10,40 +10,19 @@
 #include "guest/store/reconcile.hpp"
 #include "guest/store/run_recovery.hpp"
 #include "messages/ids.hpp"
-#include "messages/params.hpp"
 
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 
 #include <set>
+#include <type_traits>
 
 namespace allox {
 
 namespace {
 
 using self_ptr = agents_actor::stateful_pointer<agents_state>;
-
-template <class T>
-void append_all(std::vector<T>& into, std::vector<T>&& from) {
-  into.insert(into.end(), std::make_move_iterator(from.begin()),
-              std::make_move_iterator(from.end()));
-}
-
-/// Appends every change of `from` to `into` (applied in that order).
-void append(metadata_write& into, metadata_write&& from) {
-  append_all(into.put_agents, std::move(from.put_agents));
-  append_all(into.delete_agents, std::move(from.delete_agents));
-  append_all(into.put_sessions, std::move(from.put_sessions));
-  append_all(into.delete_sessions, std::move(from.delete_sessions));
-  append_all(into.put_checkpoints, std::move(from.put_checkpoints));
-  append_all(into.delete_checkpoints, std::move(from.delete_checkpoints));
-  append_all(into.set_heads, std::move(from.set_heads));
-  append_all(into.put_journals, std::move(from.put_journals));
-  append_all(into.delete_journals, std::move(from.delete_journals));
-  append_all(into.audit, std::move(from.audit));
-  into.mark_prototype_imported |= from.mark_prototype_imported;
-}
 
 /// Adds the prototype's rows to what start-up recovery sees, and to the
 /// write that persists them.
@@ -96,18 +75,15 @@ caf::error not_found(const std::string& aid) {
   return make_error(errc::not_found, "agent does not exist: " + aid);
 }
 
-/// Forwards to an agent actor and watches for a completed agent.delete.
-caf::result<json::value> forward(self_ptr self, agent_slot& slot,
-                                 const std::string& action,
-                                 const json::object& params) {
-  if (action != "agent.delete")
-    return self->delegate(slot.handle, atom::rpc_v, action,
-                          json::value(params));
-  auto rp = self->make_response_promise<json::value>();
+using promise = caf::typed_response_promise<json::value>;
+
+/// agent.delete: the slot shows `deleting` until the agent answers; it is
+/// dropped once the agent is deleted, and runs again if the delete failed.
+void delete_agent(self_ptr self, agent_slot& slot, cmd::agent_delete c,
+                  promise rp) {
   auto aid = slot.row.agent_id;
   slot.status = "deleting";
-  self->request(slot.handle, caf::infinite, atom::rpc_v, action,
-                json::value(params))
+  self->request(slot.handle, caf::infinite, std::move(c))
       .then(
           [self, rp, aid](json::value& v) mutable {
             self->state.agents.erase(aid);
@@ -119,43 +95,68 @@ caf::result<json::value> forward(self_ptr self, agent_slot& slot,
               it->second.status = "running";
             rp.deliver(std::move(err));
           });
-  return rp;
 }
 
-void answer_queued(self_ptr self, const std::string& aid, caf::error err) {
-  auto calls = std::move(self->state.creating[aid]);
-  self->state.creating.erase(aid);
-  for (auto& call : calls) {
-    if (err) {
-      call.promise.deliver(err);
-      continue;
-    }
-    if (call.action == "agent.create") {
-      call.promise.deliver(json::value(describe_agent_workspace(aid)));
-      continue;
-    }
-    auto& slot = self->state.agents[aid];
-    self->request(slot.handle, caf::infinite, atom::rpc_v, call.action,
-                  json::value(call.params))
-        .then([rp = call.promise](json::value& v) mutable { rp.deliver(v); },
-              [rp = call.promise](caf::error& e) mutable { rp.deliver(e); });
+/// Forwards a command to its running agent actor by delegation, except
+/// agent.delete, which this actor watches to drop the slot.
+template <class Command>
+caf::result<json::value> forward(self_ptr self, agent_slot& slot,
+                                 const Command& c) {
+  if constexpr (std::is_same_v<Command, cmd::agent_delete>) {
+    auto rp = self->make_response_promise<json::value>();
+    delete_agent(self, slot, c, rp);
+    return rp;
+  } else {
+    return self->delegate(slot.handle, c);
   }
 }
 
-/// Creates a new agent (directories, row, audit) and then spawns its actor.
-/// Requests for the agent that arrive meanwhile queue behind the creation.
-caf::result<json::value> create_agent(self_ptr self, const std::string& aid,
-                                      const std::string& action,
-                                      const json::object& params) {
+/// Sends on a command that waited for its agent's creation. A waiting
+/// agent.create is answered by the creation itself.
+template <class Command>
+void resume(self_ptr self, Command c, promise rp) {
+  if constexpr (std::is_same_v<Command, cmd::agent_create>) {
+    rp.deliver(json::value(describe_agent_workspace(c.agent_id)));
+  } else {
+    auto& slot = self->state.agents[agent_of(c)];
+    if constexpr (std::is_same_v<Command, cmd::agent_delete>)
+      delete_agent(self, slot, std::move(c), std::move(rp));
+    else
+      self->request(slot.handle, caf::infinite, std::move(c))
+          .then([rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+                [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+  }
+}
+
+/// Queues a command behind the creation of its agent.
+template <class Command>
+caf::result<json::value> queue(self_ptr self, const Command& c) {
   auto rp = self->make_response_promise<json::value>();
-  auto& queue = self->state.creating[aid];
-  queue.push_back({action, params, rp});
-  if (queue.size() > 1)
-    return rp;
+  self->state.creating[agent_of(c)].push_back(
+      [self, c, rp](const caf::error& err) mutable {
+        if (err)
+          rp.deliver(err);
+        else
+          resume(self, std::move(c), std::move(rp));
+      });
+  return rp;
+}
+
+/// The agent's creation ended: every queued command is sent on, or
+/// answered with `err`.
+void answer_queued(self_ptr self, const std::string& aid,
+                   const caf::error& err) {
+  auto calls = std::move(self->state.creating[aid]);
+  self->state.creating.erase(aid);
+  for (auto& call : calls)
+    call(err);
+}
+
+/// Creates a new agent (directories, row, audit when `record`) and then
+/// spawns its actor; requests for the agent queue behind the creation.
+void create_agent(self_ptr self, const std::string& aid,
+                  const std::string& origin, bool record) {
   auto paths = self->state.paths;
-  auto origin = params::origin(params);
-  // session.create writes its own agent.create record (prototype order).
-  bool record = action == "agent.create";
   run_blocking(self,
                [paths, aid]() -> expected<json::value> {
                  if (auto err = ensure_agent_dirs(paths, aid))
@@ -192,10 +193,10 @@ caf::result<json::value> create_agent(self_ptr self, const std::string& aid,
             ++self->state.failures;
             answer_queued(self, aid, err);
           });
-  return rp;
 }
 
-caf::result<json::value> store_initialize(self_ptr self) {
+caf::result<json::value> handle_store_initialize(self_ptr self,
+                                                 const cmd::store_initialize&) {
   auto rp = self->make_response_promise<json::value>();
   auto paths = self->state.paths;
   run_blocking(self,
@@ -408,44 +409,52 @@ void on_agent_down(self_ptr self, const caf::down_msg& dm) {
   }
 }
 
-/// Dispatches one RPC action this actor owns.
-caf::result<json::value> handle_rpc(self_ptr self, const std::string& action,
-                                    const json::object& params) {
+caf::result<json::value> handle_agent_list(self_ptr self,
+                                           const cmd::agent_list&) {
+  json::array ids;
+  for (const auto& [aid, slot] : self->state.agents)
+    ids.emplace_back(aid);
+  return json_reply(json::object{{"agent_ids", std::move(ids)}});
+}
+
+/// Routes a command for one agent: queued while the agent is being
+/// created, forwarded to its actor once it runs. agent.create and
+/// session.create create a missing agent first (session.create without its
+/// own agent.create record, which the AGENT writes with the session's, in
+/// the prototype's order). Bad input creates nothing: the decoder refused
+/// a bad session id before the command was sent.
+template <class Command>
+caf::result<json::value> route(self_ptr self, const Command& c) {
   auto& st = self->state;
-  ++st.requests;
-  if (action == "store.initialize")
-    return store_initialize(self);
-  if (action == "agent.list") {
-    json::array ids;
-    for (const auto& [aid, slot] : st.agents)
-      ids.emplace_back(aid);
-    return json_reply(json::object{{"agent_ids", std::move(ids)}});
-  }
-  auto aid = params::required_id(params, "agent_id", "agent");
-  if (!aid)
-    return aid.error();
-  if (st.creating.count(*aid) > 0) {
-    auto rp = self->make_response_promise<json::value>();
-    st.creating[*aid].push_back({action, params, rp});
-    return rp;
-  }
-  auto it = st.agents.find(*aid);
+  const auto& aid = agent_of(c);
+  if (st.creating.count(aid) > 0)
+    return queue(self, c);
+  auto it = st.agents.find(aid);
   if (it == st.agents.end()) {
-    // Bad input creates nothing: check the session id before the
-    // implicit agent creation.
-    if (action == "session.create")
-      if (auto sid = params::required_id(params, "session_id", "session"); !sid)
-        return sid.error();
-    if (action == "agent.create" || action == "session.create")
-      return create_agent(self, *aid, action, params);
-    return not_found(*aid);
+    constexpr bool create = std::is_same_v<Command, cmd::agent_create>;
+    if constexpr (create || std::is_same_v<Command, cmd::session_create>) {
+      auto result = queue(self, c);
+      create_agent(self, aid, c.origin, create);
+      return result;
+    } else {
+      return not_found(aid);
+    }
   }
   auto& slot = it->second;
   if (slot.status == "deleting")
-    return make_error(errc::conflict, "agent is being deleted: " + *aid);
+    return make_error(errc::conflict, "agent is being deleted: " + aid);
   if (!slot.handle)
-    return make_error(errc::internal, "agent actor is not running: " + *aid);
-  return forward(self, slot, action, params);
+    return make_error(errc::internal, "agent actor is not running: " + aid);
+  return forward(self, slot, c);
+}
+
+/// Serves one command: counted, and named for the failure log.
+template <class Command, class Handler>
+caf::result<json::value> serve(self_ptr self, const Command& c,
+                               Handler handler) {
+  ++self->state.requests;
+  return while_handling(self->state.handling, Command::name,
+                        [&] { return handler(self, c); });
 }
 
 } // namespace
@@ -473,14 +482,32 @@ agents_actor::behavior_type agents(self_ptr self, store::layout paths,
   });
   return {
       [self](atom::load) -> caf::result<json::value> { return load(self); },
-      [self](atom::rpc, const std::string& action,
-             const json::value& body) -> caf::result<json::value> {
-        auto& st = self->state;
-        // Left set if the handler throws: the failure log names it.
-        st.handling = action;
-        auto result = handle_rpc(self, action, body.as_object());
-        st.handling.clear();
-        return result;
+      [self](const cmd::store_initialize& c) {
+        return serve(self, c, handle_store_initialize);
+      },
+      [self](const cmd::agent_list& c) {
+        return serve(self, c, handle_agent_list);
+      },
+      [self](const cmd::agent_create& c) {
+        return serve(self, c, route<cmd::agent_create>);
+      },
+      [self](const cmd::agent_describe& c) {
+        return serve(self, c, route<cmd::agent_describe>);
+      },
+      [self](const cmd::agent_delete& c) {
+        return serve(self, c, route<cmd::agent_delete>);
+      },
+      [self](const cmd::session_create& c) {
+        return serve(self, c, route<cmd::session_create>);
+      },
+      [self](const cmd::session_list& c) {
+        return serve(self, c, route<cmd::session_list>);
+      },
+      [self](const cmd::session_delete_request& c) {
+        return serve(self, c, route<cmd::session_delete_request>);
+      },
+      [self](const cmd::agent_debug_fault& c) {
+        return serve(self, c, route<cmd::agent_debug_fault>);
       },
       [self](atom::session, const std::string& aid,
              const std::string& sid) -> caf::result<session_actor> {

@@ -8,10 +8,9 @@
 #include "guest/store/layout.hpp"
 #include "messages/actors.hpp"
 
-#include <caf/typed_response_promise.hpp>
-
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,12 +26,10 @@ struct agent_slot {
   std::string status = "running";
 };
 
-/// A request for an agent that is being created; answered once it exists.
-struct queued_call {
-  std::string action;
-  json::object params;
-  caf::typed_response_promise<json::value> promise;
-};
+/// A request for an agent that is being created: called once the agent
+/// exists (no error; it sends its command on) or its creation failed (it
+/// answers its caller with the error).
+using queued_call = std::function<void(const caf::error&)>;
 
 struct agents_state {
   static inline const char* name = "agents";

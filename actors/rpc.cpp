@@ -105,19 +105,19 @@ bool receiver_down(const caf::error& err) {
 
 // -- routing ------------------------------------------------------------------
 
-/// Store- and agent-level actions go through the AGENTS actor. An agent
+/// Store- and agent-level commands go through the AGENTS actor. An agent
 /// actor deleted while the request waited in its mailbox bounces it; one
 /// more try finds the agent's successor or none.
-void call_agents(self_ptr self, uint64_t ticket, const std::string& action,
-                 const json::object& params, bool may_retry = true) {
-  self->request(self->state.init.agents, caf::infinite, atom::rpc_v, action,
-                json::value(params))
+template <class Command>
+void call_agents(self_ptr self, uint64_t ticket, Command cmd,
+                 bool may_retry = true) {
+  self->request(self->state.init.agents, caf::infinite, cmd)
       .then([self, ticket](json::value& v) { reply(self, ticket, v); },
-            [self, ticket, action, params, may_retry](caf::error& err) {
+            [self, ticket, cmd, may_retry](caf::error& err) mutable {
               if (!receiver_down(err))
                 return reply_error(self, ticket, err);
               if (may_retry)
-                return call_agents(self, ticket, action, params, false);
+                return call_agents(self, ticket, std::move(cmd), false);
               reply_error(self, ticket,
                           make_error(errc::conflict,
                                      "the agent was deleted while the "
@@ -419,6 +419,52 @@ caf::error decode_audit_query(const json::object& p, audit_query& q) {
   return caf::none;
 }
 
+// -- store and agent commands -------------------------------------------------
+
+/// A table entry: decode `Command` with `Decode` and send it to AGENTS.
+template <class Command, expected<Command> (*Decode)(const json::object&)>
+void to_agents(self_ptr self, uint64_t ticket, const json::object& p) {
+  auto cmd = Decode(p);
+  if (!cmd)
+    return reply_error(self, ticket, cmd.error());
+  call_agents(self, ticket, std::move(*cmd));
+}
+
+/// debug.fault without a session_id arms a fault in the agent's actor.
+void route_agent_fault(self_ptr self, uint64_t ticket, const json::object& p) {
+  auto aid = params::required_id(p, "agent_id", "agent");
+  if (!aid)
+    return reply_error(self, ticket, aid.error());
+  auto f = parse_fault(p);
+  if (!f)
+    return reply_error(self, ticket, f.error());
+  call_agents(
+      self, ticket,
+      cmd::agent_debug_fault{std::move(*aid), f->point, f->effect, f->millis});
+}
+
+/// Every store- and agent-level action: decode once, send to AGENTS, which
+/// answers store.initialize and agent.list and forwards the rest to the
+/// AGENT they name. A command without a handler there does not compile.
+const std::unordered_map<std::string_view, route_fn>& agent_routes() {
+  using namespace cmd;
+  static const std::unordered_map<std::string_view, route_fn> table{
+      {"store.initialize",
+       to_agents<store_initialize, decode_store_initialize>},
+      {"agent.list", to_agents<agent_list, decode_agent_list>},
+      {"agent.create", to_agents<agent_create, decode_agent_create>},
+      {"agent.describe", to_agents<agent_describe, decode_agent_describe>},
+      {"agent.delete", to_agents<agent_delete, decode_agent_delete>},
+      {"session.create", to_agents<session_create, decode_session_create>},
+      {"session.list", to_agents<session_list, decode_session_list>},
+      {"session.delete",
+       to_agents<session_delete_request, decode_session_delete_request>},
+      // With a session_id it went to the session (dispatch).
+      {"debug.fault", route_agent_fault},
+  };
+  return table;
+}
+
 void dispatch(self_ptr self, uint64_t ticket, std::string action,
               json::object params) {
   auto& init = self->state.init;
@@ -426,10 +472,8 @@ void dispatch(self_ptr self, uint64_t ticket, std::string action,
     return it->second(self, ticket, params);
   if (action == "debug.fault" && params::has(params, "session_id"))
     return route_session_fault(self, ticket, params);
-  if (action == "store.initialize" || action.rfind("agent.", 0) == 0 ||
-      action == "session.create" || action == "session.list" ||
-      action == "session.delete" || action == "debug.fault")
-    return call_agents(self, ticket, action, params);
+  if (auto it = agent_routes().find(action); it != agent_routes().end())
+    return it->second(self, ticket, params);
   if (action == "audit.list") {
     audit_query q;
     if (auto err = decode_audit_query(params, q))

@@ -2,13 +2,14 @@
 //
 // The actor tree (docs/architecture.md):
 //   SUPERVISOR -> METADATA, AGENTS -> AGENT -> SESSION, RPC
-// Session-scoped RPC actions arrive as one command struct each
-// (messages/commands/), decoded once by the RPC actor's routing table;
-// store- and agent-level actions still arrive as (action, params) pairs,
-// params a JSON object, decoded by the AGENTS and AGENT actors.
+// RPC actions arrive as one command struct each (messages/commands/),
+// decoded once by the RPC actor's routing tables: session-scoped ones at
+// the SESSION, store- and agent-level ones at AGENTS (which forwards the
+// agent-level ones to the AGENT they name).
 #pragma once
 
 #include "messages/atoms.hpp"
+#include "messages/commands/agents.hpp"
 #include "messages/commands/checkpoints.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
@@ -146,27 +147,44 @@ using session_actor = caf::typed_actor<
     extend_with<session_checkpoints_actor, session_runs_actor,
                 session_runtime_actor, dump_client_actor>;
 
+/// The commands of one agent: served by its AGENT, and by AGENTS, which
+/// forwards them to that AGENT (creating the agent for agent.create and
+/// session.create).
+using agent_commands_actor = caf::typed_actor<
+    // Creates the agent's directories if missing and audits the call.
+    caf::replies_to<cmd::agent_create>::with<json::value>,
+    // Describes the agent workspace, its creation time and its sessions.
+    caf::replies_to<cmd::agent_describe>::with<json::value>,
+    // Deletes every session, then the agent; the AGENT then ends.
+    caf::replies_to<cmd::agent_delete>::with<json::value>,
+    // Creates a session (directories, subvolume, row) and spawns its actor.
+    caf::replies_to<cmd::session_create>::with<json::value>,
+    // Lists the agent's session ids.
+    caf::replies_to<cmd::session_list>::with<json::value>,
+    // Deletes a session through its actor, then forgets it.
+    caf::replies_to<cmd::session_delete_request>::with<json::value>,
+    // Arms a fault at a named point of the AGENT (test builds).
+    caf::replies_to<cmd::agent_debug_fault>::with<json::value>>;
+
 /// The AGENT actor: owns one agent workspace and supervises its sessions.
 using agent_actor = caf::typed_actor<
-    // Handles one agent-scoped RPC action; replies with its result.
-    caf::replies_to<atom::rpc, std::string, json::value>::with<json::value>,
     // Returns the actor owning a session, or a `not_found` error.
-    caf::replies_to<atom::session, std::string>::with<session_actor>,
-    // Describes the actor and its sessions for system.dump.
-    caf::replies_to<atom::dump>::with<json::value>>;
+    caf::replies_to<atom::session, std::string>::with<session_actor>>::
+    extend_with<agent_commands_actor, dump_client_actor>;
 
 /// The AGENTS actor: the registry of agent actors.
 using agents_actor = caf::typed_actor<
     // Reconciles the store with the catalog and spawns every agent and
     // session actor; replies {recovered_sessions, adopted, purged}.
     caf::replies_to<atom::load>::with<json::value>,
-    // Handles store- and agent-level RPC actions; replies with the result.
-    caf::replies_to<atom::rpc, std::string, json::value>::with<json::value>,
     // Returns the actor owning agent/session, or a `not_found` error.
     caf::replies_to<atom::session, std::string,
                     std::string>::with<session_actor>,
-    // Describes the registry and every agent for system.dump.
-    caf::replies_to<atom::dump>::with<json::value>>;
+    // Checks the store and audits the call; replies {root, recovered_sessions}.
+    caf::replies_to<cmd::store_initialize>::with<json::value>,
+    // Lists every agent id.
+    caf::replies_to<cmd::agent_list>::with<json::value>>::
+    extend_with<agent_commands_actor, dump_client_actor>;
 
 /// The RPC actor: bridge from the HTTP thread to the owning actors.
 using rpc_actor = caf::typed_actor<

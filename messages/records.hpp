@@ -4,6 +4,7 @@
 #include <caf/meta/type_name.hpp>
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -182,6 +183,50 @@ typename Inspector::result_type inspect(Inspector& f, metadata_write& x) {
            x.put_checkpoints, x.delete_checkpoints, x.set_heads,
            x.set_exec_settings, x.put_journals, x.delete_journals, x.audit,
            x.mark_prototype_imported, x.durable);
+}
+
+namespace detail {
+
+/// An inspector that hands every field inspect() names to `fn` at once.
+template <class F>
+struct field_visitor {
+  using result_type = void;
+  F fn;
+  template <class... Ts>
+  void operator()(caf::meta::type_name_t, Ts&... xs) {
+    fn(xs...);
+  }
+};
+
+template <class F>
+field_visitor(F) -> field_visitor<F>;
+
+template <class T>
+void append_field(std::vector<T>& into, std::vector<T>& from) {
+  into.insert(into.end(), std::make_move_iterator(from.begin()),
+              std::make_move_iterator(from.end()));
+}
+
+/// The flags hold if either write sets them: one durable part makes the
+/// whole write durable, as in a batch (guest/store/catalog.cpp).
+inline void append_field(bool& into, bool from) {
+  into = into || from;
+}
+
+} // namespace detail
+
+/// Appends every change of `from` to `into` (committed in one transaction,
+/// `into`'s changes of each kind first). Walks the fields inspect() names,
+/// so a new field cannot be forgotten here; tests/messages/records_test.cpp
+/// checks that inspect() names every field.
+inline void append(metadata_write& into, metadata_write&& from) {
+  detail::field_visitor to{[&from](auto&... into_fields) {
+    detail::field_visitor add{[&](auto&... from_fields) {
+      (detail::append_field(into_fields, from_fields), ...);
+    }};
+    inspect(add, from);
+  }};
+  inspect(to, into);
 }
 
 template <class Inspector>

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <type_traits>
 
 namespace allox::cmd {
 
@@ -335,6 +336,82 @@ expected<session_delete> decode_session_delete(const json::object& p) {
   session_delete c;
   c.origin = params::origin(p);
   return c;
+}
+
+// -- store and agents ---------------------------------------------------------
+
+namespace {
+
+/// True for commands that carry the `origin` their handler audits.
+template <class Command, class = void>
+struct audited : std::false_type {};
+
+template <class Command>
+struct audited<Command, std::void_t<decltype(Command::origin)>>
+    : std::true_type {};
+
+/// A command naming an agent: "missing string parameter: agent_id", or
+/// "invalid agent id: ..." (messages/ids.hpp).
+template <class Command>
+expected<Command> for_agent(const json::object& p) {
+  auto aid = params::required_id(p, "agent_id", "agent");
+  if (!aid)
+    return aid.error();
+  Command c;
+  c.agent_id = std::move(*aid);
+  if constexpr (audited<Command>::value)
+    c.origin = params::origin(p);
+  return c;
+}
+
+/// A command naming a session of an agent; the agent id is checked first.
+template <class Command>
+expected<Command> for_session(const json::object& p) {
+  auto agent = for_agent<agent_describe>(p);
+  if (!agent)
+    return agent.error();
+  auto sid = params::required_id(p, "session_id", "session");
+  if (!sid)
+    return sid.error();
+  Command c;
+  c.session = {std::move(agent->agent_id), std::move(*sid)};
+  c.origin = params::origin(p);
+  return c;
+}
+
+} // namespace
+
+expected<store_initialize> decode_store_initialize(const json::object&) {
+  return store_initialize{};
+}
+
+expected<agent_list> decode_agent_list(const json::object&) {
+  return agent_list{};
+}
+
+expected<agent_create> decode_agent_create(const json::object& p) {
+  return for_agent<agent_create>(p);
+}
+
+expected<agent_describe> decode_agent_describe(const json::object& p) {
+  return for_agent<agent_describe>(p);
+}
+
+expected<agent_delete> decode_agent_delete(const json::object& p) {
+  return for_agent<agent_delete>(p);
+}
+
+expected<session_create> decode_session_create(const json::object& p) {
+  return for_session<session_create>(p);
+}
+
+expected<session_list> decode_session_list(const json::object& p) {
+  return for_agent<session_list>(p);
+}
+
+expected<session_delete_request>
+decode_session_delete_request(const json::object& p) {
+  return for_session<session_delete_request>(p);
 }
 
 } // namespace allox::cmd

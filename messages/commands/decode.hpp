@@ -3,6 +3,7 @@
 // (they are the routing key); these decode the rest of each action.
 #pragma once
 
+#include "messages/commands/agents.hpp"
 #include "messages/commands/checkpoints.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
@@ -45,5 +46,19 @@ expected<runtime_complete_reset> decode_complete_reset(const json::object& p);
 expected<session_unfence> decode_unfence(const json::object& p);
 expected<session_describe> decode_session_describe(const json::object& p);
 expected<session_delete> decode_session_delete(const json::object& p);
+
+// -- store and agents ---------------------------------------------------------
+// These decode the ids too: AGENTS routes by the agent id, and the AGENT
+// by the session id. debug.fault is decoded by RPC (guest/faults.hpp).
+
+expected<store_initialize> decode_store_initialize(const json::object& p);
+expected<agent_list> decode_agent_list(const json::object& p);
+expected<agent_create> decode_agent_create(const json::object& p);
+expected<agent_describe> decode_agent_describe(const json::object& p);
+expected<agent_delete> decode_agent_delete(const json::object& p);
+expected<session_create> decode_session_create(const json::object& p);
+expected<session_list> decode_session_list(const json::object& p);
+expected<session_delete_request>
+decode_session_delete_request(const json::object& p);
 
 } // namespace allox::cmd

@@ -1,0 +1,138 @@
+// Commands of the store and of agents: one struct per RPC action, decoded
+// once by the RPC actor (messages/commands/decode.hpp) and answered by the
+// AGENTS actor (store.initialize, agent.list) or, through it, by the AGENT
+// actor of the agent they name.
+#pragma once
+
+#include "messages/records.hpp"
+
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace allox::cmd {
+
+/// store.initialize {}: checks the store and audits the call.
+struct store_initialize {
+  static inline const char* name = "store.initialize";
+};
+
+/// agent.list {}: every agent id, sorted.
+struct agent_list {
+  static inline const char* name = "agent.list";
+};
+
+/// agent.create {agent_id, origin?}: creates the agent, or audits the call
+/// again when it exists (idempotent).
+struct agent_create {
+  static inline const char* name = "agent.create";
+  std::string agent_id;
+  std::string origin;
+};
+
+/// agent.describe {agent_id}.
+struct agent_describe {
+  static inline const char* name = "agent.describe";
+  std::string agent_id;
+};
+
+/// agent.delete {agent_id, origin?}: every session, then the agent.
+struct agent_delete {
+  static inline const char* name = "agent.delete";
+  std::string agent_id;
+  std::string origin;
+};
+
+/// session.create {agent_id, session_id, origin?}: creates the agent too
+/// when it does not exist yet.
+struct session_create {
+  static inline const char* name = "session.create";
+  session_ref session;
+  std::string origin;
+};
+
+/// session.list {agent_id}.
+struct session_list {
+  static inline const char* name = "session.list";
+  std::string agent_id;
+};
+
+/// session.delete {agent_id, session_id, origin?} as it reaches the AGENT,
+/// which sends the session its cmd::session_delete and forgets it.
+struct session_delete_request {
+  static inline const char* name = "session.delete";
+  session_ref session;
+  std::string origin;
+};
+
+/// debug.fault {agent_id, point, effect, millis?} without a session_id:
+/// arms a fault in the AGENT actor (test builds).
+struct agent_debug_fault {
+  static inline const char* name = "debug.fault";
+  std::string agent_id;
+  std::string point;
+  std::string effect;
+  uint32_t millis = 0;
+};
+
+/// The agent a command is for (AGENTS routes by it).
+template <class Command>
+const std::string& agent_of(const Command& c) {
+  return c.agent_id;
+}
+inline const std::string& agent_of(const session_create& c) {
+  return c.session.agent_id;
+}
+inline const std::string& agent_of(const session_delete_request& c) {
+  return c.session.agent_id;
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, store_initialize&) {
+  return f(caf::meta::type_name("store_initialize"));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, agent_list&) {
+  return f(caf::meta::type_name("agent_list"));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, agent_create& x) {
+  return f(caf::meta::type_name("agent_create"), x.agent_id, x.origin);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, agent_describe& x) {
+  return f(caf::meta::type_name("agent_describe"), x.agent_id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, agent_delete& x) {
+  return f(caf::meta::type_name("agent_delete"), x.agent_id, x.origin);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_create& x) {
+  return f(caf::meta::type_name("session_create"), x.session, x.origin);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_list& x) {
+  return f(caf::meta::type_name("session_list"), x.agent_id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f,
+                                        session_delete_request& x) {
+  return f(caf::meta::type_name("session_delete_request"), x.session, x.origin);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, agent_debug_fault& x) {
+  return f(caf::meta::type_name("agent_debug_fault"), x.agent_id, x.point,
+           x.effect, x.millis);
+}
+
+} // namespace allox::cmd

@@ -1,0 +1,93 @@
+#include "messages/records.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace allox;
+
+namespace {
+
+/// How many fields inspect() names.
+size_t inspected_fields(metadata_write& w) {
+  size_t n = 0;
+  detail::field_visitor count{[&n](auto&... fields) {
+    n = sizeof...(fields);
+  }};
+  inspect(count, w);
+  return n;
+}
+
+/// A write with one change of every kind, tagged with `tag`.
+metadata_write one_of_each(const std::string& tag) {
+  metadata_write w;
+  w.put_agents.push_back({tag, 1, false});
+  w.delete_agents.push_back(tag);
+  w.put_sessions.push_back({tag, "s", 1, false, {}, {}});
+  w.delete_sessions.push_back({tag, "s"});
+  checkpoint_row c;
+  c.agent_id = tag;
+  w.put_checkpoints.push_back(c);
+  w.delete_checkpoints.push_back(c);
+  w.set_heads.push_back({tag, "s", "head"});
+  w.set_exec_settings.push_back({tag, "s", R"({"network":"isolated"})"});
+  journal_row j;
+  j.agent_id = tag;
+  w.put_journals.push_back(j);
+  w.delete_journals.push_back({tag, "s"});
+  w.audit.push_back({1, "op", tag, "s", "{}"});
+  return w;
+}
+
+} // namespace
+
+TEST_CASE("records: inspect() names every field of metadata_write") {
+  metadata_write w;
+  // Fails to compile once a field is added: add it to inspect() (which
+  // the wire, the log and append() read), then count it here.
+  auto& [put_agents, delete_agents, put_sessions, delete_sessions,
+         put_checkpoints, delete_checkpoints, set_heads, set_exec_settings,
+         put_journals, delete_journals, audit, mark_prototype_imported,
+         durable] = w;
+  (void)put_agents;
+  (void)durable;
+  CHECK(inspected_fields(w) == 13);
+}
+
+TEST_CASE("records: append keeps every change of both writes, in order") {
+  auto into = one_of_each("a");
+  append(into, one_of_each("b"));
+  CHECK(into.put_agents.size() == 2);
+  CHECK(into.delete_agents == std::vector<std::string>{"a", "b"});
+  CHECK(into.put_sessions.size() == 2);
+  CHECK(into.delete_sessions.size() == 2);
+  CHECK(into.put_checkpoints.size() == 2);
+  CHECK(into.delete_checkpoints.size() == 2);
+  CHECK(into.set_heads.size() == 2);
+  // session.configure's settings survive a merge (they used to be lost).
+  REQUIRE(into.set_exec_settings.size() == 2);
+  CHECK(into.set_exec_settings[0].agent_id == "a");
+  CHECK(into.set_exec_settings[1].agent_id == "b");
+  CHECK(into.set_exec_settings[1].head == R"({"network":"isolated"})");
+  CHECK(into.put_journals.size() == 2);
+  CHECK(into.delete_journals.size() == 2);
+  REQUIRE(into.audit.size() == 2);
+  CHECK(into.audit[0].agent_id == "a");
+  CHECK(into.audit[1].agent_id == "b");
+}
+
+TEST_CASE("records: append keeps a flag either write sets") {
+  metadata_write into;
+  into.durable = false;
+  metadata_write from;
+  from.mark_prototype_imported = true;
+  append(into, std::move(from));
+  CHECK(into.mark_prototype_imported);
+  // One part that must be durable makes the whole write durable.
+  CHECK(into.durable);
+  metadata_write lazy;
+  lazy.durable = false;
+  metadata_write also_lazy;
+  also_lazy.durable = false;
+  append(lazy, std::move(also_lazy));
+  CHECK_FALSE(lazy.durable);
+  CHECK_FALSE(lazy.mark_prototype_imported);
+}
