@@ -3,6 +3,9 @@
 #include <caf/message.hpp>
 #include <caf/sec.hpp>
 
+#include <cerrno>
+#include <cstring>
+
 namespace allox {
 
 std::string_view code_name(errc code) {
@@ -40,6 +43,10 @@ int http_status(errc code) {
 
 caf::error make_error(errc code, std::string message) {
   return caf::make_error(code, std::move(message));
+}
+
+caf::error sys_error(const std::string& what) {
+  return make_error(errc::internal, what + ": " + std::strerror(errno));
 }
 
 errc code_of(const caf::error& err) {

@@ -44,6 +44,10 @@ int http_status(errc code);
 /// Builds a caf::error carrying a human-readable message.
 caf::error make_error(errc code, std::string message);
 
+/// An `internal` error for a failed system call: "<what>: <strerror(errno)>".
+/// Call it right after the failing call, before errno changes.
+caf::error sys_error(const std::string& what);
+
 /// The code of an error; errors from other categories map to `internal`.
 errc code_of(const caf::error& err);
 

@@ -20,10 +20,6 @@ namespace allox::os {
 
 namespace {
 
-caf::error sys_error(const std::string& what) {
-  return make_error(errc::internal, what + ": " + std::strerror(errno));
-}
-
 std::string join(const std::string& dir, const std::string& name) {
   return dir.empty() ? name : dir + "/" + name;
 }

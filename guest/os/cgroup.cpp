@@ -17,10 +17,6 @@ namespace allox::os {
 
 namespace {
 
-caf::error sys_error(const std::string& what) {
-  return make_error(errc::internal, what + ": " + std::strerror(errno));
-}
-
 // mkdir -p. A parent can vanish between two steps when its owner removes
 // it (an agent being deleted, a test cleaning up), so ENOENT starts over
 // from the top a few times before it counts as an error.
@@ -123,16 +119,11 @@ bool populated(const std::string& group) {
 
 caf::error kill_group(const std::string& group) {
   auto path = group + "/cgroup.kill";
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0)
+  unique_fd fd{::open(path.c_str(), O_WRONLY | O_CLOEXEC)};
+  if (!fd)
     return errno == ENOENT ? caf::none : sys_error("open " + path);
-  auto n = ::write(fd, "1", 1);
-  int saved = errno;
-  ::close(fd);
-  if (n != 1) {
-    errno = saved;
+  if (::write(fd.get(), "1", 1) != 1)
     return sys_error("write " + path);
-  }
   return caf::none;
 }
 
@@ -149,18 +140,15 @@ bool wait_empty(const std::string& group, int timeout_ms) {
     if (left <= 0)
       return false;
     // cgroup.events signals a change of `populated` as POLLPRI.
-    int fd = ::open(events.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    unique_fd fd{::open(events.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (!fd)
       return !populated(group);
     char buf[256];
-    (void)::read(fd, buf, sizeof(buf));
-    if (!populated(group)) {
-      ::close(fd);
+    (void)::read(fd.get(), buf, sizeof(buf));
+    if (!populated(group))
       return true;
-    }
-    pollfd pfd{fd, POLLPRI, 0};
+    pollfd pfd{fd.get(), POLLPRI, 0};
     ::poll(&pfd, 1, static_cast<int>(std::min<long>(left, 1000)));
-    ::close(fd);
   }
 }
 
@@ -185,29 +173,23 @@ void enable_controller(const std::string& tree_root, const std::string& group,
   for (size_t pos = dir.size(); pos != std::string::npos && pos < group.size();
        pos = group.find('/', pos + 1)) {
     auto ancestor = group.substr(0, pos);
-    int fd = ::open((ancestor + "/cgroup.subtree_control").c_str(),
-                    O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-      continue;
-    (void)::write(fd, line.data(), line.size());
-    ::close(fd);
+    unique_fd fd{::open((ancestor + "/cgroup.subtree_control").c_str(),
+                        O_WRONLY | O_CLOEXEC)};
+    if (fd)
+      (void)::write(fd.get(), line.data(), line.size());
   }
 }
 
 caf::error write_control(const std::string& group, const std::string& file,
                          const std::string& value) {
   auto path = group + "/" + file;
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0)
+  unique_fd fd{::open(path.c_str(), O_WRONLY | O_CLOEXEC)};
+  if (!fd)
     return make_error(errc::unsupported,
                       "cgroup control not available: " + file);
-  auto n = ::write(fd, value.data(), value.size());
-  int saved = errno;
-  ::close(fd);
-  if (n != static_cast<ssize_t>(value.size())) {
-    errno = saved;
+  auto n = ::write(fd.get(), value.data(), value.size());
+  if (n != static_cast<ssize_t>(value.size()))
     return sys_error("write " + path);
-  }
   return caf::none;
 }
 

@@ -16,10 +16,6 @@ namespace allox::os {
 
 namespace {
 
-caf::error sys_error(const std::string& what) {
-  return make_error(errc::internal, what + ": " + std::strerror(errno));
-}
-
 caf::error unmanaged(const std::string& path, const std::string& label) {
   return make_error(errc::invalid_argument,
                     label + " is not a managed directory: " + path);

@@ -24,10 +24,6 @@ namespace allox::os {
 
 namespace {
 
-caf::error sys_error(const std::string& what) {
-  return make_error(errc::internal, what + ": " + std::strerror(errno));
-}
-
 std::string real_path(const std::string& p) {
   char buf[PATH_MAX];
   if (realpath(p.c_str(), buf) == nullptr)

@@ -1,5 +1,7 @@
 #include "guest/sandbox/spawn.hpp"
 
+#include "guest/os/unique_fd.hpp"
+
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <signal.h>
@@ -24,9 +26,9 @@ expected<child> spawn_in_cgroup(int cgroup_fd,
   args.push_back(nullptr);
   char path_env[] = "PATH=/usr/bin:/bin";
   char* envp[] = {path_env, nullptr};
-  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (devnull < 0)
-    return make_error(errc::internal, "open /dev/null");
+  os::unique_fd devnull{::open("/dev/null", O_RDONLY | O_CLOEXEC)};
+  if (!devnull)
+    return sys_error("open /dev/null");
   int pidfd = -1;
   clone_args ca{};
   ca.flags = CLONE_INTO_CGROUP | CLONE_PIDFD;
@@ -36,7 +38,7 @@ expected<child> spawn_in_cgroup(int cgroup_fd,
   long pid = ::syscall(SYS_clone3, &ca, sizeof(ca));
   if (pid == 0) {
     // The child: wire stdio, restore default signal handling, exec.
-    ::dup2(devnull, 0);
+    ::dup2(devnull.get(), 0);
     ::dup2(stdout_fd, 1);
     ::dup2(stderr_fd, 2);
     sigset_t none;
@@ -45,12 +47,8 @@ expected<child> spawn_in_cgroup(int cgroup_fd,
     ::execve(args[0], args.data(), envp);
     ::_exit(126);
   }
-  int saved = errno;
-  ::close(devnull);
   if (pid < 0)
-    return make_error(errc::internal,
-                      std::string{"clone3 into the session cgroup: "} +
-                          std::strerror(saved));
+    return sys_error("clone3 into the session cgroup");
   child c;
   c.pid = static_cast<pid_t>(pid);
   c.pidfd.reset(pidfd);

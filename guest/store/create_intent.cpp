@@ -21,10 +21,6 @@ std::string chunk_name(size_t k) {
   return chunk_prefix + std::to_string(k);
 }
 
-caf::error sys_error(const std::string& what) {
-  return make_error(errc::internal, what + ": " + std::strerror(errno));
-}
-
 std::string encode(const checkpoint_row& row) {
   json::object o{{"checkpoint_id", row.checkpoint_id},
                  {"created_at_ns", row.created_at_ns},
