@@ -71,7 +71,8 @@ void reply_error(self_ptr self, uint64_t ticket, const caf::error& err) {
   auto code = code_of(err);
   auto msg = message_of(err);
   if (code == errc::internal)
-    log::warn("rpc", "request failed: " + msg);
+    log::warn("rpc", "request failed: " + msg + " (" + caf::to_string(err) +
+                         ")");
   self->state.init.channel->post(
       {ticket, http_status(code), error_body(msg, code_name(code))});
 }
@@ -374,6 +375,25 @@ const std::unordered_map<std::string_view, route_fn>& session_routes() {
   return table;
 }
 
+/// GET /v1/stream: subscribes the stream's sink to the run's state.
+void open_stream(self_ptr self, stream_request& req) {
+  track(self, req.ticket);
+  const auto* params = req.params.if_object();
+  if (params == nullptr)
+    return reply_error(self, req.ticket,
+                       make_error(errc::invalid_argument,
+                                  "stream requires agent_id, session_id and "
+                                  "run_id"));
+  expected<cmd::process_subscribe> sub{cmd::process_subscribe{}};
+  if (auto get = cmd::decode_process_get(*params); get) {
+    sub->run_id = std::move(get->run_id);
+    sub->sink = std::move(req.sink);
+  } else {
+    sub = get.error();
+  }
+  route(self, req.ticket, session_of(*params), std::move(sub), true);
+}
+
 /// debug.fault with a session_id arms a fault in that session's actor.
 void route_session_fault(self_ptr self, uint64_t ticket,
                          const json::object& p) {
@@ -563,6 +583,10 @@ rpc_actor::behavior_type rpc(self_ptr self, rpc_init init) {
         self->state.handling.clear();
       },
       [self](atom::tick) { expire(self); },
+      [self](stream_request& req) {
+        ++self->state.requests;
+        open_stream(self, req);
+      },
       [self](atom::log) {
         self->request(self->state.init.supervisor, caf::infinite, atom::dump_v)
             .then(

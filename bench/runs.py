@@ -2,14 +2,16 @@
 """Tracked-execution benchmarks (docs/benchmarks.md, "Runs").
 
 Against the release daemon on a fresh loop-backed store:
-  - process.start -> final state of /bin/true over RPC, next to raw bwrap
-    with the same mounts and to a plain fork/exec of /bin/true;
+  - process.start -> final state of /bin/true over RPC (process.wait, and
+    polling process.get as callers did before it existed), next to raw
+    bwrap with the same mounts and to a plain fork/exec of /bin/true;
+  - the run's exit -> the process.wait reply and the SSE `end` event;
   - 50 sessions each running a short command at the same time;
   - session.rollback with kill_processes of a 100-process tree.
 Usage (root): bench/runs.py [build-dir]   (default build/release)
 """
 import concurrent.futures, http.client, json, os, random, shutil, signal
-import subprocess, sys, tempfile, time
+import socket, subprocess, sys, tempfile, threading, time
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
@@ -58,6 +60,18 @@ def pct(xs):
 
 
 def run_to_end(c, agent, session, argv):
+    """process.start, then process.wait until the run has ended."""
+    t = time.perf_counter()
+    row = c.rpc("process.start", agent_id=agent, session_id=session,
+                argv=argv)
+    while row["state"] in ("starting", "running"):
+        row = c.rpc("process.wait", agent_id=agent, session_id=session,
+                    run_id=row["run_id"], timeout_ms=60000)
+    return (time.perf_counter() - t) * 1000, row
+
+
+def run_to_end_polling(c, agent, session, argv):
+    """The same by polling process.get (callers before process.wait)."""
     t = time.perf_counter()
     row = c.rpc("process.start", agent_id=agent, session_id=session,
                 argv=argv)
@@ -65,6 +79,39 @@ def run_to_end(c, agent, session, argv):
         row = c.rpc("process.get", agent_id=agent, session_id=session,
                     run_id=row["run_id"])
     return (time.perf_counter() - t) * 1000, row
+
+
+def exit_to_notice(c, current):
+    """A run records its exit time and exits; returns how long after that
+    the process.wait reply and the SSE `end` event arrived (ms)."""
+    stamp = os.path.join(current, ".exit_ns")
+    row = c.rpc("process.start", agent_id="bench", session_id="s",
+                argv=["sh", "-c", "sleep 0.05; date +%s%N > .exit_ns"])
+    rid = row["run_id"]
+    got = {}
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(f"GET /v1/stream?agent_id=bench&session_id=s&run_id={rid} "
+                 f"HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+
+    def read_stream():
+        buf = b""
+        while b"event: end" not in buf:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+        got["sse"] = time.time_ns()
+
+    reader = threading.Thread(target=read_stream)
+    reader.start()
+    waiter = Client()
+    waiter.rpc("process.wait", agent_id="bench", session_id="s", run_id=rid,
+               timeout_ms=60000)
+    got["wait"] = time.time_ns()
+    reader.join(30)
+    sock.close()
+    exited = int(open(stamp).read())
+    return ((got["wait"] - exited) / 1e6, (got["sse"] - exited) / 1e6)
 
 
 try:
@@ -85,6 +132,8 @@ try:
         run_to_end(c, "bench", "s", ["/bin/true"])
     rpc = pct([run_to_end(c, "bench", "s", ["/bin/true"])[0]
                for _ in range(SAMPLES)])
+    polled = pct([run_to_end_polling(c, "bench", "s", ["/bin/true"])[0]
+                  for _ in range(SAMPLES)])
     bwrap = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid",
              "--unshare-ipc", "--unshare-uts", "--tmpfs", "/", "--ro-bind",
              "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink",
@@ -106,13 +155,24 @@ try:
     plain = pct([timed(["/bin/true"]) for _ in range(SAMPLES)])
     print("### process.start to the final state of /bin/true\n")
     print("| what | p50 / p99 |\n|---|---|")
-    print(f"| process.start + process.get until done (RPC) | "
+    print(f"| process.start + process.wait (RPC) | "
           f"{rpc[0]:.2f} / {rpc[1]:.2f} |")
+    print(f"| process.start + process.get until done (RPC, polling) | "
+          f"{polled[0]:.2f} / {polled[1]:.2f} |")
     print(f"| raw bwrap, same mounts, same init (subprocess) | "
           f"{raw[0]:.2f} / {raw[1]:.2f} |")
     print(f"| fork/exec of /bin/true (subprocess) | "
           f"{plain[0]:.2f} / {plain[1]:.2f} |")
-    print(f"\nAdded over raw bwrap (p50): {rpc[0] - raw[0]:.2f} ms.\n")
+    print(f"\nAdded over raw bwrap (p50): {rpc[0] - raw[0]:.2f} ms with "
+          f"process.wait, {polled[0] - raw[0]:.2f} ms polling.\n")
+
+    print("### The run's exit to the process.wait reply and the SSE end\n")
+    notices = [exit_to_notice(c, current) for _ in range(SAMPLES)]
+    w = pct([n[0] for n in notices])
+    e = pct([n[1] for n in notices])
+    print("| notice | p50 / p99 |\n|---|---|")
+    print(f"| process.wait reply | {w[0]:.2f} / {w[1]:.2f} |")
+    print(f"| SSE `event: end` | {e[0]:.2f} / {e[1]:.2f} |\n")
 
     print("### 50 sessions, each running a short command at the same time\n")
     for i in range(50):

@@ -13,6 +13,7 @@
 #include "messages/commands/checkpoints.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
+#include "messages/events.hpp"
 #include "messages/json.hpp"
 #include "messages/records.hpp"
 
@@ -103,18 +104,20 @@ using session_runs_actor = caf::typed_actor<
     caf::replies_to<cmd::process_stop>::with<json::value>,
     // Waits for a run to end; replies with its row then (or at the timeout).
     caf::replies_to<cmd::process_wait>::with<json::value>,
-    // A process.wait reached its timeout: (run, waiter) (sent to itself).
-    caf::reacts_to<atom::wait, std::string, uint64_t>,
+    // A process.wait reached its timeout (sent to itself).
+    caf::reacts_to<wait_timeout>,
+    // Subscribes a live stream to a run's state changes; replies {row, dir}.
+    caf::replies_to<cmd::process_subscribe>::with<json::value>,
     // A slice of a run's stdout or stderr.
     caf::replies_to<cmd::process_output>::with<json::value>,
     // A run's process events.
     caf::replies_to<cmd::process_events>::with<json::value>,
-    // A run's first process is running in the session cgroup (run, pid).
-    caf::reacts_to<atom::started, std::string, int64_t>,
-    // A run ended: (run, exit code, cgroup empty, error).
-    caf::reacts_to<atom::finished, std::string, int64_t, bool, std::string>,
+    // A run's first process is running in the session cgroup (its worker).
+    caf::reacts_to<run_started>,
+    // A run ended, and whether its cgroup emptied (its worker).
+    caf::reacts_to<run_finished>,
     // A run's timeout expired (sent to itself).
-    caf::reacts_to<atom::timeout, std::string>>;
+    caf::reacts_to<run_timeout>>;
 
 /// The RUNTIME facet of a SESSION (actors/session/runtime.cpp): execution
 /// leases, background executions of outside launchers, runtime resets.
@@ -191,6 +194,9 @@ using rpc_actor = caf::typed_actor<
     // Serves one validated request; the reply goes back through the
     // reply_channel under the same ticket.
     caf::reacts_to<atom::rpc, uint64_t, std::string, json::value>,
+    // Opens a live stream of a run (GET /v1/stream); answered like a
+    // request under its ticket.
+    caf::reacts_to<stream_request>,
     // Answers requests that outlived rpc_timeout (sent to itself).
     caf::reacts_to<atom::tick>,
     // Writes the full system dump to the log (SIGUSR1).

@@ -1,7 +1,12 @@
 // The contract between the HTTP front end and the RPC actor.
 #pragma once
 
+#include "messages/json.hpp"
+
+#include <caf/allowed_unsafe_message_type.hpp>
+
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace allox {
@@ -21,6 +26,25 @@ public:
   virtual void post(rpc_reply reply) = 0;
 };
 
+/// Where a session pushes a run's updates (its row, on every state
+/// change) for a live stream; implemented by the HTTP server. Called from
+/// actor threads; false once the stream is gone, and the session then
+/// forgets the sink.
+class run_sink {
+public:
+  virtual ~run_sink() = default;
+  virtual bool push(const json::object& row) = 0;
+};
+
+/// GET /v1/stream: the stream's parameters (agent_id, session_id, run_id)
+/// and its sink; answered like an RPC request under `ticket` with
+/// {row, dir} (the run's row and the directory of its logs).
+struct stream_request {
+  uint64_t ticket = 0;
+  json::value params;
+  std::shared_ptr<run_sink> sink;
+};
+
 /// Encodes the envelope `{"ok":true,"result":...}` around serialized JSON.
 std::string ok_body(const std::string& result_json);
 
@@ -28,3 +52,6 @@ std::string ok_body(const std::string& result_json);
 std::string error_body(std::string_view message, std::string_view code);
 
 } // namespace allox
+
+// Local only: a sink is a pointer into this process.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::stream_request)

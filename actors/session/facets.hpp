@@ -186,6 +186,11 @@ caf::result<json::value> handle_process_wait(self_ptr self,
 /// A process.wait reached its timeout: answers it with the current row.
 void on_wait_timeout(self_ptr self, const std::string& id, uint64_t waiter);
 
+/// A live stream's subscription: registers its sink on an active run;
+/// replies {row, dir}.
+caf::result<json::value>
+handle_process_subscribe(self_ptr self, const cmd::process_subscribe& c);
+
 /// process.events: none yet (they need the eBPF tracker).
 caf::result<json::value> handle_process_events(self_ptr self,
                                                const cmd::process_events& c);
@@ -204,8 +209,7 @@ void on_run_started(self_ptr self, const std::string& id, int64_t pid);
 
 /// The run worker reported the end of the run (and whether its cgroup
 /// emptied).
-void on_run_finished(self_ptr self, const std::string& id, int64_t code,
-                     bool empty, const std::string& error);
+void on_run_finished(self_ptr self, const run_finished& e);
 
 /// At an orderly stop: kills the active run and records it as stopped.
 void shutdown_runs(self_ptr self);

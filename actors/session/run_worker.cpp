@@ -70,42 +70,46 @@ void run_worker(caf::event_based_actor* self, session_actor session,
                 std::string group, std::string dir, std::string initial,
                 std::vector<std::pair<std::string, std::string>> limits,
                 std::string tree_root) {
-  auto report = [&](int64_t code, bool empty, std::string error) {
-    caf::anon_send(session, atom::finished_v, id, code, empty,
-                   std::move(error));
+  // A run that never started reports no exit code, and an error.
+  auto fail = [&](bool empty, std::string error) {
+    caf::anon_send(session,
+                   run_finished{id, caf::none, empty, std::move(error)});
   };
   self->quit();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return report(-1, true, "cannot create the run directory " + dir);
+    return fail(true, "cannot create the run directory " + dir);
   // The record exists before anything runs: after a crash from here on,
   // start-up finds the run and fences its session.
   if (store::write_run_row(dir, json::parse(initial).as_object()))
-    return report(-1, true, "cannot record the run in " + dir);
+    return fail(true, "cannot record the run in " + dir);
   os::unique_fd out{::open((dir + "/stdout.log").c_str(),
                            O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
   os::unique_fd err{::open((dir + "/stderr.log").c_str(),
                            O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
   if (!out || !err)
-    return report(-1, true, "cannot open the run's logs");
+    return fail(true, "cannot open the run's logs");
   if (auto e = os::prepare_group(group))
-    return report(-1, !os::populated(group), message_of(e));
+    return fail(!os::populated(group), message_of(e));
   for (const auto& [file, value] : limits) {
     os::enable_controller(tree_root, group, file.substr(0, file.find('.')));
     if (auto e = os::write_control(group, file, value))
-      return report(-1, true, "cannot set " + file + ": " + message_of(e));
+      return fail(true, "cannot set " + file + ": " + message_of(e));
   }
   auto gfd = os::open_group(group);
   if (!gfd)
-    return report(-1, true, message_of(gfd.error()));
+    return fail(true, message_of(gfd.error()));
   auto child = sandbox::spawn_in_cgroup(gfd->get(), argv, out.get(), err.get());
   if (!child)
-    return report(-1, !os::populated(group), message_of(child.error()));
-  caf::anon_send(session, atom::started_v, id, int64_t{child->pid});
+    return fail(!os::populated(group), message_of(child.error()));
+  caf::anon_send(session, run_started{id, int64_t{child->pid}});
   auto code = sandbox::wait_child(*child);
   // Our init outlives every process of the run, so the group empties right
   // after bwrap; wait for the kernel to say so.
   bool empty = os::wait_empty(group, 10000);
-  report(code, empty, "");
+  caf::optional<int64_t> exit_code;
+  if (code >= 0)
+    exit_code = code;
+  caf::anon_send(session, run_finished{id, exit_code, empty, caf::none});
 }
 
 json::object new_run_row(self_ptr self, const std::string& id,

@@ -9,6 +9,7 @@
 #include "guest/sandbox/bwrap_args.hpp"
 #include "guest/store/run_recovery.hpp"
 #include "messages/ids.hpp"
+#include "messages/utf8.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -148,8 +149,21 @@ caf::result<json::value> handle_process_start(self_ptr self,
                              std::move(limits), cfg.cgroups.root());
   self->delayed_send(
       self, std::chrono::milliseconds(static_cast<int64_t>(c.timeout * 1000)),
-      atom::timeout_v, id);
+      run_timeout{id});
   return rp;
+}
+
+/// Pushes the run's row to its live streams; a stream that has gone is
+/// forgotten, and all are once the run has ended.
+static void notify_streams(run_state& run) {
+  auto& sinks = run.sinks;
+  sinks.erase(std::remove_if(sinks.begin(), sinks.end(),
+                             [&](const std::shared_ptr<run_sink>& sink) {
+                               return !sink->push(run.row);
+                             }),
+              sinks.end());
+  if (!run.active)
+    sinks.clear();
 }
 
 /// Kills the run's whole tree (cgroup.kill) with a stop reason, and calls
@@ -168,6 +182,7 @@ void kill_run(self_ptr self, const std::string& id, const std::string& reason,
     row["stop_reason"] = reason;
   if (then)
     it->second.on_end.push_back(std::move(then));
+  notify_streams(it->second);
   if (auto err = os::kill_group(std::string{row.at("cgroup").as_string()}))
     log::warn("session", st.key() + ": " + message_of(err));
 }
@@ -182,22 +197,24 @@ void on_run_started(self_ptr self, const std::string& id, int64_t pid) {
   for (auto& rp : run.waiting_start)
     rp.deliver(json::value(run.row));
   run.waiting_start.clear();
+  notify_streams(run);
   persist_run(self, run.row);
 }
 
-void on_run_finished(self_ptr self, const std::string& id, int64_t code,
-                     bool empty, const std::string& error) {
+void on_run_finished(self_ptr self, const run_finished& e) {
   auto& st = self->state;
+  const auto& id = e.run_id;
+  bool empty = e.cgroup_empty;
   auto it = st.runs.runs.find(id);
   if (it == st.runs.runs.end())
     return;
   auto& run = it->second;
   auto& row = run.row;
-  if (code >= 0)
-    row["root_exit_code"] = code;
-  bool ok = empty && error.empty();
-  if (!error.empty())
-    row["error"] = error;
+  if (e.exit_code)
+    row["root_exit_code"] = *e.exit_code;
+  bool ok = empty && !e.error;
+  if (e.error)
+    row["error"] = *e.error;
   row["state"] =
       !ok ? "failed"
           : (row.at("stop_reason").is_null() ? "completed" : "stopped");
@@ -214,10 +231,9 @@ void on_run_finished(self_ptr self, const std::string& id, int64_t code,
     st.leases.erase("run:" + id);
     os::remove_group(group);
   }
+  // A run that failed to start: the failed row tells what happened.
   for (auto& rp : run.waiting_start)
-    rp.deliver(error.empty()
-                   ? json::value(row)
-                   : json::value(row)); // the failed row tells what happened
+    rp.deliver(json::value(row));
   run.waiting_start.clear();
   for (auto& rp : run.waiting_end)
     rp.deliver(json::value(row));
@@ -225,6 +241,7 @@ void on_run_finished(self_ptr self, const std::string& id, int64_t code,
   for (auto& [waiter, rp] : run.waiters)
     rp.deliver(json::value(row));
   run.waiters.clear();
+  notify_streams(run);
   auto callbacks = std::move(run.on_end);
   run.on_end.clear();
   persist_run(self, row);
@@ -355,7 +372,7 @@ caf::result<json::value> handle_process_wait(self_ptr self,
   auto rp = self->make_response_promise<json::value>();
   run.waiters.emplace(waiter, rp);
   self->delayed_send(self, std::chrono::milliseconds{c.timeout_ms},
-                     atom::wait_v, c.run_id, waiter);
+                     wait_timeout{c.run_id, waiter});
   return rp;
 }
 
@@ -371,30 +388,28 @@ void on_wait_timeout(self_ptr self, const std::string& id, uint64_t waiter) {
   }
 }
 
-/// Keeps text JSON-safe: invalid UTF-8 bytes become U+FFFD.
-static std::string valid_utf8(const std::string& in) {
-  std::string out;
-  out.reserve(in.size());
-  size_t i = 0;
-  while (i < in.size()) {
-    auto c = static_cast<unsigned char>(in[i]);
-    size_t len = c < 0x80         ? 1
-                 : (c >> 5) == 6  ? 2
-                 : (c >> 4) == 14 ? 3
-                 : (c >> 3) == 30 ? 4
-                                  : 0;
-    bool ok = len > 0 && i + len <= in.size();
-    for (size_t k = 1; ok && k < len; ++k)
-      ok = (static_cast<unsigned char>(in[i + k]) >> 6) == 2;
-    if (ok) {
-      out.append(in, i, len);
-      i += len;
-    } else {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    }
+// A live stream reads the run's logs itself (on the HTTP loop, when
+// inotify says they grew); the session only tells it the run's state
+// changes, so an idle stream costs nothing here.
+caf::result<json::value>
+handle_process_subscribe(self_ptr self, const cmd::process_subscribe& c) {
+  auto& st = self->state;
+  if (!st.runs.config)
+    return no_execution();
+  auto dir = run_dir(*st.runs.config, c.run_id);
+  if (auto it = st.runs.runs.find(c.run_id); it != st.runs.runs.end()) {
+    if (it->second.active && c.sink)
+      it->second.sinks.push_back(c.sink);
+    return json_reply(json::object{{"row", it->second.row}, {"dir", dir}});
   }
-  return out;
+  auto a = st.agent_id();
+  auto s = st.session_id();
+  return answer_blocking(self, [dir, a, s]() -> expected<json::value> {
+    auto row = load_run(dir, a, s);
+    if (!row)
+      return row.error();
+    return json::value(json::object{{"row", std::move(*row)}, {"dir", dir}});
+  });
 }
 
 /// The state of a run this actor knows, or null (an earlier lifetime's).

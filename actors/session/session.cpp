@@ -294,8 +294,11 @@ session_actor::behavior_type session(session_facets::self_ptr self,
       [self](const cmd::process_wait& c) {
         return serve(self, c, handle_process_wait);
       },
-      [self](atom::wait, const std::string& id, uint64_t waiter) {
-        on_wait_timeout(self, id, waiter);
+      [self](const wait_timeout& t) {
+        on_wait_timeout(self, t.run_id, t.waiter);
+      },
+      [self](const cmd::process_subscribe& c) {
+        return serve(self, c, handle_process_subscribe);
       },
       [self](const cmd::process_output& c) {
         return serve(self, c, handle_process_output);
@@ -303,16 +306,9 @@ session_actor::behavior_type session(session_facets::self_ptr self,
       [self](const cmd::process_events& c) {
         return serve(self, c, handle_process_events);
       },
-      [self](atom::started, const std::string& id, int64_t pid) {
-        on_run_started(self, id, pid);
-      },
-      [self](atom::finished, const std::string& id, int64_t code, bool empty,
-             const std::string& error) {
-        on_run_finished(self, id, code, empty, error);
-      },
-      [self](atom::timeout, const std::string& id) {
-        kill_run(self, id, "timeout", {});
-      },
+      [self](const run_started& e) { on_run_started(self, e.run_id, e.pid); },
+      [self](const run_finished& e) { on_run_finished(self, e); },
+      [self](const run_timeout& t) { kill_run(self, t.run_id, "timeout", {}); },
       // -- runtime (runtime.cpp) --------------------------------------------
       [self](const cmd::execution_acquire& c) {
         return serve(self, c, handle_acquire);

@@ -46,6 +46,8 @@ struct run_state {
   /// process.wait callers by waiter id; answered at the end or when their
   /// timeout message comes.
   std::map<uint64_t, caf::typed_response_promise<json::value>> waiters;
+  /// Live streams of the run, told of every state change until it ends.
+  std::vector<std::shared_ptr<run_sink>> sinks;
   /// Continuations waiting for the run to end (rollback with kill).
   std::vector<std::function<void()>> on_end;
   bool active = true;

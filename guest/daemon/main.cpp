@@ -209,6 +209,8 @@ int serve(const daemon::options& opts,
   sopts.idle_timeout = opts.idle_timeout;
   sopts.header_timeout = opts.header_timeout;
   sopts.body_timeout = opts.body_timeout;
+  sopts.stream_heartbeat_ms =
+      static_cast<uint64_t>(opts.stream_heartbeat.count());
   sopts.max_connections = opts.max_connections;
   // Declared before the actor system so it outlives every actor that may
   // still post a reply.
@@ -217,6 +219,9 @@ int serve(const daemon::options& opts,
       [&ctx](uint64_t ticket, std::string action, json::object params) {
         caf::anon_send(ctx.rpc, atom::rpc_v, ticket, std::move(action),
                        json::value(std::move(params)));
+      },
+      [&ctx](stream_request req) {
+        caf::anon_send(ctx.rpc, std::move(req));
       }};
   ctx.server = &server;
   uv_async_init(&uv, &ctx.fatal, [](uv_async_t* a) {

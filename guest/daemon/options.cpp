@@ -46,6 +46,12 @@ int parse(int argc, char** argv, options& out) {
                  "finished after this long")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, int64_t{86400000}));
+  int64_t heartbeat_ms = out.stream_heartbeat.count();
+  app.add_option("--stream-heartbeat-ms", heartbeat_ms,
+                 "a live stream with nothing to send writes a comment this "
+                 "often")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{3600000}));
   app.add_option("--max-connections", out.max_connections,
                  "concurrent HTTP connections")
       ->capture_default_str()
@@ -87,6 +93,7 @@ int parse(int argc, char** argv, options& out) {
   out.header_timeout = std::chrono::milliseconds{header_ms};
   out.body_timeout = std::chrono::milliseconds{body_ms};
   out.request_timeout = std::chrono::milliseconds{request_ms};
+  out.stream_heartbeat = std::chrono::milliseconds{heartbeat_ms};
   out.shutdown_grace = std::chrono::milliseconds{grace_ms};
   if (out.token.empty())
     if (const char* env = std::getenv("ALLOX_WORKSPACE_TOKEN"))

@@ -20,6 +20,7 @@ struct options {
   std::chrono::milliseconds header_timeout{10000};
   std::chrono::milliseconds body_timeout{30000};
   std::chrono::milliseconds request_timeout{300000};
+  std::chrono::milliseconds stream_heartbeat{15000};
   size_t max_connections = 1024;
   std::chrono::milliseconds shutdown_grace{10000};
   std::string log_level = "info";

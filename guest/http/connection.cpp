@@ -1,6 +1,8 @@
 #include "guest/http/connection.hpp"
 
 #include "guest/http/server.hpp"
+#include "guest/http/stream_sink.hpp"
+#include "guest/http/wire.hpp"
 #include "messages/rpc.hpp"
 
 #include <boost/beast/core/buffers_to_string.hpp>
@@ -28,8 +30,6 @@ constexpr auto never = connection::clock_type::time_point::max();
 constexpr size_t linger_limit = 4 << 20;
 constexpr uint64_t linger_ms = 2000;
 
-constexpr uint64_t stream_poll_ms = 50;
-
 /// A response whose write has made no progress this long may be evicted.
 constexpr std::chrono::seconds stalled_write{1};
 
@@ -37,24 +37,6 @@ bool is_stream(beast::string_view target) {
   auto url = boost::urls::parse_origin_form(
       std::string_view{target.data(), target.size()});
   return url && url->path() == "/v1/stream";
-}
-
-/// Serializes a message (or only its head, with `split`) into one string.
-template <bool isRequest, class Body, class Fields>
-std::string serialize(bhttp::message<isRequest, Body, Fields>& msg,
-                      bool head_only) {
-  bhttp::serializer<isRequest, Body, Fields> sr{msg};
-  sr.split(head_only);
-  std::string out;
-  beast::error_code ec;
-  do {
-    sr.next(ec, [&](beast::error_code&, const auto& buffers) {
-      auto text = beast::buffers_to_string(buffers);
-      out += text;
-      sr.consume(text.size());
-    });
-  } while (!ec && !(head_only ? sr.is_header_done() : sr.is_done()));
-  return out;
 }
 
 } // namespace
@@ -114,6 +96,14 @@ void connection::close() {
   uv_timer_stop(&timer_);
   uv_timer_stop(&deadline_);
   pending_closes_ = 3;
+  if (sink_)
+    sink_->close();
+  if (stream_id_ != 0)
+    srv_->forget_stream(stream_id_);
+  if (watching_) {
+    ++pending_closes_;
+    uv_close(reinterpret_cast<uv_handle_t*>(&watch_), on_closed);
+  }
   uv_close(reinterpret_cast<uv_handle_t*>(&timer_), on_closed);
   uv_close(reinterpret_cast<uv_handle_t*>(&deadline_), on_closed);
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), on_closed);
@@ -272,7 +262,9 @@ void connection::handle_request() {
   reset_parser();
   request_started_ = head_done_ = never;
   if (req.method() == bhttp::verb::get && is_stream(req.target())) {
-    start_stream(req.target());
+    auto last = req.find("Last-Event-ID");
+    start_stream(req.target(),
+                 last == req.end() ? beast::string_view{} : last->value());
     return;
   }
   if (req.method() == bhttp::verb::get) {
@@ -427,10 +419,15 @@ void connection::on_written(uv_write_t* req, int status) {
   self->last_activity_ = self->write_progress_ = clock_type::now();
   if (w->stream) {
     --self->stream_writes_;
-    if (status != 0 || w->close_after)
+    if (status != 0 || w->close_after) {
       self->close();
-    else
-      self->arm_deadline();
+      return;
+    }
+    // The client caught up: send what the logs gained meanwhile.
+    if (self->stream_paused_ &&
+        uv_stream_get_write_queue_size(self->stream()) <= max_stream_queue)
+      self->read_output();
+    self->arm_deadline();
     return;
   }
   self->writing_ = false;
@@ -469,111 +466,6 @@ void connection::linger() {
 
 void connection::on_linger_timeout(uv_timer_t* t) {
   static_cast<connection*>(t->data)->close();
-}
-
-// -- the live stream of a run: GET /v1/stream?agent_id=&session_id=&run_id=
-//
-// Server-Sent Events fed by process.output requests through the normal
-// dispatch path (same routing, same session actor): `stdout` and `stderr`
-// events carry {offset, data}, `state` events the run's state, and `end`
-// the final state, after which the connection closes.
-
-void connection::start_stream(beast::string_view target) {
-  auto url = boost::urls::parse_origin_form(
-      std::string_view{target.data(), target.size()});
-  auto params = url->params();
-  auto get = [&](const char* key) {
-    auto it = params.find(key);
-    return it == params.end() ? std::string{} : std::string{(*it).value};
-  };
-  stream_ = json::object{{"agent_id", get("agent_id")},
-                         {"session_id", get("session_id")},
-                         {"run_id", get("run_id")}};
-  for (const auto& kv : stream_)
-    if (kv.value().as_string().empty()) {
-      respond(400,
-              error_body("stream requires agent_id, session_id and run_id",
-                         "invalid_argument"),
-              true);
-      return;
-    }
-  streaming_ = true;
-  keep_alive_ = false;
-  bhttp::response<bhttp::empty_body> res{bhttp::status::ok, 11};
-  res.set(bhttp::field::content_type, "text/event-stream");
-  res.set(bhttp::field::cache_control, "no-cache");
-  res.set(bhttp::field::server, "allox-workspace-daemon");
-  res.keep_alive(false);
-  send(serialize(res, true), false);
-  poll_stream();
-}
-
-void connection::poll_stream() {
-  if (closing_)
-    return;
-  if (srv_->stopping()) {
-    send("event: end\ndata: {\"reason\":\"daemon_shutdown\"}\n\n", true);
-    return;
-  }
-  // A client that does not read gets no more until it catches up.
-  if (uv_stream_get_write_queue_size(stream()) > max_stream_queue) {
-    uv_timer_start(&timer_, on_poll_timer, stream_poll_ms, 0);
-    return;
-  }
-  auto p = stream_;
-  p["stream"] = stream_index_ == 0 ? "stdout" : "stderr";
-  p["offset"] = offsets_[stream_index_];
-  waiting_ = true;
-  srv_->dispatch(this, "process.output", std::move(p));
-}
-
-void connection::on_poll_timer(uv_timer_t* t) {
-  auto* self = static_cast<connection*>(t->data);
-  if (!self->waiting_)
-    self->poll_stream();
-}
-
-void connection::on_stream_reply(int status, const std::string& body) {
-  boost::system::error_code ec;
-  auto doc = json::parse(body, ec);
-  if (status != 200 || ec || !doc.is_object() ||
-      !doc.as_object().contains("result")) {
-    send("event: error\ndata: " + body + "\n\n", true);
-    return;
-  }
-  const auto& r = doc.as_object().at("result").as_object();
-  const auto& data = r.at("data").as_string();
-  int i = stream_index_;
-  if (!data.empty()) {
-    json::object payload{{"offset", offsets_[i]}, {"data", data}};
-    send(std::string{"event: "} + (i == 0 ? "stdout" : "stderr") +
-             "\ndata: " + json::serialize(payload) + "\n\n",
-         false);
-    fresh_data_ = true;
-  }
-  offsets_[i] = r.at("next_offset").to_number<int64_t>();
-  eof_[i] = r.at("eof").as_bool();
-  auto state = json::serialize(r.at("state"));
-  if (state != last_state_) {
-    last_state_ = state;
-    send("event: state\ndata: {\"state\":" + state + "}\n\n", false);
-  }
-  if (i == 0) {
-    stream_index_ = 1;
-    poll_stream();
-    return;
-  }
-  stream_index_ = 0;
-  if (eof_[0] && eof_[1]) {
-    send("event: end\ndata: {\"state\":" + state + "}\n\n", true);
-    return;
-  }
-  if (fresh_data_) {
-    fresh_data_ = false;
-    poll_stream();
-    return;
-  }
-  uv_timer_start(&timer_, on_poll_timer, stream_poll_ms, 0);
 }
 
 } // namespace allox::http

@@ -19,6 +19,7 @@
 // Everything here runs on the loop thread.
 #pragma once
 
+#include "guest/os/unique_fd.hpp"
 #include "messages/json.hpp"
 
 #include <boost/beast/http/parser.hpp>
@@ -28,12 +29,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 namespace allox::http {
 
 class server;
+class stream_sink;
 
 class connection {
 public:
@@ -69,6 +72,12 @@ public:
 
   void close();
 
+  /// A live stream's run changed state (its row, serialized).
+  void on_stream_push(const std::string& row_json);
+
+  /// The daemon is shutting down: a live stream ends with a reason.
+  void end_stream_for_shutdown();
+
 private:
   struct write_req;
 
@@ -99,17 +108,27 @@ private:
   void linger();
   static void on_linger_timeout(uv_timer_t* t);
 
-  // -- the live stream of a run -------------------------------------------
-  void start_stream(boost::beast::string_view target);
-  void poll_stream();
-  static void on_poll_timer(uv_timer_t* t);
+  // -- the live stream of a run (stream.cpp) ------------------------------
+  void start_stream(boost::beast::string_view target,
+                    boost::beast::string_view last_event_id);
   void on_stream_reply(int status, const std::string& body);
+  /// Takes a row pushed by (or first read from) the session: a state
+  /// event when the state changed; a final state ends the stream once
+  /// the logs are read to their end.
+  void apply_row(const json::object& row);
+  /// Sends what the logs gained since the stream's offsets, unless the
+  /// client is behind; ends the stream when the run has ended and both
+  /// logs are read.
+  void read_output();
+  void end_stream(const std::string& data);
+  static void on_log_changed(uv_fs_event_t* h, const char*, int, int);
+  static void on_stream_timer(uv_timer_t* t);
 
   static void on_closed(uv_handle_t* h);
 
   server* srv_;
   uv_tcp_t tcp_{};
-  /// Stream polling and the linger period.
+  /// The stream's fallback read and heartbeat, and the linger period.
   uv_timer_t timer_{};
   /// Idle, header, body and write-stall deadlines.
   uv_timer_t deadline_{};
@@ -145,12 +164,23 @@ private:
   clock_type::time_point write_progress_;
 
   bool streaming_ = false;
-  json::object stream_;
-  int stream_index_ = 0;
+  /// The session has answered the subscription (the logs are known).
+  bool subscribed_ = false;
+  uint64_t stream_id_ = 0;
+  std::shared_ptr<stream_sink> sink_;
+  std::string log_dir_;
+  os::unique_fd logs_[2];
+  /// Bytes of stdout and stderr sent so far (resumable: Last-Event-ID).
   int64_t offsets_[2] = {0, 0};
-  bool eof_[2] = {false, false};
-  bool fresh_data_ = false;
+  /// inotify on the run directory: the logs grew.
+  uv_fs_event_t watch_{};
+  bool watching_ = false;
+  /// Output waits for the client to catch up.
+  bool stream_paused_ = false;
+  /// The run has ended: the stream ends once the logs are read.
+  bool run_ended_ = false;
   std::string last_state_;
+  clock_type::time_point last_sent_;
 
   friend class server;
 };

@@ -49,8 +49,10 @@ bool token_matches(std::string_view header, std::string_view token) {
 // -- server
 // ---------------------------------------------------------------------
 
-server::server(uv_loop_t* loop, server_options opts, dispatch_fn dispatch)
-    : loop_(loop), opts_(std::move(opts)), dispatch_(std::move(dispatch)) {
+server::server(uv_loop_t* loop, server_options opts, dispatch_fn dispatch,
+               stream_fn open)
+    : loop_(loop), opts_(std::move(opts)), dispatch_(std::move(dispatch)),
+      open_(std::move(open)) {
   uv_async_init(loop_, &wakeup_, on_wakeup);
   wakeup_.data = this;
 }
@@ -131,6 +133,30 @@ uint64_t server::dispatch(connection* conn, std::string action,
   return ticket;
 }
 
+void server::open_stream(connection* conn, uint64_t stream, json::object params,
+                         std::shared_ptr<run_sink> sink) {
+  auto ticket = next_ticket_++;
+  tickets_.emplace(ticket, conn);
+  streams_.emplace(stream, conn);
+  if (!open_) {
+    post({ticket, 400,
+          error_body("live streams are not served here", "unsupported")});
+    return;
+  }
+  open_(
+      stream_request{ticket, json::value(std::move(params)), std::move(sink)});
+}
+
+void server::push_stream(uint64_t stream, std::string row_json) {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (closed_)
+      return;
+    pushes_.emplace_back(stream, std::move(row_json));
+  }
+  uv_async_send(&wakeup_);
+}
+
 void server::forget(connection* conn) {
   for (auto it = tickets_.begin(); it != tickets_.end();) {
     if (it->second == conn)
@@ -157,9 +183,11 @@ void server::on_wakeup(uv_async_t* async) {
 
 void server::deliver_replies() {
   std::deque<rpc_reply> batch;
+  std::deque<std::pair<uint64_t, std::string>> pushes;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     batch.swap(replies_);
+    pushes.swap(pushes_);
   }
   for (auto& r : batch) {
     auto it = tickets_.find(r.ticket);
@@ -169,6 +197,9 @@ void server::deliver_replies() {
     tickets_.erase(it);
     conn->answer(r.status, std::move(r.body));
   }
+  for (auto& [stream, row] : pushes)
+    if (auto it = streams_.find(stream); it != streams_.end())
+      it->second->on_stream_push(row);
 }
 
 void server::stop_accepting() {
@@ -176,6 +207,12 @@ void server::stop_accepting() {
     return;
   listening_ = false;
   uv_close(reinterpret_cast<uv_handle_t*>(&listener_), nullptr);
+  // Live streams end now; they would otherwise hold the shutdown open.
+  std::vector<connection*> streaming;
+  for (auto& [id, conn] : streams_)
+    streaming.push_back(conn);
+  for (auto* conn : streaming)
+    conn->end_stream_for_shutdown();
 }
 
 void server::close() {

@@ -36,17 +36,25 @@ struct server_options {
   /// From the end of a request's head to the end of its body.
   std::chrono::milliseconds body_timeout{30000};
   size_t max_connections = 1024;
+  /// A live stream with nothing to send writes a comment this often.
+  uint64_t stream_heartbeat_ms = 15000;
+  /// A live stream reads its logs this often even without inotify news.
+  uint64_t stream_fallback_ms = 1000;
 };
 
 /// Receives a validated request; the reply must be posted under `ticket`.
 using dispatch_fn =
     std::function<void(uint64_t ticket, std::string action, json::object)>;
 
+/// Opens a live stream (GET /v1/stream); answered under its ticket.
+using stream_fn = std::function<void(stream_request)>;
+
 class connection;
 
 class server final : public reply_channel {
 public:
-  server(uv_loop_t* loop, server_options opts, dispatch_fn dispatch);
+  server(uv_loop_t* loop, server_options opts, dispatch_fn dispatch,
+         stream_fn open = {});
   ~server() override;
 
   /// Binds and listens; the error names the address.
@@ -57,6 +65,10 @@ public:
 
   /// Thread-safe: queues a reply and wakes the loop.
   void post(rpc_reply reply) override;
+
+  /// Thread-safe: queues a run's row for live stream `stream` (a session
+  /// pushing a state change) and wakes the loop.
+  void push_stream(uint64_t stream, std::string row_json);
 
   /// Stops accepting new connections; in-flight requests still complete.
   void stop_accepting();
@@ -77,6 +89,10 @@ public:
   // -- used by connections ----------------------------------------------------
   const server_options& options() const { return opts_; }
   uint64_t dispatch(connection* conn, std::string action, json::object params);
+  uint64_t next_stream_id() { return next_stream_++; }
+  void open_stream(connection* conn, uint64_t stream, json::object params,
+                   std::shared_ptr<run_sink> sink);
+  void forget_stream(uint64_t stream) { streams_.erase(stream); }
   void forget(connection* conn);
 
 private:
@@ -87,17 +103,21 @@ private:
   uv_loop_t* loop_;
   server_options opts_;
   dispatch_fn dispatch_;
+  stream_fn open_;
   uv_tcp_t listener_{};
   bool listening_ = false;
   uv_async_t wakeup_{};
   uint16_t bound_port_ = 0;
   uint64_t next_ticket_ = 1;
   uint64_t evicted_ = 0;
+  uint64_t next_stream_ = 1;
+  std::unordered_map<uint64_t, connection*> streams_;
   std::unordered_map<uint64_t, connection*> tickets_;
   std::unordered_map<connection*, std::unique_ptr<connection>> connections_;
 
-  std::mutex mtx_; // guards replies_ and closed_ (touched by actor threads)
+  std::mutex mtx_; // guards replies_, pushes_ and closed_ (actor threads)
   std::deque<rpc_reply> replies_;
+  std::deque<std::pair<uint64_t, std::string>> pushes_;
   bool closed_ = false;
 };
 

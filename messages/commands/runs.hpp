@@ -3,11 +3,15 @@
 #pragma once
 
 #include "messages/records.hpp"
+#include "messages/rpc.hpp"
+
+#include <caf/allowed_unsafe_message_type.hpp>
 
 #include <caf/meta/type_name.hpp>
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -76,6 +80,16 @@ struct process_wait {
   session_ref session;
   std::string run_id;
   int64_t timeout_ms = 30000;
+};
+
+/// A live stream's subscription (GET /v1/stream): the session pushes the
+/// run's row to `sink` on every state change until the run ends; replies
+/// {row, dir}. Local only.
+struct process_subscribe {
+  static inline const char* name = "process.subscribe";
+  session_ref session;
+  std::string run_id;
+  std::shared_ptr<run_sink> sink;
 };
 
 /// process.output {run_id, stream?, offset?, limit?}.
@@ -149,3 +163,5 @@ typename Inspector::result_type inspect(Inspector& f, process_events& x) {
 }
 
 } // namespace allox::cmd
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::cmd::process_subscribe)

@@ -2,6 +2,7 @@
 // request byte by byte, holding every connection slot. Each is bounded in
 // time and talks to the daemon on loopback only.
 #include "tests/fixtures/daemon.hpp"
+#include "tests/fixtures/raw_socket.hpp"
 #include "tests/fixtures/session_files.hpp"
 #include "tests/fixtures/wait.hpp"
 
@@ -26,95 +27,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-
-/// A plain TCP connection to the daemon, for bytes no HTTP client sends.
-class raw_socket {
-public:
-  explicit raw_socket(uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd_ >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) ==
-            0);
-  }
-  raw_socket(const raw_socket&) = delete;
-  raw_socket& operator=(const raw_socket&) = delete;
-  ~raw_socket() { ::close(fd_); }
-
-  /// Sends all of `bytes`; false when the peer has gone.
-  bool send_all(const std::string& bytes) {
-    size_t off = 0;
-    while (off < bytes.size()) {
-      auto n =
-          ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n <= 0)
-        return false;
-      off += static_cast<size_t>(n);
-    }
-    return true;
-  }
-
-  /// Sends without blocking until `limit` bytes went out or the peer
-  /// stopped taking them for `patience`; returns the bytes sent.
-  size_t flood(const std::string& unit, size_t limit,
-               std::chrono::milliseconds patience) {
-    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
-    size_t sent = 0;
-    auto last = clock_type::now();
-    std::string buf;
-    while (buf.size() < (256u << 10))
-      buf += unit;
-    while (sent < limit && clock_type::now() - last < patience) {
-      auto n = ::send(fd_, buf.data(), buf.size(), MSG_NOSIGNAL);
-      if (n > 0) {
-        sent += static_cast<size_t>(n);
-        last = clock_type::now();
-      } else {
-        std::this_thread::sleep_for(5ms);
-      }
-    }
-    return sent;
-  }
-
-  /// Everything the daemon sends until it closes (or `wait` passes).
-  std::string read_until_closed(std::chrono::milliseconds wait) {
-    std::string out;
-    auto deadline = clock_type::now() + wait;
-    char buf[4096];
-    while (clock_type::now() < deadline) {
-      pollfd pfd{fd_, POLLIN, 0};
-      if (::poll(&pfd, 1, 50) <= 0)
-        continue;
-      auto n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0)
-        return out;
-      out.append(buf, static_cast<size_t>(n));
-    }
-    return out;
-  }
-
-  /// True once the daemon closed its end (FIN or RST), without reading.
-  bool closed_by_daemon() const {
-    tcp_info info{};
-    socklen_t len = sizeof(info);
-    ::getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &info, &len);
-    return info.tcpi_state == TCP_CLOSE_WAIT || info.tcpi_state == TCP_CLOSE;
-  }
-
-private:
-  int fd_ = -1;
-};
-
-/// A field of /proc/<pid>/status in KiB (VmRSS ...).
-long status_kib(pid_t pid, const std::string& field) {
-  auto text = read_file("/proc/" + std::to_string(pid) + "/status");
-  auto pos = text.find(field + ":");
-  REQUIRE(pos != std::string::npos);
-  return std::stol(text.substr(pos + field.size() + 1));
-}
 
 /// User plus system CPU time of a process, in seconds.
 double cpu_seconds(pid_t pid) {
