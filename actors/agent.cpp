@@ -50,16 +50,12 @@ audit_event audit(const std::string& op, const std::string& agent_id,
   return {os::now_ns(), op, agent_id, session_id, json::serialize(fields)};
 }
 
-/// Interrupted runs go to the first actor of a session only; the session
-/// clears them with session.unfence.
-std::vector<std::string> take_fenced(self_ptr self, const std::string& sid) {
+/// Interrupted runs fence every actor of a session (a restarted one too)
+/// until the session lifts the fence with session.unfence.
+std::vector<std::string> fenced_runs(self_ptr self, const std::string& sid) {
   auto& map = self->state.init.fenced_runs;
   auto it = map.find(sid);
-  if (it == map.end())
-    return {};
-  auto ids = std::move(it->second);
-  map.erase(it);
-  return ids;
+  return it == map.end() ? std::vector<std::string>{} : it->second;
 }
 
 void spawn_session(self_ptr self, session_entry& e,
@@ -70,7 +66,8 @@ void spawn_session(self_ptr self, session_entry& e,
                     self->state.init.paths,
                     self->state.init.metadata,
                     self->state.init.exec,
-                    take_fenced(self, e.row.session_id)};
+                    fenced_runs(self, e.row.session_id),
+                    self->address()};
   e.handle =
       self->spawn<caf::linked + caf::monitored>(session, std::move(init));
   e.status = "running";
@@ -505,6 +502,9 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
       },
       [self](const cmd::agent_debug_fault& c) {
         return serve(self, c, handle_debug_fault);
+      },
+      [self](const fence_lifted& e) {
+        self->state.init.fenced_runs.erase(e.session_id);
       },
       [self](atom::session,
              const std::string& sid) -> caf::result<session_actor> {

@@ -172,8 +172,10 @@ using agent_commands_actor = caf::typed_actor<
 /// The AGENT actor: owns one agent workspace and supervises its sessions.
 using agent_actor = caf::typed_actor<
     // Returns the actor owning a session, or a `not_found` error.
-    caf::replies_to<atom::session, std::string>::with<session_actor>>::
-    extend_with<agent_commands_actor, dump_client_actor>;
+    caf::replies_to<atom::session, std::string>::with<session_actor>,
+    // A session lifted the fence of its interrupted runs (its actor).
+    caf::reacts_to<fence_lifted>>::extend_with<agent_commands_actor,
+                                               dump_client_actor>;
 
 /// The AGENTS actor: the registry of agent actors.
 using agents_actor = caf::typed_actor<

@@ -39,6 +39,17 @@ struct wait_timeout {
   uint64_t waiter = 0;
 };
 
+/// A session lifted the fence of its interrupted runs (session.unfence):
+/// its AGENT stops handing them to the session's next actor.
+struct fence_lifted {
+  std::string session_id;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, fence_lifted& x) {
+  return f(caf::meta::type_name("fence_lifted"), x.session_id);
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_started& x) {
   return f(caf::meta::type_name("run_started"), x.run_id, x.pid);

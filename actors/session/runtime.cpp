@@ -143,6 +143,9 @@ caf::result<json::value> handle_unfence(self_ptr self,
           state.reset_token.clear();
           state.leases.clear();
           state.background.clear();
+          if (!state.runs.interrupted.empty())
+            if (auto agent = caf::actor_cast<agent_actor>(state.init.agent))
+              self->send(agent, fence_lifted{state.session_id()});
           state.runs.interrupted.clear();
           rp.deliver(
               json::value(json::object{{"agent_id", state.agent_id()},

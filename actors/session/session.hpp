@@ -32,6 +32,9 @@ struct session_init {
   std::shared_ptr<const exec_config> exec;
   /// Runs interrupted by a daemon restart; they fence the session.
   std::vector<std::string> interrupted_runs;
+  /// The owning AGENT, told when session.unfence lifts that fence (it
+  /// hands the interrupted runs to every actor of the session until then).
+  caf::actor_addr agent;
 };
 
 struct session_state {

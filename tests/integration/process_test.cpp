@@ -3,6 +3,7 @@
 // without eBPF).
 #include "tests/fixtures/daemon.hpp"
 #include "tests/fixtures/session_files.hpp"
+#include "tests/fixtures/wait.hpp"
 
 #include "guest/os/cgroup.hpp"
 
@@ -318,6 +319,17 @@ TEST_CASE("process: a run interrupted by a daemon crash fences its session "
   d.stop();
   d.start();
   expect_error(c.rpc("checkpoint.create", ids("a", "s")), 400, "conflict");
+  // And after the session actor fails and is restarted.
+  bool faults = fault_injection_built(c);
+  if (faults) {
+    expect_ok(
+        c.rpc("debug.fault", fault("a", "s", "session.describe", "throw")));
+    expect_error(c.rpc("session.describe", ids("a", "s")), 500, "internal");
+    REQUIRE(eventually([&] {
+      return c.rpc("session.describe", ids("a", "s")).status == 200;
+    }));
+    expect_error(c.rpc("checkpoint.create", ids("a", "s")), 400, "conflict");
+  }
   auto unfenced = expect_ok(c.rpc("session.unfence", ids("a", "s")));
   CHECK(unfenced.at("cleared").as_object().at("interrupted_runs") ==
         json::array{json::value(run_id(run))});
@@ -326,6 +338,16 @@ TEST_CASE("process: a run interrupted by a daemon crash fences its session "
   auto after = expect_ok(
       c.rpc("process.get", with(ids("a", "s"), {{"run_id", run_id(run)}})));
   CHECK(after.at("session_fenced") == false);
+  // Lifted for good: a restarted session actor is not fenced again.
+  if (faults) {
+    expect_ok(
+        c.rpc("debug.fault", fault("a", "s", "session.describe", "throw")));
+    expect_error(c.rpc("session.describe", ids("a", "s")), 500, "internal");
+    REQUIRE(eventually([&] {
+      return c.rpc("session.describe", ids("a", "s")).status == 200;
+    }));
+    expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
+  }
   d.stop();
   d.start();
   expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
