@@ -70,13 +70,13 @@ void spawn_session(self_ptr self, session_entry& e,
                     self->address()};
   e.handle =
       self->spawn<caf::linked + caf::monitored>(session, std::move(init));
-  e.status = "running";
+  e.status = child_status::running;
 }
 
 /// Re-spawns a failed session from its persisted row and checkpoints.
 void restart_session(self_ptr self, const std::string& sid) {
   auto& e = self->state.sessions[sid];
-  e.status = "restarting";
+  e.status = child_status::restarting;
   self->request(self->state.init.metadata, caf::infinite, atom::load_v,
                 e.row.agent_id, sid)
       .then(
@@ -92,12 +92,12 @@ void restart_session(self_ptr self, const std::string& sid) {
                                     message_of(err));
             if (auto it = self->state.sessions.find(sid);
                 it != self->state.sessions.end())
-              it->second.status = "failed";
+              it->second.status = child_status::failed;
           });
 }
 
 caf::error agent_busy(self_ptr self) {
-  if (self->state.phase == "deleting")
+  if (self->state.phase == agent_phase::deleting)
     return make_error(errc::conflict, "agent is being deleted: " +
                                           self->state.init.row.agent_id);
   return caf::none;
@@ -146,7 +146,7 @@ caf::result<json::value> handle_session_create(self_ptr self,
     return make_error(errc::already_exists,
                       "session already exists: " + session_key(aid, sid));
   auto& entry = st.sessions[sid];
-  entry.status = "creating";
+  entry.status = child_status::creating;
   entry.row = {aid, sid, os::now_ns(), false, {}, {}};
   auto rp = self->make_response_promise<json::value>();
   auto paths = st.init.paths;
@@ -192,7 +192,7 @@ handle_session_delete(self_ptr self, const cmd::session_delete_request& c) {
   const auto& sid = c.session.session_id;
   auto& st = self->state;
   auto it = st.sessions.find(sid);
-  if (it == st.sessions.end() || it->second.status != "running")
+  if (it == st.sessions.end() || it->second.status != child_status::running)
     return make_error(errc::not_found,
                       "session does not exist: " +
                           session_key(st.init.row.agent_id, sid));
@@ -212,7 +212,7 @@ handle_session_delete(self_ptr self, const cmd::session_delete_request& c) {
 
 /// Undoes the retirement of every session after a refused or failed delete.
 void resume_sessions(self_ptr self) {
-  self->state.phase = "idle";
+  self->state.phase = agent_phase::idle;
   for (auto& entry : self->state.sessions)
     if (entry.second.handle)
       caf::anon_send(entry.second.handle, atom::retire_v, false);
@@ -302,7 +302,7 @@ caf::result<json::value> handle_agent_delete(self_ptr self,
   for (auto& entry : self->state.sessions)
     if (entry.second.handle)
       live.push_back(entry.second.handle);
-  self->state.phase = "deleting";
+  self->state.phase = agent_phase::deleting;
   if (live.empty()) {
     delete_agent_files(self, rp, origin);
     return rp;
@@ -371,7 +371,7 @@ caf::result<json::value> handle_agent_create(self_ptr self,
 json::array session_ids(self_ptr self) {
   json::array ids;
   for (const auto& [sid, e] : self->state.sessions)
-    if (e.status != "creating")
+    if (e.status != child_status::creating)
       ids.emplace_back(sid);
   return ids;
 }
@@ -414,7 +414,7 @@ void on_session_down(self_ptr self, const caf::down_msg& dm) {
     json::object fields{{"reason", reason}};
     if (!within_restart_budget(e.recent_failures)) {
       e.handle = nullptr;
-      e.status = "failed";
+      e.status = child_status::failed;
       fields["restarted"] = false;
       log::error("agent", "session " + session_key(e.row.agent_id, sid) +
                               " failed too often; not restarting");
@@ -511,11 +511,12 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
         auto& st = self->state;
         auto it = st.sessions.find(sid);
         auto key = session_key(st.init.row.agent_id, sid);
-        if (it == st.sessions.end() || it->second.status == "creating")
+        if (it == st.sessions.end() ||
+            it->second.status == child_status::creating)
           return make_error(errc::not_found, "session does not exist: " + key);
-        if (it->second.status == "restarting")
+        if (it->second.status == child_status::restarting)
           return make_error(errc::conflict, "session is restarting: " + key);
-        if (it->second.status == "failed" || !it->second.handle)
+        if (it->second.status == child_status::failed || !it->second.handle)
           return make_error(errc::internal,
                             "session actor failed repeatedly and is stopped: " +
                                 key);
@@ -526,7 +527,7 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
         json::object o;
         o["kind"] = "agent";
         o["agent_id"] = st.init.row.agent_id;
-        o["state"] = st.phase;
+        o["state"] = st.phase == agent_phase::idle ? "idle" : "deleting";
         o["mailbox"] = self->mailbox().size();
         o["resources"] = json::object{
             {"workspace", st.init.paths.agent_workspace(st.init.row.agent_id)}};
@@ -546,7 +547,7 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
               {"kind", "session"},
               {"agent_id", e.row.agent_id},
               {"session_id", sid},
-              {"state", e.status},
+              {"state", to_string(e.status)},
               {"counters", json::object{{"restarts", e.restarts}}}});
         }
         return dump_with_children(self, std::move(o), live, std::move(stopped));

@@ -30,13 +30,52 @@ struct agent_init {
   std::map<std::string, std::vector<std::string>> fenced_runs;
 };
 
+/// Where a supervised child (a session of an AGENT, an agent of AGENTS)
+/// is; system.dump prints it.
+enum class child_status {
+  /// Its actor serves.
+  running,
+  /// Being created; requests for it wait or get not_found.
+  creating,
+  /// Failed; its replacement is being loaded.
+  restarting,
+  /// Being deleted.
+  deleting,
+  /// Failed more often than the restart budget allows; left for an
+  /// operator.
+  failed,
+};
+
+/// The status's name, as system.dump shows it.
+inline const char* to_string(child_status s) {
+  switch (s) {
+  case child_status::running:
+    return "running";
+  case child_status::creating:
+    return "creating";
+  case child_status::restarting:
+    return "restarting";
+  case child_status::deleting:
+    return "deleting";
+  case child_status::failed:
+    return "failed";
+  }
+  return "unknown";
+}
+
+/// Where an AGENT is in its life.
+enum class agent_phase {
+  idle,
+  /// agent.delete runs: every request is refused with conflict.
+  deleting,
+};
+
 struct session_entry {
   session_actor handle;
   session_row row;
   uint32_t restarts = 0;
   std::deque<std::chrono::steady_clock::time_point> recent_failures;
-  /// running, creating, restarting, or failed (restart budget exhausted).
-  std::string status = "running";
+  child_status status = child_status::running;
 };
 
 struct agent_state {
@@ -44,8 +83,7 @@ struct agent_state {
 
   agent_init init;
   std::map<std::string, session_entry> sessions;
-  /// idle or deleting.
-  std::string phase = "idle";
+  agent_phase phase = agent_phase::idle;
   /// The action being handled, for the failure log.
   std::string handling;
   uint64_t requests = 0;

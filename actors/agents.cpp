@@ -68,7 +68,7 @@ void spawn_agent(self_ptr self, agent_slot& slot,
                   self->address(), self->state.exec,    std::move(fenced)};
   slot.handle =
       self->spawn<caf::linked + caf::monitored>(agent, std::move(init));
-  slot.status = "running";
+  slot.status = child_status::running;
 }
 
 caf::error not_found(const std::string& aid) {
@@ -82,7 +82,7 @@ using promise = caf::typed_response_promise<json::value>;
 void delete_agent(self_ptr self, agent_slot& slot, cmd::agent_delete c,
                   promise rp) {
   auto aid = slot.row.agent_id;
-  slot.status = "deleting";
+  slot.status = child_status::deleting;
   self->request(slot.handle, caf::infinite, std::move(c))
       .then(
           [self, rp, aid](json::value& v) mutable {
@@ -92,7 +92,7 @@ void delete_agent(self_ptr self, agent_slot& slot, cmd::agent_delete c,
           [self, rp, aid](caf::error& err) mutable {
             if (auto it = self->state.agents.find(aid);
                 it != self->state.agents.end())
-              it->second.status = "running";
+              it->second.status = child_status::running;
             rp.deliver(std::move(err));
           });
 }
@@ -357,7 +357,7 @@ void on_agent_down(self_ptr self, const caf::down_msg& dm) {
     if (!slot.handle || slot.handle.address() != dm.source)
       continue;
     if (!dm.reason || dm.reason == caf::exit_reason::user_shutdown ||
-        slot.status == "deleting") {
+        slot.status == child_status::deleting) {
       slot.handle = nullptr;
       return;
     }
@@ -373,7 +373,7 @@ void on_agent_down(self_ptr self, const caf::down_msg& dm) {
                        json::serialize(json::object{{"reason", reason}})});
     caf::anon_send(st.metadata, atom::write_v, std::move(w));
     if (!within_budget) {
-      slot.status = "failed";
+      slot.status = child_status::failed;
       log::error("agents", "agent " + aid + " failed too often: " + reason);
       return;
     }
@@ -403,7 +403,7 @@ void on_agent_down(self_ptr self, const caf::down_msg& dm) {
                                        message_of(err));
               if (auto pos = self->state.agents.find(aid);
                   pos != self->state.agents.end())
-                pos->second.status = "failed";
+                pos->second.status = child_status::failed;
             });
     return;
   }
@@ -441,7 +441,7 @@ caf::result<json::value> route(self_ptr self, const Command& c) {
     }
   }
   auto& slot = it->second;
-  if (slot.status == "deleting")
+  if (slot.status == child_status::deleting)
     return make_error(errc::conflict, "agent is being deleted: " + aid);
   if (!slot.handle)
     return make_error(errc::internal, "agent actor is not running: " + aid);
@@ -534,8 +534,9 @@ agents_actor::behavior_type agents(self_ptr self, store::layout paths,
           if (slot.handle)
             live.push_back(slot.handle);
           else
-            stopped.push_back(json::object{
-                {"kind", "agent"}, {"agent_id", aid}, {"state", slot.status}});
+            stopped.push_back(json::object{{"kind", "agent"},
+                                           {"agent_id", aid},
+                                           {"state", to_string(slot.status)}});
         }
         return dump_with_children(self, std::move(o), live, std::move(stopped));
       },

@@ -22,8 +22,7 @@ struct agent_slot {
   agent_row row;
   uint32_t restarts = 0;
   std::deque<std::chrono::steady_clock::time_point> recent_failures;
-  /// running, deleting or failed.
-  std::string status = "running";
+  child_status status = child_status::running;
 };
 
 /// A request for an agent that is being created: called once the agent

@@ -71,8 +71,8 @@ void reply_error(self_ptr self, uint64_t ticket, const caf::error& err) {
   auto code = code_of(err);
   auto msg = message_of(err);
   if (code == errc::internal)
-    log::warn("rpc", "request failed: " + msg + " (" + caf::to_string(err) +
-                         ")");
+    log::warn("rpc",
+              "request failed: " + msg + " (" + caf::to_string(err) + ")");
   self->state.init.channel->post(
       {ticket, http_status(code), error_body(msg, code_name(code))});
 }

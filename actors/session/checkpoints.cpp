@@ -79,7 +79,7 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
     if (!resolved)
       return resolved.error();
     to = *resolved;
-  } else if (st.phase == "mutating") {
+  } else if (st.phase == session_phase::mutating) {
     return conflict("session mutation in progress: " + st.key());
   }
   // current/ descends from the head.
@@ -202,14 +202,14 @@ void idle_work(self_ptr self) {
   st.idle_armed = false;
   if (st.discards.empty() && st.unsynced_intents.empty() && !*st.lane)
     return;
-  if (st.phase == "fenced") {
+  if (st.phase == session_phase::fenced) {
     // Nothing may touch the store until start-up recovery, which also
     // finds the discards and the intent records.
     retire_lane(*st.lane);
     return;
   }
   auto idle = std::chrono::steady_clock::now() - st.last_mutation;
-  if (st.phase != "idle" || idle < idle_delay) {
+  if (st.phase != session_phase::idle || idle < idle_delay) {
     st.idle_armed = true;
     self->delayed_send(self, idle_delay, atom::purge_v);
     return;

@@ -28,12 +28,12 @@ caf::result<json::value> handle_delete(self_ptr self,
   auto rp = self->make_response_promise<json::value>();
   auto& st = self->state;
   begin_mutation(self, "session.delete");
-  st.phase = "deleting";
+  st.phase = session_phase::deleting;
   auto row = st.init.row;
   auto paths = st.init.paths;
   auto faults = std::make_shared<fault_set>(st.faults.take("session.delete"));
   auto fail = [self, rp](caf::error err) mutable {
-    self->state.phase = "idle";
+    self->state.phase = session_phase::idle;
     self->state.mutation.clear();
     ++self->state.failures;
     rp.deliver(std::move(err));
@@ -70,7 +70,7 @@ caf::result<json::value> handle_delete(self_ptr self,
               commit(
                   self, std::move(done),
                   [=]() mutable {
-                    self->state.phase = "retired";
+                    self->state.phase = session_phase::retired;
                     // Space is reclaimed after the commit; a crash here leaves
                     // only a trash directory for start-up to purge.
                     blocking(

@@ -199,7 +199,7 @@ static void begin_rollback(self_ptr self, promise rp, params::rollback req,
                             "invalid runtime reset token for session"));
       return;
     }
-    if (st.phase == "mutating") {
+    if (st.phase == session_phase::mutating) {
       rp.deliver(conflict("session mutation already in progress: " + st.key()));
       return;
     }

@@ -103,7 +103,7 @@ handle_complete_reset(self_ptr self, const cmd::runtime_complete_reset& c) {
   auto& st = self->state;
   if (st.reset_token.empty() || st.reset_token != c.reset_token)
     return make_error(errc::not_found, "unknown runtime reset token");
-  if (st.phase == "mutating")
+  if (st.phase == session_phase::mutating)
     return conflict("session mutation already in progress: " + st.key());
   st.reset_token.clear();
   if (c.success)
@@ -117,7 +117,7 @@ handle_complete_reset(self_ptr self, const cmd::runtime_complete_reset& c) {
 caf::result<json::value> handle_unfence(self_ptr self,
                                         const cmd::session_unfence& c) {
   auto& st = self->state;
-  if (st.phase == "mutating")
+  if (st.phase == session_phase::mutating)
     return conflict("session mutation in progress: " + st.key());
   if (auto err = require_alive(self))
     return err;

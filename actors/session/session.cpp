@@ -16,6 +16,22 @@
 
 namespace allox {
 
+std::string_view to_string(session_phase p) {
+  switch (p) {
+  case session_phase::idle:
+    return "idle";
+  case session_phase::mutating:
+    return "mutating";
+  case session_phase::deleting:
+    return "deleting";
+  case session_phase::retired:
+    return "retired";
+  case session_phase::fenced:
+    return "fenced";
+  }
+  return "unknown";
+}
+
 std::string session_state::key() const {
   return session_key(agent_id(), session_id());
 }
@@ -61,9 +77,9 @@ session_ref ref(self_ptr self) {
 
 caf::error require_alive(self_ptr self) {
   auto& st = self->state;
-  if (st.phase == "retired" || st.phase == "deleting")
+  if (st.phase == session_phase::retired || st.phase == session_phase::deleting)
     return make_error(errc::not_found, "session does not exist: " + st.key());
-  if (st.phase == "fenced")
+  if (st.phase == session_phase::fenced)
     return conflict("session is fenced (" + st.fence_reason +
                     "); restart the daemon to recover: " + st.key());
   return caf::none;
@@ -71,7 +87,8 @@ caf::error require_alive(self_ptr self) {
 
 /// The prototype's "mutating": a mutation runs or a reset fences.
 bool mutating(self_ptr self) {
-  return self->state.phase == "mutating" || !self->state.reset_token.empty();
+  return self->state.phase == session_phase::mutating ||
+         !self->state.reset_token.empty();
 }
 
 /// Guard of checkpoint.create/delete and session.rollback.
@@ -90,13 +107,13 @@ caf::error require_mutable(self_ptr self) {
 }
 
 void begin_mutation(self_ptr self, std::string what) {
-  self->state.phase = "mutating";
+  self->state.phase = session_phase::mutating;
   self->state.mutation = std::move(what);
 }
 
 void end_mutation(self_ptr self) {
-  if (self->state.phase == "mutating")
-    self->state.phase = "idle";
+  if (self->state.phase == session_phase::mutating)
+    self->state.phase = session_phase::idle;
   self->state.mutation.clear();
 }
 
@@ -111,7 +128,7 @@ void mutation_failed(self_ptr self, promise& rp, caf::error err) {
 /// may touch the session until start-up recovery has run.
 void fence(self_ptr self, const caf::error& err) {
   auto& st = self->state;
-  st.phase = "fenced";
+  st.phase = session_phase::fenced;
   st.fence_reason = "metadata write failed: " + message_of(err);
   st.mutation.clear();
   log::error("session", st.key() + " fenced: " + st.fence_reason);
@@ -121,7 +138,7 @@ void fence(self_ptr self, const caf::error& err) {
 
 caf::result<json::value> handle_describe(self_ptr self,
                                          const cmd::session_describe&) {
-  if (self->state.phase == "retired")
+  if (self->state.phase == session_phase::retired)
     return make_error(errc::not_found,
                       "session does not exist: " + self->state.key());
   const auto& row = self->state.init.row;
@@ -131,7 +148,7 @@ caf::result<json::value> handle_describe(self_ptr self,
   case os::entry_kind::directory:
     break;
   case os::entry_kind::missing:
-    if (self->state.phase == "mutating")
+    if (self->state.phase == session_phase::mutating)
       break; // mid-rollback: current/ is being swapped
     return make_error(errc::not_found,
                       "session does not exist: " + self->state.key());
@@ -149,7 +166,7 @@ static json::value dump(self_ptr self) {
   o["kind"] = "session";
   o["agent_id"] = st.agent_id();
   o["session_id"] = st.session_id();
-  o["state"] = st.phase;
+  o["state"] = to_string(st.phase);
   if (!st.mutation.empty())
     o["mutation"] = st.mutation;
   if (!st.fence_reason.empty())
@@ -246,13 +263,13 @@ session_actor::behavior_type session(session_facets::self_ptr self,
       [self](atom::retire, bool retire) -> caf::result<caf::ok_atom> {
         auto& st = self->state;
         if (!retire) {
-          if (st.phase == "retired")
-            st.phase = "idle";
+          if (st.phase == session_phase::retired)
+            st.phase = session_phase::idle;
           return caf::ok_atom_v;
         }
         if (auto err = require_mutable(self))
           return err;
-        st.phase = "retired";
+        st.phase = session_phase::retired;
         return caf::ok_atom_v;
       },
       // -- checkpoints (checkpoints.cpp, rollback.cpp) ----------------------

@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 
 namespace allox {
 
@@ -37,6 +38,23 @@ struct session_init {
   caf::actor_addr agent;
 };
 
+/// Where a session is in its life.
+enum class session_phase {
+  /// Serving; no mutation runs.
+  idle,
+  /// A checkpoint.create/delete or rollback runs (one at a time).
+  mutating,
+  /// session.delete runs.
+  deleting,
+  /// Deleted, or retired so that its agent can be deleted.
+  retired,
+  /// A catalog write failed mid-operation; only a restart recovers it.
+  fenced,
+};
+
+/// The phase's name, as system.dump shows it.
+std::string_view to_string(session_phase p);
+
 struct session_state {
   static inline const char* name = "session";
 
@@ -46,9 +64,8 @@ struct session_state {
   /// follow session.configure), the store layout, the METADATA handle and
   /// the daemon's execution settings.
   session_init init;
-  /// idle, mutating (checkpoint/rollback running), deleting, retired, or
-  /// fenced (a journal write failed; only a restart recovers it).
-  std::string phase = "idle";
+  /// Where the session is in its life (system.dump prints it).
+  session_phase phase = session_phase::idle;
   /// The running mutation, for the dump and conflict messages.
   std::string mutation;
   /// Why the session is fenced (phase `fenced`), for errors and the dump.
