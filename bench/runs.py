@@ -116,11 +116,16 @@ def exit_to_notice(c, current):
 
 try:
     c = Client()
-    for _ in range(500):
+    # Creating and formatting the 8 GiB image can take seconds on a busy
+    # machine: wait up to 60 s for the daemon to answer.
+    deadline = time.monotonic() + 60
+    while True:
         try:
             c.rpc("agent.list")
             break
         except Exception:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise
             time.sleep(0.01)
     c.rpc("session.create", agent_id="bench", session_id="s")
     current = os.path.join(root, "agents/bench/workspace/sessions/s/current")
