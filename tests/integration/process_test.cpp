@@ -321,13 +321,16 @@ TEST_CASE("process: a run interrupted by a daemon crash fences its session "
   expect_error(c.rpc("checkpoint.create", ids("a", "s")), 400, "conflict");
   // And after the session actor fails and is restarted.
   bool faults = fault_injection_built(c);
-  if (faults) {
+  auto fail_session_actor = [&] {
     expect_ok(
         c.rpc("debug.fault", fault("a", "s", "session.describe", "throw")));
     expect_error(c.rpc("session.describe", ids("a", "s")), 500, "internal");
     REQUIRE(eventually([&] {
       return c.rpc("session.describe", ids("a", "s")).status == 200;
     }));
+  };
+  if (faults) {
+    fail_session_actor();
     expect_error(c.rpc("checkpoint.create", ids("a", "s")), 400, "conflict");
   }
   auto unfenced = expect_ok(c.rpc("session.unfence", ids("a", "s")));
@@ -340,12 +343,7 @@ TEST_CASE("process: a run interrupted by a daemon crash fences its session "
   CHECK(after.at("session_fenced") == false);
   // Lifted for good: a restarted session actor is not fenced again.
   if (faults) {
-    expect_ok(
-        c.rpc("debug.fault", fault("a", "s", "session.describe", "throw")));
-    expect_error(c.rpc("session.describe", ids("a", "s")), 500, "internal");
-    REQUIRE(eventually([&] {
-      return c.rpc("session.describe", ids("a", "s")).status == 200;
-    }));
+    fail_session_actor();
     expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
   }
   d.stop();
