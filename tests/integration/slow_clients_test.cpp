@@ -87,10 +87,14 @@ TEST_CASE("slow clients: a pipelining client that never reads is bounded "
                << cpu << " s");
   // The daemon stops reading: the kernel buffers fill long before 64 MiB.
   CHECK(sent < (16u << 20));
-  CHECK(growth_kib < 8 * 1024);
-  CHECK(cpu < 0.5);
-  // A writer stalled for the idle timeout is idle: closed.
-  CHECK(s.closed_by_daemon());
+  if (resource_bounds_apply) {
+    CHECK(growth_kib < 8 * 1024);
+    CHECK(cpu < 0.5);
+  }
+  // A writer stalled for the idle timeout is idle: closed (a sanitized
+  // build first takes seconds to answer what the socket buffers held).
+  CHECK(eventually([&] { return s.closed_by_daemon(); },
+                   resource_bounds_apply ? 1s : 60s));
   // Everyone else is served throughout.
   CHECK(d.new_client()->request("GET", "/health").status == 200);
 }
