@@ -1,0 +1,468 @@
+// The RPC actor's routing: one table from action name to a function that
+// decodes the request's command once and sends it to the actor that owns
+// it (a SESSION, AGENTS, METADATA or SUPERVISOR), with the re-routing of
+// requests bounced by an actor that ended before it saw them.
+#include "actors/rpc_routing.hpp"
+
+#include "guest/faults.hpp"
+#include "messages/commands/decode.hpp"
+#include "messages/ids.hpp"
+#include "messages/params.hpp"
+
+#include <type_traits>
+
+namespace allox::rpc_detail {
+
+namespace {
+
+// -- routing ------------------------------------------------------------------
+
+/// Store- and agent-level commands go through the AGENTS actor. An agent
+/// actor deleted while the request waited in its mailbox bounces it; one
+/// more try finds the agent's successor or none.
+template <class Command>
+void call_agents(self_ptr self, uint64_t ticket, Command cmd,
+                 bool may_retry = true) {
+  self->request(self->state.init.agents, caf::infinite, cmd)
+      .then([self, ticket](json::value& v) { reply(self, ticket, v); },
+            [self, ticket, cmd, may_retry](caf::error& err) mutable {
+              if (!receiver_down(err))
+                return reply_error(self, ticket, err);
+              if (may_retry)
+                return call_agents(self, ticket, std::move(cmd), false);
+              reply_error(self, ticket,
+                          make_error(errc::conflict,
+                                     "the agent was deleted while the "
+                                     "request waited; retry"));
+            });
+}
+
+// -- session commands ---------------------------------------------------------
+
+/// What a session replies to each command (json::value unless the RPC
+/// actor reads the reply itself).
+template <class Command>
+struct reply_of {
+  using type = json::value;
+};
+
+template <>
+struct reply_of<cmd::execution_acquire> {
+  using type = lease_granted;
+};
+
+template <>
+struct reply_of<cmd::runtime_begin_reset> {
+  using type = reset_begun;
+};
+
+using tokens_map = decltype(rpc_state::tokens);
+
+/// Turns a session's reply into the wire result; tokens handed out or used
+/// up update the table that routes execution.release and
+/// runtime.complete_reset (they name only the token).
+template <class Command>
+json::value accept(tokens_map&, const Command&, json::value& v) {
+  return std::move(v);
+}
+
+json::value accept(tokens_map& tokens, const cmd::execution_acquire& c,
+                   lease_granted& g) {
+  tokens[g.lease_token] = {c.session.agent_id, c.session.session_id};
+  return json::object{{"lease_token", g.lease_token}};
+}
+
+json::value accept(tokens_map& tokens, const cmd::runtime_begin_reset& c,
+                   reset_begun& r) {
+  tokens[r.reset_token] = {c.session.agent_id, c.session.session_id};
+  return std::move(r.result);
+}
+
+json::value accept(tokens_map& tokens, const cmd::execution_release& c,
+                   json::value& v) {
+  tokens.erase(c.lease_token);
+  return std::move(v);
+}
+
+json::value accept(tokens_map& tokens, const cmd::runtime_complete_reset& c,
+                   json::value& v) {
+  tokens.erase(c.reset_token);
+  return std::move(v);
+}
+
+/// Drops a cached session actor, unless the cache already moved on.
+void forget_session(self_ptr self, const std::string& key,
+                    const caf::actor_addr& addr) {
+  auto& sessions = self->state.sessions;
+  if (auto it = sessions.find(key);
+      it != sessions.end() && it->second.address() == addr)
+    sessions.erase(it);
+}
+
+template <class Command>
+void send_to_session(self_ptr self, uint64_t ticket, Command cmd,
+                     bool may_retry = true);
+
+template <class Command>
+void request_session(self_ptr self, uint64_t ticket,
+                     const session_actor& target, Command cmd, bool may_retry) {
+  auto it = self->state.in_flight.find(ticket);
+  if (it == self->state.in_flight.end())
+    return;
+  it->second.owner = target.address();
+  self->request(target, caf::infinite, cmd)
+      .then(
+          [self, ticket, cmd](typename reply_of<Command>::type& r) {
+            reply(self, ticket, accept(self->state.tokens, cmd, r));
+          },
+          [self, ticket, addr = target.address(), cmd,
+           may_retry](caf::error& err) mutable {
+            if (!receiver_down(err))
+              return reply_error(self, ticket, err);
+            // Deleted (or restarted) before it saw the request: ask the
+            // agent again, which knows the successor or says not_found.
+            auto key =
+                session_key(cmd.session.agent_id, cmd.session.session_id);
+            forget_session(self, key, addr);
+            if (may_retry)
+              return send_to_session(self, ticket, std::move(cmd), false);
+            reply_error(
+                self, ticket,
+                make_error(errc::not_found, "session does not exist: " + key));
+          });
+}
+
+/// Sends a command to its session actor: the cached handle, else the one
+/// AGENTS names (cached and monitored from then on).
+template <class Command>
+void send_to_session(self_ptr self, uint64_t ticket, Command cmd,
+                     bool may_retry) {
+  auto key = session_key(cmd.session.agent_id, cmd.session.session_id);
+  if (auto it = self->state.sessions.find(key);
+      it != self->state.sessions.end())
+    return request_session(self, ticket, it->second, std::move(cmd), may_retry);
+  auto aid = cmd.session.agent_id;
+  auto sid = cmd.session.session_id;
+  self->request(self->state.init.agents, caf::infinite, atom::session_v, aid,
+                sid)
+      .then(
+          [self, ticket, key, cmd](session_actor& target) mutable {
+            if (self->state.sessions.emplace(key, target).second)
+              self->monitor(target);
+            // A fresh handle: a bounce now means the session is gone.
+            request_session(self, ticket, target, std::move(cmd), false);
+          },
+          [self, ticket, key](caf::error& err) {
+            // The agent actor ended (deleted) before it answered.
+            if (receiver_down(err))
+              return reply_error(self, ticket,
+                                 make_error(errc::not_found,
+                                            "session does not exist: " + key));
+            reply_error(self, ticket, err);
+          });
+}
+
+/// The session a request names, validated.
+expected<session_ref> session_of(const json::object& p) {
+  auto aid = params::required_id(p, "agent_id", "agent");
+  if (!aid)
+    return aid.error();
+  auto sid = params::required_id(p, "session_id", "session");
+  if (!sid)
+    return sid.error();
+  return session_ref{std::move(*aid), std::move(*sid)};
+}
+
+/// Decodes a session command and sends it on; `needs_exec` refuses it
+/// first on a daemon without tracked execution.
+template <class Command>
+void route(self_ptr self, uint64_t ticket, expected<session_ref> ref,
+           expected<Command> cmd, bool needs_exec = false) {
+  if (!ref)
+    return reply_error(self, ticket, ref.error());
+  if (needs_exec && !self->state.init.exec)
+    return reply_error(self, ticket,
+                       make_error(errc::unsupported,
+                                  "process tracking is not enabled on this "
+                                  "daemon"));
+  if (!cmd)
+    return reply_error(self, ticket, cmd.error());
+  cmd->session = std::move(*ref);
+  send_to_session(self, ticket, std::move(*cmd));
+}
+
+/// execution.release and runtime.complete_reset carry only a token: the
+/// session that issued it is looked up in the token table.
+template <class Command>
+void route_by_token(self_ptr self, uint64_t ticket, expected<Command> cmd,
+                    const std::string& (*token_of)(const Command&)) {
+  if (!cmd)
+    return reply_error(self, ticket, cmd.error());
+  auto it = self->state.tokens.find(token_of(*cmd));
+  if (it == self->state.tokens.end()) {
+    if constexpr (std::is_same_v<Command, cmd::execution_release>)
+      return reply(self, ticket, json::object{{"released", false}});
+    else
+      return reply_error(
+          self, ticket,
+          make_error(errc::not_found, "unknown runtime reset token"));
+  }
+  cmd->session = {it->second.first, it->second.second};
+  send_to_session(self, ticket, std::move(*cmd));
+}
+
+/// A table entry: decode `Command` with `Decode` and send it to the
+/// session the request names.
+template <class Command, expected<Command> (*Decode)(const json::object&),
+          bool NeedsExec = false>
+void to_session(self_ptr self, uint64_t ticket, const json::object& p) {
+  route(self, ticket, session_of(p), Decode(p), NeedsExec);
+}
+
+/// session.rollback(_after_runtime_reset): kill_processes defaults to the
+/// daemon's --kill-session-processes-on-rollback.
+template <bool AfterReset>
+void to_rollback(self_ptr self, uint64_t ticket, const json::object& p) {
+  const auto& exec = self->state.init.exec;
+  route(self, ticket, session_of(p),
+        cmd::decode_rollback(p, AfterReset, exec && exec->kill_on_rollback));
+}
+
+const std::string& lease_of(const cmd::execution_release& c) {
+  return c.lease_token;
+}
+
+const std::string& reset_of(const cmd::runtime_complete_reset& c) {
+  return c.reset_token;
+}
+
+/// Every session-scoped action: decode once, send to the owning SESSION.
+/// An action missing here is answered `unknown action`; a command without
+/// a handler in the SESSION does not compile (messages/actors.hpp).
+const std::unordered_map<std::string_view, route_fn>& session_routes() {
+  using namespace cmd;
+  static const std::unordered_map<std::string_view, route_fn> table{
+      {"session.describe",
+       to_session<session_describe, decode_session_describe>},
+      {"session.unfence", to_session<session_unfence, decode_unfence>},
+      {"checkpoint.list", to_session<checkpoint_list, decode_checkpoint_list>},
+      {"checkpoint.describe",
+       to_session<checkpoint_describe, decode_checkpoint_describe>},
+      {"checkpoint.diff", to_session<checkpoint_diff, decode_checkpoint_diff>},
+      {"checkpoint.create",
+       to_session<checkpoint_create, decode_checkpoint_create>},
+      {"checkpoint.delete",
+       to_session<checkpoint_delete, decode_checkpoint_delete>},
+      {"session.rollback", to_rollback<false>},
+      {"session.rollback_after_runtime_reset", to_rollback<true>},
+      {"execution.acquire",
+       to_session<execution_acquire, decode_execution_acquire>},
+      {"execution.release",
+       [](self_ptr self, uint64_t t, const json::object& p) {
+         route_by_token(self, t, decode_execution_release(p), lease_of);
+       }},
+      {"runtime.register_background",
+       to_session<runtime_register_background, decode_register_background>},
+      {"runtime.begin_reset",
+       to_session<runtime_begin_reset, decode_begin_reset>},
+      {"runtime.complete_reset",
+       [](self_ptr self, uint64_t t, const json::object& p) {
+         route_by_token(self, t, decode_complete_reset(p), reset_of);
+       }},
+      {"session.configure",
+       to_session<session_configure, decode_configure, true>},
+      {"process.start", to_session<process_start, decode_process_start, true>},
+      {"process.get", to_session<process_get, decode_process_get, true>},
+      {"process.list", to_session<process_list, decode_process_list, true>},
+      {"process.stop", to_session<process_stop, decode_process_stop, true>},
+      {"process.wait", to_session<process_wait, decode_process_wait, true>},
+      {"process.output",
+       to_session<process_output, decode_process_output, true>},
+      {"process.events",
+       to_session<process_events, decode_process_events, true>},
+  };
+  return table;
+}
+
+/// debug.fault with a session_id arms a fault in that session's actor.
+void route_session_fault(self_ptr self, uint64_t ticket,
+                         const json::object& p) {
+  auto ref = session_of(p);
+  if (!ref)
+    return reply_error(self, ticket, ref.error());
+  auto f = parse_fault(p);
+  if (!f)
+    return reply_error(self, ticket, f.error());
+  send_to_session(
+      self, ticket,
+      cmd::debug_fault{std::move(*ref), f->point, f->effect, f->millis});
+}
+
+caf::error decode_audit_query(const json::object& p, audit_query& q) {
+  if (params::has(p, "agent_id")) {
+    auto a = params::required_id(p, "agent_id", "agent");
+    if (!a)
+      return a.error();
+    q.agent_id = *a;
+  }
+  if (params::has(p, "session_id")) {
+    auto s = params::required_id(p, "session_id", "session");
+    if (!s)
+      return s.error();
+    q.session_id = *s;
+  }
+  auto op = params::optional_string(p, "op");
+  if (!op)
+    return op.error();
+  q.op = *op;
+  auto cursor = params::optional_int(p, "cursor", 0);
+  if (!cursor)
+    return cursor.error();
+  auto limit = params::optional_int(p, "limit", 100);
+  if (!limit)
+    return limit.error();
+  if (*cursor < 0 || *limit < 1 || *limit > 1000)
+    return make_error(errc::invalid_argument,
+                      "cursor must be nonnegative; limit must be 1..1000");
+  q.after = *cursor;
+  q.limit = *limit;
+  return caf::none;
+}
+
+// -- store and agent commands -------------------------------------------------
+
+/// A table entry: decode `Command` with `Decode` and send it to AGENTS.
+template <class Command, expected<Command> (*Decode)(const json::object&)>
+void to_agents(self_ptr self, uint64_t ticket, const json::object& p) {
+  auto cmd = Decode(p);
+  if (!cmd)
+    return reply_error(self, ticket, cmd.error());
+  call_agents(self, ticket, std::move(*cmd));
+}
+
+/// debug.fault without a session_id arms a fault in the agent's actor.
+void route_agent_fault(self_ptr self, uint64_t ticket, const json::object& p) {
+  auto aid = params::required_id(p, "agent_id", "agent");
+  if (!aid)
+    return reply_error(self, ticket, aid.error());
+  auto f = parse_fault(p);
+  if (!f)
+    return reply_error(self, ticket, f.error());
+  call_agents(
+      self, ticket,
+      cmd::agent_debug_fault{std::move(*aid), f->point, f->effect, f->millis});
+}
+
+/// Every store- and agent-level action: decode once, send to AGENTS, which
+/// answers store.initialize and agent.list and forwards the rest to the
+/// AGENT they name. A command without a handler there does not compile.
+const std::unordered_map<std::string_view, route_fn>& agent_routes() {
+  using namespace cmd;
+  static const std::unordered_map<std::string_view, route_fn> table{
+      {"store.initialize",
+       to_agents<store_initialize, decode_store_initialize>},
+      {"agent.list", to_agents<agent_list, decode_agent_list>},
+      {"agent.create", to_agents<agent_create, decode_agent_create>},
+      {"agent.describe", to_agents<agent_describe, decode_agent_describe>},
+      {"agent.delete", to_agents<agent_delete, decode_agent_delete>},
+      {"session.create", to_agents<session_create, decode_session_create>},
+      {"session.list", to_agents<session_list, decode_session_list>},
+      {"session.delete",
+       to_agents<session_delete_request, decode_session_delete_request>},
+  };
+  return table;
+}
+
+// -- daemon-level actions
+// ------------------------------------------------------
+
+/// audit.list: a page of the audit trail, from METADATA.
+void route_audit(self_ptr self, uint64_t ticket, const json::object& p) {
+  audit_query q;
+  if (auto err = decode_audit_query(p, q))
+    return reply_error(self, ticket, err);
+  self->request(self->state.init.metadata, caf::infinite, atom::audit_v, q)
+      .then([self, ticket](json::value& v) { reply(self, ticket, v); },
+            [self, ticket](caf::error& e) { reply_error(self, ticket, e); });
+}
+
+/// process.status: the execution settings, answered by RPC itself.
+void route_process_status(self_ptr self, uint64_t ticket, const json::object&) {
+  const auto& exec = self->state.init.exec;
+  if (!exec)
+    return reply(self, ticket,
+                 json::object{{"enabled", false}, {"backend", "disabled"}});
+  json::array controllers;
+  for (auto& c : exec->cgroups.controllers())
+    controllers.emplace_back(c);
+  reply(self, ticket,
+        json::object{{"enabled", false},
+                     {"backend", "disabled"},
+                     {"abi", 1},
+                     {"ready", true},
+                     {"error", nullptr},
+                     {"execution_enabled", true},
+                     {"cgroup_root", exec->cgroups.root()},
+                     {"audit_root", exec->audit_root},
+                     {"isolation", "bubblewrap"},
+                     {"cgroup_controllers", std::move(controllers)}});
+}
+
+/// system.dump: the actor tree from SUPERVISOR, with the daemon's facts.
+void route_dump(self_ptr self, uint64_t ticket, const json::object&) {
+  self->request(self->state.init.supervisor, caf::infinite, atom::dump_v)
+      .then(
+          [self, ticket](json::value& tree) {
+            json::object o{{"daemon", self->state.init.daemon_info},
+                           {"tree", std::move(tree)}};
+            reply(self, ticket, o);
+          },
+          [self, ticket](caf::error& e) { reply_error(self, ticket, e); });
+}
+
+/// debug.fault: into the session's actor with a session_id, else into the
+/// agent's.
+void route_fault(self_ptr self, uint64_t ticket, const json::object& p) {
+  if (params::has(p, "session_id"))
+    return route_session_fault(self, ticket, p);
+  route_agent_fault(self, ticket, p);
+}
+
+} // namespace
+
+const std::unordered_map<std::string_view, route_fn>& routes() {
+  static const auto table = [] {
+    std::unordered_map<std::string_view, route_fn> all{
+        {"audit.list", route_audit},
+        {"process.status", route_process_status},
+        {"system.dump", route_dump},
+        {"debug.fault", route_fault},
+    };
+    for (const auto* part : {&session_routes(), &agent_routes()})
+      for (const auto& [action, fn] : *part)
+        all.emplace(action, fn);
+    return all;
+  }();
+  return table;
+}
+
+/// GET /v1/stream: subscribes the stream's sink to the run's state.
+void open_stream(self_ptr self, stream_request& req) {
+  track(self, req.ticket);
+  const auto* params = req.params.if_object();
+  if (params == nullptr)
+    return reply_error(self, req.ticket,
+                       make_error(errc::invalid_argument,
+                                  "stream requires agent_id, session_id and "
+                                  "run_id"));
+  expected<cmd::process_subscribe> sub{cmd::process_subscribe{}};
+  if (auto get = cmd::decode_process_get(*params); get) {
+    sub->run_id = std::move(get->run_id);
+    sub->sink = std::move(req.sink);
+  } else {
+    sub = get.error();
+  }
+  route(self, req.ticket, session_of(*params), std::move(sub), true);
+}
+
+} // namespace allox::rpc_detail

@@ -1,0 +1,42 @@
+// Internal to the RPC actor (actors/rpc.cpp, actors/rpc_routes.cpp): the
+// request bookkeeping both use and the routing table.
+#pragma once
+
+#include "actors/rpc.hpp"
+
+#include <caf/stateful_actor.hpp>
+
+#include <string_view>
+#include <unordered_map>
+
+namespace allox::rpc_detail {
+
+using self_ptr = rpc_actor::stateful_pointer<rpc_state>;
+
+/// Starts tracking a request: it is answered exactly once, at the latest
+/// init.timeout from now.
+void track(self_ptr self, uint64_t ticket);
+
+/// Answers a request (unless it was answered already).
+void reply(self_ptr self, uint64_t ticket, const json::value& result);
+
+/// Answers a request with an error (unless it was answered already).
+void reply_error(self_ptr self, uint64_t ticket, const caf::error& err);
+
+/// Answers every request past its deadline (the tick).
+void expire(self_ptr self);
+
+/// The target went away before it handled the request: bounced from its
+/// mailbox, so it is safe to route it again.
+bool receiver_down(const caf::error& err);
+
+/// Routes one request: decode its command, send it on, answer.
+using route_fn = void (*)(self_ptr, uint64_t, const json::object&);
+
+/// Every action the daemon serves.
+const std::unordered_map<std::string_view, route_fn>& routes();
+
+/// GET /v1/stream: subscribes the stream's sink to the run's state.
+void open_stream(self_ptr self, stream_request& req);
+
+} // namespace allox::rpc_detail
