@@ -14,7 +14,6 @@ namespace allox {
 
 namespace rpc_detail {
 
-using clock_type = std::chrono::steady_clock;
 
 // -- request bookkeeping ------------------------------------------------------
 
@@ -34,7 +33,8 @@ static void arm_tick(self_ptr self) {
 void track(self_ptr self, uint64_t ticket) {
   auto& st = self->state;
   st.in_flight.emplace(ticket, pending_request{});
-  st.deadlines.emplace_back(clock_type::now() + st.init.timeout, ticket);
+  // The actor clock: steady time in the daemon, the test clock in tests.
+  st.deadlines.emplace_back(self->clock().now() + st.init.timeout, ticket);
   arm_tick(self);
 }
 
@@ -75,7 +75,7 @@ void reply_error(self_ptr self, uint64_t ticket, const caf::error& err) {
 void expire(self_ptr self) {
   auto& st = self->state;
   st.tick_armed = false;
-  auto now = clock_type::now();
+  auto now = self->clock().now();
   while (!st.deadlines.empty()) {
     auto [deadline, ticket] = st.deadlines.front();
     if (st.in_flight.count(ticket) > 0 && deadline > now)
