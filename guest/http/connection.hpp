@@ -6,7 +6,8 @@
 // - input: at most one request is served at a time; while it is, reading
 //   stops once `pause_input` bytes of later (pipelined) requests wait, and
 //   resumes when they can be parsed;
-// - output: one response at a time; a stream polls for more only while its
+// - output: one response at a time; a stream reads more of its run's logs only
+// while its
 //   write queue is under `max_stream_queue`;
 // - time: a request head must arrive within header_timeout of its first
 //   byte and its body within body_timeout of the head (a trickling peer

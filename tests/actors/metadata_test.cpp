@@ -3,6 +3,7 @@
 #include "actors/metadata.hpp"
 
 #include "guest/os/sched.hpp"
+#include "tests/fixtures/deterministic.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 
 #include <caf/actor_system.hpp>
@@ -15,24 +16,9 @@
 #include <string>
 
 using namespace allox;
+using allox::test::deterministic;
 
 namespace {
-
-struct deterministic {
-  caf::actor_system_config cfg;
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-
-  static caf::actor_system_config& prepare(caf::actor_system_config& c) {
-    c.set("scheduler.policy", caf::atom("testing"));
-    c.add_message_types<caf::id_block::allox>();
-    return c;
-  }
-  deterministic()
-      : sys(prepare(cfg)),
-        sched(
-            dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
-};
 
 metadata_write session_write(const std::string& sid) {
   metadata_write w;

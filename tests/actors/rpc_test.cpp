@@ -3,9 +3,8 @@
 // deadline passes, exactly once, and a late answer is dropped.
 #include "actors/rpc.hpp"
 
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
+#include "tests/fixtures/deterministic.hpp"
+
 #include <caf/send.hpp>
 #include <doctest/doctest.h>
 
@@ -17,22 +16,6 @@ using namespace allox;
 namespace {
 
 using namespace std::chrono_literals;
-
-struct deterministic {
-  caf::actor_system_config cfg;
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-
-  static caf::actor_system_config& prepare(caf::actor_system_config& c) {
-    c.set("scheduler.policy", caf::atom("testing"));
-    c.add_message_types<caf::id_block::allox>();
-    return c;
-  }
-  deterministic()
-      : sys(prepare(cfg)),
-        sched(
-            dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
-};
 
 /// Keeps what RPC posts (the test coordinator runs on this thread).
 struct captured_replies final : reply_channel {
@@ -66,31 +49,51 @@ silent_supervisor(supervisor_actor::pointer self, held_promises held) {
   };
 }
 
+/// RPC with a 2 s deadline in front of a silent SUPERVISOR; replies are
+/// captured, and both actors stop with the fixture.
+struct rpc_fixture : test::deterministic {
+  captured_replies channel;
+  held_promises held =
+      std::make_shared<std::vector<caf::typed_response_promise<json::value>>>();
+  supervisor_actor supervisor = sys.spawn(silent_supervisor, held);
+  rpc_actor rpc_handle;
+
+  rpc_fixture() {
+    rpc_init init;
+    init.supervisor = supervisor;
+    init.channel = &channel;
+    init.timeout = std::chrono::milliseconds{2000};
+    rpc_handle = sys.spawn(rpc, std::move(init));
+  }
+
+  ~rpc_fixture() {
+    caf::anon_send_exit(rpc_handle, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+    sched.run();
+  }
+
+  /// A system.dump request, which the silent SUPERVISOR holds.
+  void dump_request(uint64_t ticket) {
+    caf::anon_send(rpc_handle, atom::rpc_v, ticket, std::string{"system.dump"},
+                   json::value(json::object{}));
+  }
+};
+
 } // namespace
 
-TEST_CASE("rpc: a request past its deadline is answered internal, once") {
-  deterministic d;
-  captured_replies channel;
-  auto held =
-      std::make_shared<std::vector<caf::typed_response_promise<json::value>>>();
-  auto supervisor = d.sys.spawn(silent_supervisor, held);
-  rpc_init init;
-  init.supervisor = supervisor;
-  init.channel = &channel;
-  init.timeout = std::chrono::milliseconds{2000};
-  auto rpc_handle = d.sys.spawn(rpc, std::move(init));
-  caf::anon_send(rpc_handle, atom::rpc_v, uint64_t{7},
-                 std::string{"system.dump"}, json::value(json::object{}));
-  d.sched.run();
+TEST_CASE_FIXTURE(rpc_fixture, "rpc: a request past its deadline is "
+                               "answered internal, once") {
+  dump_request(7);
+  sched.run();
   REQUIRE(held->size() == 1);
   CHECK(channel.replies.empty());
   // Not yet: the tick comes every 500 ms, the deadline at 2 s.
-  d.sched.advance_time(std::chrono::milliseconds{1000});
-  d.sched.run();
+  sched.advance_time(std::chrono::milliseconds{1000});
+  sched.run();
   CHECK(channel.replies.empty());
   for (int i = 0; i < 4 && channel.replies.empty(); ++i) {
-    d.sched.advance_time(std::chrono::milliseconds{500});
-    d.sched.run();
+    sched.advance_time(std::chrono::milliseconds{500});
+    sched.run();
   }
   REQUIRE(channel.replies.size() == 1);
   CHECK(channel.replies[0].ticket == 7);
@@ -99,43 +102,27 @@ TEST_CASE("rpc: a request past its deadline is answered internal, once") {
         std::string::npos);
   // The owner answers late: dropped, the caller already has its answer.
   caf::anon_send(supervisor, atom::rpc_v);
-  d.sched.run();
+  sched.run();
   CHECK(channel.replies.size() == 1);
   // With nothing pending the tick stops: no timer keeps firing.
-  d.sched.advance_time(std::chrono::milliseconds{5000});
-  d.sched.run();
+  sched.advance_time(std::chrono::milliseconds{5000});
+  sched.run();
   CHECK(channel.replies.size() == 1);
-  caf::anon_send_exit(rpc_handle, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
-  d.sched.run();
 }
 
-TEST_CASE("rpc: an answered request leaves no deadline behind") {
-  deterministic d;
-  captured_replies channel;
-  auto held =
-      std::make_shared<std::vector<caf::typed_response_promise<json::value>>>();
-  auto supervisor = d.sys.spawn(silent_supervisor, held);
-  rpc_init init;
-  init.supervisor = supervisor;
-  init.channel = &channel;
-  init.timeout = std::chrono::milliseconds{2000};
-  auto rpc_handle = d.sys.spawn(rpc, std::move(init));
+TEST_CASE_FIXTURE(rpc_fixture,
+                  "rpc: an answered request leaves no deadline behind") {
   for (uint64_t ticket = 1; ticket <= 3; ++ticket)
-    caf::anon_send(rpc_handle, atom::rpc_v, ticket, std::string{"system.dump"},
-                   json::value(json::object{}));
-  d.sched.run();
+    dump_request(ticket);
+  sched.run();
   REQUIRE(held->size() == 3);
   caf::anon_send(supervisor, atom::rpc_v);
-  d.sched.run();
+  sched.run();
   REQUIRE(channel.replies.size() == 3);
   for (const auto& r : channel.replies)
     CHECK(r.status == 200);
   // Long past every deadline: nothing more is posted.
-  d.sched.advance_time(std::chrono::milliseconds{10000});
-  d.sched.run();
+  sched.advance_time(std::chrono::milliseconds{10000});
+  sched.run();
   CHECK(channel.replies.size() == 3);
-  caf::anon_send_exit(rpc_handle, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
-  d.sched.run();
 }
