@@ -400,8 +400,24 @@ caf::result<json::value> handle_debug_fault(self_ptr self,
 
 // -- supervision --------------------------------------------------------------
 
+/// True once no session actor lives.
+bool no_live_sessions(self_ptr self) {
+  for (auto& [sid, e] : self->state.sessions)
+    if (e.handle)
+      return false;
+  return true;
+}
+
 void on_session_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
+  if (st.stopping) {
+    for (auto& [sid, e] : st.sessions)
+      if (e.handle && e.handle.address() == dm.source)
+        e.handle = nullptr;
+    if (no_live_sessions(self))
+      self->quit(st.stop_reason);
+    return;
+  }
   for (auto& [sid, e] : st.sessions) {
     if (!e.handle || e.handle.address() != dm.source)
       continue;
@@ -479,7 +495,10 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
     for (auto& [sid, e] : self->state.sessions)
       if (e.handle)
         self->send_exit(e.handle, em.reason);
-    self->quit(em.reason);
+    self->state.stopping = true;
+    self->state.stop_reason = em.reason;
+    if (no_live_sessions(self))
+      self->quit(self->state.stop_reason);
   });
   return {
       [self](const cmd::agent_create& c) {

@@ -84,6 +84,11 @@ struct agent_state {
   agent_init init;
   std::map<std::string, session_entry> sessions;
   agent_phase phase = agent_phase::idle;
+  /// Set by the parent's exit: the agent ends with this reason once every
+  /// session has ended (their last writes come first; docs/architecture.md,
+  /// "Shutdown").
+  bool stopping = false;
+  caf::error stop_reason;
   /// The action being handled, for the failure log.
   std::string handling;
   uint64_t requests = 0;

@@ -253,14 +253,17 @@ caf::result<json::value> load(self_ptr self) {
                 [paths, snap, result, exec]() mutable -> expected<json::value> {
                   if (auto err = os::require_btrfs(paths.root))
                     return err;
+                  // Runs first: what a crash interrupted, and the rows of
+                  // older stores (state.json files), once.
+                  metadata_write imported;
                   if (exec) {
-                    auto fenced = store::recover_runs(exec->audit_root);
+                    auto fenced =
+                        store::recover_runs(snap, exec->audit_root, imported);
                     if (!fenced)
                       return fenced.error();
                     result->fenced_runs = std::move(*fenced);
                   }
                   // A store written by the prototype, once.
-                  metadata_write imported;
                   json::value import_summary;
                   if (!snap.prototype_imported) {
                     auto proto = store::read_prototype_store(paths);
@@ -350,8 +353,24 @@ caf::result<json::value> load(self_ptr self) {
   return rp;
 }
 
+/// True once no agent actor lives.
+bool no_live_agents(self_ptr self) {
+  for (auto& [aid, slot] : self->state.agents)
+    if (slot.handle)
+      return false;
+  return true;
+}
+
 void on_agent_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
+  if (st.stopping) {
+    for (auto& [aid, slot] : st.agents)
+      if (slot.handle && slot.handle.address() == dm.source)
+        slot.handle = nullptr;
+    if (no_live_agents(self))
+      self->quit(st.stop_reason);
+    return;
+  }
   for (auto it = st.agents.begin(); it != st.agents.end(); ++it) {
     auto& slot = it->second;
     if (!slot.handle || slot.handle.address() != dm.source)
@@ -478,7 +497,10 @@ agents_actor::behavior_type agents(self_ptr self, store::layout paths,
     for (auto& [aid, slot] : self->state.agents)
       if (slot.handle)
         self->send_exit(slot.handle, em.reason);
-    self->quit(em.reason);
+    self->state.stopping = true;
+    self->state.stop_reason = em.reason;
+    if (no_live_agents(self))
+      self->quit(self->state.stop_reason);
   });
   return {
       [self](atom::load) -> caf::result<json::value> { return load(self); },

@@ -39,6 +39,10 @@ struct agents_state {
   std::map<std::string, agent_slot> agents;
   std::map<std::string, std::vector<queued_call>> creating;
   bool ready = false;
+  /// Set by the SUPERVISOR's exit: the registry ends with this reason once
+  /// every AGENT has ended.
+  bool stopping = false;
+  caf::error stop_reason;
   /// The action being handled, for the failure log.
   std::string handling;
   uint64_t requests = 0;

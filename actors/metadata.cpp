@@ -53,6 +53,13 @@ metadata(self_ptr self, std::shared_ptr<store::catalog> db, std::string path) {
   if (self->getf(caf::abstract_actor::is_detached_flag))
     if (auto err = os::use_batch_scheduling())
       log::warn("metadata", "commits may delay replies: " + message_of(err));
+  // Stopped last (the supervisor waits for every session first): the
+  // writes they queued on their way out, such as the final rows of runs
+  // killed at shutdown, are committed before the catalog closes.
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    flush(self);
+    self->quit(em.reason);
+  });
   return {
       [self](atom::load) -> caf::result<catalog_snapshot> {
         flush(self);
@@ -91,6 +98,15 @@ metadata(self_ptr self, std::shared_ptr<store::catalog> db, std::string path) {
           return r.error();
         return json_reply(std::move(*r));
       },
+      [self](atom::runs, const run_query& q) -> caf::result<run_page> {
+        // As for the audit trail: the answer includes every queued write.
+        flush(self);
+        ++self->state.run_queries;
+        auto r = self->state.db->runs(q);
+        if (!r)
+          return r.error();
+        return std::move(*r);
+      },
       [self](atom::dump) -> json::value {
         const auto& st = self->state;
         json::object o;
@@ -100,7 +116,8 @@ metadata(self_ptr self, std::shared_ptr<store::catalog> db, std::string path) {
         o["resources"] = json::object{{"database", st.path}};
         o["counters"] = json::object{{"commits", st.commits},
                                      {"batches", st.batches},
-                                     {"failures", st.failures}};
+                                     {"failures", st.failures},
+                                     {"run_queries", st.run_queries}};
         o["uptime_ms"] = uptime_ms(st.started);
         return o;
       },

@@ -26,6 +26,7 @@ struct metadata_state {
   uint64_t commits = 0;
   uint64_t batches = 0;
   uint64_t failures = 0;
+  uint64_t run_queries = 0;
   std::chrono::steady_clock::time_point started;
 };
 

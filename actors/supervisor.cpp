@@ -29,24 +29,46 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
                       st.init.exec, st.init.request_timeout});
   }
   self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (st.stopping) {
+      // Sessions queue their last catalog writes on their way out; the
+      // catalog closes only after the last of them has ended.
+      if (dm.source == st.agents.address())
+        self->send_exit(st.metadata, st.stop_reason);
+      else if (dm.source == st.metadata.address())
+        self->quit(st.stop_reason);
+      return;
+    }
+    // A core actor that ended is not waited for at a later stop.
+    if (dm.source == st.agents.address())
+      st.agents_ended = true;
+    else if (dm.source == st.metadata.address())
+      st.metadata_ended = true;
     if (!dm.reason || dm.reason == caf::exit_reason::user_shutdown)
       return;
     auto what = "a core actor failed: " + message_of(dm.reason);
     log::error("supervisor", what);
-    if (self->state.init.on_fatal)
-      self->state.init.on_fatal(what);
+    if (st.init.on_fatal)
+      st.init.on_fatal(what);
   });
   self->set_exit_handler([self](caf::exit_msg& em) {
     auto& st = self->state;
     if (em.source == st.metadata.address() ||
         em.source == st.agents.address() || em.source == st.rpc.address())
       return; // the down handler reports it
-    // Children stop on their own exit handlers; agents take their sessions
-    // with them (links).
+    if (st.stopping)
+      return;
+    // Children stop on their own exit handlers, parents after their
+    // children: AGENTS waits for its agents, each AGENT for its sessions.
+    st.stopping = true;
+    st.stop_reason = em.reason;
     self->send_exit(st.rpc, em.reason);
-    self->send_exit(st.agents, em.reason);
-    self->send_exit(st.metadata, em.reason);
-    self->quit(em.reason);
+    if (st.metadata_ended)
+      self->quit(em.reason);
+    else if (st.agents_ended)
+      self->send_exit(st.metadata, em.reason);
+    else
+      self->send_exit(st.agents, em.reason);
   });
   return {
       [self](atom::rpc) { return self->state.rpc; },

@@ -37,6 +37,12 @@ struct supervisor_state {
   metadata_actor metadata;
   agents_actor agents;
   rpc_actor rpc;
+  /// Set by an orderly stop: METADATA is stopped once AGENTS (and with it
+  /// every session) has ended, and the supervisor once METADATA has.
+  bool stopping = false;
+  caf::error stop_reason;
+  bool agents_ended = false;
+  bool metadata_ended = false;
   std::chrono::steady_clock::time_point started;
 };
 

@@ -44,6 +44,8 @@ using metadata_actor = caf::typed_actor<
     caf::reacts_to<atom::flush>,
     // Pages through the audit trail; replies {events, next_cursor, has_more}.
     caf::replies_to<atom::audit, audit_query>::with<json::value>,
+    // One run by id, or a page of a session's runs.
+    caf::replies_to<atom::runs, run_query>::with<run_page>,
     // Describes the actor for system.dump.
     caf::replies_to<atom::dump>::with<json::value>>;
 

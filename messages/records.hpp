@@ -93,6 +93,37 @@ struct audit_event {
   std::string fields = "{}";
 };
 
+/// One run as the catalog keeps it: the columns that index it, and its row
+/// (the process.get result) as JSON text.
+struct run_record {
+  std::string run_id;
+  std::string agent_id;
+  std::string session_id;
+  int64_t created_ns = 0;
+  /// starting, running, completed, stopped, failed or interrupted.
+  std::string state;
+  /// The run fences its session (its row's session_fenced).
+  bool fences = false;
+  std::string row;
+};
+
+/// A question about runs: one run by id, or a page of one session's runs
+/// ordered by creation. `after` is the exclusive cursor (a run id).
+struct run_query {
+  std::string run_id;
+  std::string agent_id;
+  std::string session_id;
+  std::string after;
+  /// 0: every run of the session.
+  int64_t limit = 0;
+};
+
+/// The answer to a run_query.
+struct run_page {
+  std::vector<run_record> runs;
+  bool has_more = false;
+};
+
 /// A set of catalog changes committed atomically in one transaction.
 struct metadata_write {
   std::vector<agent_row> put_agents;
@@ -107,8 +138,14 @@ struct metadata_write {
   std::vector<journal_row> put_journals;
   std::vector<session_ref> delete_journals;
   std::vector<audit_event> audit;
+  /// New or changed runs (the whole row replaces the old one).
+  std::vector<run_record> put_runs;
+  /// Runs that no longer fence their session (session.unfence).
+  std::vector<std::string> release_runs;
   /// Records that a store written by the prototype was imported.
   bool mark_prototype_imported = false;
+  /// Records that the runs saved as state.json files were imported.
+  bool mark_runs_imported = false;
   /// False for writes that start-up recovery can redo from the disk: they
   /// commit without waiting for an fsync (still atomic, and safe against
   /// the daemon being killed; only a power cut can lose them).
@@ -121,7 +158,11 @@ struct catalog_snapshot {
   std::vector<session_row> sessions;
   std::vector<checkpoint_row> checkpoints;
   std::vector<journal_row> journals;
+  /// Only the runs that matter at start: those still starting or running
+  /// (a crash interrupted them) and those fencing their session.
+  std::vector<run_record> runs;
   bool prototype_imported = false;
+  bool runs_imported = false;
 };
 
 /// Filters and paging of audit.list; `after` is an exclusive cursor.
@@ -177,12 +218,30 @@ typename Inspector::result_type inspect(Inspector& f, audit_event& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_record& x) {
+  return f(caf::meta::type_name("run_record"), x.run_id, x.agent_id,
+           x.session_id, x.created_ns, x.state, x.fences, x.row);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_query& x) {
+  return f(caf::meta::type_name("run_query"), x.run_id, x.agent_id,
+           x.session_id, x.after, x.limit);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_page& x) {
+  return f(caf::meta::type_name("run_page"), x.runs, x.has_more);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metadata_write& x) {
   return f(caf::meta::type_name("metadata_write"), x.put_agents,
            x.delete_agents, x.put_sessions, x.delete_sessions,
            x.put_checkpoints, x.delete_checkpoints, x.set_heads,
            x.set_exec_settings, x.put_journals, x.delete_journals, x.audit,
-           x.mark_prototype_imported, x.durable);
+           x.put_runs, x.release_runs, x.mark_prototype_imported, x.mark_runs_imported,
+           x.durable);
 }
 
 namespace detail {
@@ -232,7 +291,8 @@ inline void append(metadata_write& into, metadata_write&& from) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, catalog_snapshot& x) {
   return f(caf::meta::type_name("catalog_snapshot"), x.agents, x.sessions,
-           x.checkpoints, x.journals, x.prototype_imported);
+           x.checkpoints, x.journals, x.runs, x.prototype_imported,
+           x.runs_imported);
 }
 
 template <class Inspector>

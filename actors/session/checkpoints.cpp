@@ -200,12 +200,14 @@ static void sync_intents(self_ptr self) {
 void idle_work(self_ptr self) {
   auto& st = self->state;
   st.idle_armed = false;
-  if (st.discards.empty() && st.unsynced_intents.empty() && !*st.lane)
+  if (st.discards.empty() && st.unsynced_intents.empty() && !*st.lane &&
+      !*st.read_lane)
     return;
   if (st.phase == session_phase::fenced) {
     // Nothing may touch the store until start-up recovery, which also
     // finds the discards and the intent records.
     retire_lane(*st.lane);
+    retire_lane(*st.read_lane);
     return;
   }
   auto idle = std::chrono::steady_clock::now() - st.last_mutation;
@@ -215,6 +217,7 @@ void idle_work(self_ptr self) {
     return;
   }
   retire_lane(*st.lane);
+  retire_lane(*st.read_lane);
   sync_intents(self);
   purge_discards(self);
 }

@@ -80,10 +80,10 @@ void commit(self_ptr self, metadata_write w, Next next, fail_fn fail) {
 }
 
 /// Runs a filesystem step on a worker thread, then `next(result)`.
-template <class Job, class Next>
+template <class T = json::value, class Job, class Next>
 void blocking(self_ptr self, Job job, Next next, fail_fn fail) {
-  run_blocking(self, std::move(job))
-      .then([next](json::value& v) mutable { next(v); },
+  run_blocking<T>(self, std::move(job))
+      .then([next](T& v) mutable { next(v); },
             [fail](caf::error& err) { fail(err); });
 }
 
@@ -104,8 +104,26 @@ void mutation_step(self_ptr self, Job job, Next next, fail_fn fail) {
           });
 }
 
+/// Runs a read (a log slice) on the session's read lane, then
+/// `next(result)`: no thread start per read, and reads never queue behind
+/// a mutation's steps. Retired with the mutation lane (idle_work).
+template <class T = json::value, class Job, class Next>
+void read_step(self_ptr self, Job job, Next next, fail_fn fail) {
+  run_on_lane<T>(self, *self->state.read_lane, std::move(job))
+      .then(
+          [self, next](T& v) mutable {
+            arm_idle_work(self);
+            next(v);
+          },
+          [self, fail](caf::error& err) {
+            arm_idle_work(self);
+            fail(err);
+          });
+}
+
 /// Runs a read-only filesystem step on a worker thread and answers the
-/// request with its result or error.
+/// request with its result or error (long walks that must not hold up
+/// the read lane).
 template <class Job>
 caf::result<json::value> answer_blocking(self_ptr self, Job job) {
   auto rp = self->make_response_promise<json::value>();
@@ -114,6 +132,15 @@ caf::result<json::value> answer_blocking(self_ptr self, Job job) {
       [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
       [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;
+}
+
+/// Asks METADATA about runs, then `next(page)`; errors go to `fail`.
+template <class Next>
+void query_runs(self_ptr self, run_query q, Next next, fail_fn fail) {
+  self->request(self->state.init.metadata, caf::infinite, atom::runs_v,
+                std::move(q))
+      .then([next](run_page& page) mutable { next(page); },
+            [fail](caf::error& err) { fail(err); });
 }
 
 // -- session.describe (session.cpp) -------------------------------------------
@@ -158,6 +185,9 @@ void purge_discards(self_ptr self);
 
 // -- runs (runs.cpp) ----------------------------------------------------------
 
+/// `unsupported`: the daemon runs without tracked execution.
+caf::error no_execution();
+
 /// session.configure: the session's network mode and cgroup limits.
 caf::result<json::value> handle_configure(self_ptr self,
                                           const cmd::session_configure& c);
@@ -167,15 +197,15 @@ caf::result<json::value> handle_configure(self_ptr self,
 caf::result<json::value> handle_process_start(self_ptr self,
                                               const cmd::process_start& c);
 
-/// process.get: a live run's row, or a finished one's state.json.
+/// process.get: a run's row, live or from the catalog.
 caf::result<json::value> handle_process_get(self_ptr self,
                                             const cmd::process_get& c);
 
-/// process.list: every run of the session, live rows over saved ones.
+/// process.list: the session's runs from the catalog, all or a page.
 caf::result<json::value> handle_process_list(self_ptr self,
                                              const cmd::process_list& c);
 
-/// process.stop: kills the active run; answers once it has ended.
+/// process.stop: kills one run; answers once it has ended.
 caf::result<json::value> handle_process_stop(self_ptr self,
                                              const cmd::process_stop& c);
 
@@ -204,6 +234,11 @@ caf::result<json::value> handle_process_output(self_ptr self,
 void kill_run(self_ptr self, const std::string& id, const std::string& reason,
               std::function<void()> then);
 
+/// Kills every live run with a stop reason, and calls `then` with their ids
+/// once all of them have ended.
+void kill_runs(self_ptr self, const std::string& reason,
+               std::function<void(json::array)> then);
+
 /// The run worker reported that the run's root process started.
 void on_run_started(self_ptr self, const std::string& id, int64_t pid);
 
@@ -211,28 +246,45 @@ void on_run_started(self_ptr self, const std::string& id, int64_t pid);
 /// emptied).
 void on_run_finished(self_ptr self, const run_finished& e);
 
-/// At an orderly stop: kills the active run and records it as stopped.
+/// At an orderly stop: kills the live runs and records them as stopped.
 void shutdown_runs(self_ptr self);
+
+/// The row of a run this actor knows, or null (an earlier lifetime's).
+const json::object* known_row(self_ptr self, const std::string& id);
 
 // -- run worker and run rows (run_worker.cpp) ---------------------------------
 
-/// The directory of run `id`'s state.json and logs.
+/// The directory of run `id`'s logs.
 std::string run_dir(const exec_config& cfg, const std::string& id);
 
-/// Queues a run row for writing to its state.json.
+/// Writes a run row to the catalog (batched, not synced).
 void persist_run(self_ptr self, const json::object& row);
 
 /// The row of a new run, in state `starting`.
 json::object new_run_row(self_ptr self, const std::string& id,
                          const std::string& group);
 
-/// The thread of one run: opens its logs, starts bwrap inside the session
-/// cgroup, waits for the whole tree and reports `started`/`finished`.
-void run_worker(caf::event_based_actor* self, session_actor session,
-                std::string id, std::vector<std::string> argv,
-                std::string group, std::string dir, std::string initial,
-                std::vector<std::pair<std::string, std::string>> limits,
-                std::string tree_root);
+/// What a run worker needs to prepare and start one run.
+struct run_launch {
+  std::string run_id;
+  std::vector<std::string> argv;
+  /// The run's cgroup: the session's, or its own below it (max_runs > 1).
+  std::string group;
+  /// Where the session's limits are written: the session's group.
+  std::string limits_group;
+  std::vector<std::pair<std::string, std::string>> limits;
+  /// The daemon's cgroup subtree (controllers are enabled from there).
+  std::string tree_root;
+  /// The run's log directory.
+  std::string dir;
+};
+
+/// The thread of one run: prepares its logs and cgroup, waits to be told
+/// to start (`atom::run`, once its row is durable) or not (`atom::retire`),
+/// starts bwrap inside the cgroup, waits for the whole tree and reports
+/// `started`/`finished`.
+caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
+                         run_launch job);
 
 // -- runtime: leases, background executions, reset (runtime.cpp) --------------
 

@@ -274,22 +274,18 @@ caf::result<json::value> handle_rollback(self_ptr self,
     begin_rollback(self, rp, std::move(req), after_reset, json::value());
     return rp;
   }
-  if (st.runs.active.empty()) {
-    begin_rollback(self, rp, std::move(req), after_reset, json::array{});
-    return rp;
-  }
-  // Kill the session's process tree first; roll back once the run ended.
-  auto id = st.runs.active;
-  kill_run(self, id, "rollback",
-           [self, rp, req = std::move(req), after_reset, id]() mutable {
-             if (!self->state.runs.active.empty()) {
-               rp.deliver(conflict("Session cgroup termination timed out; "
-                                   "rollback remains fenced"));
-               return;
-             }
-             begin_rollback(self, rp, std::move(req), after_reset,
-                            json::array{json::value(id)});
-           });
+  // Kill the session's process trees first; roll back once they ended.
+  kill_runs(self, "rollback",
+            [self, rp, req = std::move(req),
+             after_reset](json::array killed) mutable {
+              if (!self->state.runs.active.empty()) {
+                rp.deliver(conflict("Session cgroup termination timed out; "
+                                    "rollback remains fenced"));
+                return;
+              }
+              begin_rollback(self, rp, std::move(req), after_reset,
+                             std::move(killed));
+            });
   return rp;
 }
 

@@ -1,6 +1,6 @@
 // The run worker of the SESSION actor's runs facet: the detached thread
-// that starts and waits for one run, the row of a new run, and the queue
-// that writes run rows to their state.json one at a time.
+// that prepares, starts and waits for one run; the row of a new run; and
+// run rows written to the catalog.
 #include "actors/session/facets.hpp"
 #include "guest/log.hpp"
 #include "guest/os/cgroup.hpp"
@@ -14,102 +14,34 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace allox::session_facets {
 
-// -- run rows and the run worker ----------------------------------------------
+// -- run rows -----------------------------------------------------------------
 
 std::string run_dir(const exec_config& cfg, const std::string& id) {
   return cfg.audit_root + "/" + id;
 }
 
-/// Writes the next queued run row (temp file + rename) on a worker thread.
-static void save_next_run(self_ptr self) {
-  auto& runs = self->state.runs;
-  if (runs.unsaved.empty()) {
-    runs.saving = false;
-    return;
-  }
-  runs.saving = true;
-  auto it = runs.unsaved.begin();
-  auto dir = run_dir(*runs.config, it->first);
-  auto [row, stamp] = std::move(it->second);
-  runs.unsaved.erase(it);
-  run_blocking(self,
-               [dir, row = std::move(row), stamp = stamp,
-                writer = runs.writer]() -> expected<json::value> {
-                 if (auto err = writer->write(dir, row, stamp))
-                   return err;
-                 return json::value();
-               })
-      .then([self](json::value&) { save_next_run(self); },
-            [self](caf::error& err) {
-              log::warn("session", "run state not saved: " + message_of(err));
-              save_next_run(self);
-            });
-}
-
-/// Queues a run row for writing to its state.json.
 void persist_run(self_ptr self, const json::object& row) {
-  auto& runs = self->state.runs;
-  runs.unsaved[std::string{row.at("run_id").as_string()}] = {
-      row, runs.writer->stamp()};
-  if (!runs.saving)
-    save_next_run(self);
-}
-
-/// The thread of one run: opens its logs, starts bwrap inside the session
-/// cgroup, waits for the whole tree and reports. Bubblewrap dies with the
-/// thread that started it (--die-with-parent), so this detached actor's
-/// thread lives exactly as long as the run.
-void run_worker(caf::event_based_actor* self, session_actor session,
-                std::string id, std::vector<std::string> argv,
-                std::string group, std::string dir, std::string initial,
-                std::vector<std::pair<std::string, std::string>> limits,
-                std::string tree_root) {
-  // A run that never started reports no exit code, and an error.
-  auto fail = [&](bool empty, std::string error) {
-    caf::anon_send(session,
-                   run_finished{id, caf::none, empty, std::move(error)});
-  };
-  self->quit();
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return fail(true, "cannot create the run directory " + dir);
-  // The record exists before anything runs: after a crash from here on,
-  // start-up finds the run and fences its session.
-  if (store::write_run_row(dir, json::parse(initial).as_object()))
-    return fail(true, "cannot record the run in " + dir);
-  os::unique_fd out{::open((dir + "/stdout.log").c_str(),
-                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
-  os::unique_fd err{::open((dir + "/stderr.log").c_str(),
-                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
-  if (!out || !err)
-    return fail(true, "cannot open the run's logs");
-  if (auto e = os::prepare_group(group))
-    return fail(!os::populated(group), message_of(e));
-  for (const auto& [file, value] : limits) {
-    os::enable_controller(tree_root, group, file.substr(0, file.find('.')));
-    if (auto e = os::write_control(group, file, value))
-      return fail(true, "cannot set " + file + ": " + message_of(e));
-  }
-  auto gfd = os::open_group(group);
-  if (!gfd)
-    return fail(true, message_of(gfd.error()));
-  auto child = sandbox::spawn_in_cgroup(gfd->get(), argv, out.get(), err.get());
-  if (!child)
-    return fail(!os::populated(group), message_of(child.error()));
-  caf::anon_send(session, run_started{id, int64_t{child->pid}});
-  auto code = sandbox::wait_child(*child);
-  // Our init outlives every process of the run, so the group empties right
-  // after bwrap; wait for the kernel to say so.
-  bool empty = os::wait_empty(group, 10000);
-  caf::optional<int64_t> exit_code;
-  if (code >= 0)
-    exit_code = code;
-  caf::anon_send(session, run_finished{id, exit_code, empty, caf::none});
+  // Transitions after `starting` need no fsync: start-up recovery treats
+  // a run whose later rows were lost as interrupted, which fences its
+  // session, the safe side. The METADATA actor commits them in batches.
+  metadata_write w;
+  w.durable = false;
+  w.put_runs.push_back(store::record_of(row));
+  auto key = self->state.key();
+  self->request(self->state.init.metadata, caf::infinite, atom::write_v,
+                std::move(w))
+      .then([](caf::ok_atom) {},
+            [key](caf::error& err) {
+              log::warn("session",
+                        key + ": run row not saved: " + message_of(err));
+            });
 }
 
 json::object new_run_row(self_ptr self, const std::string& id,
@@ -140,6 +72,108 @@ json::object new_run_row(self_ptr self, const std::string& id,
   row["error"] = nullptr;
   row["provider_error"] = nullptr;
   return row;
+}
+
+// -- the run worker -----------------------------------------------------------
+
+namespace {
+
+/// What a prepared run holds until it is told to start.
+struct prepared_run {
+  os::unique_fd out;
+  os::unique_fd err;
+  os::unique_fd group_fd;
+};
+
+/// Creates the run's directory, logs and cgroup (with its limits); an
+/// error names what failed.
+expected<prepared_run> prepare(const run_launch& job) {
+  if (::mkdir(job.dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return make_error(errc::internal,
+                      "cannot create the run directory " + job.dir);
+  prepared_run p;
+  p.out = os::unique_fd{::open((job.dir + "/stdout.log").c_str(),
+                               O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+                               0600)};
+  p.err = os::unique_fd{::open((job.dir + "/stderr.log").c_str(),
+                               O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+                               0600)};
+  if (!p.out || !p.err)
+    return make_error(errc::internal, "cannot open the run's logs");
+  if (auto e = os::prepare_group(job.group))
+    return e;
+  for (const auto& [file, value] : job.limits) {
+    os::enable_controller(job.tree_root, job.limits_group,
+                          file.substr(0, file.find('.')));
+    if (auto e = os::write_control(job.limits_group, file, value))
+      return make_error(errc::internal,
+                        "cannot set " + file + ": " + message_of(e));
+  }
+  auto gfd = os::open_group(job.group);
+  if (!gfd)
+    return gfd.error();
+  p.group_fd = std::move(*gfd);
+  return p;
+}
+
+} // namespace
+
+// Prepares while the session commits the run's `starting` row, so the
+// commit and the preparation overlap; spawns only once told to (the row
+// is then durable: after a crash from here on, start-up finds the run and
+// fences its session). Bubblewrap dies with the thread that started it
+// (--die-with-parent), so this detached actor's thread lives exactly as
+// long as the run.
+caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
+                         run_launch job) {
+  auto report_failure = [session, id = job.run_id](bool empty,
+                                                   std::string error) {
+    caf::anon_send(session,
+                   run_finished{id, caf::none, empty, std::move(error)});
+  };
+  auto prepared = prepare(job);
+  if (!prepared) {
+    report_failure(!os::populated(job.group), message_of(prepared.error()));
+    self->quit();
+    return {};
+  }
+  auto run = std::make_shared<prepared_run>(std::move(*prepared));
+  // A session that ends before telling us ends the run too.
+  self->monitor(session);
+  self->set_down_handler([self, group = job.group](caf::down_msg&) {
+    os::remove_group(group);
+    self->quit();
+  });
+  return {
+      [self, session, job, run](atom::run) {
+        self->quit();
+        auto child = sandbox::spawn_in_cgroup(run->group_fd.get(), job.argv,
+                                              run->out.get(), run->err.get());
+        run->out.reset();
+        run->err.reset();
+        if (!child) {
+          caf::anon_send(session, run_finished{job.run_id, caf::none,
+                                               !os::populated(job.group),
+                                               message_of(child.error())});
+          return;
+        }
+        caf::anon_send(session, run_started{job.run_id, int64_t{child->pid}});
+        auto code = sandbox::wait_child(*child);
+        // Our init outlives every process of the run, so the group empties
+        // right after bwrap; wait for the kernel to say so.
+        bool empty = os::wait_empty(job.group, 10000);
+        caf::optional<int64_t> exit_code;
+        if (code >= 0)
+          exit_code = code;
+        caf::anon_send(session,
+                       run_finished{job.run_id, exit_code, empty, caf::none});
+      },
+      [self, group = job.group](atom::retire) {
+        // The run was refused after all (its row could not be recorded).
+        os::remove_group(group);
+        self->quit();
+      },
+  };
 }
 
 } // namespace allox::session_facets

@@ -1,7 +1,8 @@
-// The runs facet of the SESSION actor: session.configure and process.start,
-// get, list, stop, events and output; the run worker's reports (started,
-// finished), the run timeout, and the end of the active run at shutdown.
-// The worker itself and the run rows are in run_worker.cpp.
+// The runs facet of the SESSION actor: session.configure, process.start,
+// stop and wait; the run worker's reports (started, finished), the run
+// timeout, and the end of live runs at shutdown. Queries (process.get,
+// list, output, events, the stream's subscription) are in run_queries.cpp,
+// the worker and the run rows in run_worker.cpp.
 #include "actors/session/facets.hpp"
 #include "guest/log.hpp"
 #include "guest/os/cgroup.hpp"
@@ -11,9 +12,10 @@
 #include "messages/ids.hpp"
 #include "messages/utf8.hpp"
 
+#include <caf/send.hpp>
+
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
@@ -23,7 +25,7 @@ namespace allox::session_facets {
 
 // -- tracked execution --------------------------------------------------------
 
-static caf::error no_execution() {
+caf::error no_execution() {
   return make_error(errc::unsupported,
                     "process tracking is not enabled on this daemon");
 }
@@ -47,7 +49,17 @@ static json::object effective_settings(self_ptr self) {
           limits[kv.key()] = kv.value();
     }
   }
-  return json::object{{"network", network}, {"limits", std::move(limits)}};
+  int64_t max_runs = 1;
+  if (!text.empty()) {
+    boost::system::error_code ec;
+    auto v = json::parse(text, ec);
+    if (!ec && v.is_object())
+      if (auto* m = v.as_object().if_contains("max_runs"); m && m->is_int64())
+        max_runs = m->as_int64();
+  }
+  return json::object{{"network", network},
+                      {"limits", std::move(limits)},
+                      {"max_runs", max_runs}};
 }
 
 // Per-session execution settings: the network mode (inherit, or isolated:
@@ -87,6 +99,16 @@ caf::result<json::value> handle_configure(self_ptr self,
     }
     settings["limits"] = std::move(limits);
   }
+  if (c.max_runs) {
+    // Runs live either in the session's group (one) or in groups of their
+    // own below it (several): switching while one lives would mix both.
+    if (!st.runs.active.empty())
+      return conflict("max_runs cannot change while runs live: " + st.key());
+    if (*c.max_runs == 1)
+      settings.erase("max_runs");
+    else
+      settings["max_runs"] = *c.max_runs;
+  }
   auto text = settings.empty() ? std::string{} : json::serialize(settings);
   auto rp = self->make_response_promise<json::value>();
   metadata_write w;
@@ -106,6 +128,27 @@ caf::result<json::value> handle_configure(self_ptr self,
   return rp;
 }
 
+/// Refuses a new run while the session is at its max_runs, or holds an
+/// execution lease that is not a run's. With max_runs 1 the prototype's
+/// error, unchanged.
+static caf::error check_run_capacity(self_ptr self, int64_t max_runs) {
+  auto& st = self->state;
+  if (max_runs <= 1)
+    return st.leases.empty() ? caf::none
+                             : conflict("session already has an active "
+                                        "execution: " +
+                                        st.key());
+  if (st.leases.size() > st.runs.active.size())
+    return conflict("session already has an active execution: " + st.key());
+  if (static_cast<int64_t>(st.runs.active.size()) >= max_runs)
+    return conflict("session already runs max_runs (" +
+                    std::to_string(max_runs) + ") runs: " + st.key());
+  return caf::none;
+}
+
+// Records the run's `starting` row durably while its worker prepares (logs,
+// cgroup), and lets the worker spawn once both are done: a crash from then
+// on leaves a row that start-up finds and turns into a fence.
 caf::result<json::value> handle_process_start(self_ptr self,
                                               const cmd::process_start& c) {
   auto& st = self->state;
@@ -115,24 +158,28 @@ caf::result<json::value> handle_process_start(self_ptr self,
     return err;
   if (mutating(self))
     return conflict("session is being checkpointed or restored: " + st.key());
-  if (!st.leases.empty())
-    return conflict("session already has an active execution: " + st.key());
+  auto settings = effective_settings(self);
+  auto max_runs = settings.at("max_runs").as_int64();
+  if (auto err = check_run_capacity(self, max_runs))
+    return err;
   const auto& cfg = *st.runs.config;
   auto id = random_hex_token();
-  auto group = cfg.cgroups.session_group(st.agent_id(), st.session_id());
+  auto session_group = cfg.cgroups.session_group(st.agent_id(), st.session_id());
+  auto group = max_runs > 1 ? session_group + "/runs/" + id : session_group;
   st.leases["run:" + id] = os::now_ns();
   auto& run = st.runs.runs[id];
   run.row = new_run_row(self, id, group);
-  auto settings = effective_settings(self);
   run.row["network_mode"] = settings.at("network");
   run.row["limits"] = settings.at("limits");
-  std::vector<std::pair<std::string, std::string>> limits;
+  run_launch job;
+  job.run_id = id;
+  job.group = group;
+  job.limits_group = session_group;
+  job.tree_root = cfg.cgroups.root();
+  job.dir = run_dir(cfg, id);
   for (const auto& kv : settings.at("limits").as_object())
-    limits.emplace_back(std::string{kv.key()},
-                        std::string{kv.value().as_string()});
-  st.runs.active = id;
-  auto rp = self->make_response_promise<json::value>();
-  run.waiting_start.push_back(rp);
+    job.limits.emplace_back(std::string{kv.key()},
+                            std::string{kv.value().as_string()});
   sandbox::spec spec;
   spec.bwrap = cfg.bwrap_path;
   spec.init = cfg.init_path;
@@ -143,10 +190,33 @@ caf::result<json::value> handle_process_start(self_ptr self,
   spec.env = c.env;
   spec.argv = c.argv;
   spec.isolated_network = settings.at("network") == "isolated";
-  self->spawn<caf::detached>(run_worker, caf::actor_cast<session_actor>(self),
-                             id, sandbox::bwrap_argv(spec), group,
-                             run_dir(cfg, id), json::serialize(run.row),
-                             std::move(limits), cfg.cgroups.root());
+  job.argv = sandbox::bwrap_argv(spec);
+  st.runs.active.insert(id);
+  auto rp = self->make_response_promise<json::value>();
+  run.waiting_start.push_back(rp);
+  run.worker = self->spawn<caf::detached>(
+      run_worker, caf::actor_cast<session_actor>(self), std::move(job));
+  metadata_write w;
+  w.put_runs.push_back(store::record_of(run.row));
+  commit(
+      self, std::move(w),
+      [self, id] {
+        auto it = self->state.runs.runs.find(id);
+        if (it == self->state.runs.runs.end() || !it->second.worker)
+          return;
+        caf::anon_send(it->second.worker, atom::run_v);
+        it->second.worker = nullptr;
+      },
+      [self, id](caf::error err) {
+        auto it = self->state.runs.runs.find(id);
+        if (it == self->state.runs.runs.end() || !it->second.worker)
+          return;
+        caf::anon_send(it->second.worker, atom::retire_v);
+        it->second.worker = nullptr;
+        on_run_finished(self, run_finished{id, caf::none, true,
+                                           "cannot record the run: " +
+                                               message_of(err)});
+      });
   self->delayed_send(
       self, std::chrono::milliseconds(static_cast<int64_t>(c.timeout * 1000)),
       run_timeout{id});
@@ -166,8 +236,6 @@ static void notify_streams(run_state& run) {
     sinks.clear();
 }
 
-/// Kills the run's whole tree (cgroup.kill) with a stop reason, and calls
-/// `then` once the run has ended.
 void kill_run(self_ptr self, const std::string& id, const std::string& reason,
               std::function<void()> then) {
   auto& st = self->state;
@@ -185,6 +253,26 @@ void kill_run(self_ptr self, const std::string& id, const std::string& reason,
   notify_streams(it->second);
   if (auto err = os::kill_group(std::string{row.at("cgroup").as_string()}))
     log::warn("session", st.key() + ": " + message_of(err));
+}
+
+void kill_runs(self_ptr self, const std::string& reason,
+               std::function<void(json::array)> then) {
+  auto ids = self->state.runs.active;
+  json::array killed;
+  for (const auto& id : ids)
+    killed.emplace_back(id);
+  if (ids.empty()) {
+    then(std::move(killed));
+    return;
+  }
+  // Each run calls back once it has ended; the last one continues.
+  auto left = std::make_shared<size_t>(ids.size());
+  auto done = [left, then = std::move(then), killed]() mutable {
+    if (--*left == 0)
+      then(std::move(killed));
+  };
+  for (const auto& id : ids)
+    kill_run(self, id, reason, done);
 }
 
 void on_run_started(self_ptr self, const std::string& id, int64_t pid) {
@@ -206,7 +294,7 @@ void on_run_finished(self_ptr self, const run_finished& e) {
   const auto& id = e.run_id;
   bool empty = e.cgroup_empty;
   auto it = st.runs.runs.find(id);
-  if (it == st.runs.runs.end())
+  if (it == st.runs.runs.end() || !it->second.active)
     return;
   auto& run = it->second;
   auto& row = run.row;
@@ -222,8 +310,8 @@ void on_run_finished(self_ptr self, const run_finished& e) {
   row["lifecycle_complete"] = ok;
   row["finished_ns"] = os::now_ns();
   run.active = false;
-  if (st.runs.active == id)
-    st.runs.active.clear();
+  run.worker = nullptr;
+  st.runs.active.erase(id);
   auto group = std::string{row.at("cgroup").as_string()};
   if (empty) {
     // The lease goes with the last process; a group that would not empty
@@ -253,88 +341,26 @@ void shutdown_runs(self_ptr self) {
   auto& st = self->state;
   if (!st.runs.config || st.runs.active.empty())
     return;
-  auto& row = st.runs.runs[st.runs.active].row;
-  auto group = std::string{row.at("cgroup").as_string()};
-  row["stop_reason"] = "daemon_shutdown";
-  os::kill_group(group);
-  // Shutdown only: waiting here is the point (at most 10 s).
-  bool empty = os::wait_empty(group, 10000);
-  row["state"] = empty ? "stopped" : "failed";
-  row["session_fenced"] = !empty;
-  row["lifecycle_complete"] = empty;
-  row["finished_ns"] = os::now_ns();
-  // A save of this run may still be in flight on a worker thread.
-  auto dir = run_dir(*st.runs.config, st.runs.active);
-  if (auto err = st.runs.writer->write(dir, row, st.runs.writer->stamp()))
-    log::warn("session", "run state not saved at shutdown: " + message_of(err));
-  if (empty)
-    os::remove_group(group);
-}
-
-/// Reads a finished run's state.json; checks it belongs to this session.
-static expected<json::object>
-load_run(const std::string& dir, const std::string& a, const std::string& s) {
-  auto row = store::read_run_row(dir);
-  if (!row)
-    return row;
-  if (row->at("agent_id") != json::value(a) ||
-      row->at("session_id") != json::value(s))
-    return make_error(errc::invalid_argument,
-                      "run does not belong to this Agent/Session");
-  return row;
-}
-
-caf::result<json::value> handle_process_get(self_ptr self,
-                                            const cmd::process_get& c) {
-  auto& st = self->state;
-  if (!st.runs.config)
-    return no_execution();
-  if (auto it = st.runs.runs.find(c.run_id); it != st.runs.runs.end())
-    return json_reply(it->second.row);
-  auto dir = run_dir(*st.runs.config, c.run_id);
-  auto a = st.agent_id();
-  auto s = st.session_id();
-  return answer_blocking(self, [dir, a, s]() -> expected<json::value> {
-    auto row = load_run(dir, a, s);
-    if (!row)
-      return row.error();
-    return json::value(std::move(*row));
-  });
-}
-
-caf::result<json::value> handle_process_list(self_ptr self,
-                                             const cmd::process_list&) {
-  auto& st = self->state;
-  if (!st.runs.config)
-    return no_execution();
-  auto root = st.runs.config->audit_root;
-  auto a = st.agent_id();
-  auto s = st.session_id();
-  // Live rows win over what is on disk.
-  std::map<std::string, json::object> live;
-  for (const auto& [id, run] : st.runs.runs)
-    live[id] = run.row;
-  return answer_blocking(self, [root, a, s, live]() -> expected<json::value> {
-    std::vector<json::object> rows;
-    if (auto names = os::list_dir(root))
-      for (const auto& id : *names) {
-        if (auto it = live.find(id); it != live.end()) {
-          rows.push_back(it->second);
-          continue;
-        }
-        if (auto row = load_run(root + "/" + id, a, s))
-          rows.push_back(std::move(*row));
-      }
-    std::sort(rows.begin(), rows.end(), [](auto& x, auto& y) {
-      return x.at("created_ns").as_int64() < y.at("created_ns").as_int64();
-    });
-    json::array out;
-    for (auto& r : rows) {
-      r.erase("processes");
-      out.emplace_back(std::move(r));
-    }
-    return json::value(std::move(out));
-  });
+  metadata_write w;
+  w.durable = false;
+  for (const auto& id : st.runs.active) {
+    auto& row = st.runs.runs[id].row;
+    auto group = std::string{row.at("cgroup").as_string()};
+    row["stop_reason"] = "daemon_shutdown";
+    os::kill_group(group);
+    // Shutdown only: waiting here is the point (at most 10 s per run).
+    bool empty = os::wait_empty(group, 10000);
+    row["state"] = empty ? "stopped" : "failed";
+    row["session_fenced"] = !empty;
+    row["lifecycle_complete"] = empty;
+    row["finished_ns"] = os::now_ns();
+    if (empty)
+      os::remove_group(group);
+    w.put_runs.push_back(store::record_of(row));
+  }
+  // METADATA stops only after every session has ended (ordered shutdown),
+  // and commits what it was sent first.
+  caf::anon_send(st.init.metadata, atom::write_v, std::move(w));
 }
 
 caf::result<json::value> handle_process_stop(self_ptr self,
@@ -386,92 +412,6 @@ void on_wait_timeout(self_ptr self, const std::string& id, uint64_t waiter) {
     w->second.deliver(json::value(it->second.row));
     waiters.erase(w);
   }
-}
-
-// A live stream reads the run's logs itself (on the HTTP loop, when
-// inotify says they grew); the session only tells it the run's state
-// changes, so an idle stream costs nothing here.
-caf::result<json::value>
-handle_process_subscribe(self_ptr self, const cmd::process_subscribe& c) {
-  auto& st = self->state;
-  if (!st.runs.config)
-    return no_execution();
-  auto dir = run_dir(*st.runs.config, c.run_id);
-  if (auto it = st.runs.runs.find(c.run_id); it != st.runs.runs.end()) {
-    if (it->second.active && c.sink)
-      it->second.sinks.push_back(c.sink);
-    return json_reply(json::object{{"row", it->second.row}, {"dir", dir}});
-  }
-  auto a = st.agent_id();
-  auto s = st.session_id();
-  return answer_blocking(self, [dir, a, s]() -> expected<json::value> {
-    auto row = load_run(dir, a, s);
-    if (!row)
-      return row.error();
-    return json::value(json::object{{"row", std::move(*row)}, {"dir", dir}});
-  });
-}
-
-/// The state of a run this actor knows, or null (an earlier lifetime's).
-static json::value live_state(self_ptr self, const std::string& id) {
-  auto& runs = self->state.runs.runs;
-  auto it = runs.find(id);
-  return it == runs.end() ? json::value(nullptr) : it->second.row.at("state");
-}
-
-/// Process events need the eBPF tracker: runs carry none yet.
-caf::result<json::value> handle_process_events(self_ptr self,
-                                               const cmd::process_events& c) {
-  if (!self->state.runs.config)
-    return no_execution();
-  return json_reply(json::object{{"events", json::array{}},
-                                 {"next_after", c.after},
-                                 {"state", live_state(self, c.run_id)}});
-}
-
-caf::result<json::value> handle_process_output(self_ptr self,
-                                               const cmd::process_output& c) {
-  auto& st = self->state;
-  if (!st.runs.config)
-    return no_execution();
-  auto dir = run_dir(*st.runs.config, c.run_id);
-  auto a = st.agent_id();
-  auto s = st.session_id();
-  auto state = live_state(self, c.run_id);
-  return answer_blocking(
-      self,
-      [dir, a, s, id = c.run_id, stream = c.stream, offset = c.offset,
-       limit = c.limit, state]() mutable -> expected<json::value> {
-        if (state.is_null()) {
-          auto row = load_run(dir, a, s);
-          if (!row)
-            return row.error();
-          state = row->at("state");
-        }
-        std::ifstream in{dir + "/" + stream + ".log", std::ios::binary};
-        std::string data;
-        int64_t size = 0;
-        if (in) {
-          in.seekg(0, std::ios::end);
-          size = static_cast<int64_t>(in.tellg());
-          if (offset < size) {
-            in.seekg(offset);
-            data.resize(static_cast<size_t>(std::min(limit, size - offset)));
-            in.read(data.data(), static_cast<std::streamsize>(data.size()));
-            data.resize(static_cast<size_t>(in.gcount()));
-          }
-        }
-        auto next = offset + static_cast<int64_t>(data.size());
-        bool finished = state != "starting" && state != "running";
-        return json::value(json::object{{"run_id", id},
-                                        {"stream", stream},
-                                        {"offset", offset},
-                                        {"next_offset", next},
-                                        {"size", size},
-                                        {"data", valid_utf8(data)},
-                                        {"eof", finished && next >= size},
-                                        {"state", state}});
-      });
 }
 
 } // namespace allox::session_facets

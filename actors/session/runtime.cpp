@@ -87,12 +87,9 @@ caf::result<reset_begun> handle_begin_reset(self_ptr self,
   auto rp = self->make_response_promise<reset_begun>();
   if (!kill) {
     begin_reset(self, rp, json::value());
-  } else if (st.runs.active.empty()) {
-    begin_reset(self, rp, json::array{});
   } else {
-    auto id = st.runs.active;
-    kill_run(self, id, "rollback", [self, rp, id]() mutable {
-      begin_reset(self, rp, json::array{json::value(id)});
+    kill_runs(self, "rollback", [self, rp](json::array killed) mutable {
+      begin_reset(self, rp, std::move(killed));
     });
   }
   return rp;
@@ -134,6 +131,7 @@ caf::result<json::value> handle_unfence(self_ptr self,
   auto rp = self->make_response_promise<json::value>();
   auto finish = [self, rp, cleared, origin]() mutable {
     metadata_write w;
+    w.release_runs = self->state.runs.interrupted;
     w.audit.push_back(audit(self, "session.unfence",
                             {{"origin", origin}, {"cleared", cleared}}));
     commit(
@@ -163,10 +161,9 @@ caf::result<json::value> handle_unfence(self_ptr self,
   // the session cgroup (kill it otherwise) before lifting the fence.
   auto cfg = st.runs.config;
   auto group = cfg->cgroups.session_group(st.agent_id(), st.session_id());
-  auto ids = st.runs.interrupted;
   blocking(
       self,
-      [cfg, group, ids]() -> expected<json::value> {
+      [group]() -> expected<json::value> {
         if (os::populated(group)) {
           os::kill_group(group);
           if (!os::wait_empty(group, 10000))
@@ -175,9 +172,6 @@ caf::result<json::value> handle_unfence(self_ptr self,
                               "session remains fenced");
         }
         os::remove_group(group);
-        for (const auto& id : ids)
-          if (auto err = store::release_run(cfg->audit_root, id))
-            return err;
         return json::value();
       },
       [finish](json::value&) mutable { finish(); },

@@ -231,7 +231,11 @@ session_actor::behavior_type session(session_facets::self_ptr self,
   self->state.runs.interrupted = std::move(init.interrupted_runs);
   self->state.init = std::move(init);
   self->state.started = std::chrono::steady_clock::now();
-  self->attach_functor([lane = self->state.lane] { retire_lane(*lane); });
+  self->attach_functor(
+      [lane = self->state.lane, reads = self->state.read_lane] {
+        retire_lane(*lane);
+        retire_lane(*reads);
+      });
   // Whatever ends this actor (shutdown, failure) ends its runs too.
   if (self->state.runs.config) {
     auto group = self->state.runs.config->cgroups.session_group(

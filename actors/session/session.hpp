@@ -92,6 +92,8 @@ struct session_state {
   /// actors/blocking.hpp), retired when the session goes idle. Shared with
   /// the clean-up that retires it when the actor ends.
   std::shared_ptr<caf::actor> lane = std::make_shared<caf::actor>();
+  /// The worker thread of reads (log slices), retired with `lane`.
+  std::shared_ptr<caf::actor> read_lane = std::make_shared<caf::actor>();
   /// A purge timer is pending (idle_work runs when it fires).
   bool idle_armed = false;
   /// When deferred work was last noted (arm_idle_work, after each mutation

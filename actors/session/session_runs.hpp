@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,11 @@ caf::error check_limit(const exec_config& cfg, const std::string& name,
 
 /// One run as the session knows it.
 struct run_state {
+  /// The process.get result; persisted in the catalog's runs table on
+  /// every change.
   json::object row;
+  /// The run's worker, until it has been told to start (or not).
+  caf::actor worker;
   std::vector<caf::typed_response_promise<json::value>> waiting_start;
   std::vector<caf::typed_response_promise<json::value>> waiting_end;
   /// process.wait callers by waiter id; answered at the end or when their
@@ -53,24 +58,18 @@ struct run_state {
   bool active = true;
 };
 
-/// The session's runs (the active one and those finished since start).
+/// The session's runs: those alive and those finished since the actor
+/// started (older ones are in the catalog).
 struct session_runs {
   std::shared_ptr<const exec_config> config;
   std::map<std::string, run_state> runs;
-  std::string active;
+  /// The runs alive now: at most max_runs (session.configure).
+  std::set<std::string> active;
   /// Source of process.wait waiter ids.
   uint64_t next_waiter = 1;
   /// Runs interrupted by a daemon restart: they hold the session's lease
   /// until session.unfence.
   std::vector<std::string> interrupted;
-  /// Rows waiting to be written with their stamps, one write at a time
-  /// (latest row per run wins).
-  std::map<std::string, std::pair<json::object, uint64_t>> unsaved;
-  bool saving = false;
-  /// Shared with the save workers: a write at shutdown cannot be undone by
-  /// an older save finishing after it.
-  std::shared_ptr<store::run_row_writer> writer =
-      std::make_shared<store::run_row_writer>();
 };
 
 } // namespace allox

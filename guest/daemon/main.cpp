@@ -292,8 +292,8 @@ int serve(const daemon::options& opts,
   if (!startup_error.empty()) {
     ctx.rpc = nullptr;
     caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
-    sup = nullptr;
     system.await_all_actors_done();
+    sup = nullptr;
     server.close();
     uv_close(reinterpret_cast<uv_handle_t*>(&ctx.fatal), nullptr);
     uv_run(&uv, UV_RUN_DEFAULT);
@@ -335,9 +335,13 @@ int serve(const daemon::options& opts,
   uv_run(&uv, UV_RUN_DEFAULT);
 
   ctx.rpc = nullptr;
+  // The handle stays until every actor is done: the supervisor stops its
+  // children in order (docs/architecture.md, "Shutdown"), and an actor
+  // nobody references any more would be killed as unreachable, cutting
+  // that order short.
   caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
-  sup = nullptr;
   system.await_all_actors_done();
+  sup = nullptr;
   uv_run(&uv, UV_RUN_NOWAIT);
   uv_loop_close(&uv);
   return ctx.exit_code;

@@ -1,5 +1,8 @@
 #include "guest/store/catalog.hpp"
 
+#include "guest/store/catalog_runs.hpp"
+#include "guest/store/sqlite_statement.hpp"
+
 #include <sqlite3.h>
 
 #include <utility>
@@ -86,50 +89,23 @@ constexpr const char* migrations[] = {
     R"sql(
     ALTER TABLE checkpoints DROP COLUMN pending;
   )sql",
+    // 7: runs, once state.json files in the runs directory.
+    R"sql(
+    CREATE TABLE runs (
+      run_id     TEXT PRIMARY KEY,
+      agent_id   TEXT NOT NULL,
+      session_id TEXT NOT NULL,
+      created_ns INTEGER NOT NULL,
+      state      TEXT NOT NULL,
+      fences     INTEGER NOT NULL,
+      row        TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX runs_by_session
+      ON runs (agent_id, session_id, created_ns, run_id);
+    CREATE INDEX runs_at_start ON runs (state, fences)
+      WHERE fences = 1 OR state IN ('starting', 'running');
+  )sql",
 };
-
-class statement {
-public:
-  statement(sqlite3* db, const char* sql) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
-      stmt_ = nullptr;
-  }
-  statement(const statement&) = delete;
-  statement& operator=(const statement&) = delete;
-  ~statement() { sqlite3_finalize(stmt_); }
-  explicit operator bool() const { return stmt_ != nullptr; }
-  sqlite3_stmt* get() const { return stmt_; }
-
-  void bind(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()),
-                      SQLITE_TRANSIENT);
-  }
-  void bind_nullable(int i, const std::string& s) {
-    if (s.empty())
-      sqlite3_bind_null(stmt_, i);
-    else
-      bind(i, s);
-  }
-  void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  int step() { return sqlite3_step(stmt_); }
-  void reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  std::string text(int col) const {
-    auto* p = sqlite3_column_text(stmt_, col);
-    return p ? reinterpret_cast<const char*>(p) : "";
-  }
-  int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
-
-private:
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
-caf::error db_error(sqlite3* db, const std::string& what) {
-  return make_error(errc::internal,
-                    "metadata database: " + what + ": " + sqlite3_errmsg(db));
-}
 
 } // namespace
 
@@ -273,6 +249,8 @@ expected<catalog_snapshot> catalog::load() {
         {journals.text(0), journals.text(1), journals.text(2), journals.text(3),
          journals.text(4), journals.text(5), journals.text(6),
          journals.integer(7) != 0, journals.text(8), journals.text(9)});
+  if (auto err = load_start_runs(db_, snap))
+    return err;
   return snap;
 }
 
@@ -354,6 +332,9 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
                           "('prototype_imported', strftime('%s','now'))"};
   statement put_audit{db_, "INSERT INTO audit (timestamp_ns, op, agent_id, "
                            "session_id, fields) VALUES (?1, ?2, ?3, ?4, ?5)"};
+  run_writer_statements runs{db_};
+  if (!runs.ok())
+    return fail("prepare");
   if (!put_agent || !del_agent_sessions || !del_agent || !put_session ||
       !del_session || !put_audit || !del_agent_checkpoints ||
       !del_agent_journals || !del_session_checkpoints || !del_session_journal ||
@@ -366,6 +347,11 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
         return fail("write meta");
       mark_imported.reset();
     }
+    if (w->mark_runs_imported)
+      if (auto err = runs.mark_imported()) {
+        exec("ROLLBACK");
+        return err;
+      }
     for (const auto& a : w->put_agents) {
       put_agent.bind(1, a.agent_id);
       put_agent.bind(2, a.created_ns);
@@ -461,6 +447,10 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       del_session.reset();
       del_session_checkpoints.reset();
       del_session_journal.reset();
+      if (auto err = runs.delete_session(s.agent_id, s.session_id)) {
+        exec("ROLLBACK");
+        return err;
+      }
     }
     for (const auto& a : w->delete_agents) {
       del_agent_sessions.bind(1, a);
@@ -476,7 +466,23 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       del_agent_checkpoints.reset();
       del_agent_journals.reset();
       del_agent.reset();
+      if (auto err = runs.delete_agent(a)) {
+        exec("ROLLBACK");
+        return err;
+      }
     }
+    // After the deletions: a run row of a session created anew in the
+    // same batch survives.
+    for (const auto& r : w->put_runs)
+      if (auto err = runs.put(r)) {
+        exec("ROLLBACK");
+        return err;
+      }
+    for (const auto& id : w->release_runs)
+      if (auto err = runs.release(id)) {
+        exec("ROLLBACK");
+        return err;
+      }
     for (const auto& e : w->audit) {
       put_audit.bind(1, e.timestamp_ns);
       put_audit.bind(2, e.op);
@@ -493,6 +499,10 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
     return err;
   }
   return caf::none;
+}
+
+expected<run_page> catalog::runs(const run_query& q) {
+  return query_runs(db_, q);
 }
 
 expected<json::value> catalog::audit(const audit_query& q) {

@@ -28,7 +28,8 @@ public:
   /// Current schema version (PRAGMA user_version).
   int schema_version() const;
 
-  /// Every row (agents, sessions, checkpoints, journals).
+  /// Every row (agents, sessions, checkpoints, journals) and the runs
+  /// start-up recovery needs.
   expected<catalog_snapshot> load();
 
   /// One session's row and checkpoints.
@@ -38,6 +39,9 @@ public:
   /// Applies all writes in one transaction (all or nothing), durable
   /// (fsynced) unless every write says it need not be.
   caf::error apply(const std::vector<const metadata_write*>& writes);
+
+  /// One run, or a page of a session's runs (oldest first).
+  expected<run_page> runs(const run_query& q);
 
   /// Audit records matching the query, oldest first:
   /// {events:[...], next_cursor, has_more}.

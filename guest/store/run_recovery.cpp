@@ -2,13 +2,116 @@
 
 #include "guest/log.hpp"
 #include "guest/os/fs.hpp"
-#include "messages/json.hpp"
 
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 namespace allox::store {
+
+namespace {
+
+std::string string_field(const json::object& row, const char* key) {
+  auto* v = row.if_contains(key);
+  return v && v->is_string() ? std::string{v->get_string()} : std::string{};
+}
+
+bool is_live(const std::string& state) {
+  return state == "starting" || state == "running";
+}
+
+/// The rows saved by earlier versions as state.json files.
+std::vector<run_record> import_state_files(const std::string& audit_root) {
+  std::vector<run_record> out;
+  auto names = os::list_dir(audit_root);
+  if (!names)
+    return out;
+  for (const auto& id : *names) {
+    auto row = read_run_row(audit_root + "/" + id);
+    if (!row) {
+      if (code_of(row.error()) != errc::not_found)
+        log::warn("runs", message_of(row.error()) + "; run " + id +
+                              " is not imported");
+      continue;
+    }
+    auto rec = record_of(*row);
+    if (rec.run_id.empty() || rec.agent_id.empty() || rec.session_id.empty()) {
+      log::warn("runs", "run " + id + " has no ids; not imported");
+      continue;
+    }
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+/// Rewrites a run a crash interrupted: it fences its session.
+void interrupt(run_record& rec) {
+  boost::system::error_code ec;
+  auto v = json::parse(rec.row, ec);
+  json::object row = !ec && v.is_object() ? std::move(v.as_object())
+                                          : json::object{};
+  row["state"] = "interrupted";
+  row["session_fenced"] = true;
+  row["trace_complete"] = false;
+  row["lifecycle_complete"] = false;
+  if (auto* procs = row.if_contains("processes"); procs && procs->is_object())
+    for (auto& kv : procs->as_object())
+      if (kv.value().is_object())
+        kv.value().as_object()["alive"] = nullptr;
+  rec.state = "interrupted";
+  rec.fences = true;
+  rec.row = json::serialize(row);
+}
+
+} // namespace
+
+run_record record_of(const json::object& row) {
+  run_record r;
+  r.run_id = string_field(row, "run_id");
+  r.agent_id = string_field(row, "agent_id");
+  r.session_id = string_field(row, "session_id");
+  if (auto* c = row.if_contains("created_ns"); c && c->is_int64())
+    r.created_ns = c->as_int64();
+  r.state = string_field(row, "state");
+  auto* fenced = row.if_contains("session_fenced");
+  r.fences = fenced && fenced->is_bool() && fenced->as_bool();
+  r.row = json::serialize(row);
+  return r;
+}
+
+expected<fenced_runs> recover_runs(const catalog_snapshot& snap,
+                                   const std::string& audit_root,
+                                   metadata_write& changes) {
+  std::vector<run_record> candidates = snap.runs;
+  if (!snap.runs_imported) {
+    auto imported = import_state_files(audit_root);
+    if (!imported.empty())
+      log::info("runs", "importing " + std::to_string(imported.size()) +
+                            " run rows from " + audit_root);
+    for (auto& rec : imported) {
+      if (is_live(rec.state) || rec.fences)
+        candidates.push_back(rec);
+      else
+        changes.put_runs.push_back(std::move(rec));
+    }
+    changes.mark_runs_imported = true;
+  }
+  fenced_runs fenced;
+  for (auto& rec : candidates) {
+    bool changed = !snap.runs_imported;
+    if (is_live(rec.state)) {
+      interrupt(rec);
+      changed = true;
+      log::warn("runs", "run " + rec.run_id +
+                            " was interrupted by a daemon restart; "
+                            "its session stays fenced until session.unfence");
+    }
+    if (rec.fences)
+      fenced[{rec.agent_id, rec.session_id}].push_back(rec.run_id);
+    if (changed)
+      changes.put_runs.push_back(std::move(rec));
+  }
+  return fenced;
+}
 
 expected<json::object> read_run_row(const std::string& dir) {
   auto path = dir + "/state.json";
@@ -22,83 +125,6 @@ expected<json::object> read_run_row(const std::string& dir) {
   if (ec || !v.is_object())
     return make_error(errc::internal, "unreadable run state " + path);
   return std::move(v.as_object());
-}
-
-caf::error write_run_row(const std::string& dir, const json::object& row) {
-  auto tmp = dir + "/state.tmp";
-  {
-    std::ofstream out{tmp, std::ios::trunc};
-    out << json::serialize(row) << '\n';
-    if (!out)
-      return make_error(errc::internal, "cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), (dir + "/state.json").c_str()) != 0)
-    return make_error(errc::internal, "cannot replace " + dir + "/state.json");
-  return caf::none;
-}
-
-caf::error run_row_writer::write(const std::string& dir,
-                                 const json::object& row, uint64_t stamp) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  auto& last = written_[dir];
-  if (stamp <= last)
-    return caf::none; // a newer row is already there
-  if (auto err = write_run_row(dir, row))
-    return err;
-  last = stamp;
-  return caf::none;
-}
-
-expected<fenced_runs> recover_runs(const std::string& audit_root) {
-  fenced_runs fenced;
-  auto names = os::list_dir(audit_root);
-  if (!names)
-    return fenced;
-  for (const auto& id : *names) {
-    auto dir = audit_root + "/" + id;
-    auto row = read_run_row(dir);
-    if (!row) {
-      if (code_of(row.error()) != errc::not_found)
-        log::warn("runs", message_of(row.error()) + "; run " + id +
-                              " cannot fence its session");
-      continue;
-    }
-    auto& r = *row;
-    auto state = r.at("state");
-    bool live = state == "starting" || state == "running";
-    bool fencing = live || (r.contains("session_fenced") &&
-                            r.at("session_fenced") == true);
-    if (!fencing)
-      continue;
-    if (live) {
-      r["state"] = "interrupted";
-      r["session_fenced"] = true;
-      r["trace_complete"] = false;
-      r["lifecycle_complete"] = false;
-      if (auto* procs = r.if_contains("processes"); procs && procs->is_object())
-        for (auto& kv : procs->as_object())
-          if (kv.value().is_object())
-            kv.value().as_object()["alive"] = nullptr;
-      if (auto err = write_run_row(dir, r))
-        return err;
-      log::warn("runs", "run " + id +
-                            " was interrupted by a daemon restart; "
-                            "its session stays fenced until session.unfence");
-    }
-    fenced[{std::string{r.at("agent_id").as_string()},
-            std::string{r.at("session_id").as_string()}}]
-        .push_back(id);
-  }
-  return fenced;
-}
-
-caf::error release_run(const std::string& audit_root, const std::string& id) {
-  auto dir = audit_root + "/" + id;
-  auto row = read_run_row(dir);
-  if (!row)
-    return row.error();
-  (*row)["session_fenced"] = false;
-  return write_run_row(dir, *row);
 }
 
 } // namespace allox::store

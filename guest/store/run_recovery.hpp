@@ -1,15 +1,15 @@
 // Runs after a daemon restart (prototype 9.6): a run that was starting or
 // running when the daemon died is rewritten as `interrupted` and fences
-// its session until an administrator calls session.unfence.
+// its session until an administrator calls session.unfence. Run rows live
+// in the catalog (the runs table); stores written before that kept them
+// as <runs>/<run>/state.json, imported here once.
 #pragma once
 
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
+#include "messages/records.hpp"
 
-#include <atomic>
-#include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,37 +20,18 @@ namespace allox::store {
 using fenced_runs =
     std::map<std::pair<std::string, std::string>, std::vector<std::string>>;
 
-/// Rewrites interrupted runs under `audit_root` and returns every run that
-/// still fences its session (also those interrupted before).
-expected<fenced_runs> recover_runs(const std::string& audit_root);
+/// The catalog record of a run row (process.get's result).
+run_record record_of(const json::object& row);
+
+/// Start-up recovery of runs, written into `changes` (committed with the
+/// rest of start-up recovery in one transaction): imports state.json rows
+/// under `audit_root` unless `snap` says that was done, rewrites runs a
+/// crash interrupted, and returns every run that fences its session.
+expected<fenced_runs> recover_runs(const catalog_snapshot& snap,
+                                   const std::string& audit_root,
+                                   metadata_write& changes);
 
 /// Reads <dir>/state.json (not_found when missing).
 expected<json::object> read_run_row(const std::string& dir);
-
-/// Replaces <dir>/state.json (temp file + rename).
-caf::error write_run_row(const std::string& dir, const json::object& row);
-
-/// Writes the run rows of one session. Its saves run on worker threads one
-/// at a time, but the write at shutdown can overtake a save still in
-/// flight; both sharing one temp file used to leave a torn state.json.
-/// The writer serialises them and keeps the newest row of each run.
-class run_row_writer {
-public:
-  /// Stamps a row about to be queued or written: later stamps are newer.
-  uint64_t stamp() { return ++last_stamp_; }
-
-  /// Replaces <dir>/state.json with `row` (temp file + rename), unless a
-  /// row with a later stamp has already been written there.
-  caf::error write(const std::string& dir, const json::object& row,
-                   uint64_t stamp);
-
-private:
-  std::atomic<uint64_t> last_stamp_{0};
-  std::mutex mtx_;
-  std::map<std::string, uint64_t> written_;
-};
-
-/// Clears the fence flag of a run (after session.unfence).
-caf::error release_run(const std::string& audit_root, const std::string& id);
 
 } // namespace allox::store

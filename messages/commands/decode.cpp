@@ -137,6 +137,13 @@ expected<session_configure> decode_configure(const json::object& p) {
       c.limits.push_back(std::move(change));
     }
   }
+  if (auto* m = p.if_contains("max_runs"); m != nullptr && !m->is_null()) {
+    if (!m->is_int64() || m->get_int64() < 1 ||
+        m->get_int64() > max_runs_limit)
+      return invalid("max_runs must be an integer 1.." +
+                     std::to_string(max_runs_limit));
+    c.max_runs = m->get_int64();
+  }
   c.origin = params::origin(p);
   return c;
 }
@@ -200,8 +207,22 @@ expected<process_get> decode_process_get(const json::object& p) {
   return c;
 }
 
-expected<process_list> decode_process_list(const json::object&) {
-  return process_list{};
+expected<process_list> decode_process_list(const json::object& p) {
+  // Paging is optional, as for checkpoint.list.
+  auto cursor = params::optional_string(p, "cursor");
+  if (!cursor)
+    return cursor.error();
+  auto limit = params::optional_int(p, "limit", 0);
+  if (!limit)
+    return limit.error();
+  if (*limit < 0 || *limit > 10000)
+    return invalid("limit must be 1..10000");
+  if (!cursor->empty() && *limit == 0)
+    return invalid("cursor needs limit");
+  process_list c;
+  c.limit = *limit;
+  c.cursor = std::move(*cursor);
+  return c;
 }
 
 expected<process_stop> decode_process_stop(const json::object& p) {

@@ -8,6 +8,7 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 
 #include <caf/meta/type_name.hpp>
+#include <caf/optional.hpp>
 
 #include <cstdint>
 #include <map>
@@ -16,6 +17,9 @@
 #include <vector>
 
 namespace allox::cmd {
+
+/// Most runs one session may hold at once (session.configure max_runs).
+inline constexpr int64_t max_runs_limit = 64;
 
 /// Default and maximum run timeout (seconds), as the prototype.
 inline constexpr double default_run_timeout = 300;
@@ -41,6 +45,9 @@ struct session_configure {
   std::string network;
   bool has_limits = false;
   std::vector<limit_change> limits;
+  /// Runs the session may hold at once (1..max_runs_limit); absent:
+  /// unchanged.
+  caf::optional<int64_t> max_runs;
   std::string origin;
 };
 
@@ -60,10 +67,14 @@ struct process_get {
   std::string run_id;
 };
 
-/// process.list {}: the session's runs.
+/// process.list {limit?, cursor?}: the session's runs, oldest first; all
+/// of them without `limit`, else a page after `cursor` (a run id).
 struct process_list {
   static inline const char* name = "process.list";
   session_ref session;
+  /// 0: every run (the prototype's answer, a bare array).
+  int64_t limit = 0;
+  std::string cursor;
 };
 
 /// process.stop {run_id}: kills the run's tree; replies with the final row.
@@ -120,7 +131,7 @@ typename Inspector::result_type inspect(Inspector& f, limit_change& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_configure& x) {
   return f(caf::meta::type_name("session_configure"), x.session, x.reset,
-           x.network, x.has_limits, x.limits, x.origin);
+           x.network, x.has_limits, x.limits, x.max_runs, x.origin);
 }
 
 template <class Inspector>
@@ -136,7 +147,8 @@ typename Inspector::result_type inspect(Inspector& f, process_get& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, process_list& x) {
-  return f(caf::meta::type_name("process_list"), x.session);
+  return f(caf::meta::type_name("process_list"), x.session, x.limit,
+           x.cursor);
 }
 
 template <class Inspector>

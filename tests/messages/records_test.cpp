@@ -34,6 +34,8 @@ metadata_write one_of_each(const std::string& tag) {
   w.put_journals.push_back(j);
   w.delete_journals.push_back({tag, "s"});
   w.audit.push_back({1, "op", tag, "s", "{}"});
+  w.put_runs.push_back({tag, tag, "s", 1, "running", false, "{}"});
+  w.release_runs.push_back(tag);
   return w;
 }
 
@@ -45,11 +47,11 @@ TEST_CASE("records: inspect() names every field of metadata_write") {
   // the wire, the log and append() read), then count it here.
   auto& [put_agents, delete_agents, put_sessions, delete_sessions,
          put_checkpoints, delete_checkpoints, set_heads, set_exec_settings,
-         put_journals, delete_journals, audit, mark_prototype_imported,
-         durable] = w;
+         put_journals, delete_journals, audit, put_runs, release_runs,
+         mark_prototype_imported, mark_runs_imported, durable] = w;
   (void)put_agents;
   (void)durable;
-  CHECK(inspected_fields(w) == 13);
+  CHECK(inspected_fields(w) == 16);
 }
 
 TEST_CASE("records: append keeps every change of both writes, in order") {
@@ -72,6 +74,9 @@ TEST_CASE("records: append keeps every change of both writes, in order") {
   REQUIRE(into.audit.size() == 2);
   CHECK(into.audit[0].agent_id == "a");
   CHECK(into.audit[1].agent_id == "b");
+  REQUIRE(into.put_runs.size() == 2);
+  CHECK(into.put_runs[1].run_id == "b");
+  CHECK(into.release_runs == std::vector<std::string>{"a", "b"});
 }
 
 TEST_CASE("records: append keeps a flag either write sets") {
@@ -79,8 +84,10 @@ TEST_CASE("records: append keeps a flag either write sets") {
   into.durable = false;
   metadata_write from;
   from.mark_prototype_imported = true;
+  from.mark_runs_imported = true;
   append(into, std::move(from));
   CHECK(into.mark_prototype_imported);
+  CHECK(into.mark_runs_imported);
   // One part that must be durable makes the whole write durable.
   CHECK(into.durable);
   metadata_write lazy;

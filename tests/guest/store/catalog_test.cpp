@@ -11,7 +11,7 @@ TEST_CASE("catalog: migrates a new database to the latest schema") {
   test::temp_dir dir;
   auto db = store::catalog::open(dir / "allox.db");
   REQUIRE(db);
-  CHECK(db->schema_version() == 6);
+  CHECK(db->schema_version() == 7);
   auto snap = db->load();
   REQUIRE(snap);
   CHECK(snap->agents.empty());

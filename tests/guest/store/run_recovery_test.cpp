@@ -1,76 +1,100 @@
-// Run rows on disk: the per-session writer that keeps the newest row of a
-// run when a write at shutdown races a save still in flight.
+// Start-up recovery of runs: what a crash interrupted fences its session,
+// and rows of older stores (state.json files) are imported once.
 #include "guest/store/run_recovery.hpp"
 
 #include "tests/fixtures/temp_dir.hpp"
 
 #include <doctest/doctest.h>
 
-#include <algorithm>
-#include <filesystem>
-#include <random>
+#include <sys/stat.h>
+
 #include <string>
-#include <thread>
-#include <vector>
 
 using namespace allox;
 
 namespace {
 
-json::object row(uint64_t revision) {
-  // Rows of different lengths, so that two writers sharing one temp file
-  // would leave a torn document behind.
-  return json::object{{"run_id", "r1"},
-                      {"state", revision % 2 ? "running" : "stopped"},
-                      {"revision", revision},
-                      {"padding", std::string(revision % 7 * 40, 'x')}};
+json::object row(const std::string& id, const std::string& state,
+                 bool fenced = false, const std::string& session = "s") {
+  return json::object{{"run_id", id},
+                      {"agent_id", "a"},
+                      {"session_id", session},
+                      {"state", state},
+                      {"created_ns", 5},
+                      {"session_fenced", fenced},
+                      {"processes", json::object{{"7", json::object{
+                                                          {"alive", true}}}}}};
+}
+
+/// Saves a row as an older store did: <root>/<run>/state.json.
+void save_state_file(const std::string& root, const json::object& r) {
+  auto dir = root + "/" + std::string{r.at("run_id").as_string()};
+  ::mkdir(dir.c_str(), 0700);
+  test::write_file(dir + "/state.json", json::serialize(r));
+}
+
+json::object parsed(const run_record& rec) {
+  return json::parse(rec.row).as_object();
 }
 
 } // namespace
 
-TEST_CASE("run rows: an older row never replaces a newer one") {
-  test::temp_dir dir;
-  store::run_row_writer writer;
-  auto older = writer.stamp();
-  auto newer = writer.stamp();
-  REQUIRE_FALSE(writer.write(dir.path(), row(2), newer));
-  REQUIRE_FALSE(writer.write(dir.path(), row(1), older));
-  auto back = store::read_run_row(dir.path());
-  REQUIRE(back);
-  CHECK(back->at("revision") == 2);
+TEST_CASE("run recovery: a run a crash interrupted fences its session") {
+  test::temp_dir root;
+  catalog_snapshot snap;
+  snap.runs_imported = true;
+  snap.runs.push_back(store::record_of(row("r1", "running")));
+  snap.runs.push_back(store::record_of(row("r2", "completed", true)));
+  metadata_write changes;
+  auto fenced = store::recover_runs(snap, root.path(), changes);
+  REQUIRE(fenced);
+  auto& ids = (*fenced)[{"a", "s"}];
+  CHECK(ids == std::vector<std::string>{"r1", "r2"});
+  // Only the interrupted run is rewritten; the other already fenced.
+  REQUIRE(changes.put_runs.size() == 1);
+  auto& rec = changes.put_runs[0];
+  CHECK(rec.run_id == "r1");
+  CHECK(rec.state == "interrupted");
+  CHECK(rec.fences);
+  auto r = parsed(rec);
+  CHECK(r.at("state") == "interrupted");
+  CHECK(r.at("session_fenced") == true);
+  CHECK(r.at("processes").at("7").at("alive").is_null());
+  CHECK_FALSE(changes.mark_runs_imported);
 }
 
-TEST_CASE("run rows: concurrent writers leave the newest whole row") {
-  test::temp_dir dir;
-  store::run_row_writer writer;
-  std::vector<uint64_t> stamps;
-  for (int i = 0; i < 200; ++i)
-    stamps.push_back(writer.stamp());
-  // Writers finish in any order, as a queued save and the write at
-  // shutdown do.
-  std::shuffle(stamps.begin(), stamps.end(), std::mt19937{42});
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t)
-    threads.emplace_back([&, t] {
-      for (size_t i = t; i < stamps.size(); i += 4)
-        CHECK_FALSE(writer.write(dir.path(), row(stamps[i]), stamps[i]));
-    });
-  for (auto& t : threads)
-    t.join();
-  auto back = store::read_run_row(dir.path());
-  REQUIRE(back);
-  CHECK(back->at("revision") == 200);
-  CHECK(back->at("state") == "stopped");
+TEST_CASE("run recovery: state.json rows are imported once") {
+  test::temp_dir root;
+  save_state_file(root.path(), row("old1", "completed"));
+  save_state_file(root.path(), row("old2", "starting", false, "t"));
+  test::write_file(root / "torn", "");
+  ::mkdir((root / "torn2").c_str(), 0700);
+  test::write_file(root / "torn2/state.json", "{\"run_id\":");
+  catalog_snapshot snap;
+  metadata_write changes;
+  auto fenced = store::recover_runs(snap, root.path(), changes);
+  REQUIRE(fenced);
+  CHECK(changes.mark_runs_imported);
+  REQUIRE(changes.put_runs.size() == 2);
+  // The one that was starting when the old daemon died now fences.
+  CHECK((*fenced)[{"a", "t"}] == std::vector<std::string>{"old2"});
+  CHECK(fenced->count({"a", "s"}) == 0);
+  for (const auto& rec : changes.put_runs)
+    CHECK(rec.state == (rec.run_id == "old1" ? "completed" : "interrupted"));
+  // Once imported, the files are not read again.
+  snap.runs_imported = true;
+  metadata_write again;
+  REQUIRE(store::recover_runs(snap, root.path(), again));
+  CHECK(again.put_runs.empty());
 }
 
-TEST_CASE("run rows: a missing row is not_found, a torn one is internal") {
-  test::temp_dir dir;
-  auto missing = store::read_run_row(dir.path());
-  REQUIRE_FALSE(missing);
-  CHECK(code_of(missing.error()) == errc::not_found);
-  REQUIRE_FALSE(store::write_run_row(dir.path(), row(3)));
-  std::filesystem::resize_file(dir.path() + "/state.json", 10);
-  auto torn = store::read_run_row(dir.path());
-  REQUIRE_FALSE(torn);
-  CHECK(code_of(torn.error()) == errc::internal);
+TEST_CASE("run recovery: a record keeps the columns the catalog indexes") {
+  auto rec = store::record_of(row("r9", "stopped", true, "s2"));
+  CHECK(rec.run_id == "r9");
+  CHECK(rec.agent_id == "a");
+  CHECK(rec.session_id == "s2");
+  CHECK(rec.created_ns == 5);
+  CHECK(rec.state == "stopped");
+  CHECK(rec.fences);
+  CHECK(parsed(rec).at("run_id") == "r9");
 }

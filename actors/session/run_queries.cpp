@@ -1,0 +1,219 @@
+// The queries of the SESSION actor's runs facet: process.get, list, output
+// and events, and the live stream's subscription. Runs this actor knows
+// are answered from memory; older ones from the catalog's runs table
+// through METADATA (no thread per query); log slices are read on the
+// session's read lane.
+#include "actors/session/facets.hpp"
+#include "guest/os/fs.hpp"
+#include "messages/utf8.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+namespace allox::session_facets {
+
+namespace {
+
+/// A catalog record's row; an unreadable one is an internal error.
+expected<json::object> parse_row(const run_record& rec) {
+  boost::system::error_code ec;
+  auto v = json::parse(rec.row, ec);
+  if (ec || !v.is_object())
+    return make_error(errc::internal, "unreadable run row " + rec.run_id);
+  return std::move(v.as_object());
+}
+
+/// Calls `next(row)` with a run's row: from memory, or from the catalog
+/// (checked to belong to this session); errors go to `fail`.
+template <class Next>
+void with_row(self_ptr self, const std::string& id, Next next, fail_fn fail) {
+  if (const auto* row = known_row(self, id)) {
+    next(json::object(*row));
+    return;
+  }
+  run_query q;
+  q.run_id = id;
+  auto a = self->state.agent_id();
+  auto s = self->state.session_id();
+  query_runs(
+      self, std::move(q),
+      [next, fail, a, s](run_page& page) mutable {
+        if (page.runs.empty())
+          return fail(make_error(errc::not_found, "unknown run"));
+        const auto& rec = page.runs.front();
+        if (rec.agent_id != a || rec.session_id != s)
+          return fail(make_error(errc::invalid_argument,
+                                 "run does not belong to this Agent/Session"));
+        auto row = parse_row(rec);
+        if (!row)
+          return fail(row.error());
+        next(std::move(*row));
+      },
+      fail);
+}
+
+/// Answers a request with f(row) for the run's row.
+template <class F>
+caf::result<json::value> answer_with_row(self_ptr self, const std::string& id,
+                                         F f) {
+  auto rp = self->make_response_promise<json::value>();
+  with_row(
+      self, id,
+      [rp, f](json::object row) mutable { rp.deliver(f(std::move(row))); },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+/// Reads up to `limit` bytes at `offset` of a log into `data`; returns
+/// the log's size (0 when it does not exist).
+int64_t read_slice(const std::string& path, int64_t offset, int64_t limit,
+                   std::string& data) {
+  os::unique_fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (!fd)
+    return 0;
+  struct stat sb {};
+  if (::fstat(fd.get(), &sb) != 0)
+    return 0;
+  if (offset < sb.st_size) {
+    data.resize(static_cast<size_t>(std::min(limit, sb.st_size - offset)));
+    auto n = ::pread(fd.get(), data.data(), data.size(), offset);
+    data.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  }
+  return sb.st_size;
+}
+
+} // namespace
+
+const json::object* known_row(self_ptr self, const std::string& id) {
+  auto& runs = self->state.runs.runs;
+  auto it = runs.find(id);
+  return it == runs.end() ? nullptr : &it->second.row;
+}
+
+caf::result<json::value> handle_process_get(self_ptr self,
+                                            const cmd::process_get& c) {
+  if (!self->state.runs.config)
+    return no_execution();
+  if (const auto* row = known_row(self, c.run_id))
+    return json_reply(*row);
+  return answer_with_row(self, c.run_id,
+                         [](json::object row) { return json::value(row); });
+}
+
+// The catalog holds every row this actor wrote (METADATA answers after
+// committing what was queued before the question), so a page is one
+// indexed query, whatever the length of the history.
+caf::result<json::value> handle_process_list(self_ptr self,
+                                             const cmd::process_list& c) {
+  auto& st = self->state;
+  if (!st.runs.config)
+    return no_execution();
+  run_query q;
+  q.agent_id = st.agent_id();
+  q.session_id = st.session_id();
+  q.after = c.cursor;
+  q.limit = c.limit;
+  auto rp = self->make_response_promise<json::value>();
+  auto paged = c.limit > 0;
+  query_runs(
+      self, std::move(q),
+      [self, rp, paged](run_page& page) mutable {
+        json::array rows;
+        for (const auto& rec : page.runs) {
+          auto row = parse_row(rec);
+          if (!row)
+            continue;
+          row->erase("processes");
+          rows.emplace_back(std::move(*row));
+        }
+        if (!paged) {
+          rp.deliver(json::value(std::move(rows)));
+          return;
+        }
+        json::value next = nullptr;
+        if (!page.runs.empty())
+          next = page.runs.back().run_id;
+        rp.deliver(json::value(
+            json::object{{"agent_id", self->state.agent_id()},
+                         {"session_id", self->state.session_id()},
+                         {"runs", std::move(rows)},
+                         {"has_more", page.has_more},
+                         {"next_cursor", std::move(next)}}));
+      },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+// A live stream reads the run's logs itself (on the HTTP loop, when
+// inotify says they grew); the session only tells it the run's state
+// changes, so an idle stream costs nothing here.
+caf::result<json::value>
+handle_process_subscribe(self_ptr self, const cmd::process_subscribe& c) {
+  auto& st = self->state;
+  if (!st.runs.config)
+    return no_execution();
+  auto dir = run_dir(*st.runs.config, c.run_id);
+  if (auto it = st.runs.runs.find(c.run_id); it != st.runs.runs.end()) {
+    if (it->second.active && c.sink)
+      it->second.sinks.push_back(c.sink);
+    return json_reply(json::object{{"row", it->second.row}, {"dir", dir}});
+  }
+  return answer_with_row(self, c.run_id, [dir](json::object row) {
+    return json::value(json::object{{"row", std::move(row)}, {"dir", dir}});
+  });
+}
+
+/// Process events need the eBPF tracker: runs carry none yet.
+caf::result<json::value> handle_process_events(self_ptr self,
+                                               const cmd::process_events& c) {
+  if (!self->state.runs.config)
+    return no_execution();
+  json::value state = nullptr;
+  if (const auto* row = known_row(self, c.run_id))
+    state = row->at("state");
+  return json_reply(json::object{{"events", json::array{}},
+                                 {"next_after", c.after},
+                                 {"state", std::move(state)}});
+}
+
+caf::result<json::value> handle_process_output(self_ptr self,
+                                               const cmd::process_output& c) {
+  auto& st = self->state;
+  if (!st.runs.config)
+    return no_execution();
+  auto path = run_dir(*st.runs.config, c.run_id) + "/" + c.stream + ".log";
+  auto rp = self->make_response_promise<json::value>();
+  with_row(
+      self, c.run_id,
+      [self, rp, path, c](json::object row) mutable {
+        auto state = row.at("state");
+        read_step(
+            self,
+            [path, c, state]() -> expected<json::value> {
+              std::string data;
+              auto size = read_slice(path, c.offset, c.limit, data);
+              auto next = c.offset + static_cast<int64_t>(data.size());
+              bool finished = state != "starting" && state != "running";
+              return json::value(
+                  json::object{{"run_id", c.run_id},
+                               {"stream", c.stream},
+                               {"offset", c.offset},
+                               {"next_offset", next},
+                               {"size", size},
+                               {"data", valid_utf8(data)},
+                               {"eof", finished && next >= size},
+                               {"state", state}});
+            },
+            [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+            [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+      },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+} // namespace allox::session_facets

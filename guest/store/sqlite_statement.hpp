@@ -1,0 +1,60 @@
+// A prepared SQLite statement as an RAII handle, and the catalog's error
+// for a failed SQLite call. Internal to guest/store/ (the catalog).
+#pragma once
+
+#include "messages/errors.hpp"
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <string>
+
+namespace allox::store {
+
+class statement {
+public:
+  /// Prepares `sql`; check with operator bool.
+  statement(sqlite3* db, const char* sql) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      stmt_ = nullptr;
+  }
+  statement(const statement&) = delete;
+  statement& operator=(const statement&) = delete;
+  ~statement() { sqlite3_finalize(stmt_); }
+  explicit operator bool() const { return stmt_ != nullptr; }
+  sqlite3_stmt* get() const { return stmt_; }
+
+  void bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()),
+                      SQLITE_TRANSIENT);
+  }
+  /// Binds NULL for an empty string.
+  void bind_nullable(int i, const std::string& s) {
+    if (s.empty())
+      sqlite3_bind_null(stmt_, i);
+    else
+      bind(i, s);
+  }
+  void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  int step() { return sqlite3_step(stmt_); }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  std::string text(int col) const {
+    auto* p = sqlite3_column_text(stmt_, col);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+  int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+
+private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+/// An `internal` error naming what failed and SQLite's message.
+inline caf::error db_error(sqlite3* db, const std::string& what) {
+  return make_error(errc::internal,
+                    "metadata database: " + what + ": " + sqlite3_errmsg(db));
+}
+
+} // namespace allox::store
