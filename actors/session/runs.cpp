@@ -318,6 +318,13 @@ void on_run_finished(self_ptr self, const run_finished& e) {
     // keeps the session fenced.
     st.leases.erase("run:" + id);
     os::remove_group(group);
+    // Several runs: their parent groups go with the last of them.
+    auto session_group = st.runs.config->cgroups.session_group(
+        st.agent_id(), st.session_id());
+    if (group != session_group && st.runs.active.empty()) {
+      os::remove_group(session_group + "/runs");
+      os::remove_group(session_group);
+    }
   }
   // A run that failed to start: the failed row tells what happened.
   for (auto& rp : run.waiting_start)

@@ -2,6 +2,7 @@
 // session's cgroup v2 group (the prototype's sandbox and kernel tests
 // without eBPF).
 #include "tests/fixtures/daemon.hpp"
+#include "tests/fixtures/runs.hpp"
 #include "tests/fixtures/session_files.hpp"
 #include "tests/fixtures/wait.hpp"
 
@@ -18,47 +19,6 @@
 using namespace allox;
 using namespace allox::test;
 
-namespace {
-
-json::object start(http_client& c, const std::string& a, const std::string& s,
-                   json::array argv, json::object extra = {}) {
-  return expect_ok(
-      c.rpc("process.start",
-            with(with(ids(a, s), {{"argv", std::move(argv)}}), extra)));
-}
-
-json::object sh(http_client& c, const std::string& a, const std::string& s,
-                const std::string& script, json::object extra = {}) {
-  return start(c, a, s, json::array{"sh", "-c", script}, std::move(extra));
-}
-
-std::string run_id(const json::object& row) {
-  return std::string{row.at("run_id").as_string()};
-}
-
-/// Polls process.get until the run has finished.
-json::object wait_done(http_client& c, const std::string& a,
-                       const std::string& s, const std::string& id) {
-  for (int i = 0; i < 1000; ++i) {
-    auto row =
-        expect_ok(c.rpc("process.get", with(ids(a, s), {{"run_id", id}})));
-    auto state = row.at("state");
-    if (state != "starting" && state != "running")
-      return row;
-    std::this_thread::sleep_for(std::chrono::milliseconds{10});
-  }
-  FAIL("run did not finish: " << id);
-  return {};
-}
-
-std::string output(http_client& c, const std::string& a, const std::string& s,
-                   const std::string& id, const char* stream = "stdout") {
-  auto r = expect_ok(c.rpc(
-      "process.output", with(ids(a, s), {{"run_id", id}, {"stream", stream}})));
-  return std::string{r.at("data").as_string()};
-}
-
-} // namespace
 
 TEST_CASE("process: disabled without an audit root") {
   daemon_process d;
