@@ -1,0 +1,274 @@
+// The SESSION actor's facets under CAF's deterministic scheduler, with a
+// fake METADATA: what each handler answers and what it asks the catalog to
+// write or read, without a store, a cgroup or root. (The real kernel paths
+// are in tests/integration/.)
+#include "actors/session/session.hpp"
+
+#include "tests/fixtures/deterministic.hpp"
+
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+using namespace allox;
+
+namespace {
+
+/// What the fake METADATA saw, and the page it answers run queries with.
+struct catalog_log {
+  std::vector<metadata_write> writes;
+  std::vector<run_query> queries;
+  run_page page;
+  /// When set, every write fails with it.
+  caf::error fail_writes;
+};
+
+using catalog_ptr = std::shared_ptr<catalog_log>;
+
+/// A METADATA that commits nothing: it records writes and queries.
+metadata_actor::behavior_type fake_metadata(catalog_ptr log) {
+  return {
+      [](atom::load) -> caf::result<catalog_snapshot> {
+        return catalog_snapshot{};
+      },
+      [](atom::load, const std::string&,
+         const std::string&) -> caf::result<catalog_snapshot> {
+        return catalog_snapshot{};
+      },
+      [log](atom::write, metadata_write& w) -> caf::result<caf::ok_atom> {
+        log->writes.push_back(w);
+        if (log->fail_writes)
+          return log->fail_writes;
+        return caf::ok_atom_v;
+      },
+      [](atom::flush) {},
+      [](atom::audit, const audit_query&) -> caf::result<json::value> {
+        return json::value(json::object{});
+      },
+      [log](atom::runs, const run_query& q) -> caf::result<run_page> {
+        log->queries.push_back(q);
+        return log->page;
+      },
+      [](atom::dump) -> json::value { return json::object{}; },
+  };
+}
+
+checkpoint_row checkpoint(const std::string& id, const std::string& parent) {
+  checkpoint_row c;
+  c.agent_id = "a";
+  c.session_id = "s";
+  c.checkpoint_id = id;
+  c.created_at_ns = id == "c1" ? 1 : 2;
+  c.origin = "test";
+  c.parent_id = parent;
+  return c;
+}
+
+run_record earlier_run(const std::string& id, const std::string& session) {
+  json::object row{{"run_id", id},
+                   {"agent_id", "a"},
+                   {"session_id", session},
+                   {"state", "completed"},
+                   {"processes", json::object{}}};
+  return {id, "a", session, 7, "completed", false, json::serialize(row)};
+}
+
+/// One session actor (a/s, two checkpoints, head c2) over a fake METADATA.
+struct session_fixture : test::deterministic {
+  catalog_ptr catalog = std::make_shared<catalog_log>();
+  metadata_actor metadata = sys.spawn(fake_metadata, catalog);
+  session_actor actor;
+
+  void spawn_session(std::vector<std::string> interrupted = {},
+                     bool execution = true) {
+    session_init init;
+    init.row = session_row{"a", "s", 1, false, "c2", {}};
+    init.checkpoints = {checkpoint("c1", ""), checkpoint("c2", "c1")};
+    init.paths = store::layout{"/nonexistent-store"};
+    init.metadata = metadata;
+    if (execution) {
+      auto exec = std::make_shared<exec_config>();
+      exec->audit_root = "/nonexistent-runs";
+      init.exec = exec;
+    }
+    init.interrupted_runs = std::move(interrupted);
+    actor = sys.spawn(session, std::move(init));
+    sched.run();
+  }
+
+  ~session_fixture() {
+    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(metadata, caf::exit_reason::user_shutdown);
+    sched.run();
+  }
+
+  /// Sends `c` to the session and runs everything it causes; the reply
+  /// or the error.
+  template <class Reply = json::value, class Command>
+  std::pair<std::optional<Reply>, caf::error> ask(Command c) {
+    auto out = std::make_shared<std::pair<std::optional<Reply>, caf::error>>();
+    auto target = actor;
+    sys.spawn([out, target, c](caf::event_based_actor* self) {
+      self->request(target, caf::infinite, c)
+          .then([out](Reply& r) { out->first = std::move(r); },
+                [out](caf::error& e) { out->second = std::move(e); });
+    });
+    sched.run();
+    return *out;
+  }
+};
+
+session_ref ref() {
+  return {"a", "s"};
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(session_fixture,
+                  "session facets: checkpoint.list and describe answer from "
+                  "the DAG without a catalog round trip") {
+  spawn_session();
+  auto list = ask(cmd::checkpoint_list{ref(), "", 0});
+  REQUIRE(list.first);
+  CHECK(list.first->at("head") == "c2");
+  CHECK(list.first->at("checkpoint_ids") == json::array{"c1", "c2"});
+  auto page = ask(cmd::checkpoint_list{ref(), "", 1});
+  REQUIRE(page.first);
+  CHECK(page.first->at("has_more") == true);
+  CHECK(page.first->at("next_cursor") == "c1");
+  auto one = ask(cmd::checkpoint_describe{ref(), "c1"});
+  REQUIRE(one.first);
+  CHECK(one.first->at("is_head") == false);
+  auto missing = ask(cmd::checkpoint_describe{ref(), "zz"});
+  CHECK(code_of(missing.second) == errc::not_found);
+  CHECK(catalog->writes.empty());
+  CHECK(catalog->queries.empty());
+}
+
+TEST_CASE_FIXTURE(session_fixture,
+                  "session facets: process.list is one catalog page, shaped "
+                  "as asked") {
+  spawn_session();
+  catalog->page.runs = {earlier_run("r1", "s"), earlier_run("r2", "s")};
+  catalog->page.has_more = true;
+  cmd::process_list paged{ref(), 2, "r0"};
+  auto page = ask(paged);
+  REQUIRE(page.first);
+  REQUIRE(catalog->queries.size() == 1);
+  auto& q = catalog->queries[0];
+  CHECK(q.agent_id == "a");
+  CHECK(q.session_id == "s");
+  CHECK(q.after == "r0");
+  CHECK(q.limit == 2);
+  auto& o = page.first->as_object();
+  CHECK(o.at("has_more") == true);
+  CHECK(o.at("next_cursor") == "r2");
+  REQUIRE(o.at("runs").as_array().size() == 2);
+  CHECK_FALSE(o.at("runs").as_array()[0].as_object().contains("processes"));
+  // Unpaged: the prototype's bare array.
+  auto all = ask(cmd::process_list{ref(), 0, ""});
+  REQUIRE(all.first);
+  CHECK(all.first->as_array().size() == 2);
+}
+
+TEST_CASE_FIXTURE(session_fixture,
+                  "session facets: an earlier run comes from the catalog, "
+                  "and another session's run is refused") {
+  spawn_session();
+  catalog->page.runs = {earlier_run("r1", "s")};
+  auto mine = ask(cmd::process_get{ref(), "r1"});
+  REQUIRE(mine.first);
+  CHECK(mine.first->at("state") == "completed");
+  catalog->page.runs = {earlier_run("r2", "other")};
+  auto theirs = ask(cmd::process_get{ref(), "r2"});
+  CHECK(code_of(theirs.second) == errc::invalid_argument);
+  catalog->page.runs.clear();
+  auto unknown = ask(cmd::process_get{ref(), "r3"});
+  CHECK(code_of(unknown.second) == errc::not_found);
+  // process.wait of a run this actor never ran answers like process.get.
+  catalog->page.runs = {earlier_run("r1", "s")};
+  auto waited = ask(cmd::process_wait{ref(), "r1", 1000});
+  REQUIRE(waited.first);
+  CHECK(waited.first->at("run_id") == "r1");
+}
+
+TEST_CASE_FIXTURE(session_fixture,
+                  "session facets: one execution lease at a time") {
+  spawn_session();
+  auto lease = ask<lease_granted>(cmd::execution_acquire{ref()});
+  REQUIRE(lease.first);
+  CHECK_FALSE(lease.first->lease_token.empty());
+  auto second = ask<lease_granted>(cmd::execution_acquire{ref()});
+  CHECK(code_of(second.second) == errc::conflict);
+  // A lease blocks mutations and runs.
+  auto start = ask(cmd::process_start{ref(), {"true"}, {}, 1});
+  CHECK(code_of(start.second) == errc::conflict);
+  auto released =
+      ask(cmd::execution_release{ref(), lease.first->lease_token});
+  REQUIRE(released.first);
+  CHECK(released.first->at("released") == true);
+  auto again = ask<lease_granted>(cmd::execution_acquire{ref()});
+  CHECK(again.first);
+}
+
+TEST_CASE_FIXTURE(session_fixture,
+                  "session facets: interrupted runs fence a restarted actor "
+                  "until session.unfence releases them in the catalog") {
+  spawn_session({"r-old"}, false);
+  auto blocked = ask(cmd::checkpoint_delete{ref(), "c1", false, ""});
+  CHECK(code_of(blocked.second) == errc::conflict);
+  auto lease = ask<lease_granted>(cmd::execution_acquire{ref()});
+  CHECK(code_of(lease.second) == errc::conflict);
+  auto unfenced = ask(cmd::session_unfence{ref(), "test"});
+  REQUIRE(unfenced.first);
+  CHECK(unfenced.first->at("cleared").at("interrupted_runs") ==
+        json::array{"r-old"});
+  REQUIRE(catalog->writes.size() == 1);
+  CHECK(catalog->writes[0].release_runs == std::vector<std::string>{"r-old"});
+  REQUIRE(catalog->writes[0].audit.size() == 1);
+  CHECK(catalog->writes[0].audit[0].op == "session.unfence");
+  auto lease_now = ask<lease_granted>(cmd::execution_acquire{ref()});
+  CHECK(lease_now.first);
+}
+
+TEST_CASE_FIXTURE(session_fixture,
+                  "session facets: session.configure persists settings and "
+                  "refuses bad limits") {
+  spawn_session();
+  cmd::session_configure c;
+  c.session = ref();
+  c.network = "isolated";
+  c.max_runs = 4;
+  auto r = ask(c);
+  REQUIRE(r.first);
+  CHECK(r.first->at("network") == "isolated");
+  CHECK(r.first->at("max_runs") == 4);
+  REQUIRE(catalog->writes.size() == 1);
+  REQUIRE(catalog->writes[0].set_exec_settings.size() == 1);
+  auto saved =
+      json::parse(catalog->writes[0].set_exec_settings[0].head).as_object();
+  CHECK(saved.at("max_runs") == 4);
+  cmd::session_configure bad;
+  bad.session = ref();
+  bad.has_limits = true;
+  bad.limits.push_back({"memory.high", "1", false});
+  auto refused = ask(bad);
+  CHECK(code_of(refused.second) == errc::invalid_argument);
+  // A failed commit changes nothing.
+  catalog->fail_writes = make_error(errc::internal, "disk full");
+  cmd::session_configure lost;
+  lost.session = ref();
+  lost.network = "inherit";
+  auto failed = ask(lost);
+  CHECK(code_of(failed.second) == errc::internal);
+  cmd::session_configure none;
+  none.session = ref();
+  catalog->fail_writes = caf::none;
+  auto now = ask(none);
+  REQUIRE(now.first);
+  CHECK(now.first->at("network") == "isolated");
+}
