@@ -5,6 +5,10 @@
 
 #include <doctest/doctest.h>
 
+#include <signal.h>
+
+#include <algorithm>
+
 using namespace allox;
 using namespace allox::test;
 
@@ -96,4 +100,28 @@ TEST_CASE("context: failures are one line with documented exit codes") {
   CHECK(gone.run({"agent", "create"}).code == 2);
   CHECK(gone.run({"no-such-command"}).code == 2);
   CHECK(gone.run({"--url", "https://x", "agent", "list"}).code == 3);
+}
+
+TEST_CASE("context: checkpoint watch prints changes until Ctrl-C") {
+  daemon_process d;
+  d.start();
+  ctl c{"http://127.0.0.1:" + std::to_string(d.port())};
+  REQUIRE(c.run({"session", "create", "--agent", "a", "s"}).code == 0);
+  REQUIRE(c.run({"use", "a/s"}).code == 0);
+  REQUIRE(c.run({"checkpoint", "create", "c1"}).code == 0);
+  ctl w{"http://127.0.0.1:" + std::to_string(d.port())};
+  w.start({"-o", "json", "--agent", "a", "--session", "s", "checkpoint",
+           "watch", "--interval", "0.1"});
+  CHECK(w.read_until(R"("event":"head")", std::chrono::seconds{10})
+            .find(R"({"event":"exists","checkpoint_id":"c1")") !=
+        std::string::npos);
+  REQUIRE(c.run({"checkpoint", "create", "c2", "-m", "next"}).code == 0);
+  auto seen =
+      w.read_until(R"("checkpoint_id":"c2"})", std::chrono::seconds{10});
+  CHECK(seen.find(R"({"event":"created","checkpoint_id":"c2","parent_id":"c1",)"
+                  R"("message":"next","pinned":false})") != std::string::npos);
+  w.signal(SIGINT);
+  auto r = w.finish(std::chrono::seconds{10});
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
 }
