@@ -11,6 +11,8 @@ packages=(
   libcaf-dev libuv1-dev libboost-json1.81-dev libboost-url1.81-dev
   libboost1.81-dev
   libbtrfsutil-dev libsqlite3-dev libcli11-dev doctest-dev
+  # alloxctl configuration (TOML)
+  libcpptoml-dev
   # kernel-facing runtime tools
   btrfs-progs bubblewrap util-linux mount e2fsprogs procps
   # eBPF toolchain (tracker)

@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 "$here/scripts/install-deps.sh"
 cmake --preset release -S "$here" >/dev/null
 cmake --build --preset release --target allox-workspace-daemon \
-  allox-sandbox-init
+  allox-sandbox-init alloxctl
 
 state=${ALLOX_STATE_DIR:-/var/lib/allox}
 listen=${ALLOX_LISTEN:-127.0.0.1:8092}
@@ -26,6 +26,10 @@ Starting allox-workspace-daemon on $listen, store $state/workspaces
   curl -s -X POST http://$listen/v1/rpc \
     -d '{"action":"process.start","params":{"agent_id":"agent-1","session_id":"s1","argv":["sh","-c","echo hello"]}}'
   curl -s -X POST http://$listen/v1/rpc -d '{"action":"system.dump"}'
+
+or with the command line (docs/cli.md):
+
+  $here/build/release/cli/alloxctl --url http://$listen dump
 
 MSG
 exec "$here/build/release/guest/allox-workspace-daemon" \

@@ -1,0 +1,457 @@
+// Checkpoint commands beyond one call (list --graph, watch, restore), file
+// transfers and metrics.
+#include "cli/commands.hpp"
+
+#include <CLI/CLI.hpp>
+#include <boost/beast/core/detail/base64.hpp>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+namespace allox::ctl {
+
+namespace {
+
+namespace b64 = boost::beast::detail::base64;
+
+// -- checkpoint list, watch, restore ------------------------------------------
+
+struct list_args {
+  bool graph = false;
+  int64_t limit = 0;
+  std::string cursor;
+};
+
+int list_command(app_state& st, const list_args& a) {
+  auto params = st.session_params();
+  if (!params)
+    return report(params.error());
+  auto daemon = st.daemon();
+  if (!daemon)
+    return report(daemon.error());
+  if (a.limit > 0)
+    (*params)["limit"] = a.limit;
+  if (!a.cursor.empty())
+    (*params)["cursor"] = a.cursor;
+  auto r = (*daemon)->rpc("checkpoint.list", *params);
+  if (!r)
+    return report(r.error());
+  print_result(*st.out, st.st, *r, [&] {
+    (a.graph ? view_checkpoint_graph : view_checkpoint_list)(*r, *st.out,
+                                                             st.st);
+  });
+  return exit_ok;
+}
+
+/// One change seen by watch, printed in the chosen format as it happens:
+/// JSON lines, YAML documents, or a line of text.
+void emit(app_state& st, const std::string& event, const json::object& what) {
+  json::object o{{"event", event}};
+  for (const auto& kv : what)
+    o[kv.key()] = kv.value();
+  auto& out = *st.out;
+  switch (st.st.format) {
+  case output_format::json:
+    out << json::serialize(o) << "\n";
+    break;
+  case output_format::yaml:
+    out << "---\n" << to_yaml(o);
+    break;
+  case output_format::table: {
+    std::string line = st.st.bold(event);
+    for (const auto& kv : what)
+      if (!kv.value().is_object())
+        line += "  " + std::string{kv.key()} + "=" + cell(kv.value());
+    out << line << "\n";
+  }
+  }
+  out.flush();
+}
+
+/// Lists the session's checkpoints every interval and prints what changed:
+/// created, deleted, head moved. Foreground; Ctrl-C ends it (exit 0).
+int watch_command(app_state& st, double interval) {
+  auto params = st.session_params();
+  if (!params)
+    return report(params.error());
+  auto daemon = st.daemon();
+  if (!daemon)
+    return report(daemon.error());
+  if (interval <= 0)
+    return report(usage_error("--interval must be positive"));
+  catch_interrupts();
+  std::map<std::string, json::object> known;
+  std::string head;
+  bool first = true;
+  while (interrupted == 0) {
+    auto r = (*daemon)->rpc("checkpoint.list", *params);
+    if (!r)
+      return report(r.error());
+    const auto& o = r->as_object();
+    std::map<std::string, json::object> now;
+    for (const auto& rec : o.at("checkpoints").as_array()) {
+      const auto& c = rec.as_object();
+      now[cell(c.at("checkpoint_id"))] = c;
+    }
+    for (const auto& [id, rec] : now)
+      if (known.count(id) == 0)
+        emit(st, first ? "exists" : "created",
+             json::object{{"checkpoint_id", id},
+                          {"parent_id", rec.at("parent_id")},
+                          {"message", rec.at("message")},
+                          {"pinned", rec.at("pinned")}});
+    for (const auto& [id, rec] : known)
+      if (now.count(id) == 0)
+        emit(st, "deleted", json::object{{"checkpoint_id", id}});
+    auto new_head = cell(o.at("head"));
+    if (new_head != head && !(first && new_head == "-"))
+      emit(st, "head", json::object{{"checkpoint_id", o.at("head")}});
+    head = new_head;
+    known = std::move(now);
+    first = false;
+    auto until = std::chrono::steady_clock::now() +
+                 std::chrono::duration<double>(interval);
+    while (interrupted == 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+  return exit_ok;
+}
+
+struct restore_args {
+  std::string checkpoint;
+  std::string new_session;
+};
+
+/// Forks the session at a checkpoint into a new session and makes it the
+/// current context.
+int restore_command(app_state& st, const restore_args& a) {
+  auto params = st.session_params();
+  if (!params)
+    return report(params.error());
+  auto daemon = st.daemon();
+  if (!daemon)
+    return report(daemon.error());
+  (*params)["checkpoint_id"] = a.checkpoint;
+  (*params)["new_session_id"] = a.new_session;
+  json::value r;
+  {
+    progress p{st.st};
+    p.update("forking " + cell(params->at("session_id")) + " at " +
+             a.checkpoint + " ...");
+    auto forked = (*daemon)->rpc("session.fork", *params);
+    if (!forked)
+      return report(forked.error());
+    r = std::move(*forked);
+  }
+  auto& profile = st.file.profiles[st.cfg.profile.value];
+  profile["agent"] = cell(params->at("agent_id"));
+  profile["session"] = a.new_session;
+  if (auto saved = save_config(st.file); !saved)
+    return report(saved.error());
+  print_result(*st.out, st.st, r, [&] {
+    view_generic(r, *st.out, st.st);
+    *st.out << "context: " << cell(params->at("agent_id")) << "/"
+            << a.new_session << "\n";
+  });
+  return exit_ok;
+}
+
+// -- files
+// ---------------------------------------------------------------------
+
+/// Regular files under `local` (itself, or with `recursive` everything
+/// below it), as (local path, path relative to `local`).
+result<std::vector<std::pair<std::string, std::string>>>
+local_files(const std::string& local, bool recursive) {
+  std::vector<std::pair<std::string, std::string>> out;
+  struct stat s {};
+  if (::stat(local.c_str(), &s) != 0)
+    return usage_error("cannot read " + local);
+  if (!S_ISDIR(s.st_mode)) {
+    out.emplace_back(local, "");
+    return out;
+  }
+  if (!recursive)
+    return usage_error(local + " is a directory: use --recursive");
+  std::vector<std::string> todo{""};
+  while (!todo.empty()) {
+    auto rel = todo.back();
+    todo.pop_back();
+    auto dir = rel.empty() ? local : local + "/" + rel;
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr)
+      return usage_error("cannot read " + dir);
+    while (auto* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..")
+        continue;
+      auto child = rel.empty() ? name : rel + "/" + name;
+      struct stat cs {};
+      if (::lstat((local + "/" + child).c_str(), &cs) != 0)
+        continue;
+      if (S_ISDIR(cs.st_mode))
+        todo.push_back(child);
+      else if (S_ISREG(cs.st_mode))
+        out.emplace_back(local + "/" + child, child);
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+std::string encode(const std::string& bytes) {
+  std::string out(b64::encoded_size(bytes.size()), '\0');
+  out.resize(b64::encode(out.data(), bytes.data(), bytes.size()));
+  return out;
+}
+
+std::string decode(const std::string& text) {
+  std::string out(b64::decoded_size(text.size()), '\0');
+  out.resize(b64::decode(out.data(), text.data(), text.size()).first);
+  return out;
+}
+
+struct transfer_args {
+  std::string from;
+  std::string to;
+  bool recursive = false;
+};
+
+int upload_command(app_state& st, const transfer_args& a) {
+  auto params = st.session_params();
+  if (!params)
+    return report(params.error());
+  auto daemon = st.daemon();
+  if (!daemon)
+    return report(daemon.error());
+  auto files = local_files(a.from, a.recursive);
+  if (!files)
+    return report(files.error());
+  auto base = a.to.empty() ? a.from.substr(a.from.rfind('/') + 1) : a.to;
+  json::array written;
+  progress p{st.st};
+  for (size_t i = 0; i < files->size(); ++i) {
+    const auto& [local, rel] = (*files)[i];
+    auto remote = rel.empty() ? base : base + "/" + rel;
+    p.update("uploading " + std::to_string(i + 1) + "/" +
+             std::to_string(files->size()) + " " + remote);
+    std::ifstream in{local, std::ios::binary};
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    json::object call = *params;
+    call["path"] = remote;
+    call["data"] = encode(bytes.str());
+    call["encoding"] = "base64";
+    if (auto r = (*daemon)->rpc("file.write", call); !r)
+      return report(r.error());
+    written.emplace_back(remote);
+  }
+  p.clear();
+  json::object result{{"uploaded", std::move(written)}};
+  print_result(*st.out, st.st, result,
+               [&] { view_generic(result, *st.out, st.st); });
+  return exit_ok;
+}
+
+int download_command(app_state& st, const transfer_args& a) {
+  auto params = st.session_params();
+  if (!params)
+    return report(params.error());
+  auto daemon = st.daemon();
+  if (!daemon)
+    return report(daemon.error());
+  std::vector<std::string> remote{a.from};
+  if (a.recursive) {
+    json::object call = *params;
+    call["path"] = a.from;
+    call["recursive"] = true;
+    auto listing = (*daemon)->rpc("file.list", call);
+    if (!listing)
+      return report(listing.error());
+    remote.clear();
+    for (const auto& e : listing->at("entries").as_array())
+      if (cell(e.at("type")) == "file")
+        remote.push_back(cell(e.at("path")));
+  }
+  auto base = a.to.empty() ? a.from.substr(a.from.rfind('/') + 1) : a.to;
+  json::array saved;
+  progress p{st.st};
+  for (size_t i = 0; i < remote.size(); ++i) {
+    p.update("downloading " + std::to_string(i + 1) + "/" +
+             std::to_string(remote.size()) + " " + remote[i]);
+    json::object call = *params;
+    call["path"] = remote[i];
+    call["encoding"] = "base64";
+    auto r = (*daemon)->rpc("file.read", call);
+    if (!r)
+      return report(r.error());
+    auto local = remote.size() == 1 && !a.recursive
+                     ? base
+                     : base + "/" + remote[i].substr(a.from.size());
+    std::ofstream{local, std::ios::binary} << decode(cell(r->at("data")));
+    saved.emplace_back(local);
+  }
+  p.clear();
+  json::object result{{"downloaded", std::move(saved)}};
+  print_result(*st.out, st.st, result,
+               [&] { view_generic(result, *st.out, st.st); });
+  return exit_ok;
+}
+
+// -- dump and metrics
+// ---------------------------------------------------------------------
+
+/// Sorts every `children` array by kind and ids: the daemon lists
+/// children in the order their answers arrived, which varies.
+void sort_tree(json::value& node) {
+  if (!node.is_object())
+    return;
+  auto* kids = node.get_object().if_contains("children");
+  if (kids == nullptr || !kids->is_array())
+    return;
+  auto& a = kids->get_array();
+  for (auto& k : a)
+    sort_tree(k);
+  auto key = [](const json::value& v) {
+    if (!v.is_object())
+      return std::string{};
+    std::string k;
+    for (const char* f : {"kind", "agent_id", "session_id"})
+      if (auto* x = v.get_object().if_contains(f); x && x->is_string())
+        k += std::string{x->get_string()} + '\x01';
+    return k;
+  };
+  std::stable_sort(a.begin(), a.end(),
+                   [&](const json::value& l, const json::value& r) {
+                     return key(l) < key(r);
+                   });
+}
+
+int dump_command(app_state& st) {
+  auto daemon = st.daemon();
+  if (!daemon)
+    return report(daemon.error());
+  auto r = (*daemon)->rpc("system.dump");
+  if (!r)
+    return report(r.error());
+  if (auto* tree =
+          r->is_object() ? r->get_object().if_contains("tree") : nullptr)
+    sort_tree(*tree);
+  print_result(*st.out, st.st, *r, [&] { view_dump(*r, *st.out, st.st); });
+  return exit_ok;
+}
+
+int metrics_command(app_state& st) {
+  auto daemon = st.daemon();
+  if (!daemon)
+    return report(daemon.error());
+  auto r = (*daemon)->get("/metrics");
+  if (!r)
+    return report(r.error());
+  if (r->status == 404)
+    return report(
+        {exit_unsupported, "metrics is not supported by this daemon", {}});
+  if (r->status != 200)
+    return report(daemon_failure("metrics", *r));
+  if (st.st.format == output_format::table)
+    *st.out << r->body;
+  else
+    print_result(*st.out, st.st, json::object{{"metrics", r->body}}, [] {});
+  return exit_ok;
+}
+
+} // namespace
+
+void add_run_commands(CLI::App& app, app_state& st, std::function<int()>* run);
+
+void add_flow_commands(CLI::App& app, app_state& st,
+                       std::function<int()>* run) {
+  add_run_commands(app, st, run);
+
+  static list_args la;
+  auto* l = subcommand(app, {"checkpoint", "list"},
+                       "the session's checkpoints (checkpoint.list)");
+  l->add_flag("--graph", la.graph, "draw the DAG");
+  l->add_option("--limit", la.limit, "page size");
+  l->add_option("--cursor", la.cursor, "continue after this checkpoint");
+  l->callback([&st, run] {
+    *run = [&st] {
+      return list_command(st, la);
+    };
+  });
+
+  static double interval = 2;
+  auto* w = subcommand(app, {"checkpoint", "watch"},
+                       "print checkpoint changes as they happen; Ctrl-C stops");
+  w->add_option("--interval", interval, "seconds between looks (default 2)");
+  w->callback([&st, run] {
+    *run = [&st] {
+      return watch_command(st, interval);
+    };
+  });
+
+  static restore_args ra;
+  auto* r = subcommand(app, {"checkpoint", "restore"},
+                       "fork the session at a checkpoint into a new session "
+                       "and make it current (session.fork)");
+  r->add_option("CHECKPOINT", ra.checkpoint, "the checkpoint")->required();
+  r->add_option("--new-session", ra.new_session, "the new session's id")
+      ->required();
+  r->callback([&st, run] {
+    *run = [&st] {
+      return restore_command(st, ra);
+    };
+  });
+
+  static transfer_args up;
+  auto* u = subcommand(app, {"file", "upload"},
+                       "copy a local file or tree into the workspace "
+                       "(file.write)");
+  u->add_option("LOCAL", up.from, "local file or directory")->required();
+  u->add_option("--path", up.to, "where in the workspace");
+  u->add_flag("-r,--recursive", up.recursive, "a whole directory");
+  u->callback([&st, run] {
+    *run = [&st] {
+      return upload_command(st, up);
+    };
+  });
+
+  static transfer_args down;
+  auto* d = subcommand(app, {"file", "download"},
+                       "copy a file or tree out of the workspace "
+                       "(file.read)");
+  d->add_option("PATH", down.from, "path in the workspace")->required();
+  d->add_option("--to", down.to, "local destination");
+  d->add_flag("-r,--recursive", down.recursive, "a whole directory");
+  d->callback([&st, run] {
+    *run = [&st] {
+      return download_command(st, down);
+    };
+  });
+
+  auto* dump = app.add_subcommand(
+      "dump", "the daemon's actor tree, children sorted (system.dump)");
+  dump->callback([&st, run] {
+    *run = [&st] {
+      return dump_command(st);
+    };
+  });
+
+  auto* m = app.add_subcommand("metrics", "the daemon's metrics (/metrics)");
+  m->callback([&st, run] {
+    *run = [&st] {
+      return metrics_command(st);
+    };
+  });
+}
+
+} // namespace allox::ctl

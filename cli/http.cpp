@@ -1,0 +1,311 @@
+#include "cli/http.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace allox::ctl {
+
+namespace asio = boost::asio;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+
+result<endpoint> parse_url(const std::string& url) {
+  const std::string scheme = "http://";
+  auto bad = [&](const std::string& why) {
+    return failure{
+        exit_unreachable, "invalid daemon URL '" + url + "': " + why, {}};
+  };
+  if (url.rfind(scheme, 0) != 0)
+    return bad("only http:// is supported");
+  auto rest = url.substr(scheme.size());
+  while (!rest.empty() && rest.back() == '/')
+    rest.pop_back();
+  if (rest.find('/') != std::string::npos)
+    return bad("a path is not allowed");
+  endpoint e;
+  e.url = url;
+  e.port = "80";
+  if (!rest.empty() && rest.front() == '[') {
+    auto close = rest.find(']');
+    if (close == std::string::npos)
+      return bad("unclosed '['");
+    e.host = rest.substr(1, close - 1);
+    auto tail = rest.substr(close + 1);
+    if (!tail.empty()) {
+      if (tail.front() != ':')
+        return bad("expected ':' after the host");
+      e.port = tail.substr(1);
+    }
+  } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+    e.host = rest.substr(0, colon);
+    e.port = rest.substr(colon + 1);
+  } else {
+    e.host = rest;
+  }
+  if (e.host.empty())
+    return bad("no host");
+  if (e.port.empty() ||
+      e.port.find_first_not_of("0123456789") != std::string::npos)
+    return bad("the port must be a number");
+  return e;
+}
+
+struct client::impl {
+  asio::io_context io;
+  tcp::socket socket{io};
+  boost::beast::flat_buffer buffer;
+  bool connected = false;
+
+  void close() {
+    boost::system::error_code ec;
+    socket.close(ec);
+    buffer.clear();
+    connected = false;
+  }
+};
+
+client::client(endpoint where, std::string token)
+    : impl_(std::make_unique<impl>()), where_(std::move(where)),
+      token_(std::move(token)) {}
+
+client::~client() = default;
+
+failure client::unreachable(const std::string& why) const {
+  return {exit_unreachable,
+          "cannot reach the daemon at " + where_.url + ": " + why,
+          {}};
+}
+
+namespace {
+
+/// Connects `socket` to the first address of `where` that answers.
+boost::system::error_code connect(tcp::socket& socket, asio::io_context& io,
+                                  const endpoint& where) {
+  tcp::resolver resolver{io};
+  boost::system::error_code ec;
+  auto addresses = resolver.resolve(where.host, where.port, ec);
+  if (!ec)
+    asio::connect(socket, addresses, ec);
+  return ec;
+}
+
+bhttp::request<bhttp::string_body> make_request(const std::string& method,
+                                                const std::string& target,
+                                                const std::string& host,
+                                                const std::string& token) {
+  bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(method), target,
+                                         11};
+  req.set(bhttp::field::host, host);
+  req.set(bhttp::field::user_agent, "alloxctl");
+  if (!token.empty())
+    req.set(bhttp::field::authorization, "Bearer " + token);
+  return req;
+}
+
+} // namespace
+
+result<http_reply> client::send(const std::string& method,
+                                const std::string& target,
+                                const std::string& body) {
+  // A kept-alive connection the daemon closed in the meantime (idle
+  // timeout) fails on first use: reconnect once.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bool reused = impl_->connected;
+    if (!impl_->connected) {
+      if (auto ec = connect(impl_->socket, impl_->io, where_))
+        return unreachable(ec.message());
+      impl_->connected = true;
+    }
+    auto req = make_request(method, target, where_.host, token_);
+    if (!body.empty()) {
+      req.set(bhttp::field::content_type, "application/json");
+      req.body() = body;
+    }
+    req.prepare_payload();
+    boost::system::error_code ec;
+    bhttp::write(impl_->socket, req, ec);
+    bhttp::response_parser<bhttp::string_body> parser;
+    parser.body_limit(256 << 20);
+    if (!ec)
+      bhttp::read(impl_->socket, impl_->buffer, parser, ec);
+    if (ec) {
+      impl_->close();
+      if (reused && attempt == 0)
+        continue;
+      return unreachable(ec.message());
+    }
+    auto res = parser.release();
+    http_reply out;
+    out.status = static_cast<int>(res.result_int());
+    out.body = std::move(res.body());
+    for (const auto& f : res)
+      out.headers[std::string{f.name_string()}] = std::string{f.value()};
+    if (!res.keep_alive())
+      impl_->close();
+    return out;
+  }
+  return unreachable("connection closed");
+}
+
+result<http_reply> client::get(const std::string& target) {
+  return send("GET", target, {});
+}
+
+failure daemon_failure(const std::string& action, const http_reply& reply) {
+  boost::system::error_code ec;
+  auto doc = json::parse(reply.body, ec);
+  const json::object* o = !ec && doc.is_object() ? &doc.as_object() : nullptr;
+  const json::value* error = o ? o->if_contains("error") : nullptr;
+  const json::value* code = o ? o->if_contains("code") : nullptr;
+  if (error == nullptr || !error->is_string())
+    return {exit_unreachable,
+            "unexpected reply to " + action + " (HTTP " +
+                std::to_string(reply.status) + "): not an Allox OS daemon?",
+            {}};
+  failure f{exit_daemon_error, std::string{error->get_string()},
+            code && code->is_string() ? std::string{code->get_string()} : ""};
+  // Every daemon answers an action it does not route with this message
+  // (actors/rpc.cpp); an older daemon lacks newer actions.
+  if (f.code == "invalid_argument" &&
+      f.message.rfind("unknown action: ", 0) == 0) {
+    f.exit = exit_unsupported;
+    f.message = action + " is not supported by this daemon";
+    f.code.clear(); // invalid_argument would blame the caller
+  }
+  return f;
+}
+
+result<json::value> client::rpc(const std::string& action,
+                                const json::object& params) {
+  json::object body{{"action", action}, {"params", params}};
+  auto reply = send("POST", "/v1/rpc", json::serialize(body));
+  if (!reply)
+    return reply.error();
+  boost::system::error_code ec;
+  auto doc = json::parse(reply->body, ec);
+  if (!ec && doc.is_object()) {
+    auto& o = doc.as_object();
+    if (auto* okv = o.if_contains("ok"); okv && *okv == true) {
+      auto* r = o.if_contains("result");
+      return r ? std::move(*r) : json::value{};
+    }
+  }
+  return daemon_failure(action, *reply);
+}
+
+namespace {
+
+/// Splits a buffer of SSE text into events; keeps an incomplete tail.
+template <class F>
+bool drain_events(std::string& pending, F&& on_event) {
+  for (;;) {
+    auto end = pending.find("\n\n");
+    if (end == std::string::npos)
+      return true;
+    std::string block = pending.substr(0, end);
+    pending.erase(0, end + 2);
+    sse_event ev;
+    size_t pos = 0;
+    bool any = false;
+    while (pos <= block.size()) {
+      auto nl = block.find('\n', pos);
+      auto line = block.substr(pos, nl == std::string::npos ? std::string::npos
+                                                            : nl - pos);
+      pos = nl == std::string::npos ? block.size() + 1 : nl + 1;
+      if (line.empty() || line.front() == ':')
+        continue; // a heartbeat comment
+      auto colon = line.find(':');
+      auto field = line.substr(0, colon);
+      std::string value;
+      if (colon != std::string::npos) {
+        value = line.substr(colon + 1);
+        if (!value.empty() && value.front() == ' ')
+          value.erase(0, 1);
+      }
+      any = true;
+      if (field == "event")
+        ev.event = value;
+      else if (field == "data")
+        ev.data += ev.data.empty() ? value : "\n" + value;
+      else if (field == "id")
+        ev.id = value;
+    }
+    if (any && !on_event(ev))
+      return false;
+  }
+}
+
+} // namespace
+
+result<bool>
+client::stream(const std::string& target,
+               const std::map<std::string, std::string>& headers,
+               const std::function<bool(const sse_event&)>& on_event,
+               const volatile std::sig_atomic_t* interrupt) {
+  asio::io_context io;
+  tcp::socket socket{io};
+  if (auto ec = connect(socket, io, where_))
+    return unreachable(ec.message());
+  auto req = make_request("GET", target, where_.host, token_);
+  req.set(bhttp::field::accept, "text/event-stream");
+  for (const auto& [k, v] : headers)
+    req.set(k, v);
+  boost::system::error_code ec;
+  bhttp::write(socket, req, ec);
+  if (ec)
+    return unreachable(ec.message());
+  // The head through Beast; the body, which lasts as long as the run, by
+  // hand, so that Ctrl-C is noticed while nothing arrives.
+  boost::beast::flat_buffer buffer;
+  bhttp::response_parser<bhttp::empty_body> head;
+  bhttp::read_header(socket, buffer, head, ec);
+  if (ec)
+    return unreachable(ec.message());
+  std::string pending{static_cast<const char*>(buffer.data().data()),
+                      buffer.size()};
+  auto code = head.get().result_int();
+  int fd = socket.native_handle();
+  char chunk[64 << 10];
+  bool keep_going = true;
+  if (code == 200)
+    keep_going = drain_events(pending, on_event);
+  while (keep_going) {
+    if (interrupt != nullptr && *interrupt != 0)
+      return false;
+    pollfd pfd{fd, POLLIN, 0};
+    int n = ::poll(&pfd, 1, 200);
+    if (n < 0 && errno != EINTR)
+      return unreachable(std::strerror(errno));
+    if (n <= 0)
+      continue;
+    auto got = ::recv(fd, chunk, sizeof chunk, 0);
+    if (got < 0) {
+      if (errno == EINTR)
+        continue;
+      return unreachable(std::strerror(errno));
+    }
+    if (got == 0)
+      break; // the daemon closed the stream
+    pending.append(chunk, static_cast<size_t>(got));
+    if (code == 200)
+      keep_going = drain_events(pending, on_event);
+  }
+  if (code != 200) {
+    http_reply reply;
+    reply.status = static_cast<int>(code);
+    reply.body = std::move(pending);
+    return daemon_failure("the live stream", reply);
+  }
+  return keep_going;
+}
+
+} // namespace allox::ctl

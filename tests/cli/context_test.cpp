@@ -1,0 +1,127 @@
+// The current context (use, current, clear) and what session commands make
+// of it; the one-line failures and their exit codes.
+#include "tests/cli/ctl.hpp"
+#include "tests/fixtures/daemon.hpp"
+
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <algorithm>
+
+using namespace allox;
+using namespace allox::test;
+
+TEST_CASE("context: session commands follow use, and --agent/--session "
+          "override it") {
+  daemon_process d{with_token("secret")};
+  d.start();
+  ctl c{"http://127.0.0.1:" + std::to_string(d.port())};
+  // No token: the daemon's 401, exit 1.
+  auto denied = c.run({"agent", "list"});
+  CHECK(denied.code == 1);
+  CHECK(denied.err == "alloxctl: error: unauthorized (code: unauthorized)\n");
+  c.env["ALLOX_WORKSPACE_TOKEN"] = "secret";
+  for (const char* s : {"s1", "s2"})
+    REQUIRE(c.run({"session", "create", "--agent", "a", s}).code == 0);
+  // Without a context a session command says what to do.
+  auto none = c.run({"checkpoint", "list"});
+  CHECK(none.code == 2);
+  CHECK(none.err.find("alloxctl use AGENT/SESSION") != std::string::npos);
+  CHECK(c.run({"current"}).code == 2);
+
+  REQUIRE(c.run({"use", "a/s1"}).code == 0);
+  CHECK(c.run({"current"}).out == "a/s1  (profile default)\n");
+  REQUIRE(c.run({"checkpoint", "create", "one"}).code == 0);
+  REQUIRE(c.run({"use", "a/s2"}).code == 0);
+  REQUIRE(c.run({"checkpoint", "create", "two"}).code == 0);
+  auto ids = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"-o", "json"});
+    auto r = c.run(args);
+    REQUIRE(r.code == 0);
+    auto v = json::parse(r.out);
+    const auto& o = v.as_object();
+    return json::serialize(o.at("checkpoint_ids"));
+  };
+  CHECK(ids({"session", "describe"}) == R"(["two"])");
+  CHECK(ids({"session", "describe", "s1"}) == R"(["one"])");
+  CHECK(ids({"checkpoint", "list", "--session", "s1"}) == R"(["one"])");
+  CHECK(ids({"--agent", "a", "--session", "s1", "session", "describe"}) ==
+        R"(["one"])");
+  // The context lives in the profile of the configuration file.
+  CHECK(read_file(c.config_path()).find("session = \"s2\"") !=
+        std::string::npos);
+  // Profiles keep their own contexts.
+  REQUIRE(c.run({"--profile", "other", "use", "a/s1"}).code == 0);
+  CHECK(c.run({"--profile", "other", "current"}).out ==
+        "a/s1  (profile other)\n");
+  CHECK(c.run({"current"}).out == "a/s2  (profile default)\n");
+  REQUIRE(c.run({"clear"}).code == 0);
+  CHECK(c.run({"checkpoint", "list"}).code == 2);
+  CHECK(c.run({"use", "../x"}).code == 2);
+}
+
+TEST_CASE("context: failures are one line with documented exit codes") {
+  daemon_process d;
+  d.start();
+  ctl c{"http://127.0.0.1:" + std::to_string(d.port())};
+  REQUIRE(c.run({"use", "a/s"}).code == 0);
+  auto missing = c.run({"session", "describe"});
+  CHECK(missing.code == 1);
+  CHECK(missing.err ==
+        "alloxctl: error: session does not exist: a/s (code: not_found)\n");
+  CHECK(missing.out.empty());
+  // Actions this daemon does not have yet.
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"session", "fork", "s2"},
+           {"checkpoint", "restore", "c1", "--new-session", "s2"},
+           {"file", "cat", "a.txt"},
+           {"turn", "start"},
+           {"policy", "get"},
+           {"tracker", "status"},
+           {"metrics"}}) {
+    auto r = c.run(args);
+    CHECK(r.code == 4);
+    CHECK(r.err.find("is not supported by this daemon") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  // process.* without tracked execution: the daemon's unsupported code.
+  auto run = c.run({"run", "--", "true"});
+  CHECK(run.code == 1);
+  CHECK(run.err.find("(code: unsupported)") != std::string::npos);
+  // Nobody listening: one line, exit 3.
+  ctl gone{"http://127.0.0.1:" + std::to_string(free_port())};
+  auto r = gone.run({"agent", "list"});
+  CHECK(r.code == 3);
+  CHECK(r.err.rfind("alloxctl: cannot reach the daemon at http://127.0.0.1:",
+                    0) == 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  // Usage errors: 2.
+  CHECK(gone.run({"agent", "create"}).code == 2);
+  CHECK(gone.run({"no-such-command"}).code == 2);
+  CHECK(gone.run({"--url", "https://x", "agent", "list"}).code == 3);
+}
+
+TEST_CASE("context: checkpoint watch prints changes until Ctrl-C") {
+  daemon_process d;
+  d.start();
+  ctl c{"http://127.0.0.1:" + std::to_string(d.port())};
+  REQUIRE(c.run({"session", "create", "--agent", "a", "s"}).code == 0);
+  REQUIRE(c.run({"use", "a/s"}).code == 0);
+  REQUIRE(c.run({"checkpoint", "create", "c1"}).code == 0);
+  ctl w{"http://127.0.0.1:" + std::to_string(d.port())};
+  w.start({"-o", "json", "--agent", "a", "--session", "s", "checkpoint",
+           "watch", "--interval", "0.1"});
+  CHECK(w.read_until(R"("event":"head")", std::chrono::seconds{10})
+            .find(R"({"event":"exists","checkpoint_id":"c1")") !=
+        std::string::npos);
+  REQUIRE(c.run({"checkpoint", "create", "c2", "-m", "next"}).code == 0);
+  auto seen =
+      w.read_until(R"("checkpoint_id":"c2"})", std::chrono::seconds{10});
+  CHECK(seen.find(R"({"event":"created","checkpoint_id":"c2","parent_id":"c1",)"
+                  R"("message":"next","pinned":false})") != std::string::npos);
+  w.signal(SIGINT);
+  auto r = w.finish(std::chrono::seconds{10});
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
+}
