@@ -17,6 +17,8 @@ packages=(
   clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
   # benchmarks and manual checks
   wrk curl jq sqlite3 python3 linux-perf
+  # deployment manifest tests (YAML parser)
+  python3-yaml
 )
 
 if [[ $(id -u) -ne 0 ]]; then
