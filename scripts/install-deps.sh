@@ -19,6 +19,10 @@ packages=(
   clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
   # benchmarks and manual checks
   wrk curl jq sqlite3 python3 linux-perf
+  # deployment manifest tests (YAML parser)
+  python3-yaml
+  # guest image: built from Debian's packages, booted in QEMU
+  mmdebstrap qemu-system-x86 qemu-utils fdisk e2fsprogs
 )
 
 if [[ $(id -u) -ne 0 ]]; then

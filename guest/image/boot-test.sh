@@ -1,0 +1,234 @@
+#!/bin/bash
+# guest/image/boot-test.sh OUT_DIR: boots the image of guest/image/build.sh
+# in QEMU and drives Allox OS through a forwarded loopback port.
+#
+# Boot 1, with a fresh data disk: /health, the token, the reference curl
+# flow (session.create, describe, checkpoint.create, session.rollback), a
+# sandboxed process.start, a checkpoint and rollback of files a run wrote,
+# the data disk formatted, allox-guest-bootstrap's report (when the image
+# has the tool), then an ACPI power-off. Boot 2, same data disk: everything
+# is still there. Exit 0 when every step passed. KVM when /dev/kvm works
+# (with -cpu qemu64), TCG otherwise. Leaves nothing running.
+#
+#   ALLOX_BOOT_TIMEOUT  seconds to wait for /health (default 120, TCG 300)
+#   ALLOX_TEST_PORT     host port forwarded to the guest's 8092 (default: free)
+set -uo pipefail
+
+[[ $# -eq 1 ]] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
+out=$(cd "$1" && pwd) || exit 2
+for f in allox-guest.raw vmlinuz initrd.img; do
+  [[ -s $out/$f ]] || { echo "boot-test: $out/$f missing: run guest/image/build.sh first" >&2; exit 2; }
+done
+for tool in qemu-system-x86_64 qemu-img curl jq python3; do
+  command -v "$tool" >/dev/null || { echo "boot-test: $tool is missing" >&2; exit 2; }
+done
+
+work=$(mktemp -d "$out/boot-test.XXXXXX")
+qemu_pid=
+passed=0
+failed=0
+started=$SECONDS
+
+stop_vm() {
+  if [[ -n $qemu_pid ]] && kill -0 "$qemu_pid" 2>/dev/null; then
+    kill "$qemu_pid" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$qemu_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$qemu_pid" 2>/dev/null
+  fi
+  [[ -n $qemu_pid ]] && wait "$qemu_pid" 2>/dev/null
+  qemu_pid=
+}
+cleanup() {
+  stop_vm
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+pass() { passed=$((passed + 1)); echo "PASS  $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL  $*"; }
+# check NAME COMMAND...: one step.
+check() {
+  local name=$1; shift
+  if "$@"; then pass "$name"; else fail "$name"; fi
+}
+
+# KVM works when the image's kernel, booted on it, prints its banner
+# within 20 s. (On some nested hosts QEMU starts on /dev/kvm but the guest
+# kernel never gets past its decompressor.)
+kvm_works() {
+  [[ -w /dev/kvm ]] || return 1
+  timeout 20 qemu-system-x86_64 -machine "q35,accel=kvm" -cpu qemu64 -m 512 \
+    -display none -nodefaults -no-user-config -serial "file:$work/kvm-probe.log" \
+    -kernel "$out/vmlinuz" -append "console=ttyS0 panic=-1" -no-reboot \
+    >/dev/null 2>&1 &
+  local pid=$! t0=$SECONDS
+  while ((SECONDS - t0 < 20)) && kill -0 "$pid" 2>/dev/null; do
+    grep -q "Linux version" "$work/kvm-probe.log" 2>/dev/null && break
+    sleep 0.2
+  done
+  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  grep -q "Linux version" "$work/kvm-probe.log" 2>/dev/null
+}
+if kvm_works; then
+  accel=(-machine "q35,accel=kvm" -cpu qemu64)
+  boot_timeout=${ALLOX_BOOT_TIMEOUT:-120}
+  echo "boot-test: KVM"
+else
+  accel=(-machine "q35,accel=tcg" -cpu qemu64)
+  boot_timeout=${ALLOX_BOOT_TIMEOUT:-300}
+  echo "boot-test: no usable /dev/kvm, TCG (slow)"
+fi
+
+port=${ALLOX_TEST_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}
+token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+base=http://127.0.0.1:$port
+qemu-img create -q -f raw "$work/data.img" 4G
+
+# boot N: starts the VM in the background, console in $work/console-N.log.
+boot() {
+  local n=$1
+  console=$work/console-$n.log
+  qemu-system-x86_64 "${accel[@]}" -m 1536 -smp 2 -no-user-config -nodefaults \
+    -display none -serial "file:$console" \
+    -monitor "unix:$work/monitor.sock,server=on,wait=off" \
+    -kernel "$out/vmlinuz" -initrd "$out/initrd.img" \
+    -append "root=/dev/vda1 rw console=ttyS0 panic=-1 allox.token=$token allox.data=/dev/disk/by-id/virtio-allox-data" \
+    -drive "file=$out/allox-guest.raw,format=raw,if=none,id=root,snapshot=on" \
+    -device virtio-blk-pci,drive=root \
+    -drive "file=$work/data.img,format=raw,if=none,id=data" \
+    -device virtio-blk-pci,drive=data,serial=allox-data \
+    -netdev "user,id=net0,hostfwd=tcp:127.0.0.1:$port-:8092" \
+    -device virtio-net-pci,netdev=net0 \
+    -device virtio-rng-pci \
+    -no-reboot &
+  qemu_pid=$!
+}
+
+wait_health() {
+  local t0=$SECONDS
+  while ((SECONDS - t0 < boot_timeout)); do
+    kill -0 "$qemu_pid" 2>/dev/null || { echo "boot-test: QEMU exited"; return 1; }
+    if [[ $(curl -s -m 2 "$base/health" 2>/dev/null | jq -r .status 2>/dev/null) == healthy ]]; then
+      echo "boot-test: /health after $((SECONDS - t0)) s"
+      return 0
+    fi
+    sleep 0.5
+  done
+  echo "boot-test: no /health after $boot_timeout s"
+  return 1
+}
+
+# power_off: ACPI power button, then wait for QEMU to exit.
+power_off() {
+  python3 - "$work/monitor.sock" <<'EOF'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"system_powerdown\n")
+time.sleep(0.5)
+s.close()
+EOF
+  local t0=$SECONDS
+  while kill -0 "$qemu_pid" 2>/dev/null; do
+    ((SECONDS - t0 < 90)) || { echo "boot-test: no power-off after 90 s"; return 1; }
+    sleep 0.5
+  done
+  wait "$qemu_pid" 2>/dev/null
+  qemu_pid=
+}
+
+# rpc ACTION PARAMS_JSON: prints the response body; the HTTP status in $status.
+rpc() {
+  local body
+  body=$(curl -s -m 60 -w '\n%{http_code}' -H "Authorization: Bearer $token" \
+    -X POST "$base/v1/rpc" -d "{\"action\":\"$1\",\"params\":$2}")
+  status=${body##*$'\n'}
+  response=${body%$'\n'*}
+}
+ok() { [[ $status == 200 && $(jq -r .ok <<<"$response") == true ]] || { echo "      $response"; return 1; }; }
+result() { jq -r ".result$1" <<<"$response"; }
+
+S='"agent_id":"agent-1","session_id":"s1"'
+# run ARGV_JSON: process.start, process.wait, process.output; stdout in $run_out.
+run() {
+  run_out=
+  rpc process.start "{$S,\"argv\":$1}"; ok || return 1
+  local id; id=$(result .run_id)
+  rpc process.wait "{$S,\"run_id\":\"$id\",\"timeout_ms\":60000}"; ok || return 1
+  [[ $(result .state) == completed && $(result .root_exit_code) == 0 ]] || { echo "      $response"; return 1; }
+  rpc process.output "{$S,\"run_id\":\"$id\"}"; ok || return 1
+  run_out=$(result .data)
+}
+
+console_has() { grep -q -- "$1" "$console"; }
+
+bootstrap_report() {
+  local line
+  line=$(grep -a -m1 -o 'allox-guest-bootstrap report: .*' "$console" | sed 's/^allox-guest-bootstrap report: //; s/\r$//')
+  [[ -n $line ]] || { echo "      no report on the console"; return 1; }
+  jq -e 'type == "object"' <<<"$line" >/dev/null || { echo "      not JSON: $line"; return 1; }
+  echo "      $line"
+  console_has "allox-guest-bootstrap exit: 0" || { echo "      allox-guest-bootstrap failed"; return 1; }
+}
+
+# -- boot 1: fresh data disk ----------------------------------------------
+booted=0
+boot 1
+if wait_health; then
+  booted=1
+  pass "boot 1: /health"
+  check "boot 1: data disk formatted on first boot" console_has "formatting blank"
+  if console_has "allox-guest-bootstrap: not installed in this image"; then
+    echo "SKIP  boot 1: allox-guest-bootstrap report (the image has no allox-guest-bootstrap)"
+  else
+    check "boot 1: allox-guest-bootstrap report" bootstrap_report
+  fi
+  check "token required" bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' -X POST $base/v1/rpc -d '{\"action\":\"system.dump\"}') == 401 ]]"
+  rpc session.create "{$S}"; check "session.create" ok
+  rpc session.describe "{$S}"
+  check "session.describe" eval 'ok && [[ $(result .relative_session_workspace) == agents/agent-1/workspace/sessions/s1 ]]'
+  rpc process.status "{}"
+  check "process.status: sandboxed execution enabled" eval 'ok && [[ $(result .execution_enabled) == true && $(result .isolation) == bubblewrap ]]'
+  check "process.start: sandboxed run writes the workspace" eval \
+    'run "[\"sh\",\"-c\",\"echo v1 > /workspace/file.txt; tr \\\"\\\\0\\\" \\\" \\\" < /proc/1/cmdline; echo; cat /workspace/file.txt\"]" && [[ $(head -n1 <<<"$run_out") == "/run/allox/init -- sh -c"* ]] && [[ $(tail -n1 <<<"$run_out") == v1 ]]'
+  echo "      run output: $(tr '\n' '|' <<<"$run_out")"
+  rpc checkpoint.create "{$S,\"checkpoint_id\":\"cp1\",\"message\":\"v1\"}"
+  check "checkpoint.create" eval 'ok && [[ $(result .checkpoint_id) == cp1 ]]'
+  check "process.start: the run changes the file" eval 'run "[\"sh\",\"-c\",\"echo v2 > /workspace/file.txt; echo extra > /workspace/new.txt\"]"'
+  rpc session.rollback "{$S,\"checkpoint_id\":\"cp1\"}"
+  check "session.rollback" eval 'ok && [[ $(result .checkpoint_id) == cp1 ]]'
+  check "rollback restored the file" eval 'run "[\"sh\",\"-c\",\"cat /workspace/file.txt; ls /workspace\"]" && [[ $run_out == $'"'"'v1\nfile.txt'"'"' ]]'
+  rpc checkpoint.create "{$S,\"checkpoint_id\":\"cp2\"}"; check "checkpoint.create after rollback" ok
+  check "boot 1: power off" power_off
+else
+  fail "boot 1: /health"
+  tail -n 40 "$console"
+fi
+stop_vm
+
+# -- boot 2: the same data disk ---------------------------------------------
+if ((booted)); then
+  boot 2
+  if wait_health; then
+    pass "boot 2: /health"
+    check "boot 2: data disk kept (not formatted again)" eval 'console_has "found Btrfs" && ! console_has "formatting blank"'
+    rpc session.list '{"agent_id":"agent-1"}'
+    check "boot 2: session kept" eval 'ok && [[ $(result .session_ids[0]) == s1 ]]'
+    rpc checkpoint.list "{$S}"
+    check "boot 2: checkpoints and head kept" eval 'ok && [[ $(result .head) == cp2 && $(result '"'"'.checkpoint_ids | join(",")'"'"') == cp1,cp2 ]]'
+    check "boot 2: workspace kept" eval 'run "[\"cat\",\"/workspace/file.txt\"]" && [[ $run_out == v1 ]]'
+    rpc process.list "{$S}"
+    check "boot 2: earlier runs kept" eval 'ok && (( $(result " | length") >= 4 ))'
+    rpc session.rollback "{$S,\"checkpoint_id\":\"cp1\"}"; check "boot 2: session.rollback" ok
+    check "boot 2: power off" power_off
+  else
+    fail "boot 2: /health"
+    tail -n 40 "$console"
+  fi
+  stop_vm
+fi
+
+echo "boot-test: $((SECONDS - started)) s"
+echo "$passed passed, $failed failed"
+((failed == 0))
