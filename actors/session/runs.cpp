@@ -146,9 +146,9 @@ static caf::error check_run_capacity(self_ptr self, int64_t max_runs) {
   return caf::none;
 }
 
-// Records the run's `starting` row durably while its worker prepares (logs,
-// cgroup), and lets the worker spawn once both are done: a crash from then
-// on leaves a row that start-up finds and turns into a fence.
+// Commits the run's `starting` row while its worker prepares (logs,
+// cgroup), and lets the worker spawn once both are done: a daemon crash
+// from then on leaves a row that start-up finds and turns into a fence.
 caf::result<json::value> handle_process_start(self_ptr self,
                                               const cmd::process_start& c) {
   auto& st = self->state;
@@ -196,7 +196,12 @@ caf::result<json::value> handle_process_start(self_ptr self,
   run.waiting_start.push_back(rp);
   run.worker = self->spawn<caf::detached>(
       run_worker, caf::actor_cast<session_actor>(self), std::move(job));
+  // Committed, not synced: what the row guards against is a daemon that
+  // dies while the run's processes live on in its cgroup, and a commit
+  // survives that. A power cut takes the processes with it, so a row lost
+  // there fences nothing that still runs (docs/architecture.md, "Runs").
   metadata_write w;
+  w.durable = false;
   w.put_runs.push_back(store::record_of(run.row));
   commit(
       self, std::move(w),
