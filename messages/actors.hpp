@@ -106,6 +106,10 @@ using session_runs_actor = caf::typed_actor<
     caf::replies_to<cmd::process_stop>::with<json::value>,
     // Waits for a run to end; replies with its row then (or at the timeout).
     caf::replies_to<cmd::process_wait>::with<json::value>,
+    // Bytes (or the end) for a run's stdin or terminal; replies {written}.
+    caf::replies_to<cmd::process_input>::with<json::value>,
+    // A terminal run's new size.
+    caf::replies_to<cmd::process_resize>::with<json::value>,
     // A process.wait reached its timeout (sent to itself).
     caf::reacts_to<wait_timeout>,
     // Subscribes a live stream to a run's state changes; replies {row, dir}.

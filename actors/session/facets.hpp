@@ -213,6 +213,14 @@ caf::result<json::value> handle_process_stop(self_ptr self,
 caf::result<json::value> handle_process_wait(self_ptr self,
                                              const cmd::process_wait& c);
 
+/// process.input: writes to a live run's stdin pipe or terminal.
+caf::result<json::value> handle_process_input(self_ptr self,
+                                              const cmd::process_input& c);
+
+/// process.resize: a live terminal run's new size.
+caf::result<json::value> handle_process_resize(self_ptr self,
+                                               const cmd::process_resize& c);
+
 /// A process.wait reached its timeout: answers it with the current row.
 void on_wait_timeout(self_ptr self, const std::string& id, uint64_t waiter);
 
@@ -277,6 +285,11 @@ struct run_launch {
   std::string tree_root;
   /// The run's log directory.
   std::string dir;
+  /// The run's stdin (a pipe's read end or a terminal), if it has one.
+  std::shared_ptr<os::unique_fd> stdin_fd;
+  /// A terminal run: the master, whose output the worker copies to the
+  /// stdout log.
+  std::shared_ptr<os::unique_fd> terminal;
 };
 
 /// The thread of one run: prepares its logs and cgroup, waits to be told

@@ -6,6 +6,7 @@
 #include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/sandbox/spawn.hpp"
+#include "guest/sandbox/stdio.hpp"
 #include "guest/store/run_recovery.hpp"
 
 #include <caf/send.hpp>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -147,11 +149,30 @@ caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
   return {
       [self, session, job, run](atom::run) {
         self->quit();
-        auto child = sandbox::spawn_in_cgroup(run->group_fd.get(), job.argv,
-                                              run->out.get(), run->err.get());
-        run->out.reset();
-        run->err.reset();
+        int in = job.stdin_fd ? job.stdin_fd->get() : -1;
+        // A terminal is the run's stdin, stdout and stderr; its output
+        // reaches the stdout log through the pump.
+        int out = job.terminal ? in : run->out.get();
+        int err = job.terminal ? in : run->err.get();
+        auto child =
+            sandbox::spawn_in_cgroup(run->group_fd.get(), job.argv, in, out, err);
+        // Only the run holds its end now: the pipe's reader sees the end
+        // of input and the terminal's master the hang-up once it is gone.
+        if (job.stdin_fd)
+          job.stdin_fd->reset();
+        std::thread pump;
+        if (job.terminal && child)
+          pump = std::thread{[master = job.terminal, log = run] {
+            sandbox::pump_terminal(master->get(), log->out.get());
+          }};
+        auto finish_pump = [&pump, run] {
+          if (pump.joinable())
+            pump.join();
+          run->out.reset();
+          run->err.reset();
+        };
         if (!child) {
+          finish_pump();
           caf::anon_send(session, run_finished{job.run_id, caf::none,
                                                !os::populated(job.group),
                                                message_of(child.error())});
@@ -162,6 +183,7 @@ caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
         // Our init outlives every process of the run, so the group empties
         // right after bwrap; wait for the kernel to say so.
         bool empty = os::wait_empty(job.group, 10000);
+        finish_pump();
         caf::optional<int64_t> exit_code;
         if (code >= 0)
           exit_code = code;

@@ -8,6 +8,7 @@
 #include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/sandbox/bwrap_args.hpp"
+#include "guest/sandbox/stdio.hpp"
 #include "guest/store/run_recovery.hpp"
 #include "messages/ids.hpp"
 #include "messages/utf8.hpp"
@@ -191,6 +192,22 @@ caf::result<json::value> handle_process_start(self_ptr self,
   spec.argv = c.argv;
   spec.isolated_network = settings.at("network") == "isolated";
   job.argv = sandbox::bwrap_argv(spec);
+  // Interactive runs: the daemon keeps the writing end (process.input).
+  if (c.stdin_pipe || c.pty) {
+    auto io = c.pty ? sandbox::open_terminal(c.pty->rows, c.pty->cols)
+                    : sandbox::open_stdin_pipe();
+    if (!io) {
+      st.leases.erase("run:" + id);
+      st.runs.runs.erase(id);
+      return io.error();
+    }
+    run.input = std::make_shared<os::unique_fd>(std::move(io->input));
+    run.terminal = io->terminal;
+    job.stdin_fd = std::make_shared<os::unique_fd>(std::move(io->child));
+    if (io->terminal)
+      job.terminal = run.input;
+    run.row["stdin"] = c.pty ? "pty" : "pipe";
+  }
   st.runs.active.insert(id);
   auto rp = self->make_response_promise<json::value>();
   run.waiting_start.push_back(rp);
@@ -316,6 +333,7 @@ void on_run_finished(self_ptr self, const run_finished& e) {
   row["finished_ns"] = os::now_ns();
   run.active = false;
   run.worker = nullptr;
+  run.input = nullptr;
   st.runs.active.erase(id);
   auto group = std::string{row.at("cgroup").as_string()};
   if (empty) {
@@ -390,6 +408,69 @@ caf::result<json::value> handle_process_stop(self_ptr self,
   it->second.waiting_end.push_back(rp);
   kill_run(self, c.run_id, "requested", {});
   return rp;
+}
+
+/// The daemon's end of a live run's input, or why there is none.
+static expected<run_state*> interactive_run(self_ptr self,
+                                            const std::string& id) {
+  auto& runs = self->state.runs.runs;
+  auto it = runs.find(id);
+  if (it == runs.end())
+    return make_error(errc::invalid_argument,
+                      "cannot control a historical run");
+  if (!it->second.active)
+    return make_error(errc::conflict, "run has ended: " + id);
+  if (!it->second.input || !*it->second.input)
+    return make_error(errc::invalid_argument,
+                      "run has no input (start it with stdin or pty)");
+  return &it->second;
+}
+
+// Writes without blocking the actor: what the run has not read yet stays
+// in the pipe (64 KiB) or the terminal's buffer, and the caller learns how
+// much was taken (`written`) and sends the rest later.
+caf::result<json::value> handle_process_input(self_ptr self,
+                                              const cmd::process_input& c) {
+  if (!self->state.runs.config)
+    return no_execution();
+  auto run = interactive_run(self, c.run_id);
+  if (!run)
+    return run.error();
+  auto& r = **run;
+  auto written = sandbox::write_input(r.input->get(), c.data);
+  if (!written)
+    return written.error();
+  bool closed = false;
+  if (c.eof && *written == c.data.size()) {
+    if (r.terminal) {
+      // ^D: the end of input for a terminal in canonical mode.
+      auto eot = sandbox::write_input(r.input->get(), "\x04");
+      closed = eot && *eot == 1;
+    } else {
+      r.input = nullptr;
+      closed = true;
+    }
+  }
+  return json_reply(json::object{{"run_id", c.run_id},
+                                 {"written", *written},
+                                 {"eof", closed}});
+}
+
+caf::result<json::value> handle_process_resize(self_ptr self,
+                                               const cmd::process_resize& c) {
+  if (!self->state.runs.config)
+    return no_execution();
+  auto run = interactive_run(self, c.run_id);
+  if (!run)
+    return run.error();
+  if (!(*run)->terminal)
+    return make_error(errc::invalid_argument, "run has no terminal");
+  if (auto err = sandbox::resize_terminal((*run)->input->get(), c.size.rows,
+                                          c.size.cols))
+    return err;
+  return json_reply(json::object{{"run_id", c.run_id},
+                                 {"rows", c.size.rows},
+                                 {"cols", c.size.cols}});
 }
 
 // Answers the moment the run ends, so callers never poll: the promise

@@ -315,6 +315,12 @@ session_actor::behavior_type session(session_facets::self_ptr self,
       [self](const cmd::process_wait& c) {
         return serve(self, c, handle_process_wait);
       },
+      [self](const cmd::process_input& c) {
+        return serve(self, c, handle_process_input);
+      },
+      [self](const cmd::process_resize& c) {
+        return serve(self, c, handle_process_resize);
+      },
       [self](const wait_timeout& t) {
         on_wait_timeout(self, t.run_id, t.waiter);
       },

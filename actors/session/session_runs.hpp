@@ -55,6 +55,9 @@ struct run_state {
   std::vector<std::shared_ptr<run_sink>> sinks;
   /// Continuations waiting for the run to end (rollback with kill).
   std::vector<std::function<void()>> on_end;
+  /// The daemon's end of the run's stdin pipe or terminal, if any.
+  std::shared_ptr<os::unique_fd> input;
+  bool terminal = false;
   bool active = true;
 };
 

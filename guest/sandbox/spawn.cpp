@@ -16,7 +16,7 @@ namespace allox::sandbox {
 
 expected<child> spawn_in_cgroup(int cgroup_fd,
                                 const std::vector<std::string>& argv,
-                                int stdout_fd, int stderr_fd) {
+                                int stdin_fd, int stdout_fd, int stderr_fd) {
   // Everything the child needs is prepared before clone3: after it, the
   // child of a multi-threaded process may only make async-signal-safe
   // calls before execve.
@@ -38,7 +38,7 @@ expected<child> spawn_in_cgroup(int cgroup_fd,
   long pid = ::syscall(SYS_clone3, &ca, sizeof(ca));
   if (pid == 0) {
     // The child: wire stdio, restore default signal handling, exec.
-    ::dup2(devnull.get(), 0);
+    ::dup2(stdin_fd >= 0 ? stdin_fd : devnull.get(), 0);
     ::dup2(stdout_fd, 1);
     ::dup2(stderr_fd, 2);
     sigset_t none;

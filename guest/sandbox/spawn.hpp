@@ -18,12 +18,12 @@ struct child {
 };
 
 /// Executes argv[0] (an absolute path) in the cgroup open at `cgroup_fd`,
-/// stdin from /dev/null, stdout/stderr to the given fds, with a minimal
-/// environment. Bubblewrap's --die-with-parent ties the child to the
+/// stdin from `stdin_fd` (-1: /dev/null), stdout/stderr to the given fds,
+/// with a minimal environment. Bubblewrap's --die-with-parent ties the child to the
 /// calling *thread*: that thread must outlive the child (wait_child).
 expected<child> spawn_in_cgroup(int cgroup_fd,
                                 const std::vector<std::string>& argv,
-                                int stdout_fd, int stderr_fd);
+                                int stdin_fd, int stdout_fd, int stderr_fd);
 
 /// Blocks until the child exits; returns the exit code, or 128 + signal.
 int wait_child(const child& c);

@@ -15,6 +15,30 @@ caf::error invalid(std::string msg) {
   return make_error(errc::invalid_argument, std::move(msg));
 }
 
+/// {rows, cols}, each 1..1000, as a terminal's size.
+expected<terminal_size> decode_terminal_size(const json::value& v,
+                                             const char* what) {
+  auto bad = [what] {
+    return invalid(std::string{what} +
+                   " must be {rows, cols} with each 1..1000");
+  };
+  if (!v.is_object())
+    return bad();
+  const auto& o = v.as_object();
+  auto* rows = o.if_contains("rows");
+  auto* cols = o.if_contains("cols");
+  if (!rows || !cols || !rows->is_int64() || !cols->is_int64())
+    return bad();
+  auto r = rows->as_int64();
+  auto c = cols->as_int64();
+  if (r < 1 || r > 1000 || c < 1 || c > 1000)
+    return bad();
+  return terminal_size{static_cast<uint16_t>(r), static_cast<uint16_t>(c)};
+}
+
+/// The most process.input takes at once.
+constexpr size_t max_input_bytes = 65536;
+
 } // namespace
 
 // -- checkpoints and rollback -------------------------------------------------
@@ -187,6 +211,17 @@ expected<process_start> decode_process_start(const json::object& p) {
     if (!(r.timeout > 0) || r.timeout > max_run_timeout)
       return bad("timeout must be in (0, 86400] seconds");
   }
+  auto in = params::optional_bool(p, "stdin", false);
+  if (!in)
+    return in.error();
+  r.stdin_pipe = *in;
+  if (auto* t = p.if_contains("pty"); t != nullptr && !t->is_null()) {
+    auto size = decode_terminal_size(*t, "pty");
+    if (!size)
+      return size.error();
+    r.pty = *size;
+    r.stdin_pipe = false;
+  }
   return r;
 }
 
@@ -204,6 +239,38 @@ expected<process_get> decode_process_get(const json::object& p) {
     return id.error();
   process_get c;
   c.run_id = std::move(*id);
+  return c;
+}
+
+expected<process_input> decode_process_input(const json::object& p) {
+  auto id = run_id(p);
+  if (!id)
+    return id.error();
+  auto data = params::optional_string(p, "data");
+  if (!data)
+    return data.error();
+  if (data->size() > max_input_bytes)
+    return invalid("data must be at most 65536 bytes");
+  auto eof = params::optional_bool(p, "eof", false);
+  if (!eof)
+    return eof.error();
+  process_input c;
+  c.run_id = std::move(*id);
+  c.data = std::move(*data);
+  c.eof = *eof;
+  return c;
+}
+
+expected<process_resize> decode_process_resize(const json::object& p) {
+  auto id = run_id(p);
+  if (!id)
+    return id.error();
+  auto size = decode_terminal_size(json::value(p), "the size");
+  if (!size)
+    return size.error();
+  process_resize c;
+  c.run_id = std::move(*id);
+  c.size = *size;
   return c;
 }
 

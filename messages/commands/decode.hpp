@@ -32,6 +32,8 @@ expected<process_get> decode_process_get(const json::object& p);
 expected<process_list> decode_process_list(const json::object& p);
 expected<process_stop> decode_process_stop(const json::object& p);
 expected<process_wait> decode_process_wait(const json::object& p);
+expected<process_input> decode_process_input(const json::object& p);
+expected<process_resize> decode_process_resize(const json::object& p);
 expected<process_output> decode_process_output(const json::object& p);
 expected<process_events> decode_process_events(const json::object& p);
 

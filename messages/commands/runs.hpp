@@ -51,13 +51,41 @@ struct session_configure {
   std::string origin;
 };
 
-/// process.start {argv, env?, timeout?}.
+/// A terminal's size in characters.
+struct terminal_size {
+  uint16_t rows = 24;
+  uint16_t cols = 80;
+};
+
+/// process.start {argv, env?, timeout?, stdin?, pty?}.
 struct process_start {
   static inline const char* name = "process.start";
   session_ref session;
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
   double timeout = default_run_timeout;
+  /// A pipe to the run's stdin, fed by process.input.
+  bool stdin_pipe = false;
+  /// A pseudo-terminal for stdin, stdout and stderr.
+  caf::optional<terminal_size> pty;
+};
+
+/// process.input {run_id, data?, eof?}: bytes for the run's stdin or
+/// terminal; `eof` closes a pipe (a terminal gets ^D).
+struct process_input {
+  static inline const char* name = "process.input";
+  session_ref session;
+  std::string run_id;
+  std::string data;
+  bool eof = false;
+};
+
+/// process.resize {run_id, rows, cols}: a terminal run's new size.
+struct process_resize {
+  static inline const char* name = "process.resize";
+  session_ref session;
+  std::string run_id;
+  terminal_size size;
 };
 
 /// process.get {run_id}: the run's row, live or from its history.
@@ -135,9 +163,26 @@ typename Inspector::result_type inspect(Inspector& f, session_configure& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, terminal_size& x) {
+  return f(caf::meta::type_name("terminal_size"), x.rows, x.cols);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, process_start& x) {
   return f(caf::meta::type_name("process_start"), x.session, x.argv, x.env,
-           x.timeout);
+           x.timeout, x.stdin_pipe, x.pty);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_input& x) {
+  return f(caf::meta::type_name("process_input"), x.session, x.run_id, x.data,
+           x.eof);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_resize& x) {
+  return f(caf::meta::type_name("process_resize"), x.session, x.run_id,
+           x.size);
 }
 
 template <class Inspector>

@@ -205,7 +205,10 @@ TEST_CASE_FIXTURE(session_fixture,
   auto second = ask<lease_granted>(cmd::execution_acquire{ref()});
   CHECK(code_of(second.second) == errc::conflict);
   // A lease blocks mutations and runs.
-  auto start = ask(cmd::process_start{ref(), {"true"}, {}, 1});
+  cmd::process_start run;
+  run.session = ref();
+  run.argv = {"true"};
+  auto start = ask(run);
   CHECK(code_of(start.second) == errc::conflict);
   auto released =
       ask(cmd::execution_release{ref(), lease.first->lease_token});

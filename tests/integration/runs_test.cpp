@@ -224,3 +224,53 @@ TEST_CASE("runs: a session holds up to max_runs runs, each in its own group") {
     return ::stat((session_group + "/runs").c_str(), &sb) != 0;
   }));
 }
+
+TEST_CASE("runs: stdin through a pipe, and a terminal with its size") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto input = [&](const std::string& id, json::object p) {
+    return c.rpc("process.input", with(ids("a", "s"), with({{"run_id", id}}, p)));
+  };
+  // A pipe: cat echoes what it is fed, and ends at the end of input.
+  auto cat = run_id(start(c, "a", "s", json::array{"cat"}, {{"stdin", true}}));
+  auto fed = expect_ok(input(cat, {{"data", "hello\n"}}));
+  CHECK(fed.at("written") == 6);
+  auto closed = expect_ok(input(cat, {{"data", "bye\n"}, {"eof", true}}));
+  CHECK(closed.at("eof") == true);
+  auto row = wait_done(c, "a", "s", cat);
+  CHECK(row.at("state") == "completed");
+  CHECK(row.at("root_exit_code") == 0);
+  CHECK(output(c, "a", "s", cat) == "hello\nbye\n");
+  expect_error(input(cat, {{"data", "late"}}), 400, "conflict");
+  // A terminal: the run sees its size, a resize, and what is typed.
+  auto tty = run_id(
+      sh(c, "a", "s", "stty size; read a; stty size; read b; echo got:$b",
+         {{"pty", json::object{{"rows", 40}, {"cols", 100}}}}));
+  CHECK(eventually([&] {
+    return output(c, "a", "s", tty).find("40 100") != std::string::npos;
+  }));
+  expect_ok(c.rpc("process.resize",
+                  with(ids("a", "s"), {{"run_id", tty}, {"rows", 50}, {"cols", 120}})));
+  expect_ok(input(tty, {{"data", "\n"}}));
+  expect_ok(input(tty, {{"data", "typed\n"}}));
+  row = wait_done(c, "a", "s", tty);
+  CHECK(row.at("state") == "completed");
+  CHECK(row.at("stdin") == "pty");
+  auto out = output(c, "a", "s", tty);
+  CHECK(out.find("50 120") != std::string::npos);
+  CHECK(out.find("got:typed") != std::string::npos);
+  // Runs without input refuse it, and only terminals resize.
+  auto plain = run_id(start(c, "a", "s", json::array{"sleep", "30"}));
+  expect_error(input(plain, {{"data", "x"}}), 400, "invalid_argument");
+  expect_error(c.rpc("process.resize", with(ids("a", "s"), {{"run_id", plain},
+                                                           {"rows", 5},
+                                                           {"cols", 5}})),
+               400, "invalid_argument");
+  expect_ok(c.rpc("process.stop", with(ids("a", "s"), {{"run_id", plain}})));
+  expect_error(c.rpc("process.start",
+                     with(ids("a", "s"), {{"argv", json::array{"true"}},
+                                          {"pty", json::object{{"rows", 0}}}})),
+               400, "invalid_argument");
+}
