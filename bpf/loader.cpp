@@ -26,8 +26,7 @@ namespace {
 // log at debug level.
 thread_local std::string* libbpf_capture = nullptr;
 
-int libbpf_print(enum libbpf_print_level level, const char* fmt,
-                 va_list args) {
+int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
   char buf[1024];
   int n = std::vsnprintf(buf, sizeof(buf), fmt, args);
   if (n <= 0)
@@ -91,7 +90,9 @@ bool detect_group_dead(const struct btf* btf) {
   return false;
 }
 
-bool power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+bool power_of_two(uint32_t v) {
+  return v != 0 && (v & (v - 1)) == 0;
+}
 
 } // namespace
 
@@ -104,18 +105,18 @@ uint64_t loss_counters::total() const {
 
 std::string_view loss_cause_name(size_t cause) {
   switch (cause) {
-    case ALLOX_LOSS_RINGBUF_FORK:
-      return "ringbuf_fork";
-    case ALLOX_LOSS_RINGBUF_EXEC:
-      return "ringbuf_exec";
-    case ALLOX_LOSS_RINGBUF_EXIT:
-      return "ringbuf_exit";
-    case ALLOX_LOSS_TASKS_FULL:
-      return "tasks_full";
-    case ALLOX_LOSS_NO_RUN:
-      return "no_run";
-    default:
-      return "unknown";
+  case ALLOX_LOSS_RINGBUF_FORK:
+    return "ringbuf_fork";
+  case ALLOX_LOSS_RINGBUF_EXEC:
+    return "ringbuf_exec";
+  case ALLOX_LOSS_RINGBUF_EXIT:
+    return "ringbuf_exit";
+  case ALLOX_LOSS_TASKS_FULL:
+    return "tasks_full";
+  case ALLOX_LOSS_NO_RUN:
+    return "no_run";
+  default:
+    return "unknown";
   }
 }
 
@@ -133,6 +134,9 @@ process_probe::open(probe_options opts) {
                       "ring buffer size must be a power of two of at least " +
                           std::to_string(page) + " bytes, not " +
                           std::to_string(opts.ring_bytes));
+  if (opts.wakeup_bytes >= opts.ring_bytes)
+    return make_error(errc::invalid_argument,
+                      "wakeup_bytes must be below the ring buffer size");
   if (opts.max_tasks == 0 || opts.max_runs == 0)
     return make_error(errc::invalid_argument,
                       "max_tasks and max_runs must be positive");
@@ -168,10 +172,10 @@ process_probe::open(probe_options opts) {
     return make_error(errc::internal,
                       "the BPF object speaks event ABI " +
                           std::to_string(skel->rodata->object_abi) +
-                          ", this loader " +
-                          std::to_string(ALLOX_PROCESS_ABI));
+                          ", this loader " + std::to_string(ALLOX_PROCESS_ABI));
   skel->rodata->exit_has_group_dead = probe->group_dead_arg_;
   skel->rodata->debug = probe->opts_.debug;
+  skel->rodata->wakeup_bytes = probe->opts_.wakeup_bytes;
 
   struct sizing {
     bpf_map* map;
@@ -179,11 +183,11 @@ process_probe::open(probe_options opts) {
     const char* name;
   };
   const auto& o = probe->opts_;
-  for (auto s : {sizing{skel->maps.events, o.ring_bytes, "events"},
-                 sizing{skel->maps.tasks, o.max_tasks, "tasks"},
-                 sizing{skel->maps.runs, o.max_runs, "runs"},
-                 sizing{skel->maps.tracked_cgroups, o.max_runs,
-                        "tracked_cgroups"}}) {
+  for (auto s :
+       {sizing{skel->maps.events, o.ring_bytes, "events"},
+        sizing{skel->maps.tasks, o.max_tasks, "tasks"},
+        sizing{skel->maps.runs, o.max_runs, "runs"},
+        sizing{skel->maps.tracked_cgroups, o.max_runs, "tracked_cgroups"}}) {
     if (int err = bpf_map__set_max_entries(s.map, s.entries); err != 0)
       return capture.error(errc::internal,
                            std::string{"size the BPF map "} + s.name, err);
@@ -223,10 +227,9 @@ caf::error process_probe::track(uint64_t cgroup, uint64_t cookie) {
     return make_error(errc::invalid_argument, "a run cookie must not be 0");
   std::lock_guard<std::mutex> guard{mtx_};
   if (auto it = cgroups_.find(cgroup); it != cgroups_.end())
-    return make_error(errc::conflict,
-                      "cgroup " + std::to_string(cgroup) +
-                          " is tracked already (run " +
-                          std::to_string(it->second) + ")");
+    return make_error(errc::conflict, "cgroup " + std::to_string(cgroup) +
+                                          " is tracked already (run " +
+                                          std::to_string(it->second) + ")");
   bool new_run = runs_.count(cookie) == 0;
   if (new_run) {
     // The run's counters exist before its cgroup is tracked: the kernel
@@ -237,9 +240,8 @@ caf::error process_probe::track(uint64_t cgroup, uint64_t cookie) {
       return sys_error("add run " + std::to_string(cookie) +
                        " to the BPF map runs");
   }
-  if (bpf_map__update_elem(skel_->maps.tracked_cgroups, &cgroup,
-                           sizeof(cgroup), &cookie, sizeof(cookie),
-                           BPF_NOEXIST) != 0) {
+  if (bpf_map__update_elem(skel_->maps.tracked_cgroups, &cgroup, sizeof(cgroup),
+                           &cookie, sizeof(cookie), BPF_NOEXIST) != 0) {
     auto err = sys_error("add cgroup " + std::to_string(cgroup) +
                          " to the BPF map tracked_cgroups");
     if (new_run)
@@ -348,13 +350,39 @@ size_t process_probe::live_processes(uint64_t cookie) const {
   return n;
 }
 
-int process_probe::ring_fd() const { return bpf_map__fd(skel_->maps.events); }
+std::vector<program_stats> process_probe::stats() const {
+  std::vector<program_stats> out;
+  for (auto* prog : {skel_->progs.handle_fork, skel_->progs.handle_exec,
+                     skel_->progs.handle_exit}) {
+    bpf_prog_info info{};
+    __u32 len = sizeof(info);
+    program_stats s;
+    s.name = bpf_program__name(prog);
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0) {
+      s.runs = info.run_cnt;
+      s.run_ns = info.run_time_ns;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+expected<os::unique_fd> enable_run_time_stats() {
+  int fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+  if (fd < 0)
+    return sys_error("enable BPF run-time statistics");
+  return os::unique_fd{fd};
+}
+
+int process_probe::ring_fd() const {
+  return bpf_map__fd(skel_->maps.events);
+}
 
 expected<uint64_t> cgroup_id(const std::string& path) {
   // cgroupfs inode numbers are the kernfs node ids on 64-bit kernels; the
   // file handle carries the same id on every arch.
-  alignas(file_handle) unsigned char buf[sizeof(file_handle) +
-                                          sizeof(uint64_t)] = {};
+  alignas(file_handle) unsigned char
+      buf[sizeof(file_handle) + sizeof(uint64_t)] = {};
   auto* fh = reinterpret_cast<file_handle*>(buf);
   fh->handle_bytes = sizeof(uint64_t);
   int mount_id = 0;

@@ -6,6 +6,7 @@
 
 #include "bpf/process.h"
 #include "guest/faults.hpp"
+#include "guest/os/unique_fd.hpp"
 #include "messages/errors.hpp"
 
 #include <array>
@@ -16,6 +17,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 struct allox_process; // the generated skeleton (bpf/process.skel.h)
 
@@ -29,6 +31,12 @@ struct probe_options {
   uint32_t max_tasks = 65536;
   /// Runs (and tracked cgroups) at the same time.
   uint32_t max_runs = 4096;
+  /// 0: the kernel wakes the reader for the first record after it caught
+  /// up (lowest latency). Otherwise only once this many bytes wait; the
+  /// reader finds fewer at its next poll timeout. Saves most of a tracked
+  /// event's cost in a VM (docs/benchmarks.md), adds up to a poll timeout
+  /// of latency. Must be below ring_bytes.
+  uint32_t wakeup_bytes = 0;
   /// The BPF programs bpf_printk every loss.
   bool debug = false;
   /// Fault point "tracking.probe.load": fires before the object is opened;
@@ -52,6 +60,18 @@ struct loss_counters {
 
 /// Stable name of a loss cause ("ringbuf_fork", "tasks_full", ...).
 std::string_view loss_cause_name(size_t cause);
+
+/// Time the kernel spent in one program (counted only while BPF run-time
+/// statistics are on: sysctl kernel.bpf_stats_enabled, or an
+/// enable_run_time_stats() handle).
+struct program_stats {
+  std::string name;
+  uint64_t runs = 0;
+  uint64_t run_ns = 0;
+};
+
+/// Turns BPF run-time statistics on for as long as the fd is open.
+expected<os::unique_fd> enable_run_time_stats();
 
 /// One run's counters in the kernel.
 struct run_counters {
@@ -101,6 +121,9 @@ public:
   /// Live processes the kernel attributes to `cookie` (a map walk; for
   /// checks and tests).
   size_t live_processes(uint64_t cookie) const;
+
+  /// Calls and run time of the fork, exec and exit programs.
+  std::vector<program_stats> stats() const;
 
   /// The ring buffer map, for ring_buffer__new.
   int ring_fd() const;

@@ -40,6 +40,11 @@ const volatile __u32 object_abi = ALLOX_PROCESS_ABI;
 const volatile bool exit_has_group_dead = false;
 /* bpf_printk on every loss (read with `bpftool prog tracelog`). */
 const volatile bool debug = false;
+/* 0: wake the reader the way the kernel does by default (as soon as it has
+ * caught up). Otherwise wake it only once this many bytes wait in the
+ * ring; the reader then finds the rest at its next poll timeout. A wakeup
+ * is an irq_work, which in a VM costs more than the rest of the program. */
+const volatile __u32 wakeup_bytes = 0;
 
 /* -- maps ------------------------------------------------------------- */
 
@@ -148,6 +153,16 @@ static __always_inline void fill_header(struct allox_event_header *h,
   h->process.reserved = 0;
 }
 
+/* Flags for bpf_ringbuf_submit under the wakeup_bytes setting. */
+static __always_inline __u64 submit_flags(void)
+{
+  if (!wakeup_bytes)
+    return 0;
+  return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes
+             ? BPF_RB_FORCE_WAKEUP
+             : BPF_RB_NO_WAKEUP;
+}
+
 /* The run of a tracked process: NULL (a loss) when user space dropped the
  * run's counters while the process lived. */
 static __always_inline struct allox_run *run_of(__u64 cookie)
@@ -219,7 +234,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
   e->reserved = 0;
   BPF_CORE_READ_STR_INTO(&e->comm, child, comm);
   __sync_fetch_and_add(&run->produced, 1);
-  bpf_ringbuf_submit(e, 0);
+  bpf_ringbuf_submit(e, submit_flags());
   return 0;
 }
 
@@ -282,7 +297,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid,
   fill_header(&e->hdr, ALLOX_EVENT_EXEC, sizeof(*e), cookie, seq, flags,
               start, tgid);
   __sync_fetch_and_add(&run->produced, 1);
-  bpf_ringbuf_submit(e, 0);
+  bpf_ringbuf_submit(e, submit_flags());
   return 0;
 }
 
@@ -329,6 +344,6 @@ int BPF_PROG(handle_exit, struct task_struct *p)
   e->exit_code = (__u32)BPF_CORE_READ(p, exit_code);
   BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
   __sync_fetch_and_add(&run->produced, 1);
-  bpf_ringbuf_submit(e, 0);
+  bpf_ringbuf_submit(e, submit_flags());
   return 0;
 }

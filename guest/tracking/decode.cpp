@@ -35,14 +35,14 @@ Record copy_of(const void* data) {
 
 size_t expected_size(uint16_t type) {
   switch (type) {
-    case ALLOX_EVENT_FORK:
-      return sizeof(allox_fork_event);
-    case ALLOX_EVENT_EXEC:
-      return sizeof(allox_exec_event);
-    case ALLOX_EVENT_EXIT:
-      return sizeof(allox_exit_event);
-    default:
-      return 0;
+  case ALLOX_EVENT_FORK:
+    return sizeof(allox_fork_event);
+  case ALLOX_EVENT_EXEC:
+    return sizeof(allox_exec_event);
+  case ALLOX_EVENT_EXIT:
+    return sizeof(allox_exit_event);
+  default:
+    return 0;
   }
 }
 
@@ -70,18 +70,18 @@ std::optional<int> exit_event::signal() const {
 }
 
 const event_header& header_of(const process_event& e) {
-  return std::visit([](const auto& ev) -> const event_header& { return ev.hdr; },
-                    e);
+  return std::visit(
+      [](const auto& ev) -> const event_header& { return ev.hdr; }, e);
 }
 
 std::string_view kind_name(const process_event& e) {
   switch (e.index()) {
-    case 0:
-      return "fork";
-    case 1:
-      return "exec";
-    default:
-      return "exit";
+  case 0:
+    return "fork";
+  case 1:
+    return "exec";
+  default:
+    return "exit";
   }
 }
 
@@ -94,16 +94,16 @@ std::string read_boot_id() {
 
 std::string_view to_string(decode_error e) {
   switch (e) {
-    case decode_error::truncated:
-      return "truncated";
-    case decode_error::bad_abi:
-      return "bad_abi";
-    case decode_error::unknown_type:
-      return "unknown_type";
-    case decode_error::size_mismatch:
-      return "size_mismatch";
-    case decode_error::unknown_cookie:
-      return "unknown_cookie";
+  case decode_error::truncated:
+    return "truncated";
+  case decode_error::bad_abi:
+    return "bad_abi";
+  case decode_error::unknown_type:
+    return "unknown_type";
+  case decode_error::size_mismatch:
+    return "size_mismatch";
+  case decode_error::unknown_cookie:
+    return "unknown_cookie";
   }
   return "unknown";
 }
@@ -126,34 +126,34 @@ decode_record(const void* data, size_t size,
   if (!known_cookie || !known_cookie(h.cookie))
     return decode_error::unknown_cookie;
   switch (h.type) {
-    case ALLOX_EVENT_FORK: {
-      auto r = copy_of<allox_fork_event>(data);
-      fork_event e;
-      e.hdr = header_from(r.hdr);
-      e.parent = {r.parent.start_ns, r.parent.tgid};
-      e.parent_tid = r.parent_tid;
-      e.comm = c_string(r.comm);
-      return process_event{std::move(e)};
-    }
-    case ALLOX_EVENT_EXEC: {
-      auto r = copy_of<allox_exec_event>(data);
-      exec_event e;
-      e.hdr = header_from(r.hdr);
-      e.former_tid = r.former_tid;
-      e.comm = c_string(r.comm);
-      e.filename = c_string(r.filename);
-      e.filename_truncated = (r.hdr.flags & ALLOX_FLAG_FILENAME_TRUNCATED) != 0;
-      return process_event{std::move(e)};
-    }
-    default: {
-      auto r = copy_of<allox_exit_event>(data);
-      exit_event e;
-      e.hdr = header_from(r.hdr);
-      e.tid = r.tid;
-      e.status = r.exit_code;
-      e.comm = c_string(r.comm);
-      return process_event{std::move(e)};
-    }
+  case ALLOX_EVENT_FORK: {
+    auto r = copy_of<allox_fork_event>(data);
+    fork_event e;
+    e.hdr = header_from(r.hdr);
+    e.parent = {r.parent.start_ns, r.parent.tgid};
+    e.parent_tid = r.parent_tid;
+    e.comm = c_string(r.comm);
+    return process_event{std::move(e)};
+  }
+  case ALLOX_EVENT_EXEC: {
+    auto r = copy_of<allox_exec_event>(data);
+    exec_event e;
+    e.hdr = header_from(r.hdr);
+    e.former_tid = r.former_tid;
+    e.comm = c_string(r.comm);
+    e.filename = c_string(r.filename);
+    e.filename_truncated = (r.hdr.flags & ALLOX_FLAG_FILENAME_TRUNCATED) != 0;
+    return process_event{std::move(e)};
+  }
+  default: {
+    auto r = copy_of<allox_exit_event>(data);
+    exit_event e;
+    e.hdr = header_from(r.hdr);
+    e.tid = r.tid;
+    e.status = r.exit_code;
+    e.comm = c_string(r.comm);
+    return process_event{std::move(e)};
+  }
   }
 }
 
@@ -166,21 +166,21 @@ bool record_decoder::decode(const void* data, size_t size,
     return true;
   }
   switch (std::get<decode_error>(result)) {
-    case decode_error::truncated:
-      ++errors_.truncated;
-      break;
-    case decode_error::bad_abi:
-      ++errors_.bad_abi;
-      break;
-    case decode_error::unknown_type:
-      ++errors_.unknown_type;
-      break;
-    case decode_error::size_mismatch:
-      ++errors_.size_mismatch;
-      break;
-    case decode_error::unknown_cookie:
-      ++errors_.unknown_cookie;
-      break;
+  case decode_error::truncated:
+    ++errors_.truncated;
+    break;
+  case decode_error::bad_abi:
+    ++errors_.bad_abi;
+    break;
+  case decode_error::unknown_type:
+    ++errors_.unknown_type;
+    break;
+  case decode_error::size_mismatch:
+    ++errors_.size_mismatch;
+    break;
+  case decode_error::unknown_cookie:
+    ++errors_.unknown_cookie;
+    break;
   }
   return false;
 }

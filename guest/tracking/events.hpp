@@ -103,8 +103,7 @@ struct decode_counters {
   uint64_t unknown_cookie = 0;
 
   uint64_t total() const {
-    return truncated + bad_abi + unknown_type + size_mismatch +
-           unknown_cookie;
+    return truncated + bad_abi + unknown_type + size_mismatch + unknown_cookie;
   }
 };
 

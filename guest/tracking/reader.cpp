@@ -23,13 +23,10 @@ bool same(const decode_counters& a, const decode_counters& b) {
 
 ring_reader::ring_reader(bpf::process_probe& probe, batch_handler on_batch,
                          failure_handler on_failure, reader_options opts)
-    : probe_(probe),
-      on_batch_(std::move(on_batch)),
-      on_failure_(std::move(on_failure)),
-      opts_(std::move(opts)),
+    : probe_(probe), on_batch_(std::move(on_batch)),
+      on_failure_(std::move(on_failure)), opts_(std::move(opts)),
       decoder_([&probe](uint64_t cookie) { return probe.knows(cookie); }),
-      boot_id_(read_boot_id()) {
-}
+      boot_id_(read_boot_id()) {}
 
 expected<std::unique_ptr<ring_reader>>
 ring_reader::start(bpf::process_probe& probe, batch_handler on_batch,
@@ -41,12 +38,14 @@ ring_reader::start(bpf::process_probe& probe, batch_handler on_batch,
     opts.max_batch = 1;
   std::unique_ptr<ring_reader> r{new ring_reader(
       probe, std::move(on_batch), std::move(on_failure), std::move(opts))};
-  r->ring_ = ring_buffer__new(probe.ring_fd(), &ring_reader::on_record,
-                              r.get(), nullptr);
+  r->ring_ = ring_buffer__new(probe.ring_fd(), &ring_reader::on_record, r.get(),
+                              nullptr);
   if (r->ring_ == nullptr)
     return sys_error("create the ring buffer reader");
   r->running_ = true;
-  r->thread_ = std::thread{[raw = r.get()] { raw->run(); }};
+  r->thread_ = std::thread{[raw = r.get()] {
+    raw->run();
+  }};
   return r;
 }
 
@@ -98,8 +97,7 @@ void ring_reader::flush(bool always) {
     std::lock_guard<std::mutex> guard{counters_mtx_};
     counters_ = now;
   }
-  bool changed = !sent_once_ ||
-                 now.kernel_losses != last_sent_.kernel_losses ||
+  bool changed = !sent_once_ || now.kernel_losses != last_sent_.kernel_losses ||
                  !same(now.decode_errors, last_sent_.decode_errors);
   if (pending_.empty() && !(always && changed))
     return;
@@ -122,6 +120,9 @@ void ring_reader::run() {
     while (!stop_) {
       opts_.faults.trigger("tracking.reader.poll");
       int n = ring_buffer__poll(ring_, opts_.poll_timeout_ms);
+      // Records the kernel did not wake us for (wakeup_bytes) wait here.
+      if (n >= 0 && !handler_error_)
+        n = ring_buffer__consume(ring_);
       if (handler_error_)
         std::rethrow_exception(handler_error_);
       if (n < 0 && n != -EINTR) {

@@ -19,7 +19,8 @@ struct ring_buffer; // libbpf
 namespace allox::tracking {
 
 struct reader_options {
-  /// How long one ring_buffer__poll waits; bounds the latency of stop().
+  /// How long one ring_buffer__poll waits; bounds the latency of stop()
+  /// and, with the probe's wakeup_bytes, of a record.
   int poll_timeout_ms = 20;
   /// A batch is handed over at this many events, or when a poll returns.
   size_t max_batch = 4096;

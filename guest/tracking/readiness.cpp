@@ -38,8 +38,8 @@ readiness_check check_btf() {
             std::string{"parse "} + path + ": " + std::strerror(errno)};
   auto types = btf__type_cnt(btf);
   btf__free(btf);
-  return {"btf", true, std::string{path} + ", " + std::to_string(types) +
-                           " types"};
+  return {"btf", true,
+          std::string{path} + ", " + std::to_string(types) + " types"};
 }
 
 readiness_check check_tracepoints() {
@@ -50,9 +50,9 @@ readiness_check check_tracepoints() {
   std::string found;
   for (auto name : bpf::tracepoint_types) {
     std::string n{name};
-    auto& list =
-        btf__find_by_name_kind(btf, n.c_str(), BTF_KIND_TYPEDEF) < 0 ? missing
-                                                                      : found;
+    auto& list = btf__find_by_name_kind(btf, n.c_str(), BTF_KIND_TYPEDEF) < 0
+                     ? missing
+                     : found;
     list += (list.empty() ? "" : ", ") + n;
   }
   btf__free(btf);
@@ -89,8 +89,7 @@ readiness_check check_btrfs() {
     if (first == "btrfs" || second == "btrfs")
       return {"btrfs", true, "listed in /proc/filesystems"};
   }
-  return {"btrfs", false,
-          "not in /proc/filesystems (modprobe btrfs?)"};
+  return {"btrfs", false, "not in /proc/filesystems (modprobe btrfs?)"};
 }
 
 readiness_check check_bwrap(const std::string& bwrap) {
@@ -119,8 +118,8 @@ readiness_check check_bwrap(const std::string& bwrap) {
 json::value readiness_report::to_json() const {
   json::array list;
   for (const auto& c : checks)
-    list.push_back(json::object{{"name", c.name}, {"ok", c.ok},
-                                {"detail", c.detail}});
+    list.push_back(
+        json::object{{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
   return json::object{{"ready", ready}, {"checks", std::move(list)}};
 }
 

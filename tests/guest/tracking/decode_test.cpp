@@ -13,7 +13,9 @@ namespace {
 
 constexpr uint64_t known = 7;
 
-bool is_known(uint64_t cookie) { return cookie == known; }
+bool is_known(uint64_t cookie) {
+  return cookie == known;
+}
 
 allox_event_header header(uint16_t type, uint32_t size) {
   allox_event_header h{};

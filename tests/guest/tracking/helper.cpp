@@ -80,7 +80,9 @@ int main(int argc, char** argv) {
     exec_args = argv + 3;
     return spawn(std::atoi(argv[2]));
   }
-  std::fprintf(stderr, "usage: %s thread-exec|double-fork|spawn N PATH "
-                       "[ARG...]\n", argv[0]);
+  std::fprintf(stderr,
+               "usage: %s thread-exec|double-fork|spawn N PATH "
+               "[ARG...]\n",
+               argv[0]);
   return 2;
 }

@@ -64,8 +64,8 @@ void check_one_tree(const std::vector<process_event>& events) {
   }
   CHECK(roots == 1);
   for (const auto& e : events)
-    CHECK(born.count({header_of(e).process.start_ns,
-                      header_of(e).process.tgid}) == 1);
+    CHECK(born.count(
+              {header_of(e).process.start_ns, header_of(e).process.tgid}) == 1);
 }
 
 } // namespace
@@ -197,9 +197,9 @@ TEST_CASE("tracking: three cgroups at once each see exactly their own "
     REQUIRE_FALSE(c.probe().track(groups[k].id(), 200 + k));
   }
   for (int k = 0; k < 3; ++k)
-    children.push_back(groups[k].start(shell(
-        "i=0; while [ $i -lt " + std::to_string(counts[k]) +
-        " ]; do /bin/true; i=$((i+1)); done")));
+    children.push_back(groups[k].start(
+        shell("i=0; while [ $i -lt " + std::to_string(counts[k]) +
+              " ]; do /bin/true; i=$((i+1)); done")));
   for (auto& ch : children)
     CHECK(sandbox::wait_child(ch) == 0);
   for (int k = 0; k < 3; ++k)
@@ -225,8 +225,8 @@ TEST_CASE("tracking: three cgroups at once each see exactly their own "
     for (const auto& f : forks)
       CHECK(pids_seen.insert(f.hdr.process.tgid).second);
   }
-  CHECK(c.all().size() == c.of(200).size() + c.of(201).size() +
-                              c.of(202).size());
+  CHECK(c.all().size() ==
+        c.of(200).size() + c.of(201).size() + c.of(202).size());
 }
 
 TEST_CASE("tracking: processes outside tracked cgroups are never reported") {
@@ -342,6 +342,25 @@ TEST_CASE("tracking: a tiny ring buffer under a storm loses records, and "
   CHECK(counters->sequences - seqs.size() == counters->lost);
 }
 
+TEST_CASE("tracking: with lazy wakeups every record still arrives") {
+  bpf::probe_options opts;
+  opts.wakeup_bytes = 64 * 1024;
+  collector c{opts};
+  scratch_cgroup group;
+  constexpr uint64_t cookie = 108;
+  REQUIRE_FALSE(c.probe().track(group.id(), cookie));
+  // Far fewer bytes than the threshold: no wakeup at all.
+  CHECK(group.run(shell("/bin/true; /bin/true")) == 0);
+  REQUIRE(c.drain(cookie, group));
+  auto events = c.of(cookie);
+  CHECK(events.size() == 9); // sh: fork exec exit; 2 x true: fork exec exit
+  CHECK(contiguous(events));
+
+  opts.wakeup_bytes = opts.ring_bytes;
+  CHECK(code_of(bpf::process_probe::open(opts).error()) ==
+        errc::invalid_argument);
+}
+
 TEST_CASE("tracking: a full tasks map is a counted loss") {
   bpf::probe_options opts;
   opts.max_tasks = 4;
@@ -390,8 +409,7 @@ TEST_CASE("tracking: a batch handler that throws stops the reader with a "
   REQUIRE(probe);
   std::atomic<int> failures{0};
   auto reader = ring_reader::start(
-      **probe,
-      [](event_batch) { throw std::runtime_error("handler broke"); },
+      **probe, [](event_batch) { throw std::runtime_error("handler broke"); },
       [&](const caf::error&) { ++failures; });
   REQUIRE(reader);
   REQUIRE(eventually([&] { return !(*reader)->running(); }));

@@ -56,7 +56,8 @@ TEST_CASE("bootstrap: prints a ready report and exits 0") {
   }
 
   auto* failing = ::popen(ALLOX_GUEST_BOOTSTRAP_PATH
-                          " --skip-probe --bwrap /nonexistent/bwrap", "r");
+                          " --skip-probe --bwrap /nonexistent/bwrap",
+                          "r");
   REQUIRE(failing != nullptr);
   out.clear();
   for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), failing)) > 0;)

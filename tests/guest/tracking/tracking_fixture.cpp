@@ -12,7 +12,9 @@
 
 namespace allox::test {
 
-std::string tracking_helper() { return ALLOX_TRACKING_HELPER_PATH; }
+std::string tracking_helper() {
+  return ALLOX_TRACKING_HELPER_PATH;
+}
 
 scratch_cgroup::scratch_cgroup() {
   auto mounts = os::read_mountinfo();
@@ -38,8 +40,8 @@ scratch_cgroup::~scratch_cgroup() {
 }
 
 sandbox::child scratch_cgroup::start(const std::vector<std::string>& argv) {
-  auto c = sandbox::spawn_in_cgroup(fd_.get(), argv, devnull_.get(),
-                                    devnull_.get());
+  auto c =
+      sandbox::spawn_in_cgroup(fd_.get(), argv, devnull_.get(), devnull_.get());
   REQUIRE(c);
   return std::move(*c);
 }

@@ -39,8 +39,7 @@ public:
   int run(const std::vector<std::string>& argv);
 
   /// Waits until no process is left in the group.
-  bool wait_empty(std::chrono::milliseconds timeout = std::chrono::seconds{
-                      10});
+  bool wait_empty(std::chrono::milliseconds timeout = std::chrono::seconds{10});
 
 private:
   std::string path_;
