@@ -1,0 +1,401 @@
+#include "bpf/loader.hpp"
+
+#include "bpf/process.skel.h" // generated
+#include "guest/log.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+namespace allox::bpf {
+
+namespace {
+
+// libbpf reports the reason of a failed load (verifier log, missing BTF,
+// ...) through its print callback. While a probe loads on this thread the
+// messages are kept and appended to the error; otherwise they go to the
+// log at debug level.
+thread_local std::string* libbpf_capture = nullptr;
+
+int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
+  char buf[1024];
+  int n = std::vsnprintf(buf, sizeof(buf), fmt, args);
+  if (n <= 0)
+    return n;
+  std::string_view line{buf, std::min<size_t>(size_t(n), sizeof(buf) - 1)};
+  if (libbpf_capture != nullptr && level != LIBBPF_DEBUG) {
+    libbpf_capture->append(line);
+    // Keep the tail: verifier logs can be long, the end says why.
+    constexpr size_t keep = 2000;
+    if (libbpf_capture->size() > 2 * keep)
+      libbpf_capture->erase(0, libbpf_capture->size() - keep);
+  } else if (level != LIBBPF_DEBUG) {
+    while (!line.empty() && line.back() == '\n')
+      line.remove_suffix(1);
+    log::debug("libbpf", line);
+  }
+  return n;
+}
+
+/// Captures libbpf's messages for the lifetime of the object.
+class capture_libbpf {
+public:
+  capture_libbpf() {
+    static std::once_flag once;
+    std::call_once(once, [] { libbpf_set_print(libbpf_print); });
+    libbpf_capture = &text_;
+  }
+  ~capture_libbpf() { libbpf_capture = nullptr; }
+  capture_libbpf(const capture_libbpf&) = delete;
+  capture_libbpf& operator=(const capture_libbpf&) = delete;
+
+  /// "<what>: <strerror(-err)>[; libbpf: <messages>]"
+  caf::error error(errc code, const std::string& what, int err) const {
+    auto msg = what + ": " + std::strerror(err < 0 ? -err : err);
+    if (!text_.empty()) {
+      auto tail = text_;
+      while (!tail.empty() && tail.back() == '\n')
+        tail.pop_back();
+      msg += "; libbpf: " + tail;
+    }
+    return make_error(code, std::move(msg));
+  }
+
+private:
+  std::string text_;
+};
+
+/// Whether sched_process_exit's BTF prototype has the `group_dead`
+/// argument: (void *ctx, struct task_struct *p, bool group_dead).
+bool detect_group_dead(const struct btf* btf) {
+  auto id = btf__find_by_name_kind(btf, "btf_trace_sched_process_exit",
+                                   BTF_KIND_TYPEDEF);
+  if (id < 0)
+    return false;
+  auto* t = btf__type_by_id(btf, static_cast<__u32>(id));
+  for (int hops = 0; t != nullptr && hops < 4; ++hops) {
+    if (btf_is_func_proto(t))
+      return btf_vlen(t) >= 3;
+    t = btf__type_by_id(btf, t->type);
+  }
+  return false;
+}
+
+bool power_of_two(uint32_t v) {
+  return v != 0 && (v & (v - 1)) == 0;
+}
+
+} // namespace
+
+uint64_t loss_counters::total() const {
+  uint64_t sum = 0;
+  for (auto n : by_cause)
+    sum += n;
+  return sum;
+}
+
+std::string_view loss_cause_name(size_t cause) {
+  switch (cause) {
+  case ALLOX_LOSS_RINGBUF_FORK:
+    return "ringbuf_fork";
+  case ALLOX_LOSS_RINGBUF_EXEC:
+    return "ringbuf_exec";
+  case ALLOX_LOSS_RINGBUF_EXIT:
+    return "ringbuf_exit";
+  case ALLOX_LOSS_TASKS_FULL:
+    return "tasks_full";
+  case ALLOX_LOSS_NO_RUN:
+    return "no_run";
+  default:
+    return "unknown";
+  }
+}
+
+expected<std::unique_ptr<process_probe>>
+process_probe::open(probe_options opts) {
+  try {
+    opts.faults.trigger("tracking.probe.load");
+  } catch (const std::exception& e) {
+    return make_error(errc::internal,
+                      std::string{"load the process probe: "} + e.what());
+  }
+  auto page = static_cast<uint32_t>(::sysconf(_SC_PAGESIZE));
+  if (!power_of_two(opts.ring_bytes) || opts.ring_bytes < page)
+    return make_error(errc::invalid_argument,
+                      "ring buffer size must be a power of two of at least " +
+                          std::to_string(page) + " bytes, not " +
+                          std::to_string(opts.ring_bytes));
+  if (opts.wakeup_bytes >= opts.ring_bytes)
+    return make_error(errc::invalid_argument,
+                      "wakeup_bytes must be below the ring buffer size");
+  if (opts.max_tasks == 0 || opts.max_runs == 0)
+    return make_error(errc::invalid_argument,
+                      "max_tasks and max_runs must be positive");
+
+  capture_libbpf capture;
+  std::unique_ptr<process_probe> probe{new process_probe};
+  probe->opts_ = std::move(opts);
+
+  // The kernel's BTF: the tracepoints and the exit prototype.
+  auto* vmlinux = btf__load_vmlinux_btf();
+  if (vmlinux == nullptr)
+    return capture.error(errc::unsupported,
+                         "read the kernel BTF (/sys/kernel/btf/vmlinux)",
+                         errno);
+  for (auto name : tracepoint_types) {
+    if (btf__find_by_name_kind(vmlinux, std::string{name}.c_str(),
+                               BTF_KIND_TYPEDEF) < 0) {
+      btf__free(vmlinux);
+      return make_error(errc::unsupported,
+                        "the kernel BTF has no tracepoint type " +
+                            std::string{name});
+    }
+  }
+  probe->group_dead_arg_ = detect_group_dead(vmlinux);
+  btf__free(vmlinux);
+
+  auto* skel = allox_process__open();
+  if (skel == nullptr)
+    return capture.error(errc::internal, "open the BPF object", errno);
+  probe->skel_ = skel;
+
+  if (skel->rodata->object_abi != ALLOX_PROCESS_ABI)
+    return make_error(errc::internal,
+                      "the BPF object speaks event ABI " +
+                          std::to_string(skel->rodata->object_abi) +
+                          ", this loader " + std::to_string(ALLOX_PROCESS_ABI));
+  skel->rodata->exit_has_group_dead = probe->group_dead_arg_;
+  skel->rodata->debug = probe->opts_.debug;
+  skel->rodata->wakeup_bytes = probe->opts_.wakeup_bytes;
+
+  struct sizing {
+    bpf_map* map;
+    uint32_t entries;
+    const char* name;
+  };
+  const auto& o = probe->opts_;
+  for (auto s :
+       {sizing{skel->maps.events, o.ring_bytes, "events"},
+        sizing{skel->maps.tasks, o.max_tasks, "tasks"},
+        sizing{skel->maps.runs, o.max_runs, "runs"},
+        sizing{skel->maps.tracked_cgroups, o.max_runs, "tracked_cgroups"}}) {
+    if (int err = bpf_map__set_max_entries(s.map, s.entries); err != 0)
+      return capture.error(errc::internal,
+                           std::string{"size the BPF map "} + s.name, err);
+  }
+
+  if (int err = allox_process__load(skel); err != 0)
+    return capture.error(errc::internal,
+                         "load the BPF programs (verifier or kernel refused)",
+                         err);
+
+  struct attach {
+    bpf_program* prog;
+    bpf_link** link;
+    const char* name;
+  };
+  for (auto a : {attach{skel->progs.handle_fork, &skel->links.handle_fork,
+                        "tp_btf/sched_process_fork"},
+                 attach{skel->progs.handle_exec, &skel->links.handle_exec,
+                        "tp_btf/sched_process_exec"},
+                 attach{skel->progs.handle_exit, &skel->links.handle_exit,
+                        "tp_btf/sched_process_exit"}}) {
+    *a.link = bpf_program__attach(a.prog);
+    if (*a.link == nullptr)
+      return capture.error(errc::internal, std::string{"attach "} + a.name,
+                           errno);
+  }
+  return probe;
+}
+
+process_probe::~process_probe() {
+  if (skel_ != nullptr)
+    allox_process__destroy(skel_);
+}
+
+caf::error process_probe::track(uint64_t cgroup, uint64_t cookie) {
+  if (cookie == 0)
+    return make_error(errc::invalid_argument, "a run cookie must not be 0");
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (auto it = cgroups_.find(cgroup); it != cgroups_.end())
+    return make_error(errc::conflict, "cgroup " + std::to_string(cgroup) +
+                                          " is tracked already (run " +
+                                          std::to_string(it->second) + ")");
+  bool new_run = runs_.count(cookie) == 0;
+  if (new_run) {
+    // The run's counters exist before its cgroup is tracked: the kernel
+    // never sees a tracked cgroup without them.
+    allox_run zero{};
+    if (bpf_map__update_elem(skel_->maps.runs, &cookie, sizeof(cookie), &zero,
+                             sizeof(zero), BPF_NOEXIST) != 0)
+      return sys_error("add run " + std::to_string(cookie) +
+                       " to the BPF map runs");
+  }
+  if (bpf_map__update_elem(skel_->maps.tracked_cgroups, &cgroup, sizeof(cgroup),
+                           &cookie, sizeof(cookie), BPF_NOEXIST) != 0) {
+    auto err = sys_error("add cgroup " + std::to_string(cgroup) +
+                         " to the BPF map tracked_cgroups");
+    if (new_run)
+      (void)bpf_map__delete_elem(skel_->maps.runs, &cookie, sizeof(cookie), 0);
+    return err;
+  }
+  cgroups_[cgroup] = cookie;
+  ++runs_[cookie];
+  return caf::none;
+}
+
+expected<run_counters> process_probe::untrack(uint64_t cgroup) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto it = cgroups_.find(cgroup);
+  if (it == cgroups_.end())
+    return make_error(errc::not_found,
+                      "cgroup " + std::to_string(cgroup) + " is not tracked");
+  auto cookie = it->second;
+  // No new root from this cgroup from here on.
+  (void)bpf_map__delete_elem(skel_->maps.tracked_cgroups, &cgroup,
+                             sizeof(cgroup), 0);
+  cgroups_.erase(it);
+  run_counters final_counters;
+  if (--runs_[cookie] > 0) {
+    allox_run r{};
+    if (bpf_map__lookup_elem(skel_->maps.runs, &cookie, sizeof(cookie), &r,
+                             sizeof(r), 0) == 0)
+      final_counters = {r.next_seq, r.produced, r.lost, r.root_tgid};
+    return final_counters;
+  }
+  runs_.erase(cookie);
+  // The run's processes that are still alive (it should have none) stop
+  // being tracked: collect them first, the walk restarts on deletion.
+  std::vector<uint32_t> stale;
+  uint32_t key = 0;
+  uint32_t* prev = nullptr;
+  allox_task task{};
+  for (uint32_t steps = 0; steps <= opts_.max_tasks; ++steps) {
+    if (bpf_map__get_next_key(skel_->maps.tasks, prev, &key, sizeof(key)) != 0)
+      break;
+    if (bpf_map__lookup_elem(skel_->maps.tasks, &key, sizeof(key), &task,
+                             sizeof(task), 0) == 0 &&
+        task.cookie == cookie)
+      stale.push_back(key);
+    prev = &key;
+  }
+  for (auto tgid : stale)
+    (void)bpf_map__delete_elem(skel_->maps.tasks, &tgid, sizeof(tgid), 0);
+  allox_run r{};
+  if (bpf_map__lookup_elem(skel_->maps.runs, &cookie, sizeof(cookie), &r,
+                           sizeof(r), 0) == 0)
+    final_counters = {r.next_seq, r.produced, r.lost, r.root_tgid};
+  (void)bpf_map__delete_elem(skel_->maps.runs, &cookie, sizeof(cookie), 0);
+  return final_counters;
+}
+
+bool process_probe::knows(uint64_t cookie) const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return runs_.count(cookie) != 0;
+}
+
+expected<run_counters> process_probe::counters(uint64_t cookie) const {
+  allox_run r{};
+  if (bpf_map__lookup_elem(skel_->maps.runs, &cookie, sizeof(cookie), &r,
+                           sizeof(r), 0) != 0) {
+    if (errno == ENOENT)
+      return make_error(errc::not_found,
+                        "run " + std::to_string(cookie) + " is not tracked");
+    return sys_error("read run " + std::to_string(cookie) +
+                     " from the BPF map runs");
+  }
+  return run_counters{r.next_seq, r.produced, r.lost, r.root_tgid};
+}
+
+expected<loss_counters> process_probe::losses() const {
+  auto cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0)
+    return make_error(errc::internal, "count the possible CPUs");
+  std::vector<uint64_t> per_cpu(static_cast<size_t>(cpus));
+  loss_counters out;
+  for (uint32_t cause = 0; cause < ALLOX_LOSS_CAUSES; ++cause) {
+    if (bpf_map__lookup_elem(skel_->maps.losses, &cause, sizeof(cause),
+                             per_cpu.data(), per_cpu.size() * sizeof(uint64_t),
+                             0) != 0)
+      return sys_error("read the BPF map losses");
+    for (auto n : per_cpu)
+      out.by_cause[cause] += n;
+  }
+  return out;
+}
+
+size_t process_probe::live_processes(uint64_t cookie) const {
+  size_t n = 0;
+  uint32_t key = 0;
+  uint32_t* prev = nullptr;
+  allox_task task{};
+  for (uint32_t steps = 0; steps <= opts_.max_tasks; ++steps) {
+    if (bpf_map__get_next_key(skel_->maps.tasks, prev, &key, sizeof(key)) != 0)
+      break;
+    if (bpf_map__lookup_elem(skel_->maps.tasks, &key, sizeof(key), &task,
+                             sizeof(task), 0) == 0 &&
+        task.cookie == cookie)
+      ++n;
+    prev = &key;
+  }
+  return n;
+}
+
+std::vector<program_stats> process_probe::stats() const {
+  std::vector<program_stats> out;
+  for (auto* prog : {skel_->progs.handle_fork, skel_->progs.handle_exec,
+                     skel_->progs.handle_exit}) {
+    bpf_prog_info info{};
+    __u32 len = sizeof(info);
+    program_stats s;
+    s.name = bpf_program__name(prog);
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0) {
+      s.runs = info.run_cnt;
+      s.run_ns = info.run_time_ns;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+expected<os::unique_fd> enable_run_time_stats() {
+  int fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+  if (fd < 0)
+    return sys_error("enable BPF run-time statistics");
+  return os::unique_fd{fd};
+}
+
+int process_probe::ring_fd() const {
+  return bpf_map__fd(skel_->maps.events);
+}
+
+expected<uint64_t> cgroup_id(const std::string& path) {
+  // cgroupfs inode numbers are the kernfs node ids on 64-bit kernels; the
+  // file handle carries the same id on every arch.
+  alignas(file_handle) unsigned char
+      buf[sizeof(file_handle) + sizeof(uint64_t)] = {};
+  auto* fh = reinterpret_cast<file_handle*>(buf);
+  fh->handle_bytes = sizeof(uint64_t);
+  int mount_id = 0;
+  if (::name_to_handle_at(AT_FDCWD, path.c_str(), fh, &mount_id, 0) == 0 &&
+      fh->handle_bytes == sizeof(uint64_t)) {
+    uint64_t id = 0;
+    std::memcpy(&id, buf + sizeof(file_handle), sizeof(id));
+    return id;
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return sys_error("stat cgroup " + path);
+  return static_cast<uint64_t>(st.st_ino);
+}
+
+} // namespace allox::bpf

@@ -1,0 +1,92 @@
+// The ring reader: one thread that polls the probe's ring buffer, decodes
+// the records and hands them over in batches. CAF-free: the owner decides
+// where batches go (an actor integration forwards them as messages).
+#pragma once
+
+#include "bpf/loader.hpp"
+#include "guest/faults.hpp"
+#include "guest/tracking/decode.hpp"
+#include "guest/tracking/events.hpp"
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+struct ring_buffer; // libbpf
+
+namespace allox::tracking {
+
+struct reader_options {
+  /// How long one ring_buffer__poll waits; bounds the latency of stop()
+  /// and, with the probe's wakeup_bytes, of a record.
+  int poll_timeout_ms = 20;
+  /// A batch is handed over at this many events, or when a poll returns.
+  size_t max_batch = 4096;
+  /// Fault point "tracking.reader.poll", fired on the reader thread before
+  /// each poll: `throw` ends the reader as a failed poll would, `delay`
+  /// stalls it (the ring fills up).
+  fault_set faults;
+};
+
+/// Polls a process_probe's ring buffer on its own thread.
+class ring_reader {
+public:
+  /// Called on the reader thread for every batch: with events, or with
+  /// none when only the counters changed (a kernel loss, a refused
+  /// record). Must not block for long: the ring fills meanwhile.
+  using batch_handler = std::function<void(event_batch)>;
+  /// Called once, on the reader thread, when the reader stops on an error
+  /// (poll failed, a handler threw, an injected fault). Not on stop().
+  using failure_handler = std::function<void(const caf::error&)>;
+
+  /// Starts the thread. `probe` must outlive the reader.
+  static expected<std::unique_ptr<ring_reader>>
+  start(bpf::process_probe& probe, batch_handler on_batch,
+        failure_handler on_failure, reader_options opts = {});
+
+  ring_reader(const ring_reader&) = delete;
+  ring_reader& operator=(const ring_reader&) = delete;
+  /// Stops and joins.
+  ~ring_reader();
+
+  /// Sets the stop flag and joins the thread; records already in the ring
+  /// are consumed and handed over first. Idempotent.
+  void stop();
+
+  /// A snapshot of the counters.
+  reader_counters counters() const;
+
+  /// False once the thread has ended (stopped or failed).
+  bool running() const { return running_.load(); }
+
+private:
+  ring_reader(bpf::process_probe& probe, batch_handler on_batch,
+              failure_handler on_failure, reader_options opts);
+
+  static int on_record(void* ctx, void* data, size_t size);
+  void run();
+  /// Hands the pending events over if there are any, or if `always` and
+  /// the counters changed since the last batch.
+  void flush(bool always);
+
+  bpf::process_probe& probe_;
+  batch_handler on_batch_;
+  failure_handler on_failure_;
+  reader_options opts_;
+  ring_buffer* ring_ = nullptr;
+  record_decoder decoder_;
+  std::string boot_id_;
+  std::vector<process_event> pending_;
+  reader_counters last_sent_;
+  bool sent_once_ = false;
+  mutable std::mutex counters_mtx_;
+  reader_counters counters_;
+  std::exception_ptr handler_error_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> running_{false};
+  std::thread thread_;
+};
+
+} // namespace allox::tracking
