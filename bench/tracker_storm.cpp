@@ -58,7 +58,7 @@ struct group {
     os::remove_group(path);
   }
   sandbox::child start(const std::string& script) {
-    auto c = sandbox::spawn_in_cgroup(fd.get(), {"/bin/sh", "-c", script},
+    auto c = sandbox::spawn_in_cgroup(fd.get(), {"/bin/sh", "-c", script}, -1,
                                       devnull.get(), devnull.get());
     if (!c)
       throw std::runtime_error(message_of(c.error()));

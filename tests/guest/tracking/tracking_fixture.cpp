@@ -41,7 +41,8 @@ scratch_cgroup::~scratch_cgroup() {
 
 sandbox::child scratch_cgroup::start(const std::vector<std::string>& argv) {
   auto c =
-      sandbox::spawn_in_cgroup(fd_.get(), argv, devnull_.get(), devnull_.get());
+      sandbox::spawn_in_cgroup(fd_.get(), argv, -1, devnull_.get(),
+                               devnull_.get());
   REQUIRE(c);
   return std::move(*c);
 }
