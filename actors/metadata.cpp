@@ -21,7 +21,11 @@ void flush(self_ptr self) {
   batch.reserve(st.queued.size());
   for (const auto& w : st.queued)
     batch.push_back(&w);
+  auto began = std::chrono::steady_clock::now();
   auto err = st.db->apply(batch);
+  st.commit_seconds.observe(std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - began)
+                                .count());
   ++st.commits;
   st.batches += st.queued.size();
   st.queued.clear();
@@ -118,6 +122,7 @@ metadata(self_ptr self, std::shared_ptr<store::catalog> db, std::string path) {
                                      {"batches", st.batches},
                                      {"failures", st.failures},
                                      {"run_queries", st.run_queries}};
+        o["commit_seconds"] = st.commit_seconds.to_json();
         o["uptime_ms"] = uptime_ms(st.started);
         return o;
       },

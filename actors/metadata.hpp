@@ -4,6 +4,7 @@
 // mutating at once pay for one fsync instead of one each.
 #pragma once
 
+#include "guest/histogram.hpp"
 #include "guest/store/catalog.hpp"
 #include "messages/actors.hpp"
 
@@ -27,6 +28,8 @@ struct metadata_state {
   uint64_t batches = 0;
   uint64_t failures = 0;
   uint64_t run_queries = 0;
+  /// How long each commit (one transaction) took, for /metrics.
+  latency_histogram commit_seconds;
   std::chrono::steady_clock::time_point started;
 };
 

@@ -176,6 +176,7 @@ static json::value dump(self_ptr self) {
       {"subvolume", st.init.paths.current(st.agent_id(), st.session_id())},
       {"checkpoints", st.dag.size()}};
   o["leases"] = st.leases.size();
+  o["runs"] = st.runs.active.size();
   o["pending_discards"] = st.discards.size();
   o["unsynced_checkpoints"] = st.unsynced_intents.size();
   o["lane"] = static_cast<bool>(*st.lane);

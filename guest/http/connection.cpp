@@ -75,6 +75,13 @@ void connection::answer(int status, std::string body) {
   arm_deadline();
 }
 
+void connection::answer_metrics(std::string text) {
+  waiting_ = false;
+  respond(200, std::move(text), !keep_alive_,
+          "text/plain; version=0.0.4; charset=utf-8");
+  arm_deadline();
+}
+
 void connection::refuse() {
   refused_ = true;
   respond(503, error_body("too many connections", "unavailable"), true);
@@ -227,6 +234,10 @@ void connection::process() {
 bool connection::check_header() {
   const auto& req = parser_->get();
   keep_alive_ = req.keep_alive();
+  // Health stays open (probes carry no token); metrics follow the RPC's
+  // token rule.
+  if (req.method() == bhttp::verb::get && req.target() == "/metrics")
+    return authorized(req);
   if (req.method() == bhttp::verb::get && !is_stream(req.target()))
     return true;
   if (req.method() == bhttp::verb::get)
@@ -268,10 +279,15 @@ void connection::handle_request() {
     return;
   }
   if (req.method() == bhttp::verb::get) {
-    if (req.target() == "/health")
+    if (req.target() == "/health") {
       respond(200, R"({"status":"healthy"})", !keep_alive_);
-    else
+    } else if (req.target() == "/metrics") {
+      waiting_ = true;
+      srv_->scrape(this);
+      return;
+    } else {
       respond(404, error_body("not found", "not_found"), !keep_alive_);
+    }
     return;
   }
   boost::system::error_code ec;
@@ -360,13 +376,16 @@ void connection::on_deadline(uv_timer_t* t) {
 
 void connection::reject(int status, std::string_view message,
                         std::string_view code) {
+  srv_->count_rejected(status);
   respond(status, error_body(message, code), true);
 }
 
-void connection::respond(int status, std::string body, bool close_after) {
+void connection::respond(int status, std::string body, bool close_after,
+                         std::string_view content_type) {
   bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status),
                                           11};
-  res.set(bhttp::field::content_type, "application/json");
+  res.set(bhttp::field::content_type,
+          beast::string_view{content_type.data(), content_type.size()});
   res.set(bhttp::field::server, "allox-workspace-daemon");
   res.keep_alive(!close_after);
   res.body() = std::move(body);

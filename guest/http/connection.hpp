@@ -57,6 +57,9 @@ public:
   /// A reply for the request this connection is waiting on.
   void answer(int status, std::string body);
 
+  /// Answers GET /metrics with the exposition text.
+  void answer_metrics(std::string text);
+
   /// Rejects the connection outright (too many connections, none to evict).
   void refuse();
 
@@ -103,7 +106,8 @@ private:
 
   // -- output -------------------------------------------------------------
   void reject(int status, std::string_view message, std::string_view code);
-  void respond(int status, std::string body, bool close_after);
+  void respond(int status, std::string body, bool close_after,
+               std::string_view content_type = "application/json");
   void send(std::string data, bool last);
   static void on_written(uv_write_t* req, int status);
   void linger();

@@ -128,15 +128,22 @@ void server::on_connection(uv_stream_t* listener, int status) {
 uint64_t server::dispatch(connection* conn, std::string action,
                           json::object params) {
   auto ticket = next_ticket_++;
-  tickets_.emplace(ticket, conn);
+  tickets_.emplace(ticket,
+                   pending{conn, action, std::chrono::steady_clock::now()});
   dispatch_(ticket, std::move(action), std::move(params));
   return ticket;
+}
+
+void server::scrape(connection* conn) {
+  auto ticket = next_ticket_++;
+  tickets_.emplace(ticket, pending{conn, {}, {}, true});
+  dispatch_(ticket, "system.dump", {});
 }
 
 void server::open_stream(connection* conn, uint64_t stream, json::object params,
                          std::shared_ptr<run_sink> sink) {
   auto ticket = next_ticket_++;
-  tickets_.emplace(ticket, conn);
+  tickets_.emplace(ticket, pending{conn, {}, {}});
   streams_.emplace(stream, conn);
   if (!open_) {
     post({ticket, 400,
@@ -159,7 +166,7 @@ void server::push_stream(uint64_t stream, std::string row_json) {
 
 void server::forget(connection* conn) {
   for (auto it = tickets_.begin(); it != tickets_.end();) {
-    if (it->second == conn)
+    if (it->second.conn == conn)
       it = tickets_.erase(it);
     else
       ++it;
@@ -193,13 +200,41 @@ void server::deliver_replies() {
     auto it = tickets_.find(r.ticket);
     if (it == tickets_.end())
       continue; // the client went away
-    auto* conn = it->second;
+    auto p = std::move(it->second);
     tickets_.erase(it);
-    conn->answer(r.status, std::move(r.body));
+    if (p.scrape) {
+      p.conn->answer_metrics(render_metrics(r));
+      continue;
+    }
+    if (!p.action.empty())
+      metrics_.observe(p.action, r.status,
+                       std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - p.started)
+                           .count());
+    p.conn->answer(r.status, std::move(r.body));
   }
   for (auto& [stream, row] : pushes)
     if (auto it = streams_.find(stream); it != streams_.end())
       it->second->on_stream_push(row);
+}
+
+std::string server::render_metrics(const rpc_reply& dump) const {
+  // The actors' part is left out (allox_up 0) when the tree did not come.
+  json::value tree;
+  if (dump.status == 200) {
+    boost::system::error_code ec;
+    auto v = json::parse(dump.body, ec);
+    if (!ec && v.is_object())
+      if (auto* result = v.as_object().if_contains("result");
+          result && result->is_object())
+        if (auto* t = result->as_object().if_contains("tree"))
+          tree = *t;
+  }
+  server_gauges g;
+  g.connections = connections_.size();
+  g.in_flight = tickets_.size();
+  g.evicted = evicted_;
+  return metrics_.render(g, tree);
 }
 
 void server::stop_accepting() {

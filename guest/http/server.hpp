@@ -7,6 +7,7 @@
 // Everything but post() runs on the loop thread.
 #pragma once
 
+#include "guest/http/metrics.hpp"
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 #include "messages/rpc.hpp"
@@ -89,6 +90,11 @@ public:
   // -- used by connections ----------------------------------------------------
   const server_options& options() const { return opts_; }
   uint64_t dispatch(connection* conn, std::string action, json::object params);
+  /// GET /metrics: asks the actors for their tree, then answers `conn`
+  /// with the exposition.
+  void scrape(connection* conn);
+  /// Counts a request refused before it reached an action.
+  void count_rejected(int status) { metrics_.rejected(status); }
   uint64_t next_stream_id() { return next_stream_++; }
   void open_stream(connection* conn, uint64_t stream, json::object params,
                    std::shared_ptr<run_sink> sink);
@@ -99,6 +105,7 @@ private:
   static void on_connection(uv_stream_t* listener, int status);
   static void on_wakeup(uv_async_t* async);
   void deliver_replies();
+  std::string render_metrics(const rpc_reply& dump) const;
 
   uv_loop_t* loop_;
   server_options opts_;
@@ -112,7 +119,17 @@ private:
   uint64_t evicted_ = 0;
   uint64_t next_stream_ = 1;
   std::unordered_map<uint64_t, connection*> streams_;
-  std::unordered_map<uint64_t, connection*> tickets_;
+  /// A request handed to the actors, until its reply.
+  struct pending {
+    connection* conn = nullptr;
+    /// Empty for live streams; the action for metrics otherwise.
+    std::string action;
+    std::chrono::steady_clock::time_point started;
+    /// The reply is a system.dump for GET /metrics.
+    bool scrape = false;
+  };
+  std::unordered_map<uint64_t, pending> tickets_;
+  request_metrics metrics_;
   std::unordered_map<connection*, std::unique_ptr<connection>> connections_;
 
   std::mutex mtx_; // guards replies_, pushes_ and closed_ (actor threads)

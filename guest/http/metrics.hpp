@@ -1,0 +1,64 @@
+// Prometheus metrics (GET /metrics, text exposition format 0.0.4).
+//
+// Request counts and latencies are kept by the HTTP server on its loop
+// thread, where every request starts and every reply ends, so counting
+// takes no lock and no atomic on the request path. What the actors know
+// (live agents, sessions and runs, mailboxes, restarts, their counters,
+// catalog commit latency) comes from the system.dump tree, fetched once
+// per scrape.
+#pragma once
+
+#include "guest/histogram.hpp"
+#include "messages/json.hpp"
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace allox::http {
+
+/// What the server itself knows at scrape time.
+struct server_gauges {
+  size_t connections = 0;
+  size_t in_flight = 0;
+  uint64_t evicted = 0;
+};
+
+/// Per-action request counts and latencies. Loop thread only.
+class request_metrics {
+public:
+  /// Distinct action labels kept; later new names count as "other", so a
+  /// client inventing actions cannot grow the daemon.
+  static constexpr size_t max_actions = 128;
+
+  /// A request for `action` answered with `status` after `seconds`.
+  void observe(std::string_view action, int status, double seconds);
+
+  /// A request refused before it reached an action (401, 404, 408, 413,
+  /// 503 ...).
+  void rejected(int status);
+
+  /// The whole exposition: request metrics, server gauges and, when the
+  /// dump is an object, the actor tree's.
+  std::string render(const server_gauges& server,
+                     const json::value& dump) const;
+
+private:
+  struct action_stats {
+    std::map<int, uint64_t> by_status;
+    latency_histogram latency;
+  };
+  std::map<std::string, action_stats, std::less<>> actions_;
+  std::map<int, uint64_t> rejected_;
+};
+
+/// Appends the metrics of a system.dump tree to `out`.
+void render_actor_metrics(std::string& out, const json::value& dump);
+
+/// A label value escaped for the exposition format.
+std::string escape_label(std::string_view v);
+
+} // namespace allox::http
