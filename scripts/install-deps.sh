@@ -19,6 +19,8 @@ packages=(
   clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
   # benchmarks and manual checks
   wrk curl jq sqlite3 python3 linux-perf
+  # the operator console's page test (headless)
+  chromium
   # deployment manifest tests (YAML parser)
   python3-yaml
   # guest image: built from Debian's packages, booted in QEMU

@@ -15,6 +15,11 @@
 #include <algorithm>
 #include <memory>
 
+namespace allox::assets {
+/// The operator console page (generated from guest/http/ui/).
+std::string_view console_html();
+} // namespace allox::assets
+
 namespace allox::http {
 
 namespace beast = boost::beast;
@@ -281,6 +286,11 @@ void connection::handle_request() {
   if (req.method() == bhttp::verb::get) {
     if (req.target() == "/health") {
       respond(200, R"({"status":"healthy"})", !keep_alive_);
+    } else if (req.target() == "/ui" || req.target() == "/ui/") {
+      // The page is code only; every datum it shows comes through the RPC
+      // under its token (docs/console.md), so the page itself is open.
+      respond(200, std::string{assets::console_html()}, !keep_alive_,
+              "text/html; charset=utf-8");
     } else if (req.target() == "/metrics") {
       waiting_ = true;
       srv_->scrape(this);
