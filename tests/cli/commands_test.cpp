@@ -96,7 +96,6 @@ std::map<std::string, step> scenario(const std::string& format) {
   go("agent-delete", {"agent", "delete", "b"});
   go("error-not-found", {"session", "describe", "nope"});
   go("unsupported-fork", {"session", "fork", "s3"});
-  go("unsupported-metrics", {"metrics"});
   go("clear", {"clear"});
   return out;
 }
