@@ -1,5 +1,7 @@
 #include "actors/agent.hpp"
 
+#include "actors/agent_detail.hpp"
+
 #include "actors/blocking.hpp"
 #include "actors/dump.hpp"
 #include "actors/failures.hpp"
@@ -41,7 +43,7 @@ caf::error ensure_agent_dirs(const store::layout& paths,
   return caf::none;
 }
 
-namespace {
+namespace agent_detail {
 
 using self_ptr = agent_actor::stateful_pointer<agent_state>;
 
@@ -72,6 +74,12 @@ void spawn_session(self_ptr self, session_entry& e,
       self->spawn<caf::linked + caf::monitored>(session, std::move(init));
   e.status = child_status::running;
 }
+
+} // namespace agent_detail
+
+namespace {
+
+using namespace agent_detail;
 
 /// Re-spawns a failed session from its persisted row and checkpoints.
 void restart_session(self_ptr self, const std::string& sid) {
@@ -512,6 +520,9 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
       },
       [self](const cmd::session_create& c) {
         return serve(self, c, handle_session_create);
+      },
+      [self](const cmd::session_fork& c) {
+        return serve(self, c, handle_session_fork);
       },
       [self](const cmd::session_list& c) {
         return serve(self, c, handle_session_list);

@@ -522,6 +522,9 @@ agents_actor::behavior_type agents(self_ptr self, store::layout paths,
       [self](const cmd::session_create& c) {
         return serve(self, c, route<cmd::session_create>);
       },
+      [self](const cmd::session_fork& c) {
+        return serve(self, c, route<cmd::session_fork>);
+      },
       [self](const cmd::session_list& c) {
         return serve(self, c, route<cmd::session_list>);
       },

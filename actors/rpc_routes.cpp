@@ -369,6 +369,7 @@ const std::unordered_map<std::string_view, route_fn>& agent_routes() {
       {"agent.describe", to_agents<agent_describe, decode_agent_describe>},
       {"agent.delete", to_agents<agent_delete, decode_agent_delete>},
       {"session.create", to_agents<session_create, decode_session_create>},
+      {"session.fork", to_agents<session_fork, decode_session_fork>},
       {"session.list", to_agents<session_list, decode_session_list>},
       {"session.delete",
        to_agents<session_delete_request, decode_session_delete_request>},

@@ -88,6 +88,8 @@ using session_checkpoints_actor = caf::typed_actor<
     caf::replies_to<cmd::checkpoint_delete>::with<json::value>,
     // Replaces current/ with a writable snapshot of a checkpoint.
     caf::replies_to<cmd::session_rollback>::with<json::value>,
+    // Snapshots a checkpoint into a new session's current/ (session.fork).
+    caf::replies_to<cmd::session_fork_into>::with<json::value>,
     // Deletes replaced trees once the session has been idle (sent to itself).
     caf::reacts_to<atom::purge>>;
 
@@ -168,6 +170,8 @@ using agent_commands_actor = caf::typed_actor<
     caf::replies_to<cmd::agent_delete>::with<json::value>,
     // Creates a session (directories, subvolume, row) and spawns its actor.
     caf::replies_to<cmd::session_create>::with<json::value>,
+    // Creates a session from a checkpoint of another of the agent's.
+    caf::replies_to<cmd::session_fork>::with<json::value>,
     // Lists the agent's session ids.
     caf::replies_to<cmd::session_list>::with<json::value>,
     // Deletes a session through its actor, then forgets it.

@@ -3,6 +3,7 @@
 // (syncing new checkpoint rows, retiring the lane, purging replaced trees).
 #include "actors/session/facets.hpp"
 #include "guest/log.hpp"
+#include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_diff.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/store/create_intent.hpp"
@@ -435,6 +436,34 @@ handle_checkpoint_delete(self_ptr self, const cmd::checkpoint_delete& c) {
             });
       },
       fail);
+  return rp;
+}
+
+// -- session.fork (the source's part) -----------------------------------------
+
+// A checkpoint is read-only and never changes, but checkpoint.delete could
+// remove it: the snapshot is a step on this session's lane, so it comes
+// wholly before or after a deletion's (which then fails it cleanly).
+caf::result<json::value> handle_fork_into(self_ptr self,
+                                          const cmd::session_fork_into& c) {
+  if (auto err = require_alive(self))
+    return err;
+  auto id = self->state.dag.resolve(c.checkpoint_id);
+  if (!id)
+    return id.error();
+  auto source = self->state.init.paths.checkpoint(self->state.agent_id(),
+                                                  self->state.session_id(), *id);
+  auto target = c.target;
+  auto rp = self->make_response_promise<json::value>();
+  mutation_step(
+      self,
+      [source, target, id = *id]() -> expected<json::value> {
+        if (auto err = os::create_snapshot(source, target, false))
+          return err;
+        return json::value(json::object{{"checkpoint_id", id}});
+      },
+      [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;
 }
 

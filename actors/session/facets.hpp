@@ -173,6 +173,11 @@ handle_checkpoint_create(self_ptr self, const cmd::checkpoint_create& c);
 caf::result<json::value>
 handle_checkpoint_delete(self_ptr self, const cmd::checkpoint_delete& c);
 
+/// session.fork, the source's part: a writable snapshot of a checkpoint
+/// into the new session's current/, on this session's lane.
+caf::result<json::value> handle_fork_into(self_ptr self,
+                                          const cmd::session_fork_into& c);
+
 // -- rollback (rollback.cpp) --------------------------------------------------
 
 /// session.rollback, and session.rollback_after_runtime_reset when

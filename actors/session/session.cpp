@@ -296,6 +296,9 @@ session_actor::behavior_type session(session_facets::self_ptr self,
       [self](const cmd::session_rollback& c) {
         return serve(self, c, handle_rollback);
       },
+      [self](const cmd::session_fork_into& c) {
+        return serve(self, c, handle_fork_into);
+      },
       [self](atom::purge) { idle_work(self); },
       // -- runs (runs.cpp, run_worker.cpp) ----------------------------------
       [self](const cmd::session_configure& c) {

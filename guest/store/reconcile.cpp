@@ -377,9 +377,31 @@ expected<reconcile_result> reconcile(const layout& paths,
     finished.emplace_back(session_key(s.agent_id, s.session_id));
   }
 
+  // A fork's journal goes with its session row in one commit, so one left
+  // means the fork never completed: its half-made session goes.
+  json::array aborted_forks;
+  for (const auto& j : rows.journals) {
+    if (j.op != "fork")
+      continue;
+    if (deleted_agents.count(j.agent_id) == 0) {
+      auto dir = paths.session_dir(j.agent_id, j.session_id);
+      if (os::kind_of(dir) != os::entry_kind::missing)
+        if (auto err = finish_deletion(dir, paths.sessions_dir(j.agent_id)))
+          return err;
+    }
+    deleted_sessions.insert({j.agent_id, j.session_id});
+    r.changes.delete_journals.push_back({j.agent_id, j.session_id});
+    r.changes.audit.push_back(event("session.fork.aborted", j.agent_id,
+                                    j.session_id, {{"origin", "recovery"}}));
+    aborted_forks.emplace_back(session_key(j.agent_id, j.session_id));
+    log::warn("reconcile", "fork into " +
+                               session_key(j.agent_id, j.session_id) +
+                               " did not complete; removed");
+  }
   std::map<std::pair<std::string, std::string>, const journal_row*> journals;
   for (const auto& j : rows.journals)
-    journals[{j.agent_id, j.session_id}] = &j;
+    if (j.op != "fork")
+      journals[{j.agent_id, j.session_id}] = &j;
   std::map<std::pair<std::string, std::string>, swap_recovery> swaps;
 
   // What the disk holds, after interrupted swaps have put current/ back.
@@ -497,6 +519,7 @@ expected<reconcile_result> reconcile(const layout& paths,
   r.summary["adopted_sessions"] = std::move(adopted_sessions);
   r.summary["forgotten"] = std::move(forgotten);
   r.summary["finished_deletions"] = std::move(finished);
+  r.summary["aborted_forks"] = std::move(aborted_forks);
   r.summary["purged_trash"] = purged;
   return r;
 }

@@ -52,6 +52,19 @@ struct session_create {
   std::string origin;
 };
 
+/// session.fork {agent_id, session_id, new_session_id, checkpoint_id?,
+/// origin?}: a new session of the same agent from a checkpoint of the
+/// source (or from its current/ checkpointed first).
+struct session_fork {
+  static inline const char* name = "session.fork";
+  /// The source.
+  session_ref session;
+  std::string new_session_id;
+  /// Empty: checkpoint the source's current/ first.
+  std::string checkpoint_id;
+  std::string origin;
+};
+
 /// session.list {agent_id}.
 struct session_list {
   static inline const char* name = "session.list";
@@ -82,6 +95,9 @@ const std::string& agent_of(const Command& c) {
   return c.agent_id;
 }
 inline const std::string& agent_of(const session_create& c) {
+  return c.session.agent_id;
+}
+inline const std::string& agent_of(const session_fork& c) {
   return c.session.agent_id;
 }
 inline const std::string& agent_of(const session_delete_request& c) {
@@ -116,6 +132,12 @@ typename Inspector::result_type inspect(Inspector& f, agent_delete& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_create& x) {
   return f(caf::meta::type_name("session_create"), x.session, x.origin);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_fork& x) {
+  return f(caf::meta::type_name("session_fork"), x.session, x.new_session_id,
+           x.checkpoint_id, x.origin);
 }
 
 template <class Inspector>

@@ -85,6 +85,17 @@ struct session_rollback {
   bool after_reset = false;
 };
 
+/// Sent by the AGENT for session.fork: a writable snapshot of one of this
+/// session's checkpoints becomes `target` (the new session's current/),
+/// taken on this session's lane so no checkpoint.delete can race it.
+/// Replies {checkpoint_id} (the id resolved).
+struct session_fork_into {
+  static inline const char* name = "session.fork";
+  session_ref session;
+  std::string checkpoint_id;
+  std::string target;
+};
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_list& x) {
   return f(caf::meta::type_name("checkpoint_list"), x.session, x.cursor,
@@ -118,6 +129,12 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_rollback& x) {
   return f(caf::meta::type_name("session_rollback"), x.session, x.req,
            x.after_reset);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_fork_into& x) {
+  return f(caf::meta::type_name("session_fork_into"), x.session,
+           x.checkpoint_id, x.target);
 }
 
 } // namespace allox::cmd

@@ -489,6 +489,31 @@ expected<agent_delete> decode_agent_delete(const json::object& p) {
   return for_agent<agent_delete>(p);
 }
 
+expected<session_fork> decode_session_fork(const json::object& p) {
+  auto source = for_session<session_create>(p);
+  if (!source)
+    return source.error();
+  auto target = params::required_id(p, "new_session_id", "session");
+  if (!target)
+    return target.error();
+  if (*target == source->session.session_id)
+    return invalid("new_session_id must differ from session_id");
+  // Workspaces of agents share data only through share.*.
+  if (auto* other = p.if_contains("new_agent_id");
+      other && !(other->is_string() &&
+                 other->get_string() == source->session.agent_id))
+    return invalid("fork into another agent is refused");
+  auto checkpoint = params::optional_string(p, "checkpoint_id");
+  if (!checkpoint)
+    return checkpoint.error();
+  session_fork c;
+  c.session = std::move(source->session);
+  c.new_session_id = std::move(*target);
+  c.checkpoint_id = std::move(*checkpoint);
+  c.origin = params::origin(p);
+  return c;
+}
+
 expected<session_create> decode_session_create(const json::object& p) {
   return for_session<session_create>(p);
 }

@@ -59,6 +59,7 @@ expected<agent_create> decode_agent_create(const json::object& p);
 expected<agent_describe> decode_agent_describe(const json::object& p);
 expected<agent_delete> decode_agent_delete(const json::object& p);
 expected<session_create> decode_session_create(const json::object& p);
+expected<session_fork> decode_session_fork(const json::object& p);
 expected<session_list> decode_session_list(const json::object& p);
 expected<session_delete_request>
 decode_session_delete_request(const json::object& p);

@@ -95,7 +95,9 @@ std::map<std::string, step> scenario(const std::string& format) {
   c.run({"agent", "create", "b"});
   go("agent-delete", {"agent", "delete", "b"});
   go("error-not-found", {"session", "describe", "nope"});
-  go("unsupported-fork", {"session", "fork", "s3"});
+  go("session-fork", {"session", "fork", "s3"});
+  go("checkpoint-restore", {"checkpoint", "restore", "c1", "--new-session",
+                            "s4"});
   go("clear", {"clear"});
   return out;
 }

@@ -71,10 +71,12 @@ TEST_CASE("context: failures are one line with documented exit codes") {
   CHECK(missing.err ==
         "alloxctl: error: session does not exist: a/s (code: not_found)\n");
   CHECK(missing.out.empty());
+  // Forking a session that does not exist: the daemon's error.
+  auto fork = c.run({"session", "fork", "s2"});
+  CHECK(fork.code == 1);
+  CHECK(fork.err.find("(code: not_found)") != std::string::npos);
   // Actions this daemon does not have yet.
   for (auto args : std::vector<std::vector<std::string>>{
-           {"session", "fork", "s2"},
-           {"checkpoint", "restore", "c1", "--new-session", "s2"},
            {"file", "cat", "a.txt"},
            {"turn", "start"},
            {"policy", "get"},

@@ -1,0 +1,29 @@
+// Internal header of the AGENT actor: what agent.cpp and agent_fork.cpp
+// share. Not included elsewhere.
+#pragma once
+
+#include "actors/agent.hpp"
+
+#include <string>
+#include <vector>
+
+namespace allox::agent_detail {
+
+using self_ptr = agent_actor::stateful_pointer<agent_state>;
+
+/// An audit record of `op`, stamped now.
+audit_event audit(const std::string& op, const std::string& agent_id,
+                  const std::string& session_id, json::object fields);
+
+/// The runs that fence session `sid` (interrupted by a restart).
+std::vector<std::string> fenced_runs(self_ptr self, const std::string& sid);
+
+/// Spawns the actor of session `e` with its checkpoints.
+void spawn_session(self_ptr self, session_entry& e,
+                   std::vector<checkpoint_row> checkpoints);
+
+/// session.fork (agent_fork.cpp).
+caf::result<json::value> handle_session_fork(self_ptr self,
+                                             const cmd::session_fork& c);
+
+} // namespace allox::agent_detail

@@ -1,0 +1,160 @@
+// session.fork on the real store: a new session from any checkpoint, the
+// source untouched, and all or nothing across a crash at every step.
+#include "tests/fixtures/daemon.hpp"
+#include "tests/fixtures/runs.hpp"
+#include "tests/fixtures/temp_dir.hpp"
+
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <string>
+
+using namespace allox;
+using namespace allox::test;
+
+namespace {
+
+std::string file_in(const daemon_process& d, const std::string& s,
+                    const std::string& name) {
+  return read_file(d.current("a", s) + "/" + name);
+}
+
+json::object fork(http_client& c, const std::string& from,
+                  const std::string& to, json::object extra = {}) {
+  return expect_ok(c.rpc(
+      "session.fork",
+      with(with(ids("a", from), {{"new_session_id", to}}), extra)));
+}
+
+} // namespace
+
+TEST_CASE("fork: a new session from a checkpoint; the two never see each "
+          "other's writes") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  write_file(d.current("a", "s") + "/a.txt", "one");
+  auto c1 = expect_ok(c.rpc("checkpoint.create",
+                            with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
+  write_file(d.current("a", "s") + "/a.txt", "two");
+  // The source keeps running while it is forked.
+  auto run = run_id(start(c, "a", "s", json::array{"sleep", "30"}));
+  auto t = fork(c, "s", "t", {{"checkpoint_id", "c1"}});
+  CHECK(t.at("session_id") == "t");
+  CHECK(t.at("forked_from") ==
+        json::object{{"session_id", "s"}, {"checkpoint_id", "c1"}});
+  CHECK(file_in(d, "t", "a.txt") == "one");
+  CHECK(file_in(d, "s", "a.txt") == "two");
+  auto list = expect_ok(c.rpc("checkpoint.list", ids("a", "t")));
+  REQUIRE(list.at("checkpoints").as_array().size() == 1);
+  auto& base = list.at("checkpoints").as_array()[0].as_object();
+  CHECK(list.at("head") == base.at("checkpoint_id"));
+  CHECK(base.at("metadata").at("forked_from").at("checkpoint_id") == "c1");
+  CHECK(base.at("origin") == "allox-control-plane");
+  write_file(d.current("a", "t") + "/only-t.txt", "t");
+  write_file(d.current("a", "s") + "/only-s.txt", "s");
+  CHECK(::access((d.current("a", "s") + "/only-t.txt").c_str(), F_OK) != 0);
+  CHECK(::access((d.current("a", "t") + "/only-s.txt").c_str(), F_OK) != 0);
+  auto row = expect_ok(
+      c.rpc("process.get", with(ids("a", "s"), {{"run_id", run}})));
+  CHECK(row.at("state") == "running");
+  expect_ok(c.rpc("process.stop", with(ids("a", "s"), {{"run_id", run}})));
+  // The fork is a session like any other: rollback to its baseline.
+  expect_ok(c.rpc("session.rollback",
+                  with(ids("a", "t"), {{"checkpoint_id",
+                                        base.at("checkpoint_id")}})));
+  CHECK(::access((d.current("a", "t") + "/only-t.txt").c_str(), F_OK) != 0);
+  // Without a checkpoint: the source's current/ is checkpointed first.
+  auto u = fork(c, "s", "u");
+  auto from = std::string{u.at("forked_from").at("checkpoint_id").as_string()};
+  CHECK(file_in(d, "u", "a.txt") == "two");
+  CHECK(file_in(d, "u", "only-s.txt") == "s");
+  auto src = expect_ok(c.rpc("checkpoint.describe",
+                             with(ids("a", "s"), {{"checkpoint_id", from}})));
+  CHECK(src.at("message") == "fork to u");
+  // Survives a restart.
+  d.stop();
+  d.start();
+  CHECK(file_in(d, "t", "a.txt") == "one");
+  auto again = expect_ok(c.rpc("session.describe", ids("a", "u")));
+  CHECK(again.at("checkpoint_head") == u.at("checkpoint_head"));
+  (void)c1;
+}
+
+TEST_CASE("fork: bad requests are refused and change nothing") {
+  daemon_process d;
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  expect_ok(c.rpc("session.create", ids("a", "taken")));
+  auto fork_req = [&](json::object p) {
+    return c.rpc("session.fork", with(ids("a", "s"), p));
+  };
+  expect_error(fork_req({{"new_session_id", "taken"}}), 400, "already_exists");
+  expect_error(fork_req({{"new_session_id", "s"}}), 400, "invalid_argument");
+  expect_error(fork_req({{"new_session_id", "../x"}}), 400, "invalid_argument");
+  expect_error(fork_req({{"new_session_id", "n"}, {"checkpoint_id", "nope"}}),
+               400, "not_found");
+  expect_error(fork_req({{"new_session_id", "n"}, {"new_agent_id", "b"}}), 400,
+               "invalid_argument");
+  expect_error(c.rpc("session.fork",
+                     with(ids("a", "missing"), {{"new_session_id", "n"}})),
+               400, "not_found");
+  auto sessions = expect_ok(c.rpc("session.list", {{"agent_id", "a"}}));
+  CHECK(sessions.at("session_ids") == json::array{"s", "taken"});
+  CHECK(::access((d.root() + "/agents/a/workspace/sessions/n").c_str(),
+                 F_OK) != 0);
+}
+
+TEST_CASE("fork: a crash at any step leaves no new session or a whole one") {
+  daemon_process d;
+  d.start();
+  auto& c = d.client();
+  if (!fault_injection_built(c))
+    return; // release build
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  write_file(d.current("a", "s") + "/f.txt", "data");
+  expect_ok(c.rpc("checkpoint.create",
+                  with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
+  struct point_case {
+    const char* point;
+    bool complete;
+  };
+  int n = 0;
+  for (auto [point, complete] :
+       {point_case{"session.fork.before_baseline", false},
+        point_case{"session.fork.before_commit", false},
+        point_case{"session.fork.after_commit", true}}) {
+    std::string point_name{point};
+    CAPTURE(point_name);
+    auto target = "f" + std::to_string(n++);
+    expect_ok(c.rpc("debug.fault",
+                    {{"agent_id", "a"}, {"point", point}, {"effect", "crash"}}));
+    c.try_rpc("session.fork", with(ids("a", "s"), {{"new_session_id", target},
+                                                   {"checkpoint_id", "c1"}}));
+    CHECK(d.wait_exit(std::chrono::seconds{10}) == 128 + SIGKILL);
+    d.start();
+    auto sessions = expect_ok(c.rpc("session.list", {{"agent_id", "a"}}));
+    bool listed = false;
+    for (const auto& s : sessions.at("session_ids").as_array())
+      listed |= s == json::value(target);
+    CHECK(listed == complete);
+    auto dir = d.root() + "/agents/a/workspace/sessions/" + target;
+    CHECK((::access(dir.c_str(), F_OK) == 0) == complete);
+    if (complete) {
+      CHECK(file_in(d, target, "f.txt") == "data");
+      auto l = expect_ok(c.rpc("checkpoint.list", ids("a", target)));
+      REQUIRE(l.at("checkpoints").as_array().size() == 1);
+      CHECK(l.at("checkpoints").as_array()[0].at("metadata").at(
+                "forked_from") ==
+            json::object{{"session_id", "s"}, {"checkpoint_id", "c1"}});
+    } else {
+      // The same id forks cleanly afterwards.
+      fork(c, "s", target, {{"checkpoint_id", "c1"}});
+      CHECK(file_in(d, target, "f.txt") == "data");
+    }
+  }
+}
