@@ -11,6 +11,7 @@
 #include "messages/atoms.hpp"
 #include "messages/commands/agents.hpp"
 #include "messages/commands/checkpoints.hpp"
+#include "messages/commands/files.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
 #include "messages/events.hpp"
@@ -127,6 +128,24 @@ using session_runs_actor = caf::typed_actor<
     // A run's timeout expired (sent to itself).
     caf::reacts_to<run_timeout>>;
 
+/// The FILES facet of a SESSION (actors/session/files.cpp): the files of
+/// its workspace, resolved strictly beneath it.
+using session_files_actor = caf::typed_actor<
+    // Type, size, mode and time of one path.
+    caf::replies_to<cmd::file_stat>::with<json::value>,
+    // A directory's entries (all levels with recursive), a page at a time.
+    caf::replies_to<cmd::file_list>::with<json::value>,
+    // A range of a regular file, as UTF-8 or base64.
+    caf::replies_to<cmd::file_read>::with<json::value>,
+    // Replaces (temp file + rename) or appends to a regular file.
+    caf::replies_to<cmd::file_write>::with<json::value>,
+    // Creates a directory (and its parents).
+    caf::replies_to<cmd::file_mkdir>::with<json::value>,
+    // Removes a file, a symlink, or a directory (tree with recursive).
+    caf::replies_to<cmd::file_remove>::with<json::value>,
+    // Renames a path; never over an existing one.
+    caf::replies_to<cmd::file_move>::with<json::value>>;
+
 /// The RUNTIME facet of a SESSION (actors/session/runtime.cpp): execution
 /// leases, background executions of outside launchers, runtime resets.
 using session_runtime_actor = caf::typed_actor<
@@ -156,7 +175,8 @@ using session_actor = caf::typed_actor<
     // delete the session; refused with `conflict` while the session is busy.
     caf::replies_to<atom::retire, bool>::with<caf::ok_atom>>::
     extend_with<session_checkpoints_actor, session_runs_actor,
-                session_runtime_actor, dump_client_actor>;
+                session_files_actor, session_runtime_actor,
+                dump_client_actor>;
 
 /// The commands of one agent: served by its AGENT, and by AGENTS, which
 /// forwards them to that AGENT (creating the agent for agent.create and

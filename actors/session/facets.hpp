@@ -304,6 +304,36 @@ struct run_launch {
 caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
                          run_launch job);
 
+// -- files (files.cpp) ----------------------------------------------------------
+
+/// file.stat: one path's type, size, mode and mtime.
+caf::result<json::value> handle_file_stat(self_ptr self,
+                                          const cmd::file_stat& c);
+
+/// file.list: a directory's entries, a page at a time.
+caf::result<json::value> handle_file_list(self_ptr self,
+                                          const cmd::file_list& c);
+
+/// file.read: a range of a regular file.
+caf::result<json::value> handle_file_read(self_ptr self,
+                                          const cmd::file_read& c);
+
+/// file.write: replaces or appends to a regular file.
+caf::result<json::value> handle_file_write(self_ptr self,
+                                           const cmd::file_write& c);
+
+/// file.mkdir: a directory (and its parents).
+caf::result<json::value> handle_file_mkdir(self_ptr self,
+                                           const cmd::file_mkdir& c);
+
+/// file.remove: a file, symlink or directory (tree).
+caf::result<json::value> handle_file_remove(self_ptr self,
+                                            const cmd::file_remove& c);
+
+/// file.move: a rename beneath one root, never over an existing path.
+caf::result<json::value> handle_file_move(self_ptr self,
+                                          const cmd::file_move& c);
+
 // -- runtime: leases, background executions, reset (runtime.cpp) --------------
 
 /// execution.acquire: the session's one execution lease.

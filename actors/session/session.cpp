@@ -299,6 +299,28 @@ session_actor::behavior_type session(session_facets::self_ptr self,
       [self](const cmd::session_fork_into& c) {
         return serve(self, c, handle_fork_into);
       },
+      // -- files (files.cpp) -------------------------------------------------
+      [self](const cmd::file_stat& c) {
+        return serve(self, c, handle_file_stat);
+      },
+      [self](const cmd::file_list& c) {
+        return serve(self, c, handle_file_list);
+      },
+      [self](const cmd::file_read& c) {
+        return serve(self, c, handle_file_read);
+      },
+      [self](const cmd::file_write& c) {
+        return serve(self, c, handle_file_write);
+      },
+      [self](const cmd::file_mkdir& c) {
+        return serve(self, c, handle_file_mkdir);
+      },
+      [self](const cmd::file_remove& c) {
+        return serve(self, c, handle_file_remove);
+      },
+      [self](const cmd::file_move& c) {
+        return serve(self, c, handle_file_move);
+      },
       [self](atom::purge) { idle_work(self); },
       // -- runs (runs.cpp, run_worker.cpp) ----------------------------------
       [self](const cmd::session_configure& c) {

@@ -5,6 +5,7 @@
 
 #include "messages/commands/agents.hpp"
 #include "messages/commands/checkpoints.hpp"
+#include "messages/commands/files.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
 #include "messages/errors.hpp"
@@ -36,6 +37,16 @@ expected<process_input> decode_process_input(const json::object& p);
 expected<process_resize> decode_process_resize(const json::object& p);
 expected<process_output> decode_process_output(const json::object& p);
 expected<process_events> decode_process_events(const json::object& p);
+
+// -- files ----------------------------------------------------------------------
+
+expected<file_stat> decode_file_stat(const json::object& p);
+expected<file_list> decode_file_list(const json::object& p);
+expected<file_read> decode_file_read(const json::object& p);
+expected<file_write> decode_file_write(const json::object& p);
+expected<file_mkdir> decode_file_mkdir(const json::object& p);
+expected<file_remove> decode_file_remove(const json::object& p);
+expected<file_move> decode_file_move(const json::object& p);
 
 // -- runtime and lifecycle ----------------------------------------------------
 

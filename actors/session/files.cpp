@@ -1,0 +1,236 @@
+// The files facet of the SESSION actor: file.stat, list, read, write,
+// mkdir, remove and move on the session's workspace (current/), or on the
+// agent's shared area under the `@shared/` prefix. Paths are checked here
+// and resolved beneath their root by guest/os/workspace_files.hpp. Reads
+// run on the session's read lane; changes on its mutation lane, after any
+// checkpoint or rollback step already queued there, and are refused while
+// one runs. They are allowed while runs live (the processes and the caller
+// then share the files, as two editors would).
+#include "actors/session/facets.hpp"
+#include "guest/os/workspace_files.hpp"
+
+#include <string>
+#include <utility>
+
+namespace allox::session_facets {
+
+namespace {
+
+/// Prefix of paths in the agent's shared area (/agent/shared in runs).
+constexpr std::string_view shared_prefix = "@shared";
+
+/// A caller's path: the directory it is beneath and the checked rest.
+struct target {
+  std::string root;
+  std::string rel;
+  /// As the caller should see it again (prefix kept).
+  std::string shown;
+};
+
+expected<target> resolve(self_ptr self, const std::string& path) {
+  auto& st = self->state;
+  std::string_view p{path};
+  std::string root = st.init.paths.current(st.agent_id(), st.session_id());
+  std::string prefix;
+  if (p == shared_prefix ||
+      (p.substr(0, shared_prefix.size()) == shared_prefix &&
+       p.size() > shared_prefix.size() && p[shared_prefix.size()] == '/')) {
+    root = st.init.paths.agent_shared(st.agent_id());
+    p.remove_prefix(std::min(p.size(), shared_prefix.size() + 1));
+    prefix = std::string{shared_prefix} + "/";
+  }
+  auto rel = os::clean_path(p);
+  if (!rel)
+    return rel.error();
+  auto shown = prefix.empty() ? *rel
+                              : (rel->empty() ? std::string{shared_prefix}
+                                              : prefix + *rel);
+  return target{std::move(root), std::move(*rel), std::move(shown)};
+}
+
+/// Runs a read on the read lane and answers with its result.
+template <class Job>
+caf::result<json::value> read(self_ptr self, Job job) {
+  auto rp = self->make_response_promise<json::value>();
+  read_step(
+      self, std::move(job),
+      [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+/// Runs a change on the mutation lane, audits it as `op` with `fields`
+/// (not synced: the file itself was fsynced), and answers.
+template <class Job>
+caf::result<json::value> change(self_ptr self, const char* op,
+                                json::object fields, Job job) {
+  if (auto err = require_alive(self))
+    return err;
+  if (mutating(self))
+    return conflict("session is being checkpointed or restored: " +
+                    self->state.key());
+  auto rp = self->make_response_promise<json::value>();
+  mutation_step(
+      self, std::move(job),
+      [self, rp, op, fields](json::value& v) mutable {
+        if (auto* o = v.if_object())
+          if (auto* size = o->if_contains("size"))
+            fields["bytes"] = *size;
+        metadata_write w;
+        w.durable = false;
+        w.audit.push_back(audit(self, op, std::move(fields)));
+        caf::anon_send(self->state.init.metadata, atom::write_v, std::move(w));
+        rp.deliver(std::move(v));
+      },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+} // namespace
+
+caf::result<json::value> handle_file_stat(self_ptr self,
+                                          const cmd::file_stat& c) {
+  if (auto err = require_alive(self))
+    return err;
+  auto t = resolve(self, c.path);
+  if (!t)
+    return t.error();
+  return read(self, [t = *t]() -> expected<json::value> {
+    auto root = os::workspace_root::open(t.root);
+    if (!root)
+      return root.error();
+    auto r = os::stat_file(*root, t.rel);
+    if (!r)
+      return r.error();
+    (*r)["path"] = t.shown;
+    return json::value(std::move(*r));
+  });
+}
+
+caf::result<json::value> handle_file_list(self_ptr self,
+                                          const cmd::file_list& c) {
+  if (auto err = require_alive(self))
+    return err;
+  auto t = resolve(self, c.path);
+  if (!t)
+    return t.error();
+  return read(self, [t = *t, c]() -> expected<json::value> {
+    auto root = os::workspace_root::open(t.root);
+    if (!root)
+      return root.error();
+    auto r = os::list_files(*root, t.rel, c.recursive,
+                            static_cast<size_t>(c.limit), c.cursor);
+    if (!r)
+      return r.error();
+    (*r)["path"] = t.shown;
+    return json::value(std::move(*r));
+  });
+}
+
+caf::result<json::value> handle_file_read(self_ptr self,
+                                          const cmd::file_read& c) {
+  if (auto err = require_alive(self))
+    return err;
+  auto t = resolve(self, c.path);
+  if (!t)
+    return t.error();
+  return read(self, [t = *t, c]() -> expected<json::value> {
+    auto root = os::workspace_root::open(t.root);
+    if (!root)
+      return root.error();
+    auto r = os::read_file(*root, t.rel, static_cast<uint64_t>(c.offset),
+                           static_cast<size_t>(c.limit), c.base64);
+    if (!r)
+      return r.error();
+    (*r)["path"] = t.shown;
+    return json::value(std::move(*r));
+  });
+}
+
+caf::result<json::value> handle_file_write(self_ptr self,
+                                           const cmd::file_write& c) {
+  auto t = resolve(self, c.path);
+  if (!t)
+    return t.error();
+  json::object fields{{"origin", c.origin}, {"path", t->shown},
+                      {"append", c.append}};
+  return change(self, "file.write", std::move(fields),
+                [t = *t, c]() -> expected<json::value> {
+                  auto root = os::workspace_root::open(t.root);
+                  if (!root)
+                    return root.error();
+                  auto r = os::write_file(*root, t.rel, c.data,
+                                          static_cast<unsigned>(c.mode),
+                                          c.append);
+                  if (!r)
+                    return r.error();
+                  (*r)["path"] = t.shown;
+                  return json::value(std::move(*r));
+                });
+}
+
+caf::result<json::value> handle_file_mkdir(self_ptr self,
+                                           const cmd::file_mkdir& c) {
+  auto t = resolve(self, c.path);
+  if (!t)
+    return t.error();
+  return change(self, "file.mkdir", {{"origin", c.origin}, {"path", t->shown}},
+                [t = *t, c]() -> expected<json::value> {
+                  auto root = os::workspace_root::open(t.root);
+                  if (!root)
+                    return root.error();
+                  if (auto err = os::make_dir(*root, t.rel, c.parents))
+                    return err;
+                  return json::value(json::object{{"path", t.shown},
+                                                  {"created", true}});
+                });
+}
+
+caf::result<json::value> handle_file_remove(self_ptr self,
+                                            const cmd::file_remove& c) {
+  auto t = resolve(self, c.path);
+  if (!t)
+    return t.error();
+  return change(self, "file.remove",
+                {{"origin", c.origin}, {"path", t->shown},
+                 {"recursive", c.recursive}},
+                [t = *t, c]() -> expected<json::value> {
+                  auto root = os::workspace_root::open(t.root);
+                  if (!root)
+                    return root.error();
+                  auto n = os::remove_path(*root, t.rel, c.recursive);
+                  if (!n)
+                    return n.error();
+                  return json::value(json::object{
+                      {"path", t.shown},
+                      {"removed", static_cast<int64_t>(*n)}});
+                });
+}
+
+caf::result<json::value> handle_file_move(self_ptr self,
+                                          const cmd::file_move& c) {
+  auto from = resolve(self, c.from);
+  if (!from)
+    return from.error();
+  auto to = resolve(self, c.to);
+  if (!to)
+    return to.error();
+  if (from->root != to->root)
+    return make_error(errc::invalid_argument,
+                      "file.move stays within one area (the workspace or "
+                      "@shared)");
+  return change(self, "file.move",
+                {{"origin", c.origin}, {"from", from->shown},
+                 {"to", to->shown}},
+                [f = *from, t = *to]() -> expected<json::value> {
+                  auto root = os::workspace_root::open(f.root);
+                  if (!root)
+                    return root.error();
+                  if (auto err = os::move_path(*root, f.rel, t.rel))
+                    return err;
+                  return json::value(
+                      json::object{{"from", f.shown}, {"to", t.shown}});
+                });
+}
+
+} // namespace allox::session_facets

@@ -1,0 +1,85 @@
+// Files of a session's workspace for the file.* actions, resolved strictly
+// beneath the workspace: every path goes through openat2 with
+// RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV, so `..`,
+// absolute paths, symlinks leading out (absolute or relative), /proc magic
+// links and mounts cannot reach anything outside, also when a sandboxed
+// process swaps a component for a symlink between two calls: the kernel
+// checks each resolution as it happens. Final components are opened with
+// O_NOFOLLOW, writes go to a temporary file renamed into place, and only
+// regular files are read or appended to (never FIFOs or devices).
+//
+// Blocking: call from a worker thread (actors/blocking.hpp).
+#pragma once
+
+#include "guest/os/unique_fd.hpp"
+#include "messages/errors.hpp"
+#include "messages/json.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace allox::os {
+
+/// A workspace directory whose paths are resolved beneath it.
+class workspace_root {
+public:
+  static expected<workspace_root> open(const std::string& dir);
+
+  /// Opens `rel` beneath the root with openat2; `flags` as for open(2).
+  expected<unique_fd> open_beneath(std::string_view rel, int flags,
+                                   unsigned mode = 0) const;
+
+  /// The directory holding `rel` (opened beneath the root) and the final
+  /// component; refuses the root itself.
+  expected<std::pair<unique_fd, std::string>>
+  open_parent(std::string_view rel) const;
+
+  int fd() const { return fd_.get(); }
+
+private:
+  unique_fd fd_;
+};
+
+/// Checks a caller's path: relative, no NUL, no `..`, at most 4096 bytes;
+/// "" and "." name the root. Returns it without "./" and trailing slashes.
+expected<std::string> clean_path(std::string_view path);
+
+/// {path, type, size, mode, mtime_ns} of `rel` (a final symlink itself).
+expected<json::object> stat_file(const workspace_root& root,
+                                 const std::string& rel);
+
+/// The entries under directory `rel` (all levels with `recursive`), sorted
+/// by path, `limit` after `cursor` (a path): {entries, has_more,
+/// next_cursor}. Symlinked directories are listed, never entered.
+expected<json::object> list_files(const workspace_root& root,
+                                  const std::string& rel, bool recursive,
+                                  size_t limit, const std::string& cursor);
+
+/// Up to `limit` bytes of regular file `rel` at `offset`.
+expected<json::object> read_file(const workspace_root& root,
+                                 const std::string& rel, uint64_t offset,
+                                 size_t limit, bool base64);
+
+/// Replaces (temp file, fsync, rename, fsync the directory) or appends
+/// to regular file `rel`; the parent must exist. {path, size}.
+expected<json::object> write_file(const workspace_root& root,
+                                  const std::string& rel,
+                                  std::string_view data, unsigned mode,
+                                  bool append);
+
+/// Creates directory `rel` (and missing parents with `parents`).
+caf::error make_dir(const workspace_root& root, const std::string& rel,
+                    bool parents);
+
+/// Removes `rel`: a file or symlink, an empty directory, or a whole tree
+/// with `recursive` (never following symlinks). Returns entries removed.
+expected<uint64_t> remove_path(const workspace_root& root,
+                               const std::string& rel, bool recursive);
+
+/// Renames `from` to `to` (both beneath the root); an existing `to` is
+/// refused (already_exists).
+caf::error move_path(const workspace_root& root, const std::string& from,
+                     const std::string& to);
+
+} // namespace allox::os

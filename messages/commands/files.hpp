@@ -1,0 +1,125 @@
+// Commands of a session's files facet (file.*): one struct per RPC action,
+// decoded once by the RPC actor. Paths are as the caller sent them; the
+// session checks and resolves them beneath its workspace.
+#pragma once
+
+#include "messages/records.hpp"
+
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace allox::cmd {
+
+/// Most bytes one file.read returns, and one file.write takes (after
+/// decoding): the RPC body limit (1 MiB) bounds both anyway.
+inline constexpr int64_t max_file_chunk = 1 << 20;
+
+/// file.stat {path}.
+struct file_stat {
+  static inline const char* name = "file.stat";
+  session_ref session;
+  std::string path;
+};
+
+/// file.list {path?, recursive?, limit?, cursor?}.
+struct file_list {
+  static inline const char* name = "file.list";
+  session_ref session;
+  std::string path;
+  bool recursive = false;
+  int64_t limit = 1000;
+  std::string cursor;
+};
+
+/// file.read {path, offset?, limit?, encoding?}.
+struct file_read {
+  static inline const char* name = "file.read";
+  session_ref session;
+  std::string path;
+  int64_t offset = 0;
+  int64_t limit = max_file_chunk;
+  bool base64 = false;
+};
+
+/// file.write {path, data, encoding?, mode?, append?}; `data` decoded.
+struct file_write {
+  static inline const char* name = "file.write";
+  session_ref session;
+  std::string path;
+  std::string data;
+  int64_t mode = 0644;
+  bool append = false;
+  std::string origin;
+};
+
+/// file.mkdir {path, parents?}.
+struct file_mkdir {
+  static inline const char* name = "file.mkdir";
+  session_ref session;
+  std::string path;
+  bool parents = false;
+  std::string origin;
+};
+
+/// file.remove {path, recursive?}.
+struct file_remove {
+  static inline const char* name = "file.remove";
+  session_ref session;
+  std::string path;
+  bool recursive = false;
+  std::string origin;
+};
+
+/// file.move {from, to}.
+struct file_move {
+  static inline const char* name = "file.move";
+  session_ref session;
+  std::string from;
+  std::string to;
+  std::string origin;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_stat& x) {
+  return f(caf::meta::type_name("file_stat"), x.session, x.path);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_list& x) {
+  return f(caf::meta::type_name("file_list"), x.session, x.path, x.recursive,
+           x.limit, x.cursor);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_read& x) {
+  return f(caf::meta::type_name("file_read"), x.session, x.path, x.offset,
+           x.limit, x.base64);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_write& x) {
+  return f(caf::meta::type_name("file_write"), x.session, x.path, x.data,
+           x.mode, x.append, x.origin);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_mkdir& x) {
+  return f(caf::meta::type_name("file_mkdir"), x.session, x.path, x.parents,
+           x.origin);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_remove& x) {
+  return f(caf::meta::type_name("file_remove"), x.session, x.path,
+           x.recursive, x.origin);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_move& x) {
+  return f(caf::meta::type_name("file_move"), x.session, x.from, x.to,
+           x.origin);
+}
+
+} // namespace allox::cmd
