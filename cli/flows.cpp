@@ -11,9 +11,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -239,20 +241,37 @@ int upload_command(app_state& st, const transfer_args& a) {
   auto base = a.to.empty() ? a.from.substr(a.from.rfind('/') + 1) : a.to;
   json::array written;
   progress p{st.st};
+  std::set<std::string> made;
+  // Chunks stay well below the daemon's 1 MiB body once base64-encoded.
+  constexpr size_t chunk = 512 * 1024;
   for (size_t i = 0; i < files->size(); ++i) {
     const auto& [local, rel] = (*files)[i];
     auto remote = rel.empty() ? base : base + "/" + rel;
     p.update("uploading " + std::to_string(i + 1) + "/" +
              std::to_string(files->size()) + " " + remote);
+    if (auto slash = remote.rfind('/'); slash != std::string::npos) {
+      auto dir = remote.substr(0, slash);
+      if (made.insert(dir).second) {
+        json::object mk = *params;
+        mk["path"] = dir;
+        mk["parents"] = true;
+        if (auto r = (*daemon)->rpc("file.mkdir", mk); !r)
+          return report(r.error());
+      }
+    }
     std::ifstream in{local, std::ios::binary};
     std::stringstream bytes;
     bytes << in.rdbuf();
-    json::object call = *params;
-    call["path"] = remote;
-    call["data"] = encode(bytes.str());
-    call["encoding"] = "base64";
-    if (auto r = (*daemon)->rpc("file.write", call); !r)
-      return report(r.error());
+    auto all = bytes.str();
+    for (size_t off = 0; off == 0 || off < all.size(); off += chunk) {
+      json::object call = *params;
+      call["path"] = remote;
+      call["data"] = encode(all.substr(off, chunk));
+      call["encoding"] = "base64";
+      call["append"] = off > 0;
+      if (auto r = (*daemon)->rpc("file.write", call); !r)
+        return report(r.error());
+    }
     written.emplace_back(remote);
   }
   p.clear();
@@ -274,13 +293,18 @@ int download_command(app_state& st, const transfer_args& a) {
     json::object call = *params;
     call["path"] = a.from;
     call["recursive"] = true;
-    auto listing = (*daemon)->rpc("file.list", call);
-    if (!listing)
-      return report(listing.error());
     remote.clear();
-    for (const auto& e : listing->at("entries").as_array())
-      if (cell(e.at("type")) == "file")
-        remote.push_back(cell(e.at("path")));
+    for (;;) {
+      auto listing = (*daemon)->rpc("file.list", call);
+      if (!listing)
+        return report(listing.error());
+      for (const auto& e : listing->at("entries").as_array())
+        if (cell(e.at("type")) == "file")
+          remote.push_back(cell(e.at("path")));
+      if (!listing->at("has_more").as_bool())
+        break;
+      call["cursor"] = listing->at("next_cursor");
+    }
   }
   auto base = a.to.empty() ? a.from.substr(a.from.rfind('/') + 1) : a.to;
   json::array saved;
@@ -291,13 +315,27 @@ int download_command(app_state& st, const transfer_args& a) {
     json::object call = *params;
     call["path"] = remote[i];
     call["encoding"] = "base64";
-    auto r = (*daemon)->rpc("file.read", call);
-    if (!r)
-      return report(r.error());
     auto local = remote.size() == 1 && !a.recursive
                      ? base
                      : base + "/" + remote[i].substr(a.from.size());
-    std::ofstream{local, std::ios::binary} << decode(cell(r->at("data")));
+    if (auto parent = std::filesystem::path{local}.parent_path();
+        !parent.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(parent, ec);
+    }
+    std::ofstream out{local, std::ios::binary | std::ios::trunc};
+    // A read returns at most 1 MiB: follow the offsets to the end.
+    for (int64_t offset = 0;;) {
+      call["offset"] = offset;
+      auto r = (*daemon)->rpc("file.read", call);
+      if (!r)
+        return report(r.error());
+      auto data = decode(cell(r->at("data")));
+      out << data;
+      offset += static_cast<int64_t>(data.size());
+      if (r->at("eof").as_bool() || data.empty())
+        break;
+    }
     saved.emplace_back(local);
   }
   p.clear();

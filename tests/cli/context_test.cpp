@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 
@@ -75,9 +76,12 @@ TEST_CASE("context: failures are one line with documented exit codes") {
   auto fork = c.run({"session", "fork", "s2"});
   CHECK(fork.code == 1);
   CHECK(fork.err.find("(code: not_found)") != std::string::npos);
+  // A file of a session that does not exist: the daemon's error.
+  auto cat = c.run({"file", "cat", "a.txt"});
+  CHECK(cat.code == 1);
+  CHECK(cat.err.find("(code: not_found)") != std::string::npos);
   // Actions this daemon does not have yet.
   for (auto args : std::vector<std::vector<std::string>>{
-           {"file", "cat", "a.txt"},
            {"turn", "start"},
            {"policy", "get"},
            {"tracker", "status"}}) {
@@ -131,4 +135,36 @@ TEST_CASE("context: checkpoint watch prints changes until Ctrl-C") {
   auto r = w.finish(std::chrono::seconds{10});
   CHECK(r.code == 0);
   CHECK(r.err.empty());
+}
+
+TEST_CASE("context: files go up and come down byte for byte") {
+  daemon_process d;
+  d.start();
+  ctl c{"http://127.0.0.1:" + std::to_string(d.port())};
+  REQUIRE(c.run({"session", "create", "--agent", "a", "s"}).code == 0);
+  REQUIRE(c.run({"use", "a/s"}).code == 0);
+  test::temp_dir local;
+  std::string bin;
+  for (int i = 0; i < 70000; ++i)
+    bin += static_cast<char>(i * 7 % 256);
+  test::write_file(local / "blob", bin);
+  ::mkdir((local / "tree").c_str(), 0755);
+  ::mkdir((local / "tree/sub").c_str(), 0755);
+  test::write_file(local / "tree/sub/x.txt", "x");
+  test::write_file(local / "tree/y.txt", "y");
+  CHECK(c.run({"file", "upload", local / "blob", "--path", "blob"}).code == 0);
+  CHECK(c.run({"file", "upload", local / "tree", "--path", "tree", "-r"}).code ==
+        0);
+  CHECK(c.run({"file", "write", "note.txt", "--data", "hello"}).code == 0);
+  auto cat = c.run({"file", "cat", "note.txt"});
+  CHECK(cat.code == 0);
+  CHECK(cat.out.find("hello") != std::string::npos);
+  CHECK(test::read_file(d.current("a", "s") + "/blob") == bin);
+  CHECK(test::read_file(d.current("a", "s") + "/tree/sub/x.txt") == "x");
+  CHECK(c.run({"file", "download", "blob", "--to", local / "back"}).code == 0);
+  CHECK(test::read_file(local / "back") == bin);
+  CHECK(c.run({"file", "download", "tree", "--to", local / "tree2", "-r"})
+            .code == 0);
+  CHECK(test::read_file(local / "tree2/sub/x.txt") == "x");
+  CHECK(test::read_file(local / "tree2/y.txt") == "y");
 }
