@@ -10,7 +10,7 @@ packages=(
   # core libraries
   libcaf-dev libuv1-dev libboost-json1.81-dev libboost-url1.81-dev
   libboost1.81-dev
-  libbtrfsutil-dev libsqlite3-dev libcli11-dev doctest-dev
+  libbtrfsutil-dev libsqlite3-dev libcli11-dev doctest-dev libseccomp-dev
   # alloxctl configuration (TOML)
   libcpptoml-dev
   # kernel-facing runtime tools

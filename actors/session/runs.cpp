@@ -191,6 +191,7 @@ caf::result<json::value> handle_process_start(self_ptr self,
   spec.env = c.env;
   spec.argv = c.argv;
   spec.isolated_network = settings.at("network") == "isolated";
+  spec.syscall_filter = cfg.syscall_filter;
   job.argv = sandbox::bwrap_argv(spec);
   // Interactive runs: the daemon keeps the writing end (process.input).
   if (c.stdin_pipe || c.pty) {

@@ -28,6 +28,8 @@ struct exec_config {
   std::string boot_id;
   /// Daemon-wide defaults of session.configure.
   std::string default_network = "inherit";
+  /// Runs start under the seccomp filter (--syscall-filter).
+  bool syscall_filter = true;
   std::map<std::string, std::string> default_limits;
 };
 

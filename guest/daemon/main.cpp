@@ -149,6 +149,7 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
                       "bubblewrap not found at " + cfg->bwrap_path);
   cfg->kill_on_rollback = opts.kill_on_rollback;
   cfg->default_network = opts.session_network;
+  cfg->syscall_filter = opts.syscall_filter != "off";
   for (const auto& [file, value] :
        {std::pair<std::string, std::string>{"memory.max", opts.run_memory_max},
         {"pids.max", opts.run_pids_max},

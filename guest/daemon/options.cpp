@@ -78,6 +78,10 @@ int parse(int argc, char** argv, options& out) {
                  "default network of runs: inherit or isolated")
       ->capture_default_str()
       ->check(CLI::IsMember({"inherit", "isolated"}));
+  app.add_option("--syscall-filter", out.syscall_filter,
+                 "seccomp filter of runs: default (docs/security.md) or off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"default", "off"}));
   app.add_option("--run-memory-max", out.run_memory_max,
                  "default memory.max of a session's runs");
   app.add_option("--run-pids-max", out.run_pids_max,

@@ -31,6 +31,8 @@ struct options {
   std::string sandbox_init;
   std::string bwrap = "/usr/bin/bwrap";
   std::string session_network = "inherit";
+  /// The seccomp filter of runs: "default" or "off".
+  std::string syscall_filter = "default";
   std::string run_memory_max, run_pids_max, run_cpu_max;
 };
 

@@ -41,7 +41,10 @@ std::vector<std::string> bwrap_argv(const spec& s) {
   // Our init is PID 1: it reaps orphans and stays until every process of
   // the run has exited, so double-forked and setsid descendants keep the
   // run (and the namespace) alive.
-  a.insert(a.end(), {"--chdir", "/workspace", "--as-pid-1", init_path, "--"});
+  a.insert(a.end(), {"--chdir", "/workspace", "--as-pid-1", init_path});
+  if (!s.syscall_filter)
+    a.emplace_back("--no-syscall-filter");
+  a.emplace_back("--");
   a.insert(a.end(), s.argv.begin(), s.argv.end());
   return a;
 }

@@ -22,6 +22,8 @@ struct spec {
   std::string session_id;
   std::map<std::string, std::string> env; // the caller's
   bool isolated_network = false;
+  /// The run's seccomp filter (--syscall-filter default).
+  bool syscall_filter = true;
   std::vector<std::string> argv;
 };
 

@@ -12,10 +12,15 @@
 //    FIFOs and devices never reach the workspace.
 // 4. Exits with the target's status (128 + signal if it was killed).
 //
+// The target starts under the run's seccomp filter
+// (guest/sandbox/syscall_filter.hpp) unless --no-syscall-filter is given.
+//
 // It runs with the sandboxed program's own rights in the same mount
 // namespace, so no file the program planted can make the sync write
 // anywhere the program could not write itself. Symlinks are copied, never
 // followed.
+#include "guest/sandbox/syscall_filter.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -176,8 +181,16 @@ void sync_tmp() {
 } // namespace
 
 int main(int argc, char** argv) {
+  // --no-syscall-filter: the daemon runs with --syscall-filter off.
+  bool filter = true;
+  if (argc > 1 && std::strcmp(argv[1], "--no-syscall-filter") == 0) {
+    filter = false;
+    --argc;
+    ++argv;
+  }
   if (argc < 3 || std::strcmp(argv[1], "--") != 0) {
-    std::fprintf(stderr, "usage: allox-sandbox-init -- <argv...>\n");
+    std::fprintf(stderr, "usage: allox-sandbox-init [--no-syscall-filter] "
+                         "-- <argv...>\n");
     return 125;
   }
   seed_tmp();
@@ -187,6 +200,14 @@ int main(int argc, char** argv) {
     return 125;
   }
   if (target == 0) {
+    // Only the target and its descendants: this process is PID 1 and
+    // needs none of what the filter refuses either way.
+    if (filter)
+      if (int rc = allox::sandbox::install_syscall_filter(); rc < 0) {
+        errno = -rc;
+        warn("cannot install the syscall filter");
+        ::_exit(125);
+      }
     ::execvp(argv[2], argv + 2);
     std::fprintf(stderr, "allox-sandbox-init: cannot run %s: %s\n", argv[2],
                  std::strerror(errno));
