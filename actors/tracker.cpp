@@ -154,6 +154,12 @@ void finish_drain(self_ptr self, uint64_t cookie) {
   }
   if (!st.probe)
     s.lost = std::max<uint64_t>(s.lost, 1);
+  if (!run.drains.empty()) {
+    st.drain_us_last = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::steady_clock::now() - run.drain_started)
+                           .count();
+    st.drain_us_max = std::max(st.drain_us_max, st.drain_us_last);
+  }
   for (auto& rp : run.drains)
     rp.deliver(s);
   st.runs.erase(it);
@@ -304,6 +310,8 @@ json::value status(self_ptr self) {
                       {"runs_tracked", st.runs_tracked},
                       {"runs_failed", st.runs_failed},
                       {"ring_bytes", st.init.probe.ring_bytes},
+                      {"drain_us", json::object{{"last", st.drain_us_last},
+                                                {"max", st.drain_us_max}}},
                       {"error", st.error.empty() ? json::value(nullptr)
                                                  : json::value(st.error)}};
 }
@@ -342,6 +350,10 @@ tracker_actor::behavior_type
 tracker(tracker_actor::stateful_pointer<tracker_state> self,
         tracker_init init) {
   self->state.init = std::move(init);
+  // A burst of events reaches the sessions as a few batches, not one
+  // message per kernel wakeup (docs/benchmarks.md).
+  if (self->state.init.reader.min_batch_interval_ms == 0)
+    self->state.init.reader.min_batch_interval_ms = 2;
   self->state.started = std::chrono::steady_clock::now();
   start_probe(self);
   // A session that ends takes its runs' tracking with it.
@@ -392,6 +404,8 @@ tracker(tracker_actor::stateful_pointer<tracker_state> self,
           return s;
         }
         auto rp = self->make_response_promise<trace_summary>();
+        if (it->second.drains.empty())
+          it->second.drain_started = std::chrono::steady_clock::now();
         it->second.drains.push_back(rp);
         it->second.deadline =
             std::chrono::steady_clock::now() + st.init.drain_deadline;

@@ -57,6 +57,8 @@ struct tracked_run {
   /// untrack requests waiting for the run's last records.
   std::vector<caf::typed_response_promise<trace_summary>> drains;
   std::chrono::steady_clock::time_point deadline;
+  /// When the first untrack request came.
+  std::chrono::steady_clock::time_point drain_started;
 };
 
 struct tracker_state {
@@ -111,6 +113,10 @@ struct tracker_state {
   uint64_t decode_errors = 0;
   uint64_t runs_tracked = 0;
   uint64_t runs_failed = 0;
+  /// How long drains waited for a run's last records (us): the last one
+  /// and the longest.
+  int64_t drain_us_last = 0;
+  int64_t drain_us_max = 0;
   std::chrono::steady_clock::time_point started;
 };
 
