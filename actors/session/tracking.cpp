@@ -7,6 +7,7 @@
 // persisted with the row's transitions; its events are appended to
 // <run dir>/events.jsonl on the session's read lane, one write per batch.
 #include "actors/session/facets.hpp"
+#include "actors/session/process_map.hpp"
 #include "guest/log.hpp"
 #include "guest/os/fs.hpp"
 
@@ -43,48 +44,6 @@ caf::error append(const std::string& path, const std::string& text) {
   return caf::none;
 }
 
-json::value opt(const caf::optional<int64_t>& v) {
-  return v ? json::value(*v) : json::value(nullptr);
-}
-
-/// Applies one event to the run's process map.
-void apply(json::object& processes, json::object& row,
-           const process_record& e) {
-  auto* found = processes.if_contains(e.process_id);
-  if (found == nullptr) {
-    json::value parent = nullptr;
-    if (!e.parent_process_id.empty() && processes.contains(e.parent_process_id))
-      parent = e.parent_process_id;
-    found =
-        &processes
-             .emplace(e.process_id, json::object{{"process_id", e.process_id},
-                                                 {"pid", e.pid},
-                                                 {"ppid", e.ppid},
-                                                 {"parent_process_id", parent},
-                                                 {"comm", e.comm},
-                                                 {"filenames", json::array{}},
-                                                 {"exit_code", nullptr},
-                                                 {"signal", nullptr},
-                                                 {"alive", true},
-                                                 {"root", e.root},
-                                                 {"started_ns", e.time_ns},
-                                                 {"exited_ns", nullptr}})
-             .first->value();
-    if (e.root)
-      row["root_process_id"] = e.process_id;
-  }
-  auto& p = found->as_object();
-  if (e.event == "exec") {
-    p["comm"] = e.comm;
-    p["filenames"].as_array().emplace_back(e.filename);
-  } else if (e.event == "exit") {
-    p["alive"] = false;
-    p["exit_code"] = opt(e.exit_code);
-    p["signal"] = opt(e.signal);
-    p["exited_ns"] = e.time_ns;
-  }
-}
-
 /// The event as process.events returns it (one line of events.jsonl).
 json::object event_json(self_ptr self, const std::string& run_id, uint64_t seq,
                         const process_record& e,
@@ -118,40 +77,6 @@ json::object event_json(self_ptr self, const std::string& run_id, uint64_t seq,
   return o;
 }
 
-/// The nested tree below `id`.
-json::object subtree(const json::object& processes,
-                     const std::multimap<std::string, std::string>& children,
-                     const std::string& id) {
-  const auto& p = processes.at(id).as_object();
-  json::object node{{"process_id", id},
-                    {"pid", p.at("pid")},
-                    {"ppid", p.at("ppid")},
-                    {"comm", p.at("comm")},
-                    {"filenames", p.at("filenames")},
-                    {"exit_code", p.at("exit_code")},
-                    {"signal", p.at("signal")},
-                    {"alive", p.at("alive")}};
-  json::array kids;
-  auto range = children.equal_range(id);
-  for (auto it = range.first; it != range.second; ++it)
-    kids.emplace_back(subtree(processes, children, it->second));
-  node["children"] = std::move(kids);
-  return node;
-}
-
-/// Every process of the map exited.
-bool all_exited(const json::object& row) {
-  const auto* procs = row.if_contains("processes");
-  if (procs == nullptr || !procs->is_object() || procs->as_object().empty())
-    return false;
-  for (const auto& kv : procs->as_object()) {
-    const auto* alive = kv.value().as_object().if_contains("alive");
-    if (alive == nullptr || !alive->is_bool() || alive->as_bool())
-      return false;
-  }
-  return true;
-}
-
 } // namespace
 
 bool tracking_on(self_ptr self) {
@@ -181,7 +106,7 @@ void on_event_batch(self_ptr self, const process_event_batch& b) {
     auto& run = it->second;
     auto& row = run.row;
     auto& processes = row["processes"].as_object();
-    apply(processes, row, e);
+    apply_event(processes, row, e);
     auto seq = ++run.events;
     ++st.runs.events_received;
     row["event_count"] = static_cast<int64_t>(seq);
@@ -256,12 +181,17 @@ void drain_run(self_ptr self, const std::string& id,
       return;
     auto& run = it->second;
     auto& row = run.row;
-    uint64_t lost = s ? s->lost : std::max<uint64_t>(run.events_lost, 1);
+    // A run that never started has no trace to lose (its start failed,
+    // which its row says); it does not fence the session.
+    bool ran = !row.at("root_pid").is_null();
+    uint64_t lost = !ran ? 0
+                    : s  ? s->lost
+                         : std::max<uint64_t>(run.events_lost, 1);
     if (lost > run.events_lost) {
       st.runs.events_lost += lost - run.events_lost;
       run.events_lost = lost;
     }
-    if (!s || lost > 0 || !s->drained || run.events != s->received) {
+    if (ran && (!s || lost > 0 || !s->drained || run.events != s->received)) {
       run.trace_failed = true;
       if (row.at("provider_error").is_null())
         row["provider_error"] = s ? "process events lost" : error;
@@ -344,26 +274,7 @@ caf::result<json::value> handle_process_tree(self_ptr self,
         json::object processes;
         if (auto* p = row.if_contains("processes"); p && p->is_object())
           processes = p->as_object();
-        // Children in the order they started.
-        std::vector<std::pair<int64_t, std::string>> order;
-        for (const auto& kv : processes)
-          order.emplace_back(
-              kv.value().as_object().at("started_ns").to_number<int64_t>(),
-              std::string{kv.key()});
-        std::sort(order.begin(), order.end());
-        std::multimap<std::string, std::string> children;
-        json::array roots;
-        std::vector<std::string> top;
-        for (const auto& [ns, id] : order) {
-          const auto& parent =
-              processes.at(id).as_object().at("parent_process_id");
-          if (parent.is_string() && processes.contains(parent.as_string()))
-            children.emplace(std::string{parent.as_string()}, id);
-          else
-            top.push_back(id);
-        }
-        for (const auto& id : top)
-          roots.emplace_back(subtree(processes, children, id));
+        auto roots = nest(processes);
         rp.deliver(json::value(
             json::object{{"run_id", c.run_id},
                          {"state", row.at("state")},
