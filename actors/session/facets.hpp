@@ -302,10 +302,11 @@ struct run_launch {
   uint64_t cookie = 0;
 };
 
-/// The thread of one run: prepares its logs and cgroup, waits to be told
-/// to start (`atom::run`, once its row is durable) or not (`atom::retire`),
-/// starts bwrap inside the cgroup, waits for the whole tree and reports
-/// `started`/`finished`.
+/// The thread of one run: prepares its logs and cgroup, has a tracked
+/// run's cgroup tracked by the TRACKER, waits to be told to start
+/// (`atom::run`, once its row is durable) or not (`atom::retire`), starts
+/// bwrap inside the cgroup once both happened, waits for the whole tree
+/// and reports `started`/`finished`.
 caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
                          run_launch job);
 
