@@ -371,3 +371,18 @@ TEST_CASE("tracking: the daemon refuses ebpf tracking without execution") {
   CHECK(out.find("--process-tracking ebpf needs --process-audit-root") !=
         std::string::npos);
 }
+
+TEST_CASE("tracking: the daemon does not start when a readiness check fails, "
+          "and names it") {
+  test::temp_dir dir;
+  auto [code, out] = run_daemon(
+      {"--root", dir / "store", "--loop-image", dir / "store.img",
+       "--loop-size", "1G", "--listen",
+       "127.0.0.1:" + std::to_string(free_port()), "--process-audit-root",
+       dir / "runs", "--process-tracking", "ebpf", "--bwrap", dir / "no-bwrap"},
+      std::chrono::seconds{30});
+  CHECK(code == 1);
+  CHECK(out.find("process tracking (ebpf) is not available on this guest: "
+                 "bwrap: ") != std::string::npos);
+  CHECK(out.find("store unmounted") != std::string::npos);
+}
