@@ -290,6 +290,7 @@ const std::unordered_map<std::string_view, route_fn>& session_routes() {
        to_session<process_output, decode_process_output, true>},
       {"process.events",
        to_session<process_events, decode_process_events, true>},
+      {"process.tree", to_session<process_tree, decode_process_tree, true>},
   };
   return table;
 }
@@ -406,9 +407,10 @@ void route_process_status(self_ptr self, uint64_t ticket, const json::object&) {
   json::array controllers;
   for (auto& c : exec->cgroups.controllers())
     controllers.emplace_back(c);
+  bool tracked = static_cast<bool>(exec->tracker);
   reply(self, ticket,
-        json::object{{"enabled", false},
-                     {"backend", "disabled"},
+        json::object{{"enabled", tracked},
+                     {"backend", tracked ? "ebpf" : "disabled"},
                      {"abi", 1},
                      {"ready", true},
                      {"error", nullptr},
@@ -417,6 +419,19 @@ void route_process_status(self_ptr self, uint64_t ticket, const json::object&) {
                      {"audit_root", exec->audit_root},
                      {"isolation", "bubblewrap"},
                      {"cgroup_controllers", std::move(controllers)}});
+}
+
+/// tracker.status: the TRACKER's state and counters.
+void route_tracker_status(self_ptr self, uint64_t ticket, const json::object&) {
+  const auto& exec = self->state.init.exec;
+  if (!exec || !exec->tracker)
+    return reply(self, ticket,
+                 json::object{{"backend", "disabled"},
+                              {"ready", false},
+                              {"error", nullptr}});
+  self->request(exec->tracker, caf::infinite, atom::status_v)
+      .then([self, ticket](json::value& v) { reply(self, ticket, v); },
+            [self, ticket](caf::error& e) { reply_error(self, ticket, e); });
 }
 
 /// system.dump: the actor tree from SUPERVISOR, with the daemon's facts.
@@ -446,6 +461,7 @@ const std::unordered_map<std::string_view, route_fn>& routes() {
     std::unordered_map<std::string_view, route_fn> all{
         {"audit.list", route_audit},
         {"process.status", route_process_status},
+        {"tracker.status", route_tracker_status},
         {"system.dump", route_dump},
         {"debug.fault", route_fault},
     };

@@ -4,6 +4,9 @@
 #include "actors/dump.hpp"
 #include "actors/metadata.hpp"
 #include "guest/log.hpp"
+#if ALLOX_TRACKING
+#include "actors/tracker.hpp"
+#endif
 
 #include <caf/actor_cast.hpp>
 #include <caf/exit_reason.hpp>
@@ -21,6 +24,19 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
     st.metadata = self->spawn<caf::detached + caf::linked + caf::monitored>(
         metadata, st.init.catalog, st.init.paths.database());
     st.init.catalog.reset();
+#if ALLOX_TRACKING
+    // The TRACKER first: every session gets its handle with the execution
+    // settings.
+    if (st.init.exec && st.init.exec->tracking == "ebpf") {
+      tracker_init ti;
+      ti.probe.ring_bytes = st.init.exec->tracker_ring_bytes;
+      st.tracker = self->spawn<caf::detached + caf::linked + caf::monitored>(
+          tracker, std::move(ti));
+      auto exec = std::make_shared<exec_config>(*st.init.exec);
+      exec->tracker = st.tracker;
+      st.init.exec = std::move(exec);
+    }
+#endif
     st.agents = self->spawn<caf::linked + caf::monitored>(
         agents, st.init.paths, st.metadata, self->address(), st.init.exec);
     st.rpc = self->spawn<caf::linked + caf::monitored>(
@@ -33,9 +49,11 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
     if (st.stopping) {
       // Sessions queue their last catalog writes on their way out; the
       // catalog closes only after the last of them has ended.
-      if (dm.source == st.agents.address())
+      if (dm.source == st.agents.address()) {
         self->send_exit(st.metadata, st.stop_reason);
-      else if (dm.source == st.metadata.address())
+        if (st.tracker)
+          self->send_exit(st.tracker, st.stop_reason);
+      } else if (dm.source == st.metadata.address())
         self->quit(st.stop_reason);
       return;
     }
@@ -54,7 +72,8 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
   self->set_exit_handler([self](caf::exit_msg& em) {
     auto& st = self->state;
     if (em.source == st.metadata.address() ||
-        em.source == st.agents.address() || em.source == st.rpc.address())
+        em.source == st.agents.address() || em.source == st.rpc.address() ||
+        (st.tracker && em.source == st.tracker.address()))
       return; // the down handler reports it
     if (st.stopping)
       return;
@@ -84,6 +103,8 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
             caf::actor_cast<dump_client_actor>(st.metadata),
             caf::actor_cast<dump_client_actor>(st.rpc),
             caf::actor_cast<dump_client_actor>(st.agents)};
+        if (st.tracker)
+          children.push_back(caf::actor_cast<dump_client_actor>(st.tracker));
         return dump_with_children(self, std::move(o), children);
       },
   };

@@ -37,6 +37,8 @@ struct supervisor_state {
   metadata_actor metadata;
   agents_actor agents;
   rpc_actor rpc;
+  /// The TRACKER, while process tracking is "ebpf".
+  tracker_actor tracker;
   /// Set by an orderly stop: METADATA is stopped once AGENTS (and with it
   /// every session) has ended, and the supervisor once METADATA has.
   bool stopping = false;

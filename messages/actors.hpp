@@ -119,8 +119,10 @@ using session_runs_actor = caf::typed_actor<
     caf::replies_to<cmd::process_subscribe>::with<json::value>,
     // A slice of a run's stdout or stderr.
     caf::replies_to<cmd::process_output>::with<json::value>,
-    // A run's process events.
+    // A page of a run's process events.
     caf::replies_to<cmd::process_events>::with<json::value>,
+    // A run's process tree, nested from its root.
+    caf::replies_to<cmd::process_tree>::with<json::value>,
     // A run's first process is running in the session cgroup (its worker).
     caf::reacts_to<run_started>,
     // A run ended, and whether its cgroup emptied (its worker).
@@ -145,6 +147,39 @@ using session_files_actor = caf::typed_actor<
     caf::replies_to<cmd::file_remove>::with<json::value>,
     // Renames a path; never over an existing one.
     caf::replies_to<cmd::file_move>::with<json::value>>;
+/// The TRACKING facet of a SESSION (actors/session/tracking.cpp): what the
+/// TRACKER tells the session about its tracked runs.
+using session_tracking_actor = caf::typed_actor<
+    // Process events of the session's runs, one message per reader batch.
+    caf::reacts_to<process_event_batch>,
+    // Runs whose trace the TRACKER cannot vouch for: failed and fenced.
+    caf::reacts_to<tracking_failure>>;
+
+/// The TRACKER (actors/tracker.cpp): owns the BPF probe and the reader
+/// thread, attributes each run's cgroup to a cookie, and fans every batch
+/// of process events out to the sessions owning them.
+using tracker_actor = caf::typed_actor<
+    // Tracks the cgroup at a path as run `cookie` of a session; replies
+    // once the kernel attributes the cgroup's first process to it.
+    caf::replies_to<atom::track, std::string, uint64_t,
+                    session_tracking_actor>::with<caf::ok_atom>,
+    // Drains and untracks run `cookie` (its cgroup is empty); replies
+    // with its final counters once every record arrived, or at a deadline.
+    caf::replies_to<atom::untrack, uint64_t>::with<trace_summary>,
+    // A batch of events from the reader thread.
+    caf::reacts_to<reader_batch>,
+    // The reader thread stopped on an error.
+    caf::reacts_to<reader_failed>,
+    // Loads the probe again after a failure (sent to itself, backed off).
+    caf::reacts_to<atom::restart>,
+    // Re-checks the pending drains (sent to itself).
+    caf::reacts_to<atom::tick>,
+    // Arms a fault point of the probe or reader (test builds).
+    caf::replies_to<cmd::debug_fault>::with<json::value>,
+    // tracker.status: backend, readiness, counters, restarts, error.
+    caf::replies_to<atom::status>::with<json::value>,
+    // Describes the actor and its counters for system.dump.
+    caf::replies_to<atom::dump>::with<json::value>>;
 
 /// The RUNTIME facet of a SESSION (actors/session/runtime.cpp): execution
 /// leases, background executions of outside launchers, runtime resets.
@@ -175,7 +210,8 @@ using session_actor = caf::typed_actor<
     // delete the session; refused with `conflict` while the session is busy.
     caf::replies_to<atom::retire, bool>::with<caf::ok_atom>>::
     extend_with<session_checkpoints_actor, session_runs_actor,
-                session_files_actor, session_runtime_actor,
+                session_files_actor, session_tracking_actor,
+                session_runtime_actor,
                 dump_client_actor>;
 
 /// The commands of one agent: served by its AGENT, and by AGENTS, which

@@ -3,11 +3,18 @@
 // they are, and an absent value is absent rather than -1 or "".
 #pragma once
 
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/optional.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
+
+namespace allox::tracking {
+struct event_batch; // guest/tracking/events.hpp
+} // namespace allox::tracking
 
 namespace allox {
 
@@ -45,6 +52,109 @@ struct fence_lifted {
   std::string session_id;
 };
 
+// -- process tracking (the TRACKER and the sessions' tracking facet) ---------
+
+/// One process event of a tracked run, as the TRACKER hands it to the
+/// session that owns the run (decoded from the kernel's record).
+struct process_record {
+  /// The run (its row's `cookie`).
+  uint64_t cookie = 0;
+  /// The kernel's per-run sequence number; a gap is a lost event.
+  uint64_t kernel_seq = 0;
+  /// "fork", "exec" or "exit".
+  std::string event;
+  /// CLOCK_BOOTTIME ns.
+  uint64_t time_ns = 0;
+  /// Guest pids (init namespace): the process, its parent (fork), the
+  /// thread (exec: the thread that called exec; exit: the last thread).
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  uint32_t tid = 0;
+  /// "<boot id>:<start ns>:<pid>": the process for good (pid reuse, exec).
+  std::string process_id;
+  /// The parent's process id (fork only).
+  std::string parent_process_id;
+  /// The run's root process (the first seen in its cgroup).
+  bool root = false;
+  std::string comm;
+  /// exec only.
+  std::string filename;
+  /// exit only: the code when it exited, the signal when one killed it.
+  caf::optional<int64_t> exit_code;
+  caf::optional<int64_t> signal;
+};
+
+/// The events of one reader batch that belong to one session's runs, in
+/// ring-buffer order: one message per batch and session.
+struct process_event_batch {
+  std::vector<process_record> events;
+};
+
+/// The TRACKER cannot vouch for these runs' traces any more (events lost,
+/// or the reader or probe failed): the session fails and fences them.
+struct tracking_failure {
+  std::vector<uint64_t> cookies;
+  std::string reason;
+  /// Events lost per cookie, as far as the kernel counted them.
+  std::vector<uint64_t> lost;
+};
+
+/// A run's final counters, once the TRACKER drained and untracked it.
+struct trace_summary {
+  /// Records the kernel submitted for the run.
+  uint64_t produced = 0;
+  /// Events the TRACKER received and handed to the session.
+  uint64_t received = 0;
+  /// Records lost in the kernel, plus those that never arrived before
+  /// the drain deadline.
+  uint64_t lost = 0;
+  /// Every submitted record arrived before the deadline.
+  bool drained = false;
+};
+
+/// A batch from the TRACKER's reader thread (local only, never
+/// serialized): the probe generation it was read from, and the batch.
+struct reader_batch {
+  uint64_t generation = 0;
+  std::shared_ptr<const tracking::event_batch> batch;
+};
+
+/// The TRACKER's reader thread stopped on an error.
+struct reader_failed {
+  uint64_t generation = 0;
+  std::string reason;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, reader_failed& x) {
+  return f(caf::meta::type_name("reader_failed"), x.generation, x.reason);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_record& x) {
+  return f(caf::meta::type_name("process_record"), x.cookie, x.kernel_seq,
+           x.event, x.time_ns, x.pid, x.ppid, x.tid, x.process_id,
+           x.parent_process_id, x.root, x.comm, x.filename, x.exit_code,
+           x.signal);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_event_batch& x) {
+  return f(caf::meta::type_name("process_event_batch"), x.events);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tracking_failure& x) {
+  return f(caf::meta::type_name("tracking_failure"), x.cookies, x.reason,
+           x.lost);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, trace_summary& x) {
+  return f(caf::meta::type_name("trace_summary"), x.produced, x.received,
+           x.lost, x.drained);
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, fence_lifted& x) {
   return f(caf::meta::type_name("fence_lifted"), x.session_id);
@@ -72,3 +182,5 @@ typename Inspector::result_type inspect(Inspector& f, wait_timeout& x) {
 }
 
 } // namespace allox
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::reader_batch)

@@ -234,9 +234,6 @@ void on_wait_timeout(self_ptr self, const std::string& id, uint64_t waiter);
 caf::result<json::value>
 handle_process_subscribe(self_ptr self, const cmd::process_subscribe& c);
 
-/// process.events: none yet (they need the eBPF tracker).
-caf::result<json::value> handle_process_events(self_ptr self,
-                                               const cmd::process_events& c);
 
 /// process.output: a range of a run's stdout or stderr log.
 caf::result<json::value> handle_process_output(self_ptr self,
@@ -256,14 +253,23 @@ void kill_runs(self_ptr self, const std::string& reason,
 void on_run_started(self_ptr self, const std::string& id, int64_t pid);
 
 /// The run worker reported the end of the run (and whether its cgroup
-/// emptied).
+/// emptied); a tracked run is drained at the TRACKER first.
 void on_run_finished(self_ptr self, const run_finished& e);
+
+/// The run's row is final: the lease goes (unless the run fences the
+/// session), waiters are answered, the row is persisted.
+void finish_run(self_ptr self, const std::string& id);
 
 /// At an orderly stop: kills the live runs and records them as stopped.
 void shutdown_runs(self_ptr self);
 
 /// The row of a run this actor knows, or null (an earlier lifetime's).
 const json::object* known_row(self_ptr self, const std::string& id);
+
+/// Calls `next(row)` with a run's row: from memory, or from the catalog
+/// (checked to belong to this session); errors go to `fail`.
+void row_of(self_ptr self, const std::string& id,
+            std::function<void(json::object)> next, fail_fn fail);
 
 // -- run worker and run rows (run_worker.cpp) ---------------------------------
 
@@ -295,12 +301,17 @@ struct run_launch {
   /// A terminal run: the master, whose output the worker copies to the
   /// stdout log.
   std::shared_ptr<os::unique_fd> terminal;
+  /// A tracked run: the TRACKER must attribute the run's cgroup to
+  /// `cookie` before the worker spawns.
+  tracker_actor tracker;
+  uint64_t cookie = 0;
 };
 
-/// The thread of one run: prepares its logs and cgroup, waits to be told
-/// to start (`atom::run`, once its row is durable) or not (`atom::retire`),
-/// starts bwrap inside the cgroup, waits for the whole tree and reports
-/// `started`/`finished`.
+/// The thread of one run: prepares its logs and cgroup, has a tracked
+/// run's cgroup tracked by the TRACKER, waits to be told to start
+/// (`atom::run`, once its row is durable) or not (`atom::retire`), starts
+/// bwrap inside the cgroup once both happened, waits for the whole tree
+/// and reports `started`/`finished`.
 caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
                          run_launch job);
 
@@ -333,6 +344,35 @@ caf::result<json::value> handle_file_remove(self_ptr self,
 /// file.move: a rename beneath one root, never over an existing path.
 caf::result<json::value> handle_file_move(self_ptr self,
                                           const cmd::file_move& c);
+// -- process tracking (tracking.cpp) ------------------------------------------
+
+/// Whether this session's runs are tracked (the daemon runs a TRACKER).
+bool tracking_on(self_ptr self);
+
+/// A new run cookie: non-zero, unique in the daemon.
+uint64_t new_cookie();
+
+/// A batch of process events of this session's runs: each run's process
+/// map grows, the events are appended to its events.jsonl in one write.
+void on_event_batch(self_ptr self, const process_event_batch& b);
+
+/// The TRACKER cannot vouch for these runs' traces: live ones are killed
+/// (stop reason provider_failure); each fails and fences the session.
+void on_tracking_failure(self_ptr self, const tracking_failure& f);
+
+/// Drains a tracked run at the TRACKER (its cgroup is empty), then sets
+/// `events_lost` and `trace_complete` and calls `then`; an untracked run
+/// goes straight to `then`.
+void drain_run(self_ptr self, const std::string& id,
+               std::function<void()> then);
+
+/// process.events: a page of a run's events from its events.jsonl.
+caf::result<json::value> handle_process_events(self_ptr self,
+                                               const cmd::process_events& c);
+
+/// process.tree: the run's process tree, nested from its root.
+caf::result<json::value> handle_process_tree(self_ptr self,
+                                             const cmd::process_tree& c);
 
 // -- runtime: leases, background executions, reset (runtime.cpp) --------------
 

@@ -89,6 +89,11 @@ int64_t read_slice(const std::string& path, int64_t offset, int64_t limit,
 
 } // namespace
 
+void row_of(self_ptr self, const std::string& id,
+            std::function<void(json::object)> next, fail_fn fail) {
+  with_row(self, id, std::move(next), std::move(fail));
+}
+
 const json::object* known_row(self_ptr self, const std::string& id) {
   auto& runs = self->state.runs.runs;
   auto it = runs.find(id);
@@ -166,19 +171,6 @@ handle_process_subscribe(self_ptr self, const cmd::process_subscribe& c) {
   return answer_with_row(self, c.run_id, [dir](json::object row) {
     return json::value(json::object{{"row", std::move(row)}, {"dir", dir}});
   });
-}
-
-/// Process events need the eBPF tracker: runs carry none yet.
-caf::result<json::value> handle_process_events(self_ptr self,
-                                               const cmd::process_events& c) {
-  if (!self->state.runs.config)
-    return no_execution();
-  json::value state = nullptr;
-  if (const auto* row = known_row(self, c.run_id))
-    state = row->at("state");
-  return json_reply(json::object{{"events", json::array{}},
-                                 {"next_after", c.after},
-                                 {"state", std::move(state)}});
 }
 
 caf::result<json::value> handle_process_output(self_ptr self,

@@ -146,49 +146,74 @@ caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
     os::remove_group(group);
     self->quit();
   });
+  // The spawn waits for the row's commit (atom::run) and, for a tracked
+  // run, for the TRACKER to attribute the run's cgroup to its cookie: the
+  // kernel must know the cgroup before the run's first process exists.
+  auto gates = std::make_shared<int>(job.tracker ? 2 : 1);
+  auto launch = [self, session, job, run] {
+    self->quit();
+    int in = job.stdin_fd ? job.stdin_fd->get() : -1;
+    // A terminal is the run's stdin, stdout and stderr; its output
+    // reaches the stdout log through the pump.
+    int out = job.terminal ? in : run->out.get();
+    int err = job.terminal ? in : run->err.get();
+    auto child =
+        sandbox::spawn_in_cgroup(run->group_fd.get(), job.argv, in, out, err);
+    // Only the run holds its end now: the pipe's reader sees the end
+    // of input and the terminal's master the hang-up once it is gone.
+    if (job.stdin_fd)
+      job.stdin_fd->reset();
+    std::thread pump;
+    if (job.terminal && child)
+      pump = std::thread{[master = job.terminal, log = run] {
+        sandbox::pump_terminal(master->get(), log->out.get());
+      }};
+    auto finish_pump = [&pump, run] {
+      if (pump.joinable())
+        pump.join();
+      run->out.reset();
+      run->err.reset();
+    };
+    if (!child) {
+      finish_pump();
+      caf::anon_send(session, run_finished{job.run_id, caf::none,
+                                           !os::populated(job.group),
+                                           message_of(child.error())});
+      return;
+    }
+    caf::anon_send(session, run_started{job.run_id, int64_t{child->pid}});
+    auto code = sandbox::wait_child(*child);
+    // Our init outlives every process of the run, so the group empties
+    // right after bwrap; wait for the kernel to say so.
+    bool empty = os::wait_empty(job.group, 10000);
+    finish_pump();
+    caf::optional<int64_t> exit_code;
+    if (code >= 0)
+      exit_code = code;
+    caf::anon_send(session,
+                   run_finished{job.run_id, exit_code, empty, caf::none});
+  };
+  if (job.tracker) {
+    self->request(job.tracker, std::chrono::seconds{10}, atom::track_v,
+                  job.group, job.cookie,
+                  caf::actor_cast<session_tracking_actor>(session))
+        .then(
+            [gates, launch](caf::ok_atom) {
+              if (--*gates == 0)
+                launch();
+            },
+            [self, session, job](caf::error& err) {
+              os::remove_group(job.group);
+              caf::anon_send(session, run_finished{job.run_id, caf::none, true,
+                                                   "cannot track the run: " +
+                                                       message_of(err)});
+              self->quit();
+            });
+  }
   return {
-      [self, session, job, run](atom::run) {
-        self->quit();
-        int in = job.stdin_fd ? job.stdin_fd->get() : -1;
-        // A terminal is the run's stdin, stdout and stderr; its output
-        // reaches the stdout log through the pump.
-        int out = job.terminal ? in : run->out.get();
-        int err = job.terminal ? in : run->err.get();
-        auto child =
-            sandbox::spawn_in_cgroup(run->group_fd.get(), job.argv, in, out, err);
-        // Only the run holds its end now: the pipe's reader sees the end
-        // of input and the terminal's master the hang-up once it is gone.
-        if (job.stdin_fd)
-          job.stdin_fd->reset();
-        std::thread pump;
-        if (job.terminal && child)
-          pump = std::thread{[master = job.terminal, log = run] {
-            sandbox::pump_terminal(master->get(), log->out.get());
-          }};
-        auto finish_pump = [&pump, run] {
-          if (pump.joinable())
-            pump.join();
-          run->out.reset();
-          run->err.reset();
-        };
-        if (!child) {
-          finish_pump();
-          caf::anon_send(session, run_finished{job.run_id, caf::none,
-                                               !os::populated(job.group),
-                                               message_of(child.error())});
-          return;
-        }
-        caf::anon_send(session, run_started{job.run_id, int64_t{child->pid}});
-        auto code = sandbox::wait_child(*child);
-        // Our init outlives every process of the run, so the group empties
-        // right after bwrap; wait for the kernel to say so.
-        bool empty = os::wait_empty(job.group, 10000);
-        finish_pump();
-        caf::optional<int64_t> exit_code;
-        if (code >= 0)
-          exit_code = code;
-        caf::anon_send(session,
-                       run_finished{job.run_id, exit_code, empty, caf::none});
+      [gates, launch](atom::run) {
+        if (--*gates == 0)
+          launch();
       },
       [self, group = job.group](atom::retire) {
         // The run was refused after all (its row could not be recorded).

@@ -209,6 +209,17 @@ caf::result<json::value> handle_process_start(self_ptr self,
       job.terminal = run.input;
     run.row["stdin"] = c.pty ? "pty" : "pipe";
   }
+  // A tracked run: the worker has the TRACKER attribute the run's cgroup
+  // to the cookie before it spawns (tracking.cpp).
+  if (tracking_on(self)) {
+    run.cookie = new_cookie();
+    run.row["backend"] = "ebpf";
+    run.row["cookie"] = static_cast<int64_t>(run.cookie);
+    run.row["events_lost"] = 0;
+    st.runs.by_cookie[run.cookie] = id;
+    job.tracker = cfg.tracker;
+    job.cookie = run.cookie;
+  }
   st.runs.active.insert(id);
   auto rp = self->make_response_promise<json::value>();
   run.waiting_start.push_back(rp);
@@ -338,9 +349,6 @@ void on_run_finished(self_ptr self, const run_finished& e) {
   st.runs.active.erase(id);
   auto group = std::string{row.at("cgroup").as_string()};
   if (empty) {
-    // The lease goes with the last process; a group that would not empty
-    // keeps the session fenced.
-    st.leases.erase("run:" + id);
     os::remove_group(group);
     // Several runs: their parent groups go with the last of them.
     auto session_group = st.runs.config->cgroups.session_group(
@@ -349,6 +357,33 @@ void on_run_finished(self_ptr self, const run_finished& e) {
       os::remove_group(session_group + "/runs");
       os::remove_group(session_group);
     }
+  }
+  // A tracked run's row is final once the TRACKER has handed over every
+  // event the kernel produced for it (tracking.cpp).
+  run.draining = run.cookie != 0;
+  drain_run(self, id, [self, id] { finish_run(self, id); });
+}
+
+void finish_run(self_ptr self, const std::string& id) {
+  auto& st = self->state;
+  auto it = st.runs.runs.find(id);
+  if (it == st.runs.runs.end())
+    return;
+  auto& run = it->second;
+  run.draining = false;
+  auto& row = run.row;
+  bool empty = !row.at("session_fenced").as_bool();
+  if (run.trace_failed) {
+    // An incomplete trace: the run failed, and the session stays fenced
+    // like after an interrupted run, until session.unfence.
+    row["state"] = "failed";
+    row["session_fenced"] = true;
+    st.runs.interrupted.push_back(id);
+    ++st.runs.trace_failures;
+  } else if (empty) {
+    // The lease goes with the last process; a group that would not empty
+    // keeps the session fenced.
+    st.leases.erase("run:" + id);
   }
   // A run that failed to start: the failed row tells what happened.
   for (auto& rp : run.waiting_start)
@@ -403,11 +438,12 @@ caf::result<json::value> handle_process_stop(self_ptr self,
   if (it == st.runs.runs.end())
     return make_error(errc::invalid_argument,
                       "cannot control a historical run");
-  if (!it->second.active)
+  if (!it->second.active && !it->second.draining)
     return json_reply(it->second.row);
   auto rp = self->make_response_promise<json::value>();
   it->second.waiting_end.push_back(rp);
-  kill_run(self, c.run_id, "requested", {});
+  if (it->second.active)
+    kill_run(self, c.run_id, "requested", {});
   return rp;
 }
 
@@ -486,7 +522,7 @@ caf::result<json::value> handle_process_wait(self_ptr self,
   if (it == st.runs.runs.end())
     return handle_process_get(self, cmd::process_get{c.session, c.run_id});
   auto& run = it->second;
-  if (!run.active || c.timeout_ms == 0)
+  if ((!run.active && !run.draining) || c.timeout_ms == 0)
     return json_reply(run.row);
   auto waiter = st.runs.next_waiter++;
   auto rp = self->make_response_promise<json::value>();

@@ -189,6 +189,11 @@ static json::value dump(self_ptr self) {
                                {"restarts", st.init.restarts},
                                {"checkpoints_created", st.checkpoints_created},
                                {"rollbacks", st.rollbacks}};
+  if (tracking_on(self))
+    o["tracking"] = json::object{{"tracked_runs", st.runs.by_cookie.size()},
+                                 {"events_received", st.runs.events_received},
+                                 {"events_lost", st.runs.events_lost},
+                                 {"trace_failures", st.runs.trace_failures}};
   o["uptime_ms"] = uptime_ms(st.started);
   return o;
 }
@@ -262,6 +267,9 @@ session_actor::behavior_type session(session_facets::self_ptr self,
         return serve(self, c, handle_delete);
       },
       [self](const cmd::debug_fault& c) -> caf::result<json::value> {
+        // The probe's and the reader's fault points are the TRACKER's.
+        if (c.point.rfind("tracking.", 0) == 0 && tracking_on(self))
+          return self->delegate(self->state.runs.config->tracker, c);
         self->state.faults.arm(fault{c.point, c.effect, c.millis});
         return json_reply(json::object{{"armed", true}});
       },
@@ -359,9 +367,15 @@ session_actor::behavior_type session(session_facets::self_ptr self,
       [self](const cmd::process_events& c) {
         return serve(self, c, handle_process_events);
       },
+      [self](const cmd::process_tree& c) {
+        return serve(self, c, handle_process_tree);
+      },
       [self](const run_started& e) { on_run_started(self, e.run_id, e.pid); },
       [self](const run_finished& e) { on_run_finished(self, e); },
       [self](const run_timeout& t) { kill_run(self, t.run_id, "timeout", {}); },
+      // -- tracking (tracking.cpp) ------------------------------------------
+      [self](const process_event_batch& b) { on_event_batch(self, b); },
+      [self](const tracking_failure& f) { on_tracking_failure(self, f); },
       // -- runtime (runtime.cpp) --------------------------------------------
       [self](const cmd::execution_acquire& c) {
         return serve(self, c, handle_acquire);

@@ -31,6 +31,13 @@ struct exec_config {
   /// Runs start under the seccomp filter (--syscall-filter).
   bool syscall_filter = true;
   std::map<std::string, std::string> default_limits;
+  /// Process tracking: "disabled" or "ebpf".
+  std::string tracking = "disabled";
+  /// Size of the probe's ring buffer (--tracker-ring-bytes).
+  uint32_t tracker_ring_bytes = 256 * 1024;
+  /// The TRACKER while tracking is "ebpf" (set by the SUPERVISOR, which
+  /// spawns it).
+  tracker_actor tracker;
 };
 
 /// Limits a session may set, by cgroup control file.
@@ -61,6 +68,20 @@ struct run_state {
   std::shared_ptr<os::unique_fd> input;
   bool terminal = false;
   bool active = true;
+
+  // -- process tracking (tracking.cpp) --------------------------------------
+
+  /// The run's cookie at the TRACKER; 0 when it is not tracked.
+  uint64_t cookie = 0;
+  /// Events received (the last `seq` handed out).
+  uint64_t events = 0;
+  /// Events the kernel (or the drain) lost.
+  uint64_t events_lost = 0;
+  /// The TRACKER lost events of the run or failed while it ran: the run
+  /// fails and fences the session.
+  bool trace_failed = false;
+  /// Ended, waiting for the TRACKER's drain before its row is final.
+  bool draining = false;
 };
 
 /// The session's runs: those alive and those finished since the actor
@@ -75,6 +96,13 @@ struct session_runs {
   /// Runs interrupted by a daemon restart: they hold the session's lease
   /// until session.unfence.
   std::vector<std::string> interrupted;
+  /// Tracked runs by cookie (tracking.cpp).
+  std::map<uint64_t, std::string> by_cookie;
+  /// Process events received for this session's runs, and lost.
+  uint64_t events_received = 0;
+  uint64_t events_lost = 0;
+  /// Runs failed because their trace is incomplete.
+  uint64_t trace_failures = 0;
 };
 
 } // namespace allox

@@ -12,6 +12,9 @@
 #include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/os/loop_mount.hpp"
+#if ALLOX_TRACKING
+#include "guest/tracking/readiness.hpp"
+#endif
 #include "messages/atoms.hpp"
 
 #include <caf/actor_system.hpp>
@@ -160,11 +163,36 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
       return err;
     cfg->default_limits[file] = value;
   }
+  cfg->tracking = opts.process_tracking;
+  cfg->tracker_ring_bytes = opts.tracker_ring_bytes;
   std::ifstream boot{"/proc/sys/kernel/random/boot_id"};
   std::getline(boot, cfg->boot_id);
   log::info("daemon", "tracked execution: runs in " + cfg->audit_root +
                           ", cgroups under " + cfg->cgroups.root());
   return std::shared_ptr<const exec_config>{std::move(cfg)};
+}
+
+/// The readiness checks of process tracking (guest/tracking/readiness.hpp);
+/// a message naming what is missing, or none when the guest is ready.
+std::optional<std::string> check_tracking(const daemon::options& opts) {
+#if ALLOX_TRACKING
+  tracking::readiness_options ro;
+  ro.cgroup_root = opts.process_cgroup_root;
+  ro.bwrap = opts.bwrap;
+  auto report = tracking::check_readiness(ro);
+  if (report.ready) {
+    log::info("daemon", "process tracking: ebpf (readiness checks passed)");
+    return std::nullopt;
+  }
+  std::string missing;
+  for (const auto& c : report.checks)
+    if (!c.ok)
+      missing += (missing.empty() ? "" : "; ") + c.name + ": " + c.detail;
+  return "process tracking (ebpf) is not available on this guest: " + missing;
+#else
+  (void)opts;
+  return std::string{"process tracking (ebpf) is not built into this daemon"};
+#endif
 }
 
 /// Everything between mounting and unmounting the store; returns the exit
@@ -185,6 +213,10 @@ int serve(const daemon::options& opts,
                                         "metadata directory"))
     return fail(message_of(err));
   std::shared_ptr<const exec_config> exec;
+  if (opts.process_tracking == "ebpf") {
+    if (auto err = check_tracking(opts))
+      return fail(*err);
+  }
   if (!opts.process_audit_root.empty()) {
     auto made = make_exec_config(opts, paths);
     if (!made)
@@ -355,6 +387,8 @@ int main(int argc, char** argv) {
   if (int rc = daemon::parse(argc, argv, opts); rc >= 0)
     return rc;
   log::set_threshold(level_from(opts.log_level));
+  if (opts.process_tracking == "ebpf" && opts.process_audit_root.empty())
+    die("--process-tracking ebpf needs --process-audit-root");
 
   auto listen = http::parse_listen(opts.listen);
   if (!listen)

@@ -88,6 +88,24 @@ int parse(int argc, char** argv, options& out) {
                  "default pids.max of a session's runs");
   app.add_option("--run-cpu-max", out.run_cpu_max,
                  "default cpu.max of a session's runs");
+  app.add_option("--process-tracking", out.process_tracking,
+                 "process tracking of runs: disabled or ebpf (needs "
+                 "--process-audit-root, root and a kernel with BTF)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"disabled", "ebpf"}));
+  app.add_option("--tracker-ring-bytes", out.tracker_ring_bytes,
+                 "size of the process tracker's ring buffer (a power of "
+                 "two, at least 4096)")
+      ->capture_default_str()
+      ->check([](const std::string& v) -> std::string {
+        try {
+          auto n = std::stoull(v);
+          if (n >= 4096 && n <= (uint64_t{1} << 30) && (n & (n - 1)) == 0)
+            return {};
+        } catch (...) {
+        }
+        return "must be a power of two from 4096 to 1073741824";
+      });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

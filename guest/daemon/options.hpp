@@ -34,6 +34,10 @@ struct options {
   /// The seccomp filter of runs: "default" or "off".
   std::string syscall_filter = "default";
   std::string run_memory_max, run_pids_max, run_cpu_max;
+  /// Process tracking of runs: "disabled" or "ebpf" (needs execution).
+  std::string process_tracking = "disabled";
+  /// Size of the tracker's ring buffer: a power of two, at least a page.
+  uint32_t tracker_ring_bytes = 256 * 1024;
 };
 
 /// Parses argv; returns an exit code >= 0 when the program should stop

@@ -4,7 +4,9 @@
 
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -117,9 +119,24 @@ void ring_reader::run() {
     // The first batch (possibly empty) tells the owner the reader runs and
     // what the kernel lost before.
     flush(true);
+    using clock = std::chrono::steady_clock;
+    const auto interval =
+        std::chrono::milliseconds{opts_.min_batch_interval_ms};
+    auto last_flush = clock::now();
     while (!stop_) {
       opts_.faults.trigger("tracking.reader.poll");
-      int n = ring_buffer__poll(ring_, opts_.poll_timeout_ms);
+      int timeout = opts_.poll_timeout_ms;
+      if (!pending_.empty()) {
+        // Events wait for their batch: wake up when it is due.
+        // Rounded up: waking early would spin until the batch is due.
+        auto due_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          last_flush + interval - clock::now())
+                          .count();
+        auto due = (due_us + 999) / 1000;
+        timeout = static_cast<int>(
+            std::max<int64_t>(0, std::min<int64_t>(timeout, due)));
+      }
+      int n = ring_buffer__poll(ring_, timeout);
       // Records the kernel did not wake us for (wakeup_bytes) wait here.
       if (n >= 0 && !handler_error_)
         n = ring_buffer__consume(ring_);
@@ -131,7 +148,12 @@ void ring_reader::run() {
                                  std::strerror(-n));
         break;
       }
-      flush(true);
+      auto now = clock::now();
+      if (pending_.empty() || now - last_flush >= interval) {
+        if (!pending_.empty())
+          last_flush = now;
+        flush(true);
+      }
     }
     if (!failure) {
       // Whatever the kernel submitted before stop() still goes out.

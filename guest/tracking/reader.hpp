@@ -24,6 +24,12 @@ struct reader_options {
   int poll_timeout_ms = 20;
   /// A batch is handed over at this many events, or when a poll returns.
   size_t max_batch = 4096;
+  /// 0: every poll that returned events hands them over. Otherwise events
+  /// that arrive within this long of the last batch wait (up to
+  /// max_batch) and go together: a burst costs the owner one message per
+  /// interval instead of one per kernel wakeup, and an event after a quiet
+  /// spell still goes at once.
+  int min_batch_interval_ms = 0;
   /// Fault point "tracking.reader.poll", fired on the reader thread before
   /// each poll: `throw` ends the reader as a failed poll would, `delay`
   /// stalls it (the ring fills up).

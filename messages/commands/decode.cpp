@@ -515,6 +515,15 @@ expected<process_events> decode_process_events(const json::object& p) {
   return c;
 }
 
+expected<process_tree> decode_process_tree(const json::object& p) {
+  auto id = run_id(p);
+  if (!id)
+    return id.error();
+  process_tree c;
+  c.run_id = std::move(*id);
+  return c;
+}
+
 // -- runtime and lifecycle ----------------------------------------------------
 
 expected<execution_acquire> decode_execution_acquire(const json::object&) {

@@ -37,6 +37,7 @@ expected<process_input> decode_process_input(const json::object& p);
 expected<process_resize> decode_process_resize(const json::object& p);
 expected<process_output> decode_process_output(const json::object& p);
 expected<process_events> decode_process_events(const json::object& p);
+expected<process_tree> decode_process_tree(const json::object& p);
 
 // -- files ----------------------------------------------------------------------
 

@@ -151,6 +151,13 @@ struct process_events {
   int64_t limit = 100;
 };
 
+/// process.tree {run_id}: the run's process tree, nested from its root.
+struct process_tree {
+  static inline const char* name = "process.tree";
+  session_ref session;
+  std::string run_id;
+};
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, limit_change& x) {
   return f(caf::meta::type_name("limit_change"), x.name, x.value, x.clear);
@@ -217,6 +224,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, process_events& x) {
   return f(caf::meta::type_name("process_events"), x.session, x.run_id, x.after,
            x.limit);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_tree& x) {
+  return f(caf::meta::type_name("process_tree"), x.session, x.run_id);
 }
 
 } // namespace allox::cmd

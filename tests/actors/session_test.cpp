@@ -275,3 +275,27 @@ TEST_CASE_FIXTURE(session_fixture,
   REQUIRE(now.first);
   CHECK(now.first->at("network") == "isolated");
 }
+
+TEST_CASE_FIXTURE(session_fixture,
+                  "session facets: process events and tracking failures of "
+                  "runs the session does not track are ignored") {
+  spawn_session();
+  process_event_batch batch;
+  process_record r;
+  r.cookie = 12345;
+  r.event = "fork";
+  r.pid = 1;
+  r.process_id = "boot:1:1";
+  batch.events.push_back(r);
+  caf::anon_send(actor, batch);
+  caf::anon_send(actor, tracking_failure{{12345}, "lost", {3}});
+  sched.run();
+  // The actor still serves.
+  auto list = ask(cmd::checkpoint_list{ref(), "", 0});
+  REQUIRE(list.first);
+  CHECK(list.first->at("head") == "c2");
+  // process.tree of a run the catalog does not know.
+  auto tree = ask(cmd::process_tree{ref(), "nope"});
+  CHECK_FALSE(tree.first);
+  CHECK(tree.second);
+}

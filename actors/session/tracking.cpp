@@ -1,0 +1,289 @@
+// The tracking facet of the SESSION actor: what the TRACKER sends about
+// the session's tracked runs (batches of process events, failures), each
+// run's process map and its append-only events.jsonl, the drain that ends
+// a tracked run, and the queries process.events and process.tree.
+//
+// A run's process map lives in its row (`processes`, reference 9.5) and is
+// persisted with the row's transitions; its events are appended to
+// <run dir>/events.jsonl on the session's read lane, one write per batch.
+#include "actors/session/facets.hpp"
+#include "actors/session/process_map.hpp"
+#include "guest/log.hpp"
+#include "guest/os/fs.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <utility>
+
+namespace allox::session_facets {
+
+namespace {
+
+/// Appends `text` to the file at `path` in one write.
+caf::error append(const std::string& path, const std::string& text) {
+  os::unique_fd fd{
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
+  if (!fd)
+    return make_error(errc::internal, "cannot open " + path);
+  size_t done = 0;
+  while (done < text.size()) {
+    auto n = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return make_error(errc::internal, "cannot write " + path);
+    done += static_cast<size_t>(n);
+  }
+  return caf::none;
+}
+
+/// The event as process.events returns it (one line of events.jsonl).
+json::object event_json(self_ptr self, const std::string& run_id, uint64_t seq,
+                        const process_record& e,
+                        const json::object& processes) {
+  json::object o{{"seq", seq},
+                 {"event", e.event},
+                 {"pid", e.pid},
+                 {"tid", e.tid},
+                 {"comm", e.comm},
+                 {"ns", e.time_ns},
+                 {"process_id", e.process_id},
+                 {"kernel_seq", e.kernel_seq},
+                 {"run_id", run_id},
+                 {"session_id", self->state.session_id()},
+                 {"agent_id", self->state.agent_id()}};
+  auto ppid = int64_t{e.ppid};
+  if (e.event != "fork")
+    if (const auto* p = processes.if_contains(e.process_id))
+      ppid = p->as_object().at("ppid").to_number<int64_t>();
+  o["ppid"] = ppid;
+  if (e.root)
+    o["root"] = true;
+  if (e.event == "fork")
+    o["parent_process_id"] = e.parent_process_id;
+  if (e.event == "exec")
+    o["filename"] = e.filename;
+  if (e.event == "exit") {
+    o["exit_code"] = opt(e.exit_code);
+    o["signal"] = opt(e.signal);
+  }
+  return o;
+}
+
+} // namespace
+
+bool tracking_on(self_ptr self) {
+  const auto& cfg = self->state.runs.config;
+  return cfg && static_cast<bool>(cfg->tracker);
+}
+
+uint64_t new_cookie() {
+  // Below 2^53, so that JSON clients read it exactly.
+  static std::atomic<uint64_t> next{[] {
+    std::random_device rd;
+    return ((uint64_t{rd()} << 16) % (uint64_t{1} << 40)) + 1;
+  }()};
+  return next++;
+}
+
+void on_event_batch(self_ptr self, const process_event_batch& b) {
+  auto& st = self->state;
+  std::map<std::string, std::string> lines;
+  for (const auto& e : b.events) {
+    auto c = st.runs.by_cookie.find(e.cookie);
+    if (c == st.runs.by_cookie.end())
+      continue;
+    auto it = st.runs.runs.find(c->second);
+    if (it == st.runs.runs.end())
+      continue;
+    auto& run = it->second;
+    auto& row = run.row;
+    auto& processes = row["processes"].as_object();
+    apply_event(processes, row, e);
+    auto seq = ++run.events;
+    ++st.runs.events_received;
+    row["event_count"] = static_cast<int64_t>(seq);
+    auto& text = lines[c->second];
+    text += json::serialize(event_json(self, c->second, seq, e, processes));
+    text += '\n';
+  }
+  const auto& cfg = *st.runs.config;
+  for (auto& [id, text] : lines) {
+    auto path = run_dir(cfg, id) + "/events.jsonl";
+    auto key = st.key();
+    read_step(
+        self,
+        [path, text = std::move(text)]() -> expected<json::value> {
+          if (auto err = append(path, text))
+            return err;
+          return json::value(nullptr);
+        },
+        [](json::value&) {},
+        [key](caf::error err) {
+          log::warn("session", key + ": events not saved: " + message_of(err));
+        });
+  }
+}
+
+void on_tracking_failure(self_ptr self, const tracking_failure& f) {
+  auto& st = self->state;
+  for (size_t i = 0; i < f.cookies.size(); ++i) {
+    auto c = st.runs.by_cookie.find(f.cookies[i]);
+    if (c == st.runs.by_cookie.end())
+      continue;
+    auto it = st.runs.runs.find(c->second);
+    if (it == st.runs.runs.end())
+      continue;
+    auto& run = it->second;
+    if (!run.active && !run.draining)
+      continue;
+    run.trace_failed = true;
+    auto lost = i < f.lost.size() ? f.lost[i] : 0;
+    if (lost > run.events_lost) {
+      st.runs.events_lost += lost - run.events_lost;
+      run.events_lost = lost;
+    }
+    run.row["events_lost"] = static_cast<int64_t>(run.events_lost);
+    run.row["trace_complete"] = false;
+    if (run.row.at("provider_error").is_null())
+      run.row["provider_error"] = f.reason;
+    log::warn("session", st.key() + ": run " + c->second + ": " + f.reason);
+    if (run.active)
+      kill_run(self, c->second, "provider_failure", {});
+  }
+}
+
+void drain_run(self_ptr self, const std::string& id,
+               std::function<void()> then) {
+  uint64_t cookie = 0;
+  if (auto it = self->state.runs.runs.find(id);
+      it != self->state.runs.runs.end())
+    cookie = it->second.cookie;
+  if (cookie == 0 || !tracking_on(self)) {
+    then();
+    return;
+  }
+  // The end of the run as the cgroup saw it (empty) and as the events saw
+  // it (every process exited, nothing lost) must agree.
+  auto settle = [self, id, cookie](const trace_summary* s,
+                                   const std::string& error) {
+    auto& st = self->state;
+    st.runs.by_cookie.erase(cookie);
+    auto it = st.runs.runs.find(id);
+    if (it == st.runs.runs.end())
+      return;
+    auto& run = it->second;
+    auto& row = run.row;
+    // A run that never started has no trace to lose (its start failed,
+    // which its row says); it does not fence the session.
+    bool ran = !row.at("root_pid").is_null();
+    uint64_t lost = !ran ? 0
+                    : s  ? s->lost
+                         : std::max<uint64_t>(run.events_lost, 1);
+    if (lost > run.events_lost) {
+      st.runs.events_lost += lost - run.events_lost;
+      run.events_lost = lost;
+    }
+    if (ran && (!s || lost > 0 || !s->drained || run.events != s->received)) {
+      run.trace_failed = true;
+      if (row.at("provider_error").is_null())
+        row["provider_error"] = s ? "process events lost" : error;
+    }
+    row["events_lost"] = static_cast<int64_t>(run.events_lost);
+    row["trace_complete"] = !run.trace_failed &&
+                            !row.at("session_fenced").as_bool() &&
+                            all_exited(row);
+  };
+  self->request(self->state.runs.config->tracker, std::chrono::seconds{10},
+                atom::untrack_v, cookie)
+      .then(
+          [settle, then](trace_summary& s) {
+            settle(&s, {});
+            then();
+          },
+          [settle, then](caf::error& err) {
+            settle(nullptr, "process tracker: " + message_of(err));
+            then();
+          });
+}
+
+caf::result<json::value> handle_process_events(self_ptr self,
+                                               const cmd::process_events& c) {
+  auto& st = self->state;
+  if (!st.runs.config)
+    return no_execution();
+  auto path = run_dir(*st.runs.config, c.run_id) + "/events.jsonl";
+  auto rp = self->make_response_promise<json::value>();
+  row_of(
+      self, c.run_id,
+      [self, rp, path, c](json::object row) mutable {
+        auto state = row.at("state");
+        auto complete = row.at("trace_complete");
+        read_step(
+            self,
+            [path, c, state, complete]() -> expected<json::value> {
+              json::array events;
+              auto next = c.after;
+              bool more = false;
+              std::ifstream in{path};
+              std::string line;
+              while (std::getline(in, line)) {
+                boost::system::error_code ec;
+                auto v = json::parse(line, ec);
+                if (ec || !v.is_object())
+                  continue;
+                auto seq = v.as_object().at("seq").to_number<int64_t>();
+                if (seq <= c.after)
+                  continue;
+                if (static_cast<int64_t>(events.size()) >= c.limit) {
+                  more = true;
+                  break;
+                }
+                next = seq;
+                events.emplace_back(std::move(v));
+              }
+              return json::value(json::object{{"run_id", c.run_id},
+                                              {"events", std::move(events)},
+                                              {"next_after", next},
+                                              {"has_more", more},
+                                              {"state", state},
+                                              {"trace_complete", complete}});
+            },
+            [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+            [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+      },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+caf::result<json::value> handle_process_tree(self_ptr self,
+                                             const cmd::process_tree& c) {
+  if (!self->state.runs.config)
+    return no_execution();
+  auto rp = self->make_response_promise<json::value>();
+  row_of(
+      self, c.run_id,
+      [rp, c](json::object row) mutable {
+        json::object processes;
+        if (auto* p = row.if_contains("processes"); p && p->is_object())
+          processes = p->as_object();
+        auto roots = nest(processes);
+        rp.deliver(json::value(
+            json::object{{"run_id", c.run_id},
+                         {"state", row.at("state")},
+                         {"trace_complete", row.at("trace_complete")},
+                         {"processes", processes.size()},
+                         {"tree", std::move(roots)}}));
+      },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+} // namespace allox::session_facets

@@ -1,0 +1,166 @@
+// A tracked run's process map and tree from synthetic event batches, as
+// the session's tracking facet builds them (actors/session/process_map.hpp).
+#include "actors/session/process_map.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace allox;
+using namespace allox::session_facets;
+
+namespace {
+
+std::string pid_id(uint32_t pid, uint64_t start) {
+  return "boot:" + std::to_string(start) + ":" + std::to_string(pid);
+}
+
+process_record fork_of(uint32_t pid, uint64_t start, uint32_t ppid,
+                       uint64_t pstart, const std::string& comm,
+                       bool root = false) {
+  process_record r;
+  r.cookie = 7;
+  r.event = "fork";
+  r.time_ns = start;
+  r.pid = pid;
+  r.tid = pid;
+  r.ppid = ppid;
+  r.process_id = pid_id(pid, start);
+  r.parent_process_id = pid_id(ppid, pstart);
+  r.root = root;
+  r.comm = comm;
+  return r;
+}
+
+process_record exec_of(uint32_t pid, uint64_t start, uint32_t tid,
+                       const std::string& filename, uint64_t at) {
+  process_record r;
+  r.cookie = 7;
+  r.event = "exec";
+  r.time_ns = at;
+  r.pid = pid;
+  r.tid = tid;
+  r.process_id = pid_id(pid, start);
+  r.filename = filename;
+  r.comm = filename.substr(filename.rfind('/') + 1);
+  return r;
+}
+
+process_record exit_of(uint32_t pid, uint64_t start, uint64_t at,
+                       caf::optional<int64_t> code,
+                       caf::optional<int64_t> sig = caf::none) {
+  process_record r;
+  r.cookie = 7;
+  r.event = "exit";
+  r.time_ns = at;
+  r.pid = pid;
+  r.tid = pid;
+  r.process_id = pid_id(pid, start);
+  r.exit_code = code;
+  r.signal = sig;
+  return r;
+}
+
+/// A row with an empty map, fed `events` in order.
+json::object run(const std::vector<process_record>& events) {
+  json::object row{{"processes", json::object{}}};
+  for (const auto& e : events)
+    apply_event(row["processes"].as_object(), row, e);
+  return row;
+}
+
+const json::object& proc(const json::object& row, uint32_t pid,
+                         uint64_t start) {
+  return row.at("processes").as_object().at(pid_id(pid, start)).as_object();
+}
+
+} // namespace
+
+TEST_CASE("process map: fork, exec and exit build the tree from the root") {
+  // bwrap (root, forked by the daemon's pid 50) -> init -> sh -> 2 x true
+  auto row = run(
+      {fork_of(100, 1000, 50, 10, "daemon", true),
+       exec_of(100, 1000, 100, "/usr/bin/bwrap", 1001),
+       fork_of(101, 1100, 100, 1000, "bwrap"),
+       exec_of(101, 1100, 101, "/run/allox/init", 1101),
+       fork_of(102, 1200, 101, 1100, "init"),
+       exec_of(102, 1200, 102, "/bin/sh", 1201),
+       fork_of(103, 1300, 102, 1200, "sh"), fork_of(104, 1400, 102, 1200, "sh"),
+       exec_of(103, 1300, 103, "/bin/true", 1301),
+       exec_of(104, 1400, 104, "/bin/true", 1401), exit_of(104, 1400, 1500, 0),
+       exit_of(103, 1300, 1501, 0), exit_of(102, 1200, 1502, 3),
+       exit_of(101, 1100, 1503, 3), exit_of(100, 1000, 1504, 3)});
+  CHECK(row.at("root_process_id") == json::value(pid_id(100, 1000)));
+  CHECK(row.at("processes").as_object().size() == 5);
+  CHECK(all_exited(row));
+  // The root's parent is not the run's: no parent id.
+  CHECK(proc(row, 100, 1000).at("parent_process_id").is_null());
+  CHECK(proc(row, 103, 1300).at("parent_process_id") ==
+        json::value(pid_id(102, 1200)));
+  CHECK(proc(row, 102, 1200).at("exit_code") == json::value(3));
+  CHECK(proc(row, 102, 1200).at("filenames") == json::array{"/bin/sh"});
+
+  auto tree = nest(row.at("processes").as_object());
+  REQUIRE(tree.size() == 1);
+  const auto* node = &tree[0].as_object();
+  CHECK(node->at("pid") == json::value(100u));
+  for (int depth = 0; depth < 2; ++depth) {
+    REQUIRE(node->at("children").as_array().size() == 1);
+    node = &node->at("children").as_array()[0].as_object();
+  }
+  CHECK(node->at("comm") == "sh");
+  const auto& kids = node->at("children").as_array();
+  REQUIRE(kids.size() == 2);
+  // In the order they started, whatever order they exited in.
+  CHECK(kids[0].at("pid") == json::value(103u));
+  CHECK(kids[1].at("pid") == json::value(104u));
+  CHECK(kids[0].at("alive") == json::value(false));
+  CHECK(kids[0].at("filenames") == json::array{"/bin/true"});
+}
+
+TEST_CASE("process map: a thread's exec keeps the process; a signal ends "
+          "it") {
+  auto row = run({fork_of(200, 2000, 50, 10, "daemon", true),
+                  exec_of(200, 2000, 200, "/workspace/helper", 2001),
+                  // A second thread (tid 201) execs: same process.
+                  exec_of(200, 2000, 201, "/bin/sleep", 2002),
+                  exit_of(200, 2000, 2003, caf::none, int64_t{9})});
+  CHECK(row.at("processes").as_object().size() == 1);
+  const auto& p = proc(row, 200, 2000);
+  CHECK(p.at("filenames") == json::array{"/workspace/helper", "/bin/sleep"});
+  CHECK(p.at("comm") == "sleep");
+  CHECK(p.at("exit_code").is_null());
+  CHECK(p.at("signal") == json::value(9));
+  CHECK(all_exited(row));
+}
+
+TEST_CASE("process map: a pid reused is another process; a live one keeps "
+          "the run's trace open") {
+  auto row =
+      run({fork_of(300, 3000, 50, 10, "daemon", true),
+           fork_of(301, 3100, 300, 3000, "sh"), exit_of(301, 3100, 3200, 0),
+           // The same pid again, started later: a new identity.
+           fork_of(301, 3300, 300, 3000, "sh")});
+  CHECK(row.at("processes").as_object().size() == 3);
+  CHECK(proc(row, 301, 3100).at("alive") == json::value(false));
+  CHECK(proc(row, 301, 3300).at("alive") == json::value(true));
+  CHECK_FALSE(all_exited(row));
+  auto tree = nest(row.at("processes").as_object());
+  REQUIRE(tree.size() == 1);
+  CHECK(tree[0].at("children").as_array().size() == 2);
+  // An empty map is not a complete trace.
+  CHECK_FALSE(all_exited(json::object{{"processes", json::object{}}}));
+}
+
+TEST_CASE("process map: a process whose fork was not seen is added by its "
+          "exec, at the top of the tree") {
+  auto row = run({exec_of(400, 4000, 400, "/bin/true", 4001),
+                  exit_of(400, 4000, 4002, 0)});
+  const auto& p = proc(row, 400, 4000);
+  CHECK(p.at("filenames") == json::array{"/bin/true"});
+  CHECK(p.at("parent_process_id").is_null());
+  auto tree = nest(row.at("processes").as_object());
+  CHECK(tree.size() == 1);
+  CHECK(all_exited(row));
+}
