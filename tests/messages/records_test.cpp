@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 using namespace allox;
+using namespace std::string_literals;
 
 namespace {
 
@@ -21,7 +22,7 @@ metadata_write one_of_each(const std::string& tag) {
   metadata_write w;
   w.put_agents.push_back({tag, 1, false});
   w.delete_agents.push_back(tag);
-  w.put_sessions.push_back({tag, "s", 1, false, {}, {}});
+  w.put_sessions.push_back({tag, "s", 1, false, caf::none, caf::none});
   w.delete_sessions.push_back({tag, "s"});
   checkpoint_row c;
   c.agent_id = tag;
@@ -68,7 +69,7 @@ TEST_CASE("records: append keeps every change of both writes, in order") {
   REQUIRE(into.set_exec_settings.size() == 2);
   CHECK(into.set_exec_settings[0].agent_id == "a");
   CHECK(into.set_exec_settings[1].agent_id == "b");
-  CHECK(into.set_exec_settings[1].head == R"({"network":"isolated"})");
+  CHECK(into.set_exec_settings[1].settings == R"({"network":"isolated"})"s);
   CHECK(into.put_journals.size() == 2);
   CHECK(into.delete_journals.size() == 2);
   REQUIRE(into.audit.size() == 2);
