@@ -118,7 +118,6 @@ void take_baseline(self_ptr self, job_ptr job) {
   // The form of an automatic checkpoint.create id.
   b.checkpoint_id = "cp-" + std::to_string(b.created_at_ns);
   b.origin = job->cmd.origin;
-  b.has_message = true;
   b.message = "forked from " + job->cmd.session.session_id + "@" +
               job->checkpoint_id;
   b.metadata = json::serialize(json::object{
@@ -207,7 +206,6 @@ void checkpoint_source(self_ptr self, job_ptr job) {
   create.session = job->cmd.session;
   create.req.origin = job->cmd.origin;
   create.req.message = "fork to " + job->cmd.new_session_id;
-  create.req.has_message = true;
   self->request(it->second.handle, caf::infinite, std::move(create))
       .then(
           [self, job](json::value& r) {

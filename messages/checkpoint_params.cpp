@@ -26,7 +26,6 @@ expected<checkpoint_create> decode_checkpoint_create(const json::object& p) {
   if (auto* m = p.if_contains("message"); m != nullptr && !m->is_null()) {
     if (!m->is_string())
       return invalid("message must be a string");
-    out.has_message = true;
     out.message = std::string{m->get_string()};
   }
   if (auto* m = p.if_contains("metadata"); m != nullptr && !m->is_null()) {

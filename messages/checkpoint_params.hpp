@@ -5,6 +5,8 @@
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 
+#include <caf/optional.hpp>
+
 #include <cstdint>
 #include <string>
 
@@ -13,10 +15,10 @@ namespace allox::params {
 struct checkpoint_create {
   /// Empty when the caller asked for an automatic id (cp-<ns>).
   std::string checkpoint_id;
-  bool has_message = false;
-  std::string message;
-  /// JSON text of an object, or empty for null.
-  std::string metadata;
+  /// None when absent or null ("" is a message).
+  caf::optional<std::string> message;
+  /// JSON text of an object; none when absent or null.
+  caf::optional<std::string> metadata;
   bool pinned = false;
   std::string origin;
 };

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <caf/meta/type_name.hpp>
+#include <caf/optional.hpp>
 
 #include <cstdint>
 #include <iterator>
@@ -25,28 +26,30 @@ struct session_row {
   std::string session_id;
   int64_t created_ns = 0;
   bool deleting = false;
-  /// Head checkpoint; empty for none. Written with set_heads.
-  std::string head;
-  /// session.configure settings as JSON text; empty for the defaults.
-  std::string exec_settings;
+  /// Head checkpoint, none before the first checkpoint (NULL in the
+  /// catalog). Written with set_heads.
+  caf::optional<std::string> head;
+  /// session.configure settings as the JSON text of an object; none for the
+  /// defaults (NULL in the catalog). Written with set_exec_settings.
+  caf::optional<std::string> exec_settings;
 };
 
-/// One checkpoint of a session's DAG. Strings stand in for optionals (CAF
-/// 0.17 messages cannot carry std::optional): an empty `parent_id` is null,
-/// `has_message` tells a null message from an empty one, and `metadata` is
-/// the JSON text of an object or empty for null.
+/// One checkpoint of a session's DAG. Absent values are none (NULL in the
+/// catalog, null in replies); a present message may be empty.
 struct checkpoint_row {
   std::string agent_id;
   std::string session_id;
   std::string checkpoint_id;
   int64_t created_at_ns = 0;
   std::string origin;
-  bool has_message = false;
-  std::string message;
+  /// The caller's message; none when it gave none ("" is a message).
+  caf::optional<std::string> message;
   bool pinned = false;
-  std::string metadata;
+  /// The JSON text of the caller's metadata object; none when it gave none.
+  caf::optional<std::string> metadata;
   bool missing = false;
-  std::string parent_id;
+  /// The checkpoint this one was taken after; none for a root.
+  caf::optional<std::string> parent_id;
   /// Btrfs generation at which the snapshot was taken (0 if unknown); lets
   /// checkpoint.diff skip trees unchanged since a common ancestor.
   int64_t generation = 0;
@@ -71,11 +74,21 @@ struct journal_row {
   std::string payload;
 };
 
-/// A session's head pointer (empty = null).
+/// A session's head pointer.
 struct session_head {
   std::string agent_id;
   std::string session_id;
-  std::string head;
+  /// None: the session has no head (NULL in the catalog).
+  caf::optional<std::string> head;
+};
+
+/// A session's execution settings (session.configure).
+struct session_settings {
+  std::string agent_id;
+  std::string session_id;
+  /// The JSON text of an object; none for the defaults (NULL in the
+  /// catalog).
+  caf::optional<std::string> settings;
 };
 
 /// Identifies one session.
@@ -133,8 +146,7 @@ struct metadata_write {
   std::vector<checkpoint_row> put_checkpoints;
   std::vector<checkpoint_row> delete_checkpoints;
   std::vector<session_head> set_heads;
-  /// (agent, session, settings JSON) for session.configure.
-  std::vector<session_head> set_exec_settings;
+  std::vector<session_settings> set_exec_settings;
   std::vector<journal_row> put_journals;
   std::vector<session_ref> delete_journals;
   std::vector<audit_event> audit;
@@ -189,8 +201,8 @@ typename Inspector::result_type inspect(Inspector& f, session_row& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_row& x) {
   return f(caf::meta::type_name("checkpoint_row"), x.agent_id, x.session_id,
-           x.checkpoint_id, x.created_at_ns, x.origin, x.has_message, x.message,
-           x.pinned, x.metadata, x.missing, x.parent_id, x.generation);
+           x.checkpoint_id, x.created_at_ns, x.origin, x.message, x.pinned,
+           x.metadata, x.missing, x.parent_id, x.generation);
 }
 
 template <class Inspector>
@@ -204,6 +216,12 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_head& x) {
   return f(caf::meta::type_name("session_head"), x.agent_id, x.session_id,
            x.head);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_settings& x) {
+  return f(caf::meta::type_name("session_settings"), x.agent_id, x.session_id,
+           x.settings);
 }
 
 template <class Inspector>

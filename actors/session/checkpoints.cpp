@@ -28,10 +28,10 @@ caf::result<json::value> handle_checkpoint_list(self_ptr self,
   json::object o;
   o["agent_id"] = st.agent_id();
   o["session_id"] = st.session_id();
-  if (st.dag.head().empty())
-    o["head"] = nullptr;
+  if (st.dag.head())
+    o["head"] = *st.dag.head();
   else
-    o["head"] = st.dag.head();
+    o["head"] = nullptr;
   // A page leaves out the list of every id, which would make each page as
   // large as the whole list (session.describe has it).
   if (c.limit == 0)
@@ -84,15 +84,19 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
     return conflict("session mutation in progress: " + st.key());
   }
   // current/ descends from the head.
-  auto ancestor =
-      st.dag.common_ancestor(*from, to.empty() ? st.dag.head() : to);
+  caf::optional<std::string> ancestor;
+  if (!to.empty())
+    ancestor = st.dag.common_ancestor(*from, to);
+  else if (st.dag.head())
+    ancestor = st.dag.common_ancestor(*from, *st.dag.head());
   uint64_t base = 0;
   std::string base_dir; // to read the generation from when the row lacks it
   const auto& paths = st.init.paths;
-  if (auto* row = st.dag.find(ancestor); row != nullptr && !row->missing) {
+  if (auto* row = ancestor ? st.dag.find(*ancestor) : nullptr;
+      row != nullptr && !row->missing) {
     base = static_cast<uint64_t>(row->generation);
     if (base == 0) // imported from the prototype
-      base_dir = paths.checkpoint(st.agent_id(), st.session_id(), ancestor);
+      base_dir = paths.checkpoint(st.agent_id(), st.session_id(), *ancestor);
   }
   auto a = st.agent_id();
   auto s = st.session_id();
@@ -101,7 +105,7 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
   json::object head{{"agent_id", a}, {"session_id", s}, {"from", *from}};
   head["to"] = to.empty() ? json::value(nullptr) : json::value(to);
   head["base_checkpoint"] =
-      ancestor.empty() ? json::value(nullptr) : json::value(ancestor);
+      ancestor ? json::value(*ancestor) : json::value(nullptr);
   return answer_blocking(
       self,
       [from_dir, to_dir, base, base_dir, cursor = c.cursor, limit = c.limit,
@@ -150,9 +154,9 @@ static json::object create_fields(const checkpoint_row& row) {
                       {"origin", row.origin},
                       {"pinned", row.pinned}};
   fields["message"] =
-      row.has_message ? json::value(row.message) : json::value(nullptr);
+      row.message ? json::value(*row.message) : json::value(nullptr);
   fields["metadata"] =
-      row.metadata.empty() ? json::value(nullptr) : json::parse(row.metadata);
+      row.metadata ? json::parse(*row.metadata) : json::value(nullptr);
   return fields;
 }
 
@@ -239,9 +243,9 @@ static json::value created_reply(const checkpoint_row& row) {
                  {"session_id", row.session_id},
                  {"checkpoint_id", row.checkpoint_id}};
   r["parent_id"] =
-      row.parent_id.empty() ? json::value(nullptr) : json::value(row.parent_id);
+      row.parent_id ? json::value(*row.parent_id) : json::value(nullptr);
   r["metadata"] =
-      row.metadata.empty() ? json::value(nullptr) : json::parse(row.metadata);
+      row.metadata ? json::parse(*row.metadata) : json::value(nullptr);
   return json::value(std::move(r));
 }
 
@@ -295,7 +299,6 @@ handle_checkpoint_create(self_ptr self, const cmd::checkpoint_create& c) {
   row.checkpoint_id = id;
   row.created_at_ns = os::now_ns();
   row.origin = c.req.origin;
-  row.has_message = c.req.has_message;
   row.message = c.req.message;
   row.pinned = c.req.pinned;
   row.metadata = c.req.metadata;

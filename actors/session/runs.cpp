@@ -39,9 +39,9 @@ static json::object effective_settings(self_ptr self) {
     limits[k] = v;
   std::string network = cfg.default_network;
   const auto& text = self->state.init.row.exec_settings;
-  if (!text.empty()) {
+  if (text) {
     boost::system::error_code ec;
-    auto v = json::parse(text, ec);
+    auto v = json::parse(*text, ec);
     if (!ec && v.is_object()) {
       if (auto* n = v.as_object().if_contains("network"); n && n->is_string())
         network = std::string{n->get_string()};
@@ -51,9 +51,9 @@ static json::object effective_settings(self_ptr self) {
     }
   }
   int64_t max_runs = 1;
-  if (!text.empty()) {
+  if (text) {
     boost::system::error_code ec;
-    auto v = json::parse(text, ec);
+    auto v = json::parse(*text, ec);
     if (!ec && v.is_object())
       if (auto* m = v.as_object().if_contains("max_runs"); m && m->is_int64())
         max_runs = m->as_int64();
@@ -75,9 +75,9 @@ caf::result<json::value> handle_configure(self_ptr self,
   if (auto err = require_alive(self))
     return err;
   json::object settings;
-  if (!st.init.row.exec_settings.empty()) {
+  if (st.init.row.exec_settings) {
     boost::system::error_code ec;
-    auto v = json::parse(st.init.row.exec_settings, ec);
+    auto v = json::parse(*st.init.row.exec_settings, ec);
     if (!ec && v.is_object())
       settings = v.as_object();
   }
@@ -110,7 +110,9 @@ caf::result<json::value> handle_configure(self_ptr self,
     else
       settings["max_runs"] = *c.max_runs;
   }
-  auto text = settings.empty() ? std::string{} : json::serialize(settings);
+  caf::optional<std::string> text;
+  if (!settings.empty())
+    text = json::serialize(settings);
   auto rp = self->make_response_promise<json::value>();
   metadata_write w;
   w.set_exec_settings.push_back({st.agent_id(), st.session_id(), text});

@@ -49,10 +49,10 @@ json::object describe_session(const session_row& row,
   o["relative_session_workspace"] = store::layout::rel_session(a, s);
   o["relative_workspace"] = store::layout::rel_current(a, s);
   o["checkpoint_ids"] = dag.present_ids();
-  if (dag.head().empty())
-    o["checkpoint_head"] = nullptr;
+  if (dag.head())
+    o["checkpoint_head"] = *dag.head();
   else
-    o["checkpoint_head"] = dag.head();
+    o["checkpoint_head"] = nullptr;
   return o;
 }
 
@@ -183,7 +183,7 @@ static json::value dump(self_ptr self) {
   o["background_executions"] = st.background.size();
   o["reset_fence"] = !st.reset_token.empty();
   o["head"] =
-      st.dag.head().empty() ? json::value(nullptr) : json::value(st.dag.head());
+      st.dag.head() ? json::value(*st.dag.head()) : json::value(nullptr);
   o["counters"] = json::object{{"requests", st.requests},
                                {"failures", st.failures},
                                {"restarts", st.init.restarts},

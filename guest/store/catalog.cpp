@@ -208,13 +208,14 @@ expected<catalog_snapshot> catalog::load() {
   while (sessions.step() == SQLITE_ROW)
     snap.sessions.push_back({sessions.text(0), sessions.text(1),
                              sessions.integer(2), sessions.integer(3) != 0,
-                             sessions.text(4), sessions.text(5)});
+                             sessions.nullable_text(4),
+                             sessions.nullable_text(5)});
   statement checkpoints{
       db_,
       "SELECT agent_id, session_id, checkpoint_id, created_at_ns, origin, "
-      "message IS NOT NULL, message, pinned, metadata, missing, parent_id, "
-      "generation FROM checkpoints ORDER BY agent_id, session_id, "
-      "created_at_ns, checkpoint_id"};
+      "message, pinned, metadata, missing, parent_id, generation FROM "
+      "checkpoints ORDER BY agent_id, session_id, created_at_ns, "
+      "checkpoint_id"};
   if (!checkpoints)
     return db_error(db_, "load checkpoints");
   while (checkpoints.step() == SQLITE_ROW) {
@@ -224,13 +225,12 @@ expected<catalog_snapshot> catalog::load() {
     r.checkpoint_id = checkpoints.text(2);
     r.created_at_ns = checkpoints.integer(3);
     r.origin = checkpoints.text(4);
-    r.has_message = checkpoints.integer(5) != 0;
-    r.message = checkpoints.text(6);
-    r.pinned = checkpoints.integer(7) != 0;
-    r.metadata = checkpoints.text(8);
-    r.missing = checkpoints.integer(9) != 0;
-    r.parent_id = checkpoints.text(10);
-    r.generation = checkpoints.integer(11);
+    r.message = checkpoints.nullable_text(5);
+    r.pinned = checkpoints.integer(6) != 0;
+    r.metadata = checkpoints.nullable_text(7);
+    r.missing = checkpoints.integer(8) != 0;
+    r.parent_id = checkpoints.nullable_text(9);
+    r.generation = checkpoints.integer(10);
     snap.checkpoints.push_back(std::move(r));
   }
   statement imported{db_,
@@ -376,8 +376,7 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       put_checkpoint.bind(3, c.checkpoint_id);
       put_checkpoint.bind(4, c.created_at_ns);
       put_checkpoint.bind(5, c.origin);
-      if (c.has_message)
-        put_checkpoint.bind(6, c.message);
+      put_checkpoint.bind_nullable(6, c.message);
       put_checkpoint.bind(7, int64_t{c.pinned});
       put_checkpoint.bind_nullable(8, c.metadata);
       put_checkpoint.bind(9, int64_t{c.missing});
@@ -406,7 +405,7 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
     for (const auto& x : w->set_exec_settings) {
       set_settings.bind(1, x.agent_id);
       set_settings.bind(2, x.session_id);
-      set_settings.bind_nullable(3, x.head);
+      set_settings.bind_nullable(3, x.settings);
       if (set_settings.step() != SQLITE_DONE)
         return fail("write session settings");
       set_settings.reset();

@@ -18,24 +18,24 @@ json::object make_record(const checkpoint_row& row, json::array children) {
   o["checkpoint_id"] = row.checkpoint_id;
   o["created_at_ns"] = row.created_at_ns;
   o["origin"] = row.origin;
-  if (row.has_message)
-    o["message"] = row.message;
+  if (row.message)
+    o["message"] = *row.message;
   else
     o["message"] = nullptr;
   o["pinned"] = row.pinned;
   json::value meta = nullptr;
-  if (!row.metadata.empty()) {
+  if (row.metadata) {
     boost::system::error_code ec;
-    auto parsed = json::parse(row.metadata, ec);
+    auto parsed = json::parse(*row.metadata, ec);
     if (!ec)
       meta = std::move(parsed);
   }
   o["metadata"] = std::move(meta);
   o["missing"] = row.missing;
-  if (row.parent_id.empty())
-    o["parent_id"] = nullptr;
+  if (row.parent_id)
+    o["parent_id"] = *row.parent_id;
   else
-    o["parent_id"] = row.parent_id;
+    o["parent_id"] = nullptr;
   o["child_ids"] = std::move(children);
   return o;
 }
@@ -43,14 +43,14 @@ json::object make_record(const checkpoint_row& row, json::array children) {
 } // namespace
 
 checkpoint_dag::checkpoint_dag(std::vector<checkpoint_row> rows,
-                               std::string head)
+                               caf::optional<std::string> head)
     : head_(std::move(head)) {
   for (auto& r : rows) {
     auto id = r.checkpoint_id;
     rows_.emplace(std::move(id), std::move(r));
   }
-  if (!head_.empty() && rows_.count(head_) == 0)
-    head_.clear();
+  if (head_ && rows_.count(*head_) == 0)
+    head_ = caf::none;
 }
 
 const checkpoint_row* checkpoint_dag::find(std::string_view id) const {
@@ -78,16 +78,16 @@ expected<std::string> checkpoint_dag::resolve(std::string_view key) const {
 expected<std::string> checkpoint_dag::ancestor(int64_t n) const {
   if (n < 1)
     return make_error(errc::invalid_argument, "num_ancestors must be >= 1");
-  if (head_.empty())
+  if (!head_)
     return make_error(errc::not_found, "checkpoint lineage has no head");
-  std::string cur = head_;
+  std::string cur = *head_;
   for (int64_t i = 1; i < n; ++i) {
     auto* r = find(cur);
-    if (r == nullptr || r->parent_id.empty() || find(r->parent_id) == nullptr)
+    if (r == nullptr || !r->parent_id || find(*r->parent_id) == nullptr)
       return make_error(errc::not_found,
                         "checkpoint lineage ends before ancestor " +
                             std::to_string(n));
-    cur = r->parent_id;
+    cur = *r->parent_id;
   }
   return cur;
 }
@@ -110,8 +110,8 @@ std::vector<checkpoint_row> checkpoint_dag::remove(const std::string& id) {
   if (it == rows_.end())
     return changed;
   auto parent = it->second.parent_id;
-  if (!parent.empty() && rows_.count(parent) == 0)
-    parent.clear();
+  if (parent && rows_.count(*parent) == 0)
+    parent = caf::none;
   for (auto& [cid, row] : rows_) {
     if (row.parent_id == id) {
       row.parent_id = parent;
@@ -146,24 +146,25 @@ std::vector<std::string>
 checkpoint_dag::ancestors(const std::string& id) const {
   std::vector<std::string> chain;
   std::set<std::string> seen;
-  for (auto cur = id; !cur.empty() && seen.insert(cur).second;) {
-    auto* r = find(cur);
+  for (caf::optional<std::string> cur = id; cur && seen.insert(*cur).second;) {
+    auto* r = find(*cur);
     if (r == nullptr)
       break;
-    chain.push_back(cur);
+    chain.push_back(*cur);
     cur = r->parent_id;
   }
   return chain;
 }
 
-std::string checkpoint_dag::common_ancestor(const std::string& a,
-                                            const std::string& b) const {
+caf::optional<std::string>
+checkpoint_dag::common_ancestor(const std::string& a,
+                                const std::string& b) const {
   auto chain_a = ancestors(a);
   std::set<std::string> in_a(chain_a.begin(), chain_a.end());
   for (const auto& id : ancestors(b))
     if (in_a.count(id) > 0)
       return id;
-  return {};
+  return caf::none;
 }
 
 json::array checkpoint_dag::present_ids() const {
@@ -212,8 +213,9 @@ json::array checkpoint_dag::records(const std::string& after, size_t limit,
   for (auto* r : page)
     children[r->checkpoint_id];
   for (const auto& [id, row] : rows_)
-    if (auto it = children.find(row.parent_id); it != children.end())
-      it->second.push_back(&row);
+    if (row.parent_id)
+      if (auto it = children.find(*row.parent_id); it != children.end())
+        it->second.push_back(&row);
   json::array out;
   out.reserve(page.size());
   for (auto* r : page) {

@@ -21,9 +21,11 @@ inline constexpr std::string_view live_marker = "__live__";
 class checkpoint_dag {
 public:
   checkpoint_dag() = default;
-  checkpoint_dag(std::vector<checkpoint_row> rows, std::string head);
+  checkpoint_dag(std::vector<checkpoint_row> rows,
+                 caf::optional<std::string> head);
 
-  const std::string& head() const { return head_; }
+  /// None before the first checkpoint, or once the head is gone.
+  const caf::optional<std::string>& head() const { return head_; }
   size_t size() const { return rows_.size(); }
   const checkpoint_row* find(std::string_view id) const;
 
@@ -49,14 +51,15 @@ public:
   /// Inserts (or replaces) a row without changing the head.
   void adopt(checkpoint_row row);
 
-  void clear_head() { head_.clear(); }
+  void clear_head() { head_ = caf::none; }
 
   /// Every row, by id.
   std::vector<checkpoint_row> rows() const;
 
   /// The latest checkpoint both `a` and `b` descend from (either may be
-  /// that ancestor itself); empty if none.
-  std::string common_ancestor(const std::string& a, const std::string& b) const;
+  /// that ancestor itself); none if they share no ancestor.
+  caf::optional<std::string> common_ancestor(const std::string& a,
+                                             const std::string& b) const;
 
   /// Ids of checkpoints whose snapshot exists, sorted.
   json::array present_ids() const;
@@ -77,7 +80,7 @@ public:
 private:
   std::vector<std::string> ancestors(const std::string& id) const;
   std::map<std::string, checkpoint_row, std::less<>> rows_;
-  std::string head_;
+  caf::optional<std::string> head_;
 };
 
 } // namespace allox::store

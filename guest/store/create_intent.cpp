@@ -21,15 +21,17 @@ std::string chunk_name(size_t k) {
   return chunk_prefix + std::to_string(k);
 }
 
+// The record's form is fixed (records written by earlier releases must
+// stay readable): an absent message or metadata is null, an absent
+// parent_id is "".
 std::string encode(const checkpoint_row& row) {
   json::object o{{"checkpoint_id", row.checkpoint_id},
                  {"created_at_ns", row.created_at_ns},
                  {"origin", row.origin},
                  {"pinned", row.pinned},
-                 {"parent_id", row.parent_id}};
-  o["message"] = row.has_message ? json::value(row.message) : nullptr;
-  o["metadata"] =
-      row.metadata.empty() ? json::value(nullptr) : json::value(row.metadata);
+                 {"parent_id", row.parent_id.value_or("")}};
+  o["message"] = row.message ? json::value(*row.message) : nullptr;
+  o["metadata"] = row.metadata ? json::value(*row.metadata) : nullptr;
   return json::serialize(o);
 }
 
@@ -68,9 +70,9 @@ expected<checkpoint_row> decode(const std::string& text, const std::string& a,
   row.created_at_ns = created->get_int64();
   row.origin = std::string{*origin};
   row.pinned = pinned->get_bool();
-  row.parent_id = std::string{*parent};
-  row.has_message = message->is_string();
-  if (row.has_message)
+  if (!parent->empty())
+    row.parent_id = std::string{*parent};
+  if (message->is_string())
     row.message = std::string{message->get_string()};
   if (metadata->is_string())
     row.metadata = std::string{metadata->get_string()};

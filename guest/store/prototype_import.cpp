@@ -33,6 +33,15 @@ std::string text_or_empty(const json::object& o, std::string_view key) {
   return v && v->is_string() ? std::string{v->get_string()} : std::string{};
 }
 
+/// An id the prototype may leave null (or empty): none then.
+caf::optional<std::string> id_or_none(const json::object& o,
+                                      std::string_view key) {
+  auto id = text_or_empty(o, key);
+  if (id.empty())
+    return caf::none;
+  return id;
+}
+
 void read_index(const std::string& file, const std::string& a,
                 const std::string& s, prototype_store& out) {
   boost::system::error_code ec;
@@ -44,7 +53,7 @@ void read_index(const std::string& file, const std::string& a,
     return;
   }
   const auto& o = doc.as_object();
-  session_row row{a, s, 0, false, text_or_empty(o, "head"), {}};
+  session_row row{a, s, 0, false, id_or_none(o, "head"), caf::none};
   out.rows.sessions.push_back(row);
   auto* cps = o.if_contains("checkpoints");
   if (cps == nullptr || !cps->is_object())
@@ -62,7 +71,6 @@ void read_index(const std::string& file, const std::string& a,
       c.created_at_ns = t->as_int64();
     c.origin = text_or_empty(e, "origin");
     if (auto* m = e.if_contains("message"); m && m->is_string()) {
-      c.has_message = true;
       c.message = std::string{m->get_string()};
     }
     if (auto* p = e.if_contains("pinned"); p && p->is_bool())
@@ -71,7 +79,7 @@ void read_index(const std::string& file, const std::string& a,
       c.metadata = json::serialize(*m);
     if (auto* m = e.if_contains("missing"); m && m->is_bool())
       c.missing = m->as_bool();
-    c.parent_id = text_or_empty(e, "parent_id");
+    c.parent_id = id_or_none(e, "parent_id");
     out.rows.checkpoints.push_back(std::move(c));
   }
 }

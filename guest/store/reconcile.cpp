@@ -198,8 +198,8 @@ bool recover_creations(const layout& paths, const std::string& a,
   for (auto& row : records) {
     row.generation =
         snapshot_generation(paths.checkpoint(a, s, row.checkpoint_id));
-    if (!row.parent_id.empty() && dag.find(row.parent_id) == nullptr)
-      row.parent_id.clear();
+    if (row.parent_id && dag.find(*row.parent_id) == nullptr)
+      row.parent_id = caf::none;
     dag.adopt(row);
     // A creation moves the head from its parent; if the head has moved on
     // since (the caller was told it failed after all), it is a branch.
@@ -211,9 +211,9 @@ bool recover_creations(const layout& paths, const std::string& a,
                         {"pinned", row.pinned},
                         {"recovered", true}};
     fields["message"] =
-        row.has_message ? json::value(row.message) : json::value(nullptr);
+        row.message ? json::value(*row.message) : json::value(nullptr);
     fields["metadata"] =
-        row.metadata.empty() ? json::value(nullptr) : json::parse(row.metadata);
+        row.metadata ? json::parse(*row.metadata) : json::value(nullptr);
     changes.audit.push_back(event("checkpoint.create", a, s, fields));
     changes.audit.push_back(event(
         "checkpoint.create.recovered", a, s,
@@ -262,7 +262,7 @@ void reconcile_checkpoints(const layout& paths, const std::string& a,
         event("checkpoint.adopt", a, s, {{"checkpoint_id", id}}));
   }
   // The prototype's rule: a head whose snapshot is gone becomes null.
-  if (!dag.head().empty() && dag.find(dag.head())->missing)
+  if (dag.head() && dag.find(*dag.head())->missing)
     dag.clear_head();
 }
 
@@ -491,7 +491,7 @@ expected<reconcile_result> reconcile(const layout& paths,
     for (const auto& s : sessions) {
       if (session_rows.count({a, s}) > 0)
         continue;
-      session_row row{a, s, now, false, {}, {}};
+      session_row row{a, s, now, false, caf::none, caf::none};
       r.changes.put_sessions.push_back(row);
       r.changes.audit.push_back(event("session.adopt", a, s, {}));
       r.sessions.push_back(row);

@@ -4,6 +4,7 @@
 
 #include "messages/errors.hpp"
 
+#include <caf/optional.hpp>
 #include <sqlite3.h>
 
 #include <cstdint>
@@ -35,6 +36,13 @@ public:
     else
       bind(i, s);
   }
+  /// Binds NULL for none (a present empty string stays "").
+  void bind_nullable(int i, const caf::optional<std::string>& s) {
+    if (s)
+      bind(i, *s);
+    else
+      sqlite3_bind_null(stmt_, i);
+  }
   void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
   int step() { return sqlite3_step(stmt_); }
   void reset() {
@@ -44,6 +52,12 @@ public:
   std::string text(int col) const {
     auto* p = sqlite3_column_text(stmt_, col);
     return p ? reinterpret_cast<const char*>(p) : "";
+  }
+  /// None for NULL.
+  caf::optional<std::string> nullable_text(int col) const {
+    if (sqlite3_column_type(stmt_, col) == SQLITE_NULL)
+      return caf::none;
+    return text(col);
   }
   int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
 

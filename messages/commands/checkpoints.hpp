@@ -16,7 +16,7 @@ namespace allox::params {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_create& x) {
   return f(caf::meta::type_name("checkpoint_create_params"), x.checkpoint_id,
-           x.has_message, x.message, x.metadata, x.pinned, x.origin);
+           x.message, x.metadata, x.pinned, x.origin);
 }
 
 template <class Inspector>

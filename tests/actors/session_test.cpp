@@ -57,7 +57,8 @@ metadata_actor::behavior_type fake_metadata(catalog_ptr log) {
   };
 }
 
-checkpoint_row checkpoint(const std::string& id, const std::string& parent) {
+checkpoint_row checkpoint(const std::string& id,
+                          caf::optional<std::string> parent) {
   checkpoint_row c;
   c.agent_id = "a";
   c.session_id = "s";
@@ -86,8 +87,8 @@ struct session_fixture : test::deterministic {
   void spawn_session(std::vector<std::string> interrupted = {},
                      bool execution = true) {
     session_init init;
-    init.row = session_row{"a", "s", 1, false, "c2", {}};
-    init.checkpoints = {checkpoint("c1", ""), checkpoint("c2", "c1")};
+    init.row = session_row{"a", "s", 1, false, "c2", caf::none};
+    init.checkpoints = {checkpoint("c1", caf::none), checkpoint("c2", "c1")};
     init.paths = store::layout{"/nonexistent-store"};
     init.metadata = metadata;
     if (execution) {
@@ -252,8 +253,9 @@ TEST_CASE_FIXTURE(session_fixture,
   CHECK(r.first->at("max_runs") == 4);
   REQUIRE(catalog->writes.size() == 1);
   REQUIRE(catalog->writes[0].set_exec_settings.size() == 1);
-  auto saved =
-      json::parse(catalog->writes[0].set_exec_settings[0].head).as_object();
+  const auto& text = catalog->writes[0].set_exec_settings[0].settings;
+  REQUIRE(text);
+  auto saved = json::parse(*text).as_object();
   CHECK(saved.at("max_runs") == 4);
   cmd::session_configure bad;
   bad.session = ref();

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 using namespace allox;
+using namespace std::string_literals;
 
 namespace {
 
@@ -22,16 +23,16 @@ TEST_CASE("checkpoint.create params") {
           R"("pinned":true,"origin":"o"})"));
   REQUIRE(ok);
   CHECK(ok->checkpoint_id == "c1");
-  CHECK(ok->has_message);
-  CHECK(ok->metadata == R"({"k":[1]})");
+  CHECK(ok->message == "m"s);
+  CHECK(ok->metadata == R"({"k":[1]})"s);
   CHECK(ok->pinned);
   CHECK(ok->origin == "o");
   auto autoid = params::decode_checkpoint_create(
       obj(R"({"checkpoint_id":null,"message":null,"metadata":null})"));
   REQUIRE(autoid);
   CHECK(autoid->checkpoint_id.empty());
-  CHECK_FALSE(autoid->has_message);
-  CHECK(autoid->metadata.empty());
+  CHECK_FALSE(autoid->message);
+  CHECK_FALSE(autoid->metadata);
   CHECK(params::decode_checkpoint_create(obj(R"({"checkpoint_id":""})"))
             ->checkpoint_id.empty());
   CHECK(error_of(params::decode_checkpoint_create(obj(R"({"checkpoint_id":5})"))

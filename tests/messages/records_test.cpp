@@ -1,8 +1,13 @@
 #include "messages/records.hpp"
 
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
 #include <doctest/doctest.h>
 
+#include <vector>
+
 using namespace allox;
+using namespace std::string_literals;
 
 namespace {
 
@@ -21,7 +26,7 @@ metadata_write one_of_each(const std::string& tag) {
   metadata_write w;
   w.put_agents.push_back({tag, 1, false});
   w.delete_agents.push_back(tag);
-  w.put_sessions.push_back({tag, "s", 1, false, {}, {}});
+  w.put_sessions.push_back({tag, "s", 1, false, caf::none, caf::none});
   w.delete_sessions.push_back({tag, "s"});
   checkpoint_row c;
   c.agent_id = tag;
@@ -68,7 +73,7 @@ TEST_CASE("records: append keeps every change of both writes, in order") {
   REQUIRE(into.set_exec_settings.size() == 2);
   CHECK(into.set_exec_settings[0].agent_id == "a");
   CHECK(into.set_exec_settings[1].agent_id == "b");
-  CHECK(into.set_exec_settings[1].head == R"({"network":"isolated"})");
+  CHECK(into.set_exec_settings[1].settings == R"({"network":"isolated"})"s);
   CHECK(into.put_journals.size() == 2);
   CHECK(into.delete_journals.size() == 2);
   REQUIRE(into.audit.size() == 2);
@@ -97,4 +102,41 @@ TEST_CASE("records: append keeps a flag either write sets") {
   append(lazy, std::move(also_lazy));
   CHECK_FALSE(lazy.durable);
   CHECK_FALSE(lazy.mark_prototype_imported);
+}
+
+TEST_CASE("records: optionals survive serialization, none apart from empty") {
+  metadata_write w;
+  checkpoint_row c;
+  c.checkpoint_id = "c2";
+  c.message = ""s;
+  c.metadata = R"({"k":1})"s;
+  c.parent_id = "c1"s;
+  auto bare = c;
+  bare.message = caf::none;
+  bare.metadata = caf::none;
+  bare.parent_id = caf::none;
+  w.put_checkpoints = {c, bare};
+  w.put_sessions.push_back({"a", "s", 1, false, "c2"s, caf::none});
+  w.set_heads.push_back({"a", "s", caf::none});
+  w.set_exec_settings.push_back({"a", "s", R"({"max_runs":2})"s});
+  std::vector<char> buf;
+  caf::binary_serializer sink{nullptr, buf};
+  REQUIRE_FALSE(sink(w));
+  metadata_write back;
+  caf::binary_deserializer source{nullptr, buf};
+  REQUIRE_FALSE(source(back));
+  REQUIRE(back.put_checkpoints.size() == 2);
+  CHECK(back.put_checkpoints[0].message == ""s);
+  CHECK(back.put_checkpoints[0].metadata == R"({"k":1})"s);
+  CHECK(back.put_checkpoints[0].parent_id == "c1"s);
+  CHECK_FALSE(back.put_checkpoints[1].message);
+  CHECK_FALSE(back.put_checkpoints[1].metadata);
+  CHECK_FALSE(back.put_checkpoints[1].parent_id);
+  REQUIRE(back.put_sessions.size() == 1);
+  CHECK(back.put_sessions[0].head == "c2"s);
+  CHECK_FALSE(back.put_sessions[0].exec_settings);
+  REQUIRE(back.set_heads.size() == 1);
+  CHECK_FALSE(back.set_heads[0].head);
+  REQUIRE(back.set_exec_settings.size() == 1);
+  CHECK(back.set_exec_settings[0].settings == R"({"max_runs":2})"s);
 }

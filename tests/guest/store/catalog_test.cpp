@@ -1,11 +1,16 @@
 #include "guest/store/catalog.hpp"
 
+#include "guest/store/create_intent.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 
 #include <doctest/doctest.h>
 #include <sqlite3.h>
 
+#include <filesystem>
+#include <map>
+
 using namespace allox;
+using namespace std::string_literals;
 
 TEST_CASE("catalog: migrates a new database to the latest schema") {
   test::temp_dir dir;
@@ -45,6 +50,81 @@ TEST_CASE("catalog: writes are atomic and survive reopening") {
   snap = db->load();
   CHECK(snap->agents.empty());
   CHECK(snap->sessions.empty());
+}
+
+TEST_CASE("catalog: an empty message and an absent one stay apart through "
+          "the catalog and the intent record") {
+  test::temp_dir dir;
+  checkpoint_row empty;
+  empty.agent_id = "a";
+  empty.session_id = "s";
+  empty.checkpoint_id = "empty";
+  empty.created_at_ns = 1;
+  empty.origin = "test";
+  empty.message = ""s;
+  empty.metadata = R"({"k":1})"s;
+  auto absent = empty;
+  absent.checkpoint_id = "absent";
+  absent.created_at_ns = 2;
+  absent.message = caf::none;
+  absent.metadata = caf::none;
+  absent.parent_id = "empty"s;
+  {
+    auto db = store::catalog::open(dir / "allox.db");
+    REQUIRE(db);
+    metadata_write w;
+    w.put_agents.push_back({"a", 1, false});
+    w.put_sessions.push_back({"a", "s", 1, false, caf::none, caf::none});
+    w.put_checkpoints = {empty, absent};
+    REQUIRE_FALSE(db->apply({&w}));
+  }
+  auto db = store::catalog::open(dir / "allox.db");
+  REQUIRE(db);
+  auto snap = db->load();
+  REQUIRE(snap);
+  REQUIRE(snap->checkpoints.size() == 2);
+  std::map<std::string, checkpoint_row> back;
+  for (auto& c : snap->checkpoints)
+    back[c.checkpoint_id] = c;
+  CHECK(back.at("empty").message == ""s);
+  CHECK(back.at("empty").metadata == R"({"k":1})"s);
+  CHECK_FALSE(back.at("empty").parent_id);
+  CHECK_FALSE(back.at("absent").message);
+  CHECK_FALSE(back.at("absent").metadata);
+  CHECK(back.at("absent").parent_id == "empty"s);
+  REQUIRE(snap->sessions.size() == 1);
+  CHECK_FALSE(snap->sessions[0].head);
+  CHECK_FALSE(snap->sessions[0].exec_settings);
+  // Absent values are stored as NULL, a present empty message as "".
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open((dir / "allox.db").c_str(), &raw) == SQLITE_OK);
+  auto nulls = [raw](const char* sql) {
+    sqlite3_stmt* st = nullptr;
+    REQUIRE(sqlite3_prepare_v2(raw, sql, -1, &st, nullptr) == SQLITE_OK);
+    std::string out;
+    while (sqlite3_step(st) == SQLITE_ROW)
+      for (int i = 0; i < sqlite3_column_count(st); ++i)
+        out += sqlite3_column_type(st, i) == SQLITE_NULL ? 'N' : 'V';
+    sqlite3_finalize(st);
+    return out;
+  };
+  CHECK(nulls("SELECT message, metadata, parent_id FROM checkpoints ORDER BY "
+              "created_at_ns") == "VVNNNV");
+  CHECK(nulls("SELECT head, exec_settings FROM sessions") == "NN");
+  sqlite3_close(raw);
+  // The intent record keeps them apart too.
+  store::layout l{dir.path()};
+  std::filesystem::create_directories(l.checkpoints_dir("a", "s"));
+  for (const auto& row : {empty, absent}) {
+    REQUIRE_FALSE(store::write_create_intent(l, row));
+    auto read = store::read_create_intent(l, "a", "s", row.checkpoint_id);
+    REQUIRE(read);
+    CHECK(read->message == row.message);
+    CHECK(read->metadata == row.metadata);
+    CHECK(read->parent_id == row.parent_id);
+  }
+  CHECK(store::read_create_intent(l, "a", "s", "empty")->message == ""s);
+  CHECK_FALSE(store::read_create_intent(l, "a", "s", "absent")->message);
 }
 
 TEST_CASE("catalog: a newer schema is refused, not downgraded") {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 using namespace allox;
+using namespace std::string_literals;
 using store::checkpoint_dag;
 
 namespace {
@@ -31,9 +32,9 @@ TEST_CASE("dag: add chains checkpoints under the head") {
   dag.add(row("c1", 1));
   dag.add(row("c2", 2));
   dag.add(row("c3", 3));
-  CHECK(dag.head() == "c3");
-  CHECK(dag.find("c2")->parent_id == "c1");
-  CHECK(dag.find("c1")->parent_id.empty());
+  CHECK(dag.head() == "c3"s);
+  CHECK(dag.find("c2")->parent_id == "c1"s);
+  CHECK_FALSE(dag.find("c1")->parent_id);
   CHECK(strings(dag.child_ids("c2")) == std::vector<std::string>{"c3"});
   CHECK(strings(dag.child_ids("c3")) == std::vector<std::string>{"__live__"});
 }
@@ -59,11 +60,11 @@ TEST_CASE("dag: a checkpoint after moving the head starts a branch") {
   dag.add(row("c2", 2));
   dag.move_head("c1");
   dag.add(row("c3", 3));
-  CHECK(dag.find("c3")->parent_id == "c1");
+  CHECK(dag.find("c3")->parent_id == "c1"s);
   CHECK(strings(dag.child_ids("c1")) == std::vector<std::string>{"c2", "c3"});
   CHECK(strings(dag.child_ids("c3")) == std::vector<std::string>{"__live__"});
-  CHECK(dag.common_ancestor("c2", "c3") == "c1");
-  CHECK(dag.common_ancestor("c1", "c3") == "c1");
+  CHECK(dag.common_ancestor("c2", "c3") == "c1"s);
+  CHECK(dag.common_ancestor("c1", "c3") == "c1"s);
 }
 
 TEST_CASE("dag: exact id, unique prefix, ambiguous prefix") {
@@ -92,12 +93,12 @@ TEST_CASE("dag: removal re-parents children and moves a removed head") {
   auto changed = dag.remove("c2");
   REQUIRE(changed.size() == 1);
   CHECK(changed[0].checkpoint_id == "c3");
-  CHECK(dag.find("c3")->parent_id == "c1");
+  CHECK(dag.find("c3")->parent_id == "c1"s);
   dag.remove("c3");
-  CHECK(dag.head() == "c1");
+  CHECK(dag.head() == "c1"s);
   CHECK(strings(dag.child_ids("c1")) == std::vector<std::string>{"__live__"});
   dag.remove("c1");
-  CHECK(dag.head().empty());
+  CHECK_FALSE(dag.head());
 }
 
 TEST_CASE("dag: records are sorted by creation time and id") {

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 using namespace allox;
+using namespace std::string_literals;
 
 namespace {
 
@@ -37,8 +38,7 @@ TEST_CASE("create intent: a row survives the round trip") {
   store::layout l{dir.path()};
   make_checkpoints_dir(l);
   auto row = sample("cp-1");
-  row.has_message = true;
-  row.message = ""; // empty, not null
+  row.message = ""s; // empty, not null
   row.metadata = R"({"k":[1,2]})";
   row.pinned = true;
   REQUIRE_FALSE(store::write_create_intent(l, row));
@@ -49,9 +49,8 @@ TEST_CASE("create intent: a row survives the round trip") {
   CHECK(back->session_id == "s");
   CHECK(back->created_at_ns == row.created_at_ns);
   CHECK(back->origin == "test");
-  CHECK(back->parent_id == "parent");
-  CHECK(back->has_message);
-  CHECK(back->message.empty());
+  CHECK(back->parent_id == "parent"s);
+  CHECK(back->message == ""s);
   CHECK(back->metadata == row.metadata);
   CHECK(back->pinned);
   REQUIRE_FALSE(store::clear_create_intent(l, "a", "s", "cp-1"));
@@ -68,7 +67,6 @@ TEST_CASE("create intent: large rows are split and a rewrite drops stale "
   store::layout l{dir.path()};
   make_checkpoints_dir(l);
   auto big = sample("big");
-  big.has_message = true;
   big.message = std::string(4 * store::intent_chunk_bytes + 17, 'm');
   REQUIRE_FALSE(store::write_create_intent(l, big));
   auto back = store::read_create_intent(l, "a", "s", "big");
@@ -81,7 +79,7 @@ TEST_CASE("create intent: large rows are split and a rewrite drops stale "
   back = store::read_create_intent(l, "a", "s", "big");
   REQUIRE(back);
   CHECK(back->origin == "retry");
-  CHECK_FALSE(back->has_message);
+  CHECK_FALSE(back->message);
 }
 
 TEST_CASE("create intent: a damaged record is an error, not a row") {

@@ -11,6 +11,7 @@
 #include <map>
 
 using namespace allox;
+using namespace std::string_literals;
 
 namespace {
 
@@ -187,7 +188,7 @@ TEST_CASE("recovery: old_moved with current renamed away finishes to the "
   CHECK_FALSE(exists(session_file(l, ".discard-t")));
   // Scrubbed on a recovered commit, unlike the prototype.
   CHECK_FALSE(exists(l.current("a", "s") + "/.allox-tmp/fifo"));
-  CHECK(only_session(*r).head == "target");
+  CHECK(only_session(*r).head == "target"s);
   CHECK(r->changes.delete_journals.size() == 1);
   CHECK(audited(*r, "session.rollback.recovered", "committed"));
   CHECK(r->summary.at("recovered_sessions").as_array().size() == 1);
@@ -204,7 +205,7 @@ TEST_CASE("recovery: prepared with current intact is aborted") {
   REQUIRE(r);
   CHECK(test::read_file(l.current("a", "s") + "/who") == "old");
   CHECK_FALSE(exists(session_file(l, ".restore-t")));
-  CHECK(only_session(*r).head == "old");
+  CHECK(only_session(*r).head == "old"s);
   CHECK(audited(*r, "session.rollback.recovered", "aborted"));
 }
 
@@ -221,7 +222,7 @@ TEST_CASE("recovery: a swapped-in current with the old one still there is "
     mkdirs(session_file(l, ".discard-t"));
     auto r = store::reconcile(l, one_session({rollback_journal(phase)}));
     REQUIRE(r);
-    CHECK(only_session(*r).head == "target");
+    CHECK(only_session(*r).head == "target"s);
     CHECK_FALSE(exists(session_file(l, ".discard-t")));
   }
 }
@@ -238,7 +239,7 @@ TEST_CASE("recovery: current missing before the journal reached prepared "
   auto r = store::reconcile(l, one_session({rollback_journal("preparing")}));
   REQUIRE(r);
   CHECK(exists(l.current("a", "s")));
-  CHECK(only_session(*r).head == "old");
+  CHECK(only_session(*r).head == "old"s);
 }
 
 TEST_CASE("recovery: orphans without a journal") {
@@ -267,7 +268,7 @@ TEST_CASE("recovery: an intent record without its snapshot is dropped, "
   REQUIRE(r);
   for (const auto& c : r->checkpoints)
     CHECK(c.checkpoint_id != "half");
-  CHECK(only_session(*r).head == "old");
+  CHECK(only_session(*r).head == "old"s);
   CHECK(store::create_intents(l, "a", "s").empty());
   CHECK(r->settled_intents.empty());
   CHECK(audited(*r, "checkpoint.create.recovered", "aborted"));
@@ -286,8 +287,8 @@ TEST_CASE("recovery: an interrupted checkpoint deletion is finished") {
   CHECK_FALSE(exists(l.checkpoint("a", "s", "old")));
   REQUIRE(r->checkpoints.size() == 1);
   CHECK(r->checkpoints[0].checkpoint_id == "target");
-  CHECK(r->checkpoints[0].parent_id.empty()); // re-parented
-  CHECK(only_session(*r).head.empty());       // the deleted head had no parent
+  CHECK_FALSE(r->checkpoints[0].parent_id); // re-parented
+  CHECK_FALSE(only_session(*r).head); // the deleted head had no parent
 }
 
 TEST_CASE("recovery: rows without snapshots are missing - snapshots without "
@@ -305,8 +306,8 @@ TEST_CASE("recovery: rows without snapshots are missing - snapshots without "
   CHECK(byid.at("old").missing);
   CHECK_FALSE(byid.at("target").missing);
   CHECK(byid.at("stranger").origin == "filesystem-recovery");
-  CHECK(byid.at("stranger").parent_id.empty());
-  CHECK(only_session(*r).head.empty()); // head "old" has no snapshot
+  CHECK_FALSE(byid.at("stranger").parent_id);
+  CHECK_FALSE(only_session(*r).head); // head "old" has no snapshot
 }
 
 TEST_CASE("recovery: an intent record with its snapshot becomes the row and "
@@ -316,7 +317,6 @@ TEST_CASE("recovery: an intent record with its snapshot becomes the row and "
   make_session(l, "a", "s");
   make_checkpoints(l);
   auto first = intent("first", "target");
-  first.has_message = true;
   first.message = "msg";
   first.metadata = R"({"k":"v"})";
   first.pinned = true;
@@ -335,14 +335,14 @@ TEST_CASE("recovery: an intent record with its snapshot becomes the row and "
     byid[c.checkpoint_id] = c;
   REQUIRE(byid.count("first") == 1);
   REQUIRE(byid.count("second") == 1);
-  CHECK(byid.at("first").parent_id == "target");
-  CHECK(byid.at("first").message == "msg");
-  CHECK(byid.at("first").metadata == R"({"k":"v"})");
+  CHECK(byid.at("first").parent_id == "target"s);
+  CHECK(byid.at("first").message == "msg"s);
+  CHECK(byid.at("first").metadata == R"({"k":"v"})"s);
   CHECK(byid.at("first").pinned);
   CHECK(byid.at("first").origin == "crash-test");
-  CHECK(byid.at("second").parent_id == "first");
-  CHECK_FALSE(byid.at("second").has_message);
-  CHECK(only_session(*r).head == "second"); // in creation order
+  CHECK(byid.at("second").parent_id == "first"s);
+  CHECK_FALSE(byid.at("second").message);
+  CHECK(only_session(*r).head == "second"s); // in creation order
   CHECK(audited(*r, "checkpoint.create.recovered", "committed"));
   int creates = 0;
   for (const auto& e : r->changes.audit)
@@ -363,7 +363,7 @@ TEST_CASE("recovery: an intent record whose row exists is only stale") {
   REQUIRE(r);
   CHECK(r->settled_intents.size() == 1);
   CHECK(r->changes.audit.empty());
-  CHECK(only_session(*r).head == "old");
+  CHECK(only_session(*r).head == "old"s);
 }
 
 TEST_CASE("recovery: a record whose parent is no longer the head becomes a "
@@ -380,12 +380,12 @@ TEST_CASE("recovery: a record whose parent is no longer the head becomes a "
   rows.sessions[0].head = "target";
   auto r = store::reconcile(l, rows);
   REQUIRE(r);
-  CHECK(only_session(*r).head == "target");
+  CHECK(only_session(*r).head == "target"s);
   bool found = false;
   for (const auto& c : r->checkpoints)
     if (c.checkpoint_id == "orphan") {
       found = true;
-      CHECK(c.parent_id == "old");
+      CHECK(c.parent_id == "old"s);
     }
   CHECK(found);
 }
