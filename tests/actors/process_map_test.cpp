@@ -119,7 +119,7 @@ TEST_CASE("process map: fork, exec and exit build the tree from the root") {
   CHECK(kids[0].at("filenames") == json::array{"/bin/true"});
 }
 
-TEST_CASE("process map: a thread's exec keeps the process; a signal ends "
+TEST_CASE("process map: a thread's exec keeps the process, and a signal ends "
           "it") {
   auto row = run({fork_of(200, 2000, 50, 10, "daemon", true),
                   exec_of(200, 2000, 200, "/workspace/helper", 2001),
@@ -135,7 +135,7 @@ TEST_CASE("process map: a thread's exec keeps the process; a signal ends "
   CHECK(all_exited(row));
 }
 
-TEST_CASE("process map: a pid reused is another process; a live one keeps "
+TEST_CASE("process map: a pid reused is another process, and a live one keeps "
           "the run's trace open") {
   auto row =
       run({fork_of(300, 3000, 50, 10, "daemon", true),

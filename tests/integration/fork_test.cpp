@@ -30,7 +30,7 @@ json::object fork(http_client& c, const std::string& from,
 
 } // namespace
 
-TEST_CASE("fork: a new session from a checkpoint; the two never see each "
+TEST_CASE("fork: a new session from a checkpoint, and the two never see each "
           "other's writes") {
   daemon_process d{with_execution()};
   d.start();

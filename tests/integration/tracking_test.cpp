@@ -160,7 +160,7 @@ TEST_CASE("tracking: 40 background forks and a shell exec, all with their "
         std::string::npos);
 }
 
-TEST_CASE("tracking: a thread that execs keeps its identity; a double fork "
+TEST_CASE("tracking: a thread that execs keeps its identity, and a double fork "
           "with setsid and no environment is still attributed") {
   daemon_process d{tracked()};
   d.start();
@@ -303,7 +303,7 @@ TEST_CASE("tracking: a process started outside any session is never "
 }
 
 TEST_CASE("tracking: the reader fails mid-run: the run fails and fences the "
-          "session; the tracker comes back and the next run is complete") {
+          "session, and the tracker comes back and the next run is complete") {
   daemon_process d{tracked()};
   d.start();
   auto& c = d.client();
