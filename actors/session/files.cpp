@@ -86,6 +86,22 @@ caf::result<json::value> change(self_ptr self, const char* op,
   return rp;
 }
 
+/// A job that opens the target's root, runs `op(root, rel)` and shows the
+/// caller's path in the result.
+template <class Op>
+auto at_root(target t, Op op) {
+  return [t = std::move(t), op]() mutable -> expected<json::value> {
+    auto root = os::workspace_root::open(t.root);
+    if (!root)
+      return root.error();
+    expected<json::object> r = op(*root, t.rel);
+    if (!r)
+      return r.error();
+    (*r)["path"] = t.shown;
+    return json::value(std::move(*r));
+  };
+}
+
 } // namespace
 
 caf::result<json::value> handle_file_stat(self_ptr self,
@@ -95,16 +111,9 @@ caf::result<json::value> handle_file_stat(self_ptr self,
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
-  return read(self, [t = *t]() -> expected<json::value> {
-    auto root = os::workspace_root::open(t.root);
-    if (!root)
-      return root.error();
-    auto r = os::stat_file(*root, t.rel);
-    if (!r)
-      return r.error();
-    (*r)["path"] = t.shown;
-    return json::value(std::move(*r));
-  });
+  return read(self, at_root(std::move(*t), [](auto& root, auto& rel) {
+                return os::stat_file(root, rel);
+              }));
 }
 
 caf::result<json::value> handle_file_list(self_ptr self,
@@ -114,17 +123,10 @@ caf::result<json::value> handle_file_list(self_ptr self,
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
-  return read(self, [t = *t, c]() -> expected<json::value> {
-    auto root = os::workspace_root::open(t.root);
-    if (!root)
-      return root.error();
-    auto r = os::list_files(*root, t.rel, c.recursive,
-                            static_cast<size_t>(c.limit), c.cursor);
-    if (!r)
-      return r.error();
-    (*r)["path"] = t.shown;
-    return json::value(std::move(*r));
-  });
+  return read(self, at_root(std::move(*t), [c](auto& root, auto& rel) {
+                return os::list_files(root, rel, c.recursive,
+                                      static_cast<size_t>(c.limit), c.cursor);
+              }));
 }
 
 caf::result<json::value> handle_file_read(self_ptr self,
@@ -134,17 +136,11 @@ caf::result<json::value> handle_file_read(self_ptr self,
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
-  return read(self, [t = *t, c]() -> expected<json::value> {
-    auto root = os::workspace_root::open(t.root);
-    if (!root)
-      return root.error();
-    auto r = os::read_file(*root, t.rel, static_cast<uint64_t>(c.offset),
-                           static_cast<size_t>(c.limit), c.base64);
-    if (!r)
-      return r.error();
-    (*r)["path"] = t.shown;
-    return json::value(std::move(*r));
-  });
+  return read(self, at_root(std::move(*t), [c](auto& root, auto& rel) {
+                return os::read_file(root, rel,
+                                     static_cast<uint64_t>(c.offset),
+                                     static_cast<size_t>(c.limit), c.base64);
+              }));
 }
 
 caf::result<json::value> handle_file_write(self_ptr self,
@@ -155,18 +151,11 @@ caf::result<json::value> handle_file_write(self_ptr self,
   json::object fields{{"origin", c.origin}, {"path", t->shown},
                       {"append", c.append}};
   return change(self, "file.write", std::move(fields),
-                [t = *t, c]() -> expected<json::value> {
-                  auto root = os::workspace_root::open(t.root);
-                  if (!root)
-                    return root.error();
-                  auto r = os::write_file(*root, t.rel, c.data,
-                                          static_cast<unsigned>(c.mode),
-                                          c.append);
-                  if (!r)
-                    return r.error();
-                  (*r)["path"] = t.shown;
-                  return json::value(std::move(*r));
-                });
+                at_root(std::move(*t), [c](auto& root, auto& rel) {
+                  return os::write_file(root, rel, c.data,
+                                        static_cast<unsigned>(c.mode),
+                                        c.append);
+                }));
 }
 
 caf::result<json::value> handle_file_mkdir(self_ptr self,
@@ -174,16 +163,14 @@ caf::result<json::value> handle_file_mkdir(self_ptr self,
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
-  return change(self, "file.mkdir", {{"origin", c.origin}, {"path", t->shown}},
-                [t = *t, c]() -> expected<json::value> {
-                  auto root = os::workspace_root::open(t.root);
-                  if (!root)
-                    return root.error();
-                  if (auto err = os::make_dir(*root, t.rel, c.parents))
-                    return err;
-                  return json::value(json::object{{"path", t.shown},
-                                                  {"created", true}});
-                });
+  json::object fields{{"origin", c.origin}, {"path", t->shown}};
+  return change(self, "file.mkdir", std::move(fields),
+                at_root(std::move(*t),
+                        [c](auto& root, auto& rel) -> expected<json::object> {
+                          if (auto err = os::make_dir(root, rel, c.parents))
+                            return err;
+                          return json::object{{"created", true}};
+                        }));
 }
 
 caf::result<json::value> handle_file_remove(self_ptr self,
@@ -191,20 +178,17 @@ caf::result<json::value> handle_file_remove(self_ptr self,
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
-  return change(self, "file.remove",
-                {{"origin", c.origin}, {"path", t->shown},
-                 {"recursive", c.recursive}},
-                [t = *t, c]() -> expected<json::value> {
-                  auto root = os::workspace_root::open(t.root);
-                  if (!root)
-                    return root.error();
-                  auto n = os::remove_path(*root, t.rel, c.recursive);
-                  if (!n)
-                    return n.error();
-                  return json::value(json::object{
-                      {"path", t.shown},
-                      {"removed", static_cast<int64_t>(*n)}});
-                });
+  json::object fields{{"origin", c.origin}, {"path", t->shown},
+                      {"recursive", c.recursive}};
+  return change(self, "file.remove", std::move(fields),
+                at_root(std::move(*t),
+                        [c](auto& root, auto& rel) -> expected<json::object> {
+                          auto n = os::remove_path(root, rel, c.recursive);
+                          if (!n)
+                            return n.error();
+                          return json::object{
+                              {"removed", static_cast<int64_t>(*n)}};
+                        }));
 }
 
 caf::result<json::value> handle_file_move(self_ptr self,
