@@ -245,6 +245,13 @@ int serve(const daemon::options& opts,
   sopts.stream_heartbeat_ms =
       static_cast<uint64_t>(opts.stream_heartbeat.count());
   sopts.max_connections = opts.max_connections;
+  if (!opts.metrics_listen.empty()) {
+    auto m = http::parse_listen(opts.metrics_listen);
+    if (!m)
+      return fail(message_of(m.error()));
+    sopts.metrics_host = m->first;
+    sopts.metrics_port = m->second;
+  }
   // Declared before the actor system so it outlives every actor that may
   // still post a reply.
   http::server server{

@@ -11,6 +11,9 @@ int parse(int argc, char** argv, options& out) {
                "rollback over JSON RPC"};
   app.add_option("--root", out.root, "workspace store root (on Btrfs)")
       ->required();
+  app.add_option("--metrics-listen", out.metrics_listen,
+                 "HOST:PORT serving only GET /metrics (and /health) without "
+                 "the token, e.g. for Prometheus on a private address");
   app.add_option("--listen", out.listen, "HOST:PORT to serve on")
       ->capture_default_str();
   app.add_option("--token", out.token,

@@ -12,6 +12,8 @@ namespace allox::daemon {
 struct options {
   std::string root;
   std::string listen = "127.0.0.1:8092";
+  /// HOST:PORT serving only GET /metrics and /health, without the token.
+  std::string metrics_listen;
   std::string token;
   std::string loop_image;
   std::string loop_size = "8G";

@@ -54,7 +54,8 @@ struct connection::write_req {
   bool stream = false;
 };
 
-connection::connection(server* srv, uv_loop_t* loop) : srv_(srv) {
+connection::connection(server* srv, uv_loop_t* loop, bool metrics_only)
+    : srv_(srv), metrics_only_(metrics_only) {
   uv_tcp_init(loop, &tcp_);
   tcp_.data = this;
   uv_timer_init(loop, &timer_);
@@ -239,6 +240,13 @@ void connection::process() {
 bool connection::check_header() {
   const auto& req = parser_->get();
   keep_alive_ = req.keep_alive();
+  if (metrics_only_) {
+    if (req.method() == bhttp::verb::get &&
+        (req.target() == "/metrics" || req.target() == "/health"))
+      return true;
+    reject(404, "not found", "not_found");
+    return false;
+  }
   // Health stays open (probes carry no token); metrics follow the RPC's
   // token rule.
   if (req.method() == bhttp::verb::get && req.target() == "/metrics")

@@ -48,7 +48,9 @@ public:
   /// Queued stream output above which a stream stops polling for more.
   static constexpr size_t max_stream_queue = 1 << 20;
 
-  connection(server* srv, uv_loop_t* loop);
+  /// `metrics_only`: accepted on the metrics address (--metrics-listen),
+  /// which serves GET /metrics and /health only, without the token.
+  connection(server* srv, uv_loop_t* loop, bool metrics_only = false);
 
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
 
@@ -132,6 +134,7 @@ private:
   static void on_closed(uv_handle_t* h);
 
   server* srv_;
+  bool metrics_only_ = false;
   uv_tcp_t tcp_{};
   /// The stream's fallback read and heartbeat, and the linger period.
   uv_timer_t timer_{};

@@ -59,41 +59,63 @@ server::server(uv_loop_t* loop, server_options opts, dispatch_fn dispatch,
 
 server::~server() = default;
 
-caf::error server::listen() {
+expected<uint16_t> server::bind(uv_tcp_t& handle, const std::string& host_in,
+                                uint16_t port, uv_connection_cb cb) {
   sockaddr_storage addr{};
-  auto host = opts_.host == "localhost" ? std::string{"127.0.0.1"} : opts_.host;
+  auto host = host_in == "localhost" ? std::string{"127.0.0.1"} : host_in;
   bool v6 = host.find(':') != std::string::npos;
-  int rc = v6 ? uv_ip6_addr(host.c_str(), opts_.port,
+  int rc = v6 ? uv_ip6_addr(host.c_str(), port,
                             reinterpret_cast<sockaddr_in6*>(&addr))
-              : uv_ip4_addr(host.c_str(), opts_.port,
+              : uv_ip4_addr(host.c_str(), port,
                             reinterpret_cast<sockaddr_in*>(&addr));
   if (rc != 0)
-    return make_error(errc::invalid_argument,
-                      "invalid listen host: " + opts_.host);
-  uv_tcp_init(loop_, &listener_);
-  listener_.data = this;
-  listening_ = true;
-  auto where = opts_.host + ":" + std::to_string(opts_.port);
-  if ((rc = uv_tcp_bind(&listener_, reinterpret_cast<sockaddr*>(&addr), 0)) !=
+    return make_error(errc::invalid_argument, "invalid listen host: " + host_in);
+  uv_tcp_init(loop_, &handle);
+  handle.data = this;
+  auto where = host_in + ":" + std::to_string(port);
+  if ((rc = uv_tcp_bind(&handle, reinterpret_cast<sockaddr*>(&addr), 0)) !=
           0 ||
-      (rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), 511,
-                      on_connection)) != 0)
+      (rc = uv_listen(reinterpret_cast<uv_stream_t*>(&handle), 511, cb)) != 0)
     return make_error(errc::internal,
                       "cannot listen on " + where + ": " + uv_strerror(rc));
   sockaddr_storage bound{};
   int len = sizeof(bound);
-  uv_tcp_getsockname(&listener_, reinterpret_cast<sockaddr*>(&bound), &len);
-  bound_port_ = ntohs(bound.ss_family == AF_INET6
-                          ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                          : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  uv_tcp_getsockname(&handle, reinterpret_cast<sockaddr*>(&bound), &len);
+  return ntohs(bound.ss_family == AF_INET6
+                   ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                   : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+}
+
+caf::error server::listen() {
+  listening_ = true;
+  auto port = bind(listener_, opts_.host, opts_.port, on_connection);
+  if (!port)
+    return port.error();
+  bound_port_ = *port;
+  if (opts_.metrics_host.empty())
+    return caf::none;
+  metrics_listening_ = true;
+  auto mport = bind(metrics_listener_, opts_.metrics_host, opts_.metrics_port,
+                    on_metrics_connection);
+  if (!mport)
+    return mport.error();
+  metrics_bound_port_ = *mport;
   return caf::none;
 }
 
 void server::on_connection(uv_stream_t* listener, int status) {
-  auto* srv = static_cast<server*>(listener->data);
-  if (status < 0)
-    return;
-  auto conn = std::make_unique<connection>(srv, srv->loop_);
+  if (status >= 0)
+    static_cast<server*>(listener->data)->accept(listener, false);
+}
+
+void server::on_metrics_connection(uv_stream_t* listener, int status) {
+  if (status >= 0)
+    static_cast<server*>(listener->data)->accept(listener, true);
+}
+
+void server::accept(uv_stream_t* listener, bool metrics_only) {
+  auto* srv = this;
+  auto conn = std::make_unique<connection>(srv, srv->loop_, metrics_only);
   if (uv_accept(listener, conn->stream()) != 0) {
     conn->close();
     srv->connections_.emplace(conn.get(), std::move(conn));
@@ -242,6 +264,10 @@ void server::stop_accepting() {
     return;
   listening_ = false;
   uv_close(reinterpret_cast<uv_handle_t*>(&listener_), nullptr);
+  if (metrics_listening_) {
+    metrics_listening_ = false;
+    uv_close(reinterpret_cast<uv_handle_t*>(&metrics_listener_), nullptr);
+  }
   // Live streams end now; they would otherwise hold the shutdown open.
   std::vector<connection*> streaming;
   for (auto& [id, conn] : streams_)

@@ -41,6 +41,10 @@ struct server_options {
   uint64_t stream_heartbeat_ms = 15000;
   /// A live stream reads its logs this often even without inotify news.
   uint64_t stream_fallback_ms = 1000;
+  /// A second address serving only GET /metrics and /health, without the
+  /// token (for a Prometheus the operator points there); empty: none.
+  std::string metrics_host;
+  uint16_t metrics_port = 0;
 };
 
 /// Receives a validated request; the reply must be posted under `ticket`.
@@ -63,6 +67,9 @@ public:
 
   /// The bound port (useful with port 0).
   uint16_t port() const { return bound_port_; }
+
+  /// The bound port of the metrics address (0: none).
+  uint16_t metrics_port() const { return metrics_bound_port_; }
 
   /// Thread-safe: queues a reply and wakes the loop.
   void post(rpc_reply reply) override;
@@ -103,6 +110,11 @@ public:
 
 private:
   static void on_connection(uv_stream_t* listener, int status);
+  static void on_metrics_connection(uv_stream_t* listener, int status);
+  void accept(uv_stream_t* listener, bool metrics_only);
+  /// Binds and listens on host:port; returns the bound port.
+  expected<uint16_t> bind(uv_tcp_t& handle, const std::string& host,
+                          uint16_t port, uv_connection_cb cb);
   static void on_wakeup(uv_async_t* async);
   void deliver_replies();
   std::string render_metrics(const rpc_reply& dump) const;
@@ -113,6 +125,9 @@ private:
   stream_fn open_;
   uv_tcp_t listener_{};
   bool listening_ = false;
+  uv_tcp_t metrics_listener_{};
+  bool metrics_listening_ = false;
+  uint16_t metrics_bound_port_ = 0;
   uv_async_t wakeup_{};
   uint16_t bound_port_ = 0;
   uint64_t next_ticket_ = 1;

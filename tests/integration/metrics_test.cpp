@@ -177,6 +177,28 @@ exposition parse(const std::string& text) {
 
 } // namespace
 
+TEST_CASE("metrics: --metrics-listen serves them elsewhere, without the "
+          "token, and nothing else") {
+  auto port = free_port();
+  auto opts = with_args({"--metrics-listen", "127.0.0.1:" + std::to_string(port)});
+  opts.token = "tok";
+  daemon_process d{opts};
+  d.start();
+  expect_ok(d.client().rpc("session.create", ids("a", "s")));
+  http_client metrics{"127.0.0.1", port};
+  auto r = metrics.request("GET", "/metrics");
+  REQUIRE(r.status == 200);
+  auto e = parse(r.body);
+  CHECK(e.value("allox_actors", {{"kind", "session"}}) == 1);
+  CHECK(metrics.request("GET", "/health").status == 200);
+  // The RPC is not served there, even with the token.
+  http_client rpc_there{"127.0.0.1", port, "tok"};
+  CHECK(rpc_there.rpc("system.dump").status == 404);
+  // The main address keeps its token rule for /metrics.
+  http_client anonymous{"127.0.0.1", d.port()};
+  CHECK(anonymous.request("GET", "/metrics").status == 401);
+}
+
 TEST_CASE("metrics: the exposition is well formed and counts what happened") {
   auto opts = with_execution();
   opts.token = "tok";
