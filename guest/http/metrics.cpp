@@ -190,6 +190,29 @@ void render_actor_metrics(std::string& out, const json::value& dump) {
                  label("kind", n.kind) + "," + label("id", n.id) + "," +
                      label("name", kv.key()),
                  number(as_double(kv.value())));
+  // The TRACKER's events, under their own names (lost by cause).
+  for (const auto& n : nodes) {
+    if (n.kind != "tracker")
+      continue;
+    auto* c = n.node->if_contains("counters");
+    if (!c || !c->is_object())
+      continue;
+    const auto& counters = c->as_object();
+    family(out, "allox_tracker_events_received_total", "counter",
+           "Process events the tracker received from the kernel.");
+    if (auto* r = numeric(counters, "events_received"))
+      sample(out, "allox_tracker_events_received_total", "",
+             number(as_double(*r)));
+    family(out, "allox_tracker_events_lost_total", "counter",
+           "Process events lost, by cause (never silently: the runs they "
+           "belong to fail).");
+    if (auto* lost = counters.if_contains("events_lost");
+        lost && lost->is_object())
+      for (const auto& kv : lost->as_object())
+        if (kv.key() != "total" && kv.value().is_number())
+          sample(out, "allox_tracker_events_lost_total",
+                 label("cause", kv.key()), number(as_double(kv.value())));
+  }
   // The catalog's commit latency, kept by METADATA as a histogram.
   family(out, "allox_catalog_commit_duration_seconds", "histogram",
          "Time of one catalog transaction (a batch of writes).");

@@ -158,6 +158,13 @@ TEST_CASE("tracking: 40 background forks and a shell exec, all with their "
   auto dump = expect_ok(c.rpc("system.dump", json::object{}));
   CHECK(json::serialize(dump).find("\"kind\":\"tracker\"") !=
         std::string::npos);
+  // And the metrics, under their own names.
+  auto metrics = c.request("GET", "/metrics").body;
+  CHECK(metrics.find("allox_tracker_events_received_total " +
+                     std::to_string(ts.at("events_received").as_int64())) !=
+        std::string::npos);
+  CHECK(metrics.find("allox_tracker_events_lost_total{cause=") !=
+        std::string::npos);
 }
 
 TEST_CASE("tracking: a thread that execs keeps its identity, and a double fork "
