@@ -37,6 +37,13 @@ struct app_state {
   result<client*> daemon();
   /// agent_id and session_id from --agent/--session or the context.
   result<json::object> session_params() const;
+  /// What a session-scoped command starts from: its ids and the daemon.
+  struct session_call_t {
+    json::object params;
+    client* daemon = nullptr;
+  };
+  /// session_params() and daemon(), or the first of their errors.
+  result<session_call_t> session_call();
 };
 
 /// How a flag's text becomes a parameter value.

@@ -34,17 +34,15 @@ struct list_args {
 };
 
 int list_command(app_state& st, const list_args& a) {
-  auto params = st.session_params();
-  if (!params)
-    return report(params.error());
-  auto daemon = st.daemon();
-  if (!daemon)
-    return report(daemon.error());
+  auto target = st.session_call();
+  if (!target)
+    return report(target.error());
+  auto& [params, daemon] = *target;
   if (a.limit > 0)
-    (*params)["limit"] = a.limit;
+    params["limit"] = a.limit;
   if (!a.cursor.empty())
-    (*params)["cursor"] = a.cursor;
-  auto r = (*daemon)->rpc("checkpoint.list", *params);
+    params["cursor"] = a.cursor;
+  auto r = daemon->rpc("checkpoint.list", params);
   if (!r)
     return report(r.error());
   print_result(*st.out, st.st, *r, [&] {
@@ -82,12 +80,10 @@ void emit(app_state& st, const std::string& event, const json::object& what) {
 /// Lists the session's checkpoints every interval and prints what changed:
 /// created, deleted, head moved. Foreground; Ctrl-C ends it (exit 0).
 int watch_command(app_state& st, double interval) {
-  auto params = st.session_params();
-  if (!params)
-    return report(params.error());
-  auto daemon = st.daemon();
-  if (!daemon)
-    return report(daemon.error());
+  auto target = st.session_call();
+  if (!target)
+    return report(target.error());
+  auto& [params, daemon] = *target;
   if (interval <= 0)
     return report(usage_error("--interval must be positive"));
   catch_interrupts();
@@ -95,7 +91,7 @@ int watch_command(app_state& st, double interval) {
   std::string head;
   bool first = true;
   while (interrupted == 0) {
-    auto r = (*daemon)->rpc("checkpoint.list", *params);
+    auto r = daemon->rpc("checkpoint.list", params);
     if (!r)
       return report(r.error());
     const auto& o = r->as_object();
@@ -136,32 +132,30 @@ struct restore_args {
 /// Forks the session at a checkpoint into a new session and makes it the
 /// current context.
 int restore_command(app_state& st, const restore_args& a) {
-  auto params = st.session_params();
-  if (!params)
-    return report(params.error());
-  auto daemon = st.daemon();
-  if (!daemon)
-    return report(daemon.error());
-  (*params)["checkpoint_id"] = a.checkpoint;
-  (*params)["new_session_id"] = a.new_session;
+  auto target = st.session_call();
+  if (!target)
+    return report(target.error());
+  auto& [params, daemon] = *target;
+  params["checkpoint_id"] = a.checkpoint;
+  params["new_session_id"] = a.new_session;
   json::value r;
   {
     progress p{st.st};
-    p.update("forking " + cell(params->at("session_id")) + " at " +
+    p.update("forking " + cell(params.at("session_id")) + " at " +
              a.checkpoint + " ...");
-    auto forked = (*daemon)->rpc("session.fork", *params);
+    auto forked = daemon->rpc("session.fork", params);
     if (!forked)
       return report(forked.error());
     r = std::move(*forked);
   }
   auto& profile = st.file.profiles[st.cfg.profile.value];
-  profile["agent"] = cell(params->at("agent_id"));
+  profile["agent"] = cell(params.at("agent_id"));
   profile["session"] = a.new_session;
   if (auto saved = save_config(st.file); !saved)
     return report(saved.error());
   print_result(*st.out, st.st, r, [&] {
     view_generic(r, *st.out, st.st);
-    *st.out << "context: " << cell(params->at("agent_id")) << "/"
+    *st.out << "context: " << cell(params.at("agent_id")) << "/"
             << a.new_session << "\n";
   });
   return exit_ok;
@@ -229,12 +223,10 @@ struct transfer_args {
 };
 
 int upload_command(app_state& st, const transfer_args& a) {
-  auto params = st.session_params();
-  if (!params)
-    return report(params.error());
-  auto daemon = st.daemon();
-  if (!daemon)
-    return report(daemon.error());
+  auto target = st.session_call();
+  if (!target)
+    return report(target.error());
+  auto& [params, daemon] = *target;
   auto files = local_files(a.from, a.recursive);
   if (!files)
     return report(files.error());
@@ -252,10 +244,10 @@ int upload_command(app_state& st, const transfer_args& a) {
     if (auto slash = remote.rfind('/'); slash != std::string::npos) {
       auto dir = remote.substr(0, slash);
       if (made.insert(dir).second) {
-        json::object mk = *params;
+        json::object mk = params;
         mk["path"] = dir;
         mk["parents"] = true;
-        if (auto r = (*daemon)->rpc("file.mkdir", mk); !r)
+        if (auto r = daemon->rpc("file.mkdir", mk); !r)
           return report(r.error());
       }
     }
@@ -264,12 +256,12 @@ int upload_command(app_state& st, const transfer_args& a) {
     bytes << in.rdbuf();
     auto all = bytes.str();
     for (size_t off = 0; off == 0 || off < all.size(); off += chunk) {
-      json::object call = *params;
+      json::object call = params;
       call["path"] = remote;
       call["data"] = encode(all.substr(off, chunk));
       call["encoding"] = "base64";
       call["append"] = off > 0;
-      if (auto r = (*daemon)->rpc("file.write", call); !r)
+      if (auto r = daemon->rpc("file.write", call); !r)
         return report(r.error());
     }
     written.emplace_back(remote);
@@ -282,20 +274,18 @@ int upload_command(app_state& st, const transfer_args& a) {
 }
 
 int download_command(app_state& st, const transfer_args& a) {
-  auto params = st.session_params();
-  if (!params)
-    return report(params.error());
-  auto daemon = st.daemon();
-  if (!daemon)
-    return report(daemon.error());
+  auto target = st.session_call();
+  if (!target)
+    return report(target.error());
+  auto& [params, daemon] = *target;
   std::vector<std::string> remote{a.from};
   if (a.recursive) {
-    json::object call = *params;
+    json::object call = params;
     call["path"] = a.from;
     call["recursive"] = true;
     remote.clear();
     for (;;) {
-      auto listing = (*daemon)->rpc("file.list", call);
+      auto listing = daemon->rpc("file.list", call);
       if (!listing)
         return report(listing.error());
       for (const auto& e : listing->at("entries").as_array())
@@ -312,7 +302,7 @@ int download_command(app_state& st, const transfer_args& a) {
   for (size_t i = 0; i < remote.size(); ++i) {
     p.update("downloading " + std::to_string(i + 1) + "/" +
              std::to_string(remote.size()) + " " + remote[i]);
-    json::object call = *params;
+    json::object call = params;
     call["path"] = remote[i];
     call["encoding"] = "base64";
     auto local = remote.size() == 1 && !a.recursive
@@ -327,7 +317,7 @@ int download_command(app_state& st, const transfer_args& a) {
     // A read returns at most 1 MiB: follow the offsets to the end.
     for (int64_t offset = 0;;) {
       call["offset"] = offset;
-      auto r = (*daemon)->rpc("file.read", call);
+      auto r = daemon->rpc("file.read", call);
       if (!r)
         return report(r.error());
       auto data = decode(cell(r->at("data")));

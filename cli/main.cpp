@@ -63,6 +63,16 @@ result<json::object> app_state::session_params() const {
                       {"session_id", cfg.session.value}};
 }
 
+result<app_state::session_call_t> app_state::session_call() {
+  auto params = session_params();
+  if (!params)
+    return params.error();
+  auto d = daemon();
+  if (!d)
+    return d.error();
+  return session_call_t{std::move(*params), *d};
+}
+
 } // namespace allox::ctl
 
 int main(int argc, char** argv) {

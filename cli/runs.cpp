@@ -119,13 +119,11 @@ struct run_args {
 };
 
 int run_command(app_state& st, const run_args& a) {
-  auto ids = st.session_params();
-  if (!ids)
-    return report(ids.error());
-  auto daemon = st.daemon();
-  if (!daemon)
-    return report(daemon.error());
-  json::object params = *ids;
+  auto target = st.session_call();
+  if (!target)
+    return report(target.error());
+  auto& [ids, daemon] = *target;
+  json::object params = ids;
   json::array argv;
   for (const auto& c : a.command)
     argv.emplace_back(c);
@@ -143,7 +141,7 @@ int run_command(app_state& st, const run_args& a) {
   if (a.timeout > 0)
     params["timeout"] = a.timeout;
   catch_interrupts();
-  auto row = (*daemon)->rpc("process.start", params);
+  auto row = daemon->rpc("process.start", params);
   if (!row)
     return report(row.error());
   auto run = cell(row->at("run_id"));
@@ -154,12 +152,12 @@ int run_command(app_state& st, const run_args& a) {
   }
   if (st.st.progress)
     std::cerr << st.st.dim("run " + run + " started") << "\n";
-  auto stopped = follow(**daemon, *ids, run, true);
+  auto stopped = follow(*daemon, ids, run, true);
   if (!stopped)
     return report(stopped.error());
-  json::object get = *ids;
+  json::object get = ids;
   get["run_id"] = run;
-  auto last = (*daemon)->rpc("process.get", get);
+  auto last = daemon->rpc("process.get", get);
   if (!last)
     return report(last.error());
   return exit_for(last->as_object(), *stopped);
@@ -172,19 +170,17 @@ struct logs_args {
 };
 
 int logs_command(app_state& st, const logs_args& a) {
-  auto ids = st.session_params();
-  if (!ids)
-    return report(ids.error());
-  auto daemon = st.daemon();
-  if (!daemon)
-    return report(daemon.error());
+  auto target = st.session_call();
+  if (!target)
+    return report(target.error());
+  auto& [ids, daemon] = *target;
   if (a.follow) {
     catch_interrupts();
-    auto r = follow(**daemon, *ids, a.run, false);
+    auto r = follow(*daemon, ids, a.run, false);
     return r ? exit_ok : report(r.error());
   }
   // The whole log, page by page.
-  json::object params = *ids;
+  json::object params = ids;
   params["run_id"] = a.run;
   params["stream"] = a.stream;
   params["limit"] = 1 << 20;
@@ -192,7 +188,7 @@ int logs_command(app_state& st, const logs_args& a) {
   json::value last;
   for (int64_t offset = 0;;) {
     params["offset"] = offset;
-    auto page = (*daemon)->rpc("process.output", params);
+    auto page = daemon->rpc("process.output", params);
     if (!page)
       return report(page.error());
     const auto& o = page->as_object();
@@ -217,16 +213,14 @@ int logs_command(app_state& st, const logs_args& a) {
 }
 
 int ps_command(app_state& st, const std::string& run) {
-  auto params = st.session_params();
-  if (!params)
-    return report(params.error());
-  auto daemon = st.daemon();
-  if (!daemon)
-    return report(daemon.error());
+  auto target = st.session_call();
+  if (!target)
+    return report(target.error());
+  auto& [params, daemon] = *target;
   if (!run.empty())
-    (*params)["run_id"] = run;
+    params["run_id"] = run;
   auto r =
-      (*daemon)->rpc(run.empty() ? "process.list" : "process.get", *params);
+      daemon->rpc(run.empty() ? "process.list" : "process.get", params);
   if (!r)
     return report(r.error());
   print_result(*st.out, st.st, *r, [&] { view_runs(*r, *st.out, st.st); });
@@ -234,20 +228,18 @@ int ps_command(app_state& st, const std::string& run) {
 }
 
 int wait_command(app_state& st, const std::string& run, int64_t timeout_ms) {
-  auto params = st.session_params();
-  if (!params)
-    return report(params.error());
-  auto daemon = st.daemon();
-  if (!daemon)
-    return report(daemon.error());
-  (*params)["run_id"] = run;
+  auto target = st.session_call();
+  if (!target)
+    return report(target.error());
+  auto& [params, daemon] = *target;
+  params["run_id"] = run;
   if (timeout_ms >= 0)
-    (*params)["timeout_ms"] = timeout_ms;
+    params["timeout_ms"] = timeout_ms;
   json::value row;
   {
     progress p{st.st};
     p.update("waiting for run " + run + " ...");
-    auto r = (*daemon)->rpc("process.wait", *params);
+    auto r = daemon->rpc("process.wait", params);
     if (!r)
       return report(r.error());
     row = std::move(*r);
