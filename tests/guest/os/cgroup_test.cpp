@@ -1,8 +1,7 @@
 // The cgroup v2 helpers on the real cgroupfs of this machine: who removes
 // which group, and creation racing a sibling's clean-up.
 #include "guest/os/cgroup.hpp"
-#include "guest/os/mountinfo.hpp"
-#include "messages/ids.hpp"
+#include "tests/fixtures/cgroup_subtree.hpp"
 
 #include <doctest/doctest.h>
 
@@ -10,7 +9,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <filesystem>
 #include <thread>
 
 using namespace allox;
@@ -22,31 +20,7 @@ bool exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-/// A cgroup subtree of the test's own, removed depth first afterwards
-/// (cgroup directories go with rmdir only, never with unlink).
-struct scratch_tree {
-  scratch_tree() {
-    auto mounts = os::read_mountinfo();
-    REQUIRE(mounts);
-    auto* v2 = os::find_cgroup2(*mounts);
-    REQUIRE(v2 != nullptr);
-    auto opened = os::cgroup_tree::open(v2->mount_point + "/allox-unit-" +
-                                        random_hex_token());
-    REQUIRE(opened);
-    tree = std::move(*opened);
-  }
-  ~scratch_tree() { remove_all(tree.root()); }
-
-  static void remove_all(const std::string& dir) {
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator{dir, ec})
-      if (e.is_directory())
-        remove_all(e.path().string());
-    ::rmdir(dir.c_str());
-  }
-
-  os::cgroup_tree tree;
-};
+using scratch_tree = test::cgroup_subtree;
 
 } // namespace
 
