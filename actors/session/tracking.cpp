@@ -160,6 +160,16 @@ void on_tracking_failure(self_ptr self, const tracking_failure& f) {
   }
 }
 
+/// Runs `then` once the events appended so far are in events.jsonl: the
+/// read lane runs its jobs in order, so an empty step behind the appends
+/// marks their end. A live stream and process.events then find every
+/// event of a run that has ended.
+static void after_appends(self_ptr self, std::function<void()> then) {
+  read_step(
+      self, []() -> expected<json::value> { return json::value(nullptr); },
+      [then](json::value&) { then(); }, [then](caf::error) { then(); });
+}
+
 void drain_run(self_ptr self, const std::string& id,
                std::function<void()> then) {
   uint64_t cookie = 0;
@@ -204,13 +214,13 @@ void drain_run(self_ptr self, const std::string& id,
   self->request(self->state.runs.config->tracker, std::chrono::seconds{10},
                 atom::untrack_v, cookie)
       .then(
-          [settle, then](trace_summary& s) {
+          [self, settle, then](trace_summary& s) {
             settle(&s, {});
-            then();
+            after_appends(self, then);
           },
-          [settle, then](caf::error& err) {
+          [self, settle, then](caf::error& err) {
             settle(nullptr, "process tracker: " + message_of(err));
-            then();
+            after_appends(self, then);
           });
 }
 

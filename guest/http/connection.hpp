@@ -123,10 +123,12 @@ private:
   /// event when the state changed; a final state ends the stream once
   /// the logs are read to their end.
   void apply_row(const json::object& row);
-  /// Sends what the logs gained since the stream's offsets, unless the
-  /// client is behind; ends the stream when the run has ended and both
-  /// logs are read.
+  /// Sends what the logs (and the events) gained since the stream's
+  /// offsets, unless the client is behind; ends the stream when the run
+  /// has ended and everything is read.
   void read_output();
+  /// `id: ...` of the stream's position.
+  std::string event_id() const;
   void end_stream(const std::string& data);
   static void on_log_changed(uv_fs_event_t* h, const char*, int, int);
   static void on_stream_timer(uv_timer_t* t);
@@ -177,9 +179,12 @@ private:
   uint64_t stream_id_ = 0;
   std::shared_ptr<stream_sink> sink_;
   std::string log_dir_;
-  os::unique_fd logs_[2];
-  /// Bytes of stdout and stderr sent so far (resumable: Last-Event-ID).
-  int64_t offsets_[2] = {0, 0};
+  /// stdout.log, stderr.log and, for a tracked run, events.jsonl.
+  os::unique_fd logs_[3];
+  /// Bytes of each sent so far (resumable: Last-Event-ID).
+  int64_t offsets_[3] = {0, 0, 0};
+  /// The run's process events are streamed too (its row says ebpf).
+  bool tracked_ = false;
   /// inotify on the run directory: the logs grew.
   uv_fs_event_t watch_{};
   bool watching_ = false;

@@ -9,10 +9,15 @@
 //   state:  the session pushes the run's row on every state change
 //   end:    once the session reports the run ended (its cgroup empty) and
 //           both logs are read to their end
-// Events: `stdout`/`stderr` {offset, data}, `state` {state}, `end` {state};
-// every output event carries `id: <stdout offset>-<stderr offset>`, which
-// a client reconnecting with Last-Event-ID resumes from. A comment line
-// every heartbeat interval keeps idle streams alive through proxies.
+//   events: a tracked run's process events, read the same way from its
+//           events.jsonl (the session appends each batch from the
+//           TRACKER before it ends the run, so `end` follows them all)
+// Events: `stdout`/`stderr` {offset, data}, `process` {seq, event, pid,
+// ...} (a line of events.jsonl), `state` {state}, `end` {state}; every
+// output event carries `id: <stdout offset>-<stderr offset>` (and
+// `-<events offset>` for a tracked run), which a client reconnecting with
+// Last-Event-ID resumes from. A comment line every heartbeat interval
+// keeps idle streams alive through proxies.
 #include "guest/http/connection.hpp"
 #include "guest/http/server.hpp"
 #include "guest/http/stream_sink.hpp"
@@ -36,23 +41,39 @@ namespace bhttp = boost::beast::http;
 
 namespace {
 
-constexpr const char* log_names[2] = {"stdout", "stderr"};
+constexpr const char* log_names[3] = {"stdout", "stderr", "process"};
+constexpr const char* log_files[3] = {"stdout.log", "stderr.log",
+                                      "events.jsonl"};
+constexpr int events_log = 2;
 
 /// Bytes read from a log per event.
 constexpr size_t chunk_size = 64 << 10;
 
-/// Parses "<stdout offset>-<stderr offset>"; false when malformed.
-bool parse_event_id(beast::string_view text, int64_t (&offsets)[2]) {
+/// Parses "<stdout offset>-<stderr offset>[-<events offset>]"; false
+/// when malformed.
+bool parse_event_id(beast::string_view text, int64_t (&offsets)[3]) {
   std::string s{text.data(), text.size()};
   long long out = 0;
   long long err = 0;
+  long long events = 0;
   char tail = 0;
-  if (std::sscanf(s.c_str(), "%lld-%lld%c", &out, &err, &tail) != 2 ||
-      out < 0 || err < 0)
+  auto n =
+      std::sscanf(s.c_str(), "%lld-%lld-%lld%c", &out, &err, &events, &tail);
+  if (n == 2 && s.find('-') != s.rfind('-'))
+    return false; // "1-2-" and the like
+  if ((n != 2 && n != 3) || out < 0 || err < 0 || events < 0)
     return false;
   offsets[0] = out;
   offsets[1] = err;
+  offsets[2] = events;
   return true;
+}
+
+/// The end of the last whole line of `chunk` (0: none): events go out a
+/// line each, never cut.
+size_t whole_lines(std::string_view chunk) {
+  auto nl = chunk.rfind('\n');
+  return nl == std::string_view::npos ? 0 : nl + 1;
 }
 
 bool final_state(const std::string& state) {
@@ -90,7 +111,8 @@ void connection::start_stream(beast::string_view target,
     }
   if (!last_event_id.empty() && !parse_event_id(last_event_id, offsets_)) {
     respond(400,
-            error_body("Last-Event-ID must be <stdout offset>-<stderr offset>",
+            error_body("Last-Event-ID must be <stdout offset>-<stderr "
+                       "offset>[-<events offset>]",
                        "invalid_argument"),
             true);
     return;
@@ -151,6 +173,8 @@ void connection::on_stream_push(const std::string& row_json) {
 }
 
 void connection::apply_row(const json::object& row) {
+  if (auto* backend = row.if_contains("backend"))
+    tracked_ = tracked_ || *backend == "ebpf";
   auto* state = row.if_contains("state");
   if (state == nullptr || !state->is_string())
     return;
@@ -168,13 +192,15 @@ void connection::apply_row(const json::object& row) {
 void connection::read_output() {
   if (closing_ || !subscribed_)
     return;
-  bool at_end[2] = {false, false};
-  for (int i = 0; i < 2; ++i) {
+  bool at_end[3] = {false, false, !tracked_};
+  for (int i = 0; i < 3; ++i) {
+    if (at_end[i])
+      continue;
     if (!logs_[i]) {
-      auto path = log_dir_ + "/" + log_names[i] + ".log";
+      auto path = log_dir_ + "/" + log_files[i];
       logs_[i].reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
       if (!logs_[i]) {
-        at_end[i] = true; // a run that never opened its logs
+        at_end[i] = true; // a run that never opened its logs, no events yet
         continue;
       }
     }
@@ -192,27 +218,49 @@ void connection::read_output() {
         break;
       }
       std::string_view chunk{buf.data(), static_cast<size_t>(n)};
-      // Never split a character between two events, unless the run has
-      // ended and nothing more will come.
-      auto whole = run_ended_ ? chunk.size() : whole_utf8_prefix(chunk);
+      size_t whole = 0;
+      if (i == events_log) {
+        whole = whole_lines(chunk);
+        for (size_t at = 0; at < whole;) {
+          auto nl = chunk.find('\n', at);
+          offsets_[i] += static_cast<int64_t>(nl + 1 - at);
+          send(std::string{"event: "} + log_names[i] +
+                   "\ndata: " + std::string{chunk.substr(at, nl - at)} + "\n" +
+                   event_id() + "\n\n",
+               false);
+          at = nl + 1;
+        }
+      } else {
+        // Never split a character between two events, unless the run has
+        // ended and nothing more will come.
+        whole = run_ended_ ? chunk.size() : whole_utf8_prefix(chunk);
+        if (whole > 0) {
+          json::object payload{{"offset", offsets_[i]},
+                               {"data", valid_utf8(chunk.substr(0, whole))}};
+          offsets_[i] += static_cast<int64_t>(whole);
+          send(std::string{"event: "} + log_names[i] + "\ndata: " +
+                   json::serialize(payload) + "\n" + event_id() + "\n\n",
+               false);
+        }
+      }
       if (whole == 0)
         break;
-      json::object payload{{"offset", offsets_[i]},
-                           {"data", valid_utf8(chunk.substr(0, whole))}};
-      offsets_[i] += static_cast<int64_t>(whole);
-      send(std::string{"event: "} + log_names[i] +
-               "\ndata: " + json::serialize(payload) +
-               "\nid: " + std::to_string(offsets_[0]) + "-" +
-               std::to_string(offsets_[1]) + "\n\n",
-           false);
       last_sent_ = clock_type::now();
       if (whole < chunk.size())
         break;
     }
   }
   stream_paused_ = false;
-  if (run_ended_ && at_end[0] && at_end[1])
+  if (run_ended_ && at_end[0] && at_end[1] && at_end[2])
     end_stream(json::serialize(json::object{{"state", last_state_}}));
+}
+
+std::string connection::event_id() const {
+  auto id =
+      "id: " + std::to_string(offsets_[0]) + "-" + std::to_string(offsets_[1]);
+  if (tracked_)
+    id += "-" + std::to_string(offsets_[2]);
+  return id;
 }
 
 void connection::end_stream(const std::string& data) {

@@ -3,6 +3,7 @@
 // map), attribution across sessions and process shapes, timeouts and
 // rollbacks, and the TRACKER's failures (loss, reader, loader).
 #include "tests/fixtures/daemon.hpp"
+#include "tests/fixtures/raw_socket.hpp"
 #include "tests/fixtures/runs.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 #include "tests/fixtures/wait.hpp"
@@ -83,6 +84,47 @@ void install(daemon_process& d, const std::string& a, const std::string& s,
   out << in.rdbuf();
   out.close();
   ::chmod(to.c_str(), 0755);
+}
+
+/// One Server-Sent Event: its name, data and id lines.
+struct sse_event {
+  std::string event, data, id;
+};
+
+/// The events in a stream's bytes (after the response head).
+std::vector<sse_event> parse_sse(const std::string& bytes) {
+  std::vector<sse_event> out;
+  auto body = bytes.find("\r\n\r\n");
+  size_t at = body == std::string::npos ? 0 : body + 4;
+  while (at < bytes.size()) {
+    auto end = bytes.find("\n\n", at);
+    if (end == std::string::npos)
+      break;
+    sse_event e;
+    for (size_t line = at; line < end;) {
+      auto nl = std::min(bytes.find('\n', line), end);
+      auto text = bytes.substr(line, nl - line);
+      for (auto [key, field] : {std::pair{"event: ", &e.event},
+                                {"data: ", &e.data},
+                                {"id: ", &e.id}})
+        if (text.rfind(key, 0) == 0)
+          *field = text.substr(std::string{key}.size());
+      line = nl + 1;
+    }
+    if (!e.event.empty())
+      out.push_back(std::move(e));
+    at = end + 2;
+  }
+  return out;
+}
+
+std::vector<sse_event> of_kind(const std::vector<sse_event>& events,
+                               const std::string& kind) {
+  std::vector<sse_event> out;
+  for (const auto& e : events)
+    if (e.event == kind)
+      out.push_back(e);
+  return out;
 }
 
 json::object tracker_status(http_client& c) {
@@ -262,6 +304,51 @@ TEST_CASE("tracking: a run stopped by its 0.2 s timeout has a complete "
     if (e.at("event") == "exit" && e.at("signal") == json::value(9))
       ++killed;
   CHECK(killed >= 2);
+}
+
+TEST_CASE("tracking: a live stream carries every process event before its "
+          "end, and resumes after any of them") {
+  daemon_process d{tracked()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto id = run_id(
+      sh(c, "a", "s", "sleep 0.3; /bin/true; /bin/true; echo out; /bin/true"));
+  auto request = "GET /v1/stream?agent_id=a&session_id=s&run_id=" + id +
+                 " HTTP/1.1\r\nHost: x\r\n";
+  raw_socket live{d.port()};
+  REQUIRE(live.send_all(request + "\r\n"));
+  auto events = parse_sse(live.read_until_closed(std::chrono::seconds{10}));
+  auto row = wait_done(c, "a", "s", id);
+  REQUIRE(row.at("trace_complete") == json::value(true));
+  auto process = of_kind(events, "process");
+  // Everything the run recorded, in order, and only then the end.
+  REQUIRE(static_cast<int64_t>(process.size()) ==
+          row.at("event_count").as_int64());
+  REQUIRE(process.size() >= 8);
+  for (size_t i = 0; i < process.size(); ++i) {
+    auto e = json::parse(process[i].data).as_object();
+    CHECK(e.at("seq").as_int64() == static_cast<int64_t>(i + 1));
+    CHECK(e.at("run_id") == json::value(id));
+  }
+  REQUIRE_FALSE(events.empty());
+  CHECK(events.back().event == "end");
+  CHECK(events.back().data == R"({"state":"completed"})");
+  // A tracked run's ids have a third part: the bytes of its events sent.
+  CHECK(std::count(process[0].id.begin(), process[0].id.end(), '-') == 2);
+  // Resuming after the third event sends the rest once, and no output
+  // that came before it.
+  raw_socket again{d.port()};
+  REQUIRE(
+      again.send_all(request + "Last-Event-ID: " + process[2].id + "\r\n\r\n"));
+  auto resumed = parse_sse(again.read_until_closed(std::chrono::seconds{10}));
+  auto rest = of_kind(resumed, "process");
+  REQUIRE(rest.size() == process.size() - 3);
+  CHECK(json::parse(rest.front().data).at("seq").as_int64() == 4);
+  auto out_before = process[2].id.substr(0, process[2].id.find('-'));
+  if (out_before != "0")
+    CHECK(of_kind(resumed, "stdout").empty());
+  CHECK(resumed.back().event == "end");
 }
 
 TEST_CASE("tracking: rollback with kill_processes leaves a complete trace") {
