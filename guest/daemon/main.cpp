@@ -15,7 +15,7 @@
 #if ALLOX_TRACKING
 #include "guest/tracking/readiness.hpp"
 #endif
-#include "messages/atoms.hpp"
+#include "messages/type_ids.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -272,7 +272,7 @@ int serve(const daemon::options& opts,
   ctx.fatal.data = &ctx;
 
   caf::actor_system_config cfg;
-  cfg.add_message_types<caf::id_block::allox>();
+  add_message_types(cfg);
   cfg.set("scheduler.max-threads", opts.workers);
   // CAF's idle workers poll their queues in a loop of 50 us sleeps for
   // tens of milliseconds before waiting on a condition variable. Each

@@ -121,7 +121,7 @@ TEST_CASE("metadata: its own thread does not preempt the request path on "
   test::temp_dir dir;
   auto shared = open_catalog(dir);
   caf::actor_system_config cfg;
-  cfg.add_message_types<caf::id_block::allox>();
+  add_message_types(cfg);
   caf::actor_system sys{cfg};
   auto before = batch_threads();
   auto m = sys.spawn<caf::detached>(metadata, shared, dir / "allox.db");
