@@ -1,5 +1,6 @@
 #include "bpf/loader.hpp"
 
+#include "bpf/libbpf_errors.hpp"
 #include "bpf/process.skel.h" // generated
 #include "guest/log.hpp"
 
@@ -19,60 +20,6 @@
 namespace allox::bpf {
 
 namespace {
-
-// libbpf reports the reason of a failed load (verifier log, missing BTF,
-// ...) through its print callback. While a probe loads on this thread the
-// messages are kept and appended to the error; otherwise they go to the
-// log at debug level.
-thread_local std::string* libbpf_capture = nullptr;
-
-int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
-  char buf[1024];
-  int n = std::vsnprintf(buf, sizeof(buf), fmt, args);
-  if (n <= 0)
-    return n;
-  std::string_view line{buf, std::min<size_t>(size_t(n), sizeof(buf) - 1)};
-  if (libbpf_capture != nullptr && level != LIBBPF_DEBUG) {
-    libbpf_capture->append(line);
-    // Keep the tail: verifier logs can be long, the end says why.
-    constexpr size_t keep = 2000;
-    if (libbpf_capture->size() > 2 * keep)
-      libbpf_capture->erase(0, libbpf_capture->size() - keep);
-  } else if (level != LIBBPF_DEBUG) {
-    while (!line.empty() && line.back() == '\n')
-      line.remove_suffix(1);
-    log::debug("libbpf", line);
-  }
-  return n;
-}
-
-/// Captures libbpf's messages for the lifetime of the object.
-class capture_libbpf {
-public:
-  capture_libbpf() {
-    static std::once_flag once;
-    std::call_once(once, [] { libbpf_set_print(libbpf_print); });
-    libbpf_capture = &text_;
-  }
-  ~capture_libbpf() { libbpf_capture = nullptr; }
-  capture_libbpf(const capture_libbpf&) = delete;
-  capture_libbpf& operator=(const capture_libbpf&) = delete;
-
-  /// "<what>: <strerror(-err)>[; libbpf: <messages>]"
-  caf::error error(errc code, const std::string& what, int err) const {
-    auto msg = what + ": " + std::strerror(err < 0 ? -err : err);
-    if (!text_.empty()) {
-      auto tail = text_;
-      while (!tail.empty() && tail.back() == '\n')
-        tail.pop_back();
-      msg += "; libbpf: " + tail;
-    }
-    return make_error(code, std::move(msg));
-  }
-
-private:
-  std::string text_;
-};
 
 /// Whether sched_process_exit's BTF prototype has the `group_dead`
 /// argument: (void *ctx, struct task_struct *p, bool group_dead).

@@ -13,6 +13,7 @@
 #include "guest/os/fs.hpp"
 #include "guest/os/loop_mount.hpp"
 #if ALLOX_TRACKING
+#include "bpf/connect_guard.hpp"
 #include "guest/tracking/readiness.hpp"
 #endif
 #include "messages/type_ids.hpp"
@@ -172,6 +173,60 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
   return std::shared_ptr<const exec_config>{std::move(cfg)};
 }
 
+#if ALLOX_TRACKING
+using guard_handle = std::unique_ptr<bpf::connect_guard>;
+#else
+using guard_handle = std::unique_ptr<int>;
+#endif
+
+/// Attaches the connect guard to the runs' cgroup subtree: the RPC and
+/// metrics addresses and --deny-connect are out of every run's reach
+/// from before the daemon listens until it exits.
+expected<guard_handle> guard_connections(const daemon::options& opts,
+                                         const exec_config& exec) {
+  if (opts.connect_guard == "off") {
+    log::warn("daemon", "--connect-guard off: runs can reach the daemon's "
+                        "own addresses");
+    return guard_handle{};
+  }
+#if ALLOX_TRACKING
+  std::vector<bpf::guard_rule> rules;
+  for (const auto& where : {opts.listen, opts.metrics_listen}) {
+    if (where.empty())
+      continue;
+    auto hp = http::parse_listen(where);
+    if (!hp)
+      return hp.error();
+    auto more = bpf::listen_rules(hp->first, hp->second);
+    if (!more)
+      return more.error();
+    rules.insert(rules.end(), more->begin(), more->end());
+  }
+  for (const auto& text : opts.deny_connect) {
+    auto r = bpf::parse_guard_rule(text);
+    if (!r)
+      return make_error(errc::invalid_argument,
+                        "--deny-connect: " + message_of(r.error()));
+    rules.push_back(*r);
+  }
+  auto guard = bpf::connect_guard::attach(exec.cgroups.root(), rules);
+  if (!guard)
+    return make_error(errc::unsupported,
+                      message_of(guard.error()) +
+                          " (--connect-guard off runs without it)");
+  std::string list;
+  for (const auto& r : (*guard)->rules())
+    list += (list.empty() ? "" : ", ") + r.text();
+  log::info("daemon", "connect guard: runs cannot reach " + list);
+  return std::move(*guard);
+#else
+  (void)exec;
+  return make_error(errc::unsupported,
+                    "the connect guard needs a daemon built with BPF; pass "
+                    "--connect-guard off to run without it");
+#endif
+}
+
 /// The readiness checks of process tracking (guest/tracking/readiness.hpp);
 /// a message naming what is missing, or none when the guest is ready.
 std::optional<std::string> check_tracking(const daemon::options& opts) {
@@ -222,6 +277,13 @@ int serve(const daemon::options& opts,
     if (!made)
       return fail(message_of(made.error()));
     exec = std::move(*made);
+  }
+  guard_handle guard;
+  if (exec) {
+    auto attached = guard_connections(opts, *exec);
+    if (!attached)
+      return fail(message_of(attached.error()));
+    guard = std::move(*attached);
   } else if (opts.kill_on_rollback) {
     return fail("process audit root is required when Session execution "
                 "features are enabled");

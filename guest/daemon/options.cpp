@@ -85,6 +85,14 @@ int parse(int argc, char** argv, options& out) {
                  "seccomp filter of runs: default (docs/security.md) or off")
       ->capture_default_str()
       ->check(CLI::IsMember({"default", "off"}));
+  app.add_option("--connect-guard", out.connect_guard,
+                 "keep runs from connecting to the daemon's own addresses "
+                 "(a BPF cgroup program; docs/security.md): on or off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--deny-connect", out.deny_connect,
+                 "a further destination runs may never connect to: "
+                 "ADDR:PORT or ADDR:* (IPv6 in brackets); repeatable");
   app.add_option("--run-memory-max", out.run_memory_max,
                  "default memory.max of a session's runs");
   app.add_option("--run-pids-max", out.run_pids_max,

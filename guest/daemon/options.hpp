@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace allox::daemon {
 
@@ -35,6 +36,11 @@ struct options {
   std::string session_network = "inherit";
   /// The seccomp filter of runs: "default" or "off".
   std::string syscall_filter = "default";
+  /// "on": runs can never connect to the daemon's own listen addresses
+  /// (bpf/connect_guard.hpp); "off" only for builds without BPF.
+  std::string connect_guard = "on";
+  /// More destinations runs may never connect to ("ADDR:PORT", "ADDR:*").
+  std::vector<std::string> deny_connect;
   std::string run_memory_max, run_pids_max, run_cpu_max;
   /// Process tracking of runs: "disabled" or "ebpf" (needs execution).
   std::string process_tracking = "disabled";
