@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package Allox OS needs to build, run and test.
+# Installs every Debian package Allox OS needs to build, run and test,
+# and creates the system user sandboxed programs run as.
 # Idempotent: packages already present are left alone and apt is only
 # consulted when something is missing.
 set -euo pipefail
@@ -30,6 +31,14 @@ packages=(
 if [[ $(id -u) -ne 0 ]]; then
   echo "install-deps: run as root (apt-get needs it)" >&2
   exit 1
+fi
+
+# The user sandboxed programs run as (the daemon's --sandbox-user
+# default): a system account with no home and no login.
+if ! getent passwd allox-sandbox >/dev/null; then
+  useradd --system --user-group --no-create-home --home-dir /nonexistent \
+    --shell /usr/sbin/nologin allox-sandbox
+  echo "install-deps: created the system user allox-sandbox"
 fi
 
 missing=()

@@ -234,7 +234,6 @@ void on_wait_timeout(self_ptr self, const std::string& id, uint64_t waiter);
 caf::result<json::value>
 handle_process_subscribe(self_ptr self, const cmd::process_subscribe& c);
 
-
 /// process.output: a range of a run's stdout or stderr log.
 caf::result<json::value> handle_process_output(self_ptr self,
                                                const cmd::process_output& c);
@@ -296,6 +295,11 @@ struct run_launch {
   std::string tree_root;
   /// The run's log directory.
   std::string dir;
+  /// Trees the run's user must own (current/, shared/), handed over
+  /// before the spawn when their top is not its (guest/os/ownership.hpp).
+  std::vector<std::string> owned_trees;
+  uid_t uid = 0;
+  gid_t gid = 0;
   /// The run's stdin (a pipe's read end or a terminal), if it has one.
   std::shared_ptr<os::unique_fd> stdin_fd;
   /// A terminal run: the master, whose output the worker copies to the
@@ -315,7 +319,8 @@ struct run_launch {
 caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
                          run_launch job);
 
-// -- files (files.cpp) ----------------------------------------------------------
+// -- files (files.cpp)
+// ----------------------------------------------------------
 
 /// file.stat: one path's type, size, mode and mtime.
 caf::result<json::value> handle_file_stat(self_ptr self,

@@ -5,6 +5,7 @@
 #include "guest/log.hpp"
 #include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
+#include "guest/os/ownership.hpp"
 #include "guest/sandbox/spawn.hpp"
 #include "guest/sandbox/stdio.hpp"
 #include "guest/store/run_recovery.hpp"
@@ -16,8 +17,8 @@
 #include <unistd.h>
 
 #include <memory>
-#include <thread>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -94,12 +95,12 @@ expected<prepared_run> prepare(const run_launch& job) {
     return make_error(errc::internal,
                       "cannot create the run directory " + job.dir);
   prepared_run p;
-  p.out = os::unique_fd{::open((job.dir + "/stdout.log").c_str(),
-                               O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                               0600)};
-  p.err = os::unique_fd{::open((job.dir + "/stderr.log").c_str(),
-                               O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                               0600)};
+  p.out =
+      os::unique_fd{::open((job.dir + "/stdout.log").c_str(),
+                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
+  p.err =
+      os::unique_fd{::open((job.dir + "/stderr.log").c_str(),
+                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
   if (!p.out || !p.err)
     return make_error(errc::internal, "cannot open the run's logs");
   if (auto e = os::prepare_group(job.group))
@@ -115,6 +116,15 @@ expected<prepared_run> prepare(const run_launch& job) {
   if (!gfd)
     return gfd.error();
   p.group_fd = std::move(*gfd);
+  // One stat each when the trees are the run user's already (always,
+  // except the first run of a store written by root runs or after a
+  // rollback to a checkpoint from then).
+  for (const auto& tree : job.owned_trees)
+    if (!os::owned_by(tree, job.uid, job.gid))
+      if (auto e = os::hand_over(tree, job.uid, job.gid))
+        return make_error(errc::internal,
+                          "cannot hand " + tree +
+                              " to the sandbox user: " + message_of(e));
   return p;
 }
 

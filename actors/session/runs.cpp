@@ -167,7 +167,8 @@ caf::result<json::value> handle_process_start(self_ptr self,
     return err;
   const auto& cfg = *st.runs.config;
   auto id = random_hex_token();
-  auto session_group = cfg.cgroups.session_group(st.agent_id(), st.session_id());
+  auto session_group =
+      cfg.cgroups.session_group(st.agent_id(), st.session_id());
   auto group = max_runs > 1 ? session_group + "/runs/" + id : session_group;
   st.leases["run:" + id] = os::now_ns();
   auto& run = st.runs.runs[id];
@@ -194,7 +195,12 @@ caf::result<json::value> handle_process_start(self_ptr self,
   spec.argv = c.argv;
   spec.isolated_network = settings.at("network") == "isolated";
   spec.syscall_filter = cfg.syscall_filter;
+  spec.uid = cfg.sandbox_uid;
+  spec.gid = cfg.sandbox_gid;
   job.argv = sandbox::bwrap_argv(spec);
+  job.owned_trees = {spec.current, spec.shared};
+  job.uid = cfg.sandbox_uid;
+  job.gid = cfg.sandbox_gid;
   // Interactive runs: the daemon keeps the writing end (process.input).
   if (c.stdin_pipe || c.pty) {
     auto io = c.pty ? sandbox::open_terminal(c.pty->rows, c.pty->cols)
@@ -249,9 +255,9 @@ caf::result<json::value> handle_process_start(self_ptr self,
           return;
         caf::anon_send(it->second.worker, atom::retire_v);
         it->second.worker = nullptr;
-        on_run_finished(self, run_finished{id, caf::none, true,
-                                           "cannot record the run: " +
-                                               message_of(err)});
+        on_run_finished(
+            self, run_finished{id, caf::none, true,
+                               "cannot record the run: " + message_of(err)});
       });
   self->delayed_send(
       self, std::chrono::milliseconds(static_cast<int64_t>(c.timeout * 1000)),
@@ -353,8 +359,8 @@ void on_run_finished(self_ptr self, const run_finished& e) {
   if (empty) {
     os::remove_group(group);
     // Several runs: their parent groups go with the last of them.
-    auto session_group = st.runs.config->cgroups.session_group(
-        st.agent_id(), st.session_id());
+    auto session_group =
+        st.runs.config->cgroups.session_group(st.agent_id(), st.session_id());
     if (group != session_group && st.runs.active.empty()) {
       os::remove_group(session_group + "/runs");
       os::remove_group(session_group);
@@ -490,9 +496,8 @@ caf::result<json::value> handle_process_input(self_ptr self,
       closed = true;
     }
   }
-  return json_reply(json::object{{"run_id", c.run_id},
-                                 {"written", *written},
-                                 {"eof", closed}});
+  return json_reply(json::object{
+      {"run_id", c.run_id}, {"written", *written}, {"eof", closed}});
 }
 
 caf::result<json::value> handle_process_resize(self_ptr self,
@@ -507,9 +512,8 @@ caf::result<json::value> handle_process_resize(self_ptr self,
   if (auto err = sandbox::resize_terminal((*run)->input->get(), c.size.rows,
                                           c.size.cols))
     return err;
-  return json_reply(json::object{{"run_id", c.run_id},
-                                 {"rows", c.size.rows},
-                                 {"cols", c.size.cols}});
+  return json_reply(json::object{
+      {"run_id", c.run_id}, {"rows", c.size.rows}, {"cols", c.size.cols}});
 }
 
 // Answers the moment the run ends, so callers never poll: the promise

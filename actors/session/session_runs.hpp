@@ -3,6 +3,8 @@
 // (Part of the session actor; split out to keep each file readable.)
 #pragma once
 
+#include <sys/types.h>
+
 #include "guest/os/cgroup.hpp"
 #include "guest/store/run_recovery.hpp"
 #include "messages/actors.hpp"
@@ -30,6 +32,9 @@ struct exec_config {
   std::string default_network = "inherit";
   /// Runs start under the seccomp filter (--syscall-filter).
   bool syscall_filter = true;
+  /// The sandbox user runs execute as (--sandbox-user); 0:0 is root.
+  uid_t sandbox_uid = 0;
+  gid_t sandbox_gid = 0;
   std::map<std::string, std::string> default_limits;
   /// Process tracking: "disabled" or "ebpf".
   std::string tracking = "disabled";

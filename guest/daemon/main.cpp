@@ -23,10 +23,13 @@
 #include <caf/scoped_actor.hpp>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <pwd.h>
+#include <tuple>
 #include <unistd.h>
 
 using namespace allox;
@@ -110,6 +113,24 @@ void begin_shutdown(loop_context* ctx, const char* why) {
       0, 20);
 }
 
+/// The uid and gid of --sandbox-user: a user name, UID:GID or root.
+expected<std::pair<uid_t, gid_t>> sandbox_user(const std::string& text) {
+  if (text == "root")
+    return std::pair<uid_t, gid_t>{0, 0};
+  unsigned long uid = 0;
+  unsigned long gid = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%lu:%lu%c", &uid, &gid, &tail) == 2)
+    return std::pair{static_cast<uid_t>(uid), static_cast<gid_t>(gid)};
+  if (auto* pw = ::getpwnam(text.c_str()))
+    return std::pair{pw->pw_uid, pw->pw_gid};
+  return make_error(errc::invalid_argument,
+                    "sandbox user " + text +
+                        " does not exist: create it (scripts/install-deps.sh "
+                        "does: useradd --system allox-sandbox) or pass "
+                        "--sandbox-user UID:GID");
+}
+
 /// Tracked execution from the flags: audit root outside the store, the
 /// cgroup subtree, our sandbox init and bwrap.
 expected<std::shared_ptr<const exec_config>>
@@ -154,6 +175,10 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
   cfg->kill_on_rollback = opts.kill_on_rollback;
   cfg->default_network = opts.session_network;
   cfg->syscall_filter = opts.syscall_filter != "off";
+  auto user = sandbox_user(opts.sandbox_user);
+  if (!user)
+    return user.error();
+  std::tie(cfg->sandbox_uid, cfg->sandbox_gid) = *user;
   for (const auto& [file, value] :
        {std::pair<std::string, std::string>{"memory.max", opts.run_memory_max},
         {"pids.max", opts.run_pids_max},

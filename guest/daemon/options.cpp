@@ -85,6 +85,10 @@ int parse(int argc, char** argv, options& out) {
                  "seccomp filter of runs: default (docs/security.md) or off")
       ->capture_default_str()
       ->check(CLI::IsMember({"default", "off"}));
+  app.add_option("--sandbox-user", out.sandbox_user,
+                 "who runs execute as: a user name, UID:GID, or root "
+                 "(the prototype's uid 0 without capabilities)")
+      ->capture_default_str();
   app.add_option("--connect-guard", out.connect_guard,
                  "keep runs from connecting to the daemon's own addresses "
                  "(a BPF cgroup program; docs/security.md): on or off")

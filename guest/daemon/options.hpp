@@ -36,6 +36,8 @@ struct options {
   std::string session_network = "inherit";
   /// The seccomp filter of runs: "default" or "off".
   std::string syscall_filter = "default";
+  /// Who runs execute as: a user name, UID:GID, or root.
+  std::string sandbox_user = "allox-sandbox";
   /// "on": runs can never connect to the daemon's own listen addresses
   /// (bpf/connect_guard.hpp); "off" only for builds without BPF.
   std::string connect_guard = "on";

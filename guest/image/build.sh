@@ -151,6 +151,9 @@ install -m 0644 "$repo"/deploy/systemd/*.service "$staging/usr/lib/systemd/syste
 install -D -m 0644 "$repo/docs/deploy.md" "$staging/usr/share/doc/allox-os/deploy.md" 2>/dev/null || true
 install -d -m 0700 "$staging/etc/allox"
 install -d -m 0755 "$staging/var/lib/allox/workspaces" "$staging/var/lib/allox/runs"
+# The user sandboxed programs run as (the daemon's --sandbox-user).
+chroot "$staging" useradd --system --user-group --no-create-home \
+  --home-dir /nonexistent --shell /usr/sbin/nologin allox-sandbox
 
 # Units: ours, and DHCP on the first network device through networkd.
 wants=$staging/etc/systemd/system/multi-user.target.wants

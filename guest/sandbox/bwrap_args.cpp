@@ -17,13 +17,20 @@ std::vector<std::string> bwrap_argv(const spec& s) {
         "/etc",    "/etc", "--dev",     "/dev",      "--proc", "/proc"})
     a.emplace_back(x);
   a.insert(a.end(), {"--bind", s.current, "/workspace", "--dir", "/agent",
-                     "--bind", s.shared, "/agent/shared", "--tmpfs", "/tmp",
-                     "--dir", "/run/allox", "--ro-bind", s.init, init_path,
+                     "--bind", s.shared, "/agent/shared",
+                     // Writable by the sandbox user, as a /tmp is.
+                     "--perms", "1777", "--tmpfs", "/tmp", "--dir",
+                     "/run/allox", "--ro-bind", s.init, init_path,
                      // Nothing but /workspace, /agent/shared and /tmp is
                      // writable: the root and /dev tmpfs become read-only
                      // once everything is mounted (so no /dev/shm either).
                      "--remount-ro", "/", "--remount-ro", "/dev", "--cap-drop",
                      "ALL", "--clearenv"});
+  // Our init needs these three to become the sandbox user, and spends
+  // them doing so before anything of the run starts (identity.hpp).
+  if (s.uid != 0)
+    for (const auto* cap : {"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"})
+      a.insert(a.end(), {"--cap-add", cap});
   // The caller's variables first: the fixed ones below come later and win.
   for (const auto& [k, v] : s.env)
     a.insert(a.end(), {"--setenv", k, v});
@@ -44,6 +51,9 @@ std::vector<std::string> bwrap_argv(const spec& s) {
   a.insert(a.end(), {"--chdir", "/workspace", "--as-pid-1", init_path});
   if (!s.syscall_filter)
     a.emplace_back("--no-syscall-filter");
+  if (s.uid != 0)
+    a.insert(a.end(),
+             {"--uid", std::to_string(s.uid), "--gid", std::to_string(s.gid)});
   a.emplace_back("--");
   a.insert(a.end(), s.argv.begin(), s.argv.end());
   return a;

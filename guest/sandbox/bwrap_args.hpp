@@ -4,6 +4,8 @@
 // cannot override.
 #pragma once
 
+#include <sys/types.h>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -24,6 +26,9 @@ struct spec {
   bool isolated_network = false;
   /// The run's seccomp filter (--syscall-filter default).
   bool syscall_filter = true;
+  /// The sandbox user; 0:0 keeps the prototype's uid 0 (no capabilities).
+  uid_t uid = 0;
+  gid_t gid = 0;
   std::vector<std::string> argv;
 };
 

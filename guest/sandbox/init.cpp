@@ -12,13 +12,16 @@
 //    FIFOs and devices never reach the workspace.
 // 4. Exits with the target's status (128 + signal if it was killed).
 //
-// The target starts under the run's seccomp filter
+// With --uid/--gid it first becomes the sandbox user for good
+// (guest/sandbox/identity.hpp): everything above runs as that user. The
+// target starts under the run's seccomp filter
 // (guest/sandbox/syscall_filter.hpp) unless --no-syscall-filter is given.
 //
 // It runs with the sandboxed program's own rights in the same mount
 // namespace, so no file the program planted can make the sync write
 // anywhere the program could not write itself. Symlinks are copied, never
 // followed.
+#include "guest/sandbox/identity.hpp"
 #include "guest/sandbox/syscall_filter.hpp"
 
 #include <dirent.h>
@@ -182,17 +185,39 @@ void sync_tmp() {
 
 int main(int argc, char** argv) {
   // --no-syscall-filter: the daemon runs with --syscall-filter off.
+  // --uid N --gid N: the sandbox user (--sandbox-user) to become.
   bool filter = true;
-  if (argc > 1 && std::strcmp(argv[1], "--no-syscall-filter") == 0) {
-    filter = false;
-    --argc;
-    ++argv;
+  long uid = -1;
+  long gid = -1;
+  while (argc > 1 && std::strcmp(argv[1], "--") != 0) {
+    if (std::strcmp(argv[1], "--no-syscall-filter") == 0) {
+      filter = false;
+      --argc;
+      ++argv;
+    } else if (argc > 2 && (std::strcmp(argv[1], "--uid") == 0 ||
+                            std::strcmp(argv[1], "--gid") == 0)) {
+      (argv[1][2] == 'u' ? uid : gid) = std::strtol(argv[2], nullptr, 10);
+      argc -= 2;
+      argv += 2;
+    } else {
+      break;
+    }
   }
-  if (argc < 3 || std::strcmp(argv[1], "--") != 0) {
+  if (argc < 3 || std::strcmp(argv[1], "--") != 0 || (uid < 0) != (gid < 0)) {
     std::fprintf(stderr, "usage: allox-sandbox-init [--no-syscall-filter] "
-                         "-- <argv...>\n");
+                         "[--uid N --gid N] -- <argv...>\n");
     return 125;
   }
+  // First of all: nothing of the run, not even the /tmp seeding, happens
+  // with the rights bubblewrap started us with.
+  if (uid >= 0)
+    if (int rc = allox::sandbox::become(static_cast<uid_t>(uid),
+                                        static_cast<gid_t>(gid));
+        rc < 0) {
+      errno = -rc;
+      warn("cannot become the sandbox user");
+      return 125;
+    }
   seed_tmp();
   pid_t target = ::fork();
   if (target < 0) {
