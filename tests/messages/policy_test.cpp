@@ -15,7 +15,7 @@ TEST_CASE("policy: the session's setting, else the agent's, else the "
   session.interval_seconds = 30;
   auto e = resolve(agent, session);
   CHECK(e.auto_checkpoint_turns == false);
-  CHECK(e.keep_auto == 5);
+  CHECK(e.keep_auto == int64_t{5});
   CHECK(e.interval_seconds == 30);
   CHECK(e.strict == false);
   auto d = describe_policy(agent, session, true);
@@ -39,7 +39,7 @@ TEST_CASE("policy: set, clear with null, and the catalog text round trip") {
   before.auto_checkpoint_runs = true;
   auto after = apply(before, *change);
   CHECK(after.strict == true);
-  CHECK(after.keep_auto == 3);
+  CHECK(after.keep_auto == int64_t{3});
   CHECK(after.interval_seconds == caf::none);
   CHECK(after.auto_checkpoint_runs == true);
   auto text = serialize_policy(after);
