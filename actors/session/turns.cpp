@@ -6,6 +6,7 @@
 #include "actors/session/facets.hpp"
 #include "guest/log.hpp"
 
+#include <memory>
 #include <string>
 
 namespace allox::session_facets {
@@ -95,18 +96,34 @@ json::object disabled(const char* event) {
           {"skipped", "disabled"}};
 }
 
-/// Takes the turn's checkpoint after saving the state, and answers.
+/// Saves the state and takes the turn's checkpoint at the same time (the
+/// catalog commit overlaps the snapshot; METADATA still commits the state
+/// before the checkpoint's row), and answers once both are done.
 caf::result<json::value> checkpoint_turn(self_ptr self, auto_request req) {
   auto rp = self->make_response_promise<json::value>();
-  save_turns(self, [self, rp, req = std::move(req)]() mutable {
-    auto_checkpoint(self, std::move(req),
-                    [rp](expected<json::object> r) mutable {
-                      if (r)
-                        rp.deliver(json::value(std::move(*r)));
-                      else
-                        rp.deliver(r.error());
-                    });
+  struct pending {
+    bool saved = false;
+    caf::optional<expected<json::object>> result;
+  };
+  auto both = std::make_shared<pending>();
+  auto answer = [both, rp]() mutable {
+    if (!both->saved || !both->result)
+      return;
+    auto& r = *both->result;
+    if (r)
+      rp.deliver(json::value(std::move(*r)));
+    else
+      rp.deliver(r.error());
+  };
+  save_turns(self, [both, answer]() mutable {
+    both->saved = true;
+    answer();
   });
+  auto_checkpoint(self, std::move(req),
+                  [both, answer](expected<json::object> r) mutable {
+                    both->result = std::move(r);
+                    answer();
+                  });
   return rp;
 }
 
