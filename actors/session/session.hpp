@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -157,6 +158,10 @@ struct session_state {
   uint64_t interval_busy = 0;
   /// Automatic checkpoints deleted by keep_auto.
   uint64_t auto_pruned = 0;
+  /// A turn's checkpoint is being taken; the next turns' checkpoints wait
+  /// here in arrival order (turns.cpp).
+  bool turn_checkpointing = false;
+  std::deque<std::function<void()>> turn_waiting;
 
   // -- diagnostics (session.cpp) -------------------------------------------
 

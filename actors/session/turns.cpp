@@ -96,34 +96,55 @@ json::object disabled(const char* event) {
           {"skipped", "disabled"}};
 }
 
+/// Starts the next queued turn checkpoint, if any.
+void next_turn_checkpoint(self_ptr self) {
+  auto& st = self->state;
+  st.turn_checkpointing = false;
+  if (st.turn_waiting.empty())
+    return;
+  auto next = std::move(st.turn_waiting.front());
+  st.turn_waiting.pop_front();
+  next();
+}
+
 /// Saves the state and takes the turn's checkpoint at the same time (the
 /// catalog commit overlaps the snapshot; METADATA still commits the state
-/// before the checkpoint's row), and answers once both are done.
+/// before the checkpoint's row), and answers once both are done. One turn
+/// checkpoint at a time, in arrival order, as the reference adapter's lock
+/// serialises its hooks: a second turn.end does not fail on the first's.
 caf::result<json::value> checkpoint_turn(self_ptr self, auto_request req) {
   auto rp = self->make_response_promise<json::value>();
-  struct pending {
-    bool saved = false;
-    caf::optional<expected<json::object>> result;
+  auto run = [self, rp, req = std::move(req)]() mutable {
+    self->state.turn_checkpointing = true;
+    struct pending {
+      bool saved = false;
+      caf::optional<expected<json::object>> result;
+    };
+    auto both = std::make_shared<pending>();
+    auto answer = [self, both, rp]() mutable {
+      if (!both->saved || !both->result)
+        return;
+      auto& r = *both->result;
+      if (r)
+        rp.deliver(json::value(std::move(*r)));
+      else
+        rp.deliver(r.error());
+      next_turn_checkpoint(self);
+    };
+    save_turns(self, [both, answer]() mutable {
+      both->saved = true;
+      answer();
+    });
+    auto_checkpoint(self, std::move(req),
+                    [both, answer](expected<json::object> r) mutable {
+                      both->result = std::move(r);
+                      answer();
+                    });
   };
-  auto both = std::make_shared<pending>();
-  auto answer = [both, rp]() mutable {
-    if (!both->saved || !both->result)
-      return;
-    auto& r = *both->result;
-    if (r)
-      rp.deliver(json::value(std::move(*r)));
-    else
-      rp.deliver(r.error());
-  };
-  save_turns(self, [both, answer]() mutable {
-    both->saved = true;
-    answer();
-  });
-  auto_checkpoint(self, std::move(req),
-                  [both, answer](expected<json::object> r) mutable {
-                    both->result = std::move(r);
-                    answer();
-                  });
+  if (self->state.turn_checkpointing)
+    self->state.turn_waiting.emplace_back(std::move(run));
+  else
+    run();
   return rp;
 }
 

@@ -481,3 +481,28 @@ TEST_CASE("policy: interval checkpoints only when current/ changed") {
   std::this_thread::sleep_for(std::chrono::milliseconds{1500});
   CHECK(t.checkpoint_ids().size() == 2);
 }
+
+TEST_CASE("turns: turn ends arriving together are checkpointed one after "
+          "the other") {
+  daemon_process d;
+  d.start();
+  expect_ok(d.client().rpc("session.create", ids("a", "s")));
+  turns t{d};
+  t.policy({{"auto_checkpoint_turns", true}});
+  constexpr int n = 4;
+  std::vector<http_response> replies(n);
+  std::vector<std::thread> senders;
+  for (int i = 0; i < n; ++i)
+    senders.emplace_back([&d, &replies, i] {
+      auto c = d.new_client();
+      replies[i] =
+          c->rpc("turn.end",
+                 with(ids("a", "s"), {{"turn_id", "t" + std::to_string(i)}}));
+    });
+  for (auto& th : senders)
+    th.join();
+  for (const auto& r : replies)
+    CHECK(expect_ok(r).at("created") == true);
+  CHECK(t.status().at("turn_count") == n);
+  CHECK(t.checkpoint_ids().size() == n);
+}
