@@ -164,6 +164,12 @@ handle_checkpoint_describe(self_ptr self, const cmd::checkpoint_describe& c);
 caf::result<json::value> handle_checkpoint_diff(self_ptr self,
                                                 const cmd::checkpoint_diff& c);
 
+/// Creates a checkpoint (guards, intent record and snapshot on the lane,
+/// then the catalog row after `answer`): checkpoint.create's path, also
+/// taken by the automatic checkpoints (policy.cpp).
+void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
+                       std::function<void(expected<json::value>)> answer);
+
 /// checkpoint.create: intent record and snapshot on the lane, the reply,
 /// then the catalog row.
 caf::result<json::value>

@@ -1,8 +1,9 @@
 // The policy part of the SESSION's turns facet: policy.get/set at the
 // session's level, and every automatic checkpoint (turns, successful runs,
-// the interval timer) with the retention of keep_auto. Each checkpoint is
-// a checkpoint.create sent to this actor itself, so it takes exactly the
-// path (guards, lane, intent record, catalog row, audit) of a caller's.
+// the interval timer) with the retention of keep_auto. Each checkpoint takes
+// checkpoint.create's own path (create_checkpoint: guards, lane, intent
+// record, catalog row, audit); pruning sends checkpoint.delete to this
+// actor itself.
 #include "actors/session/facets.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
@@ -135,39 +136,36 @@ void auto_checkpoint(self_ptr self, auto_request req,
   for (auto& kv : req.metadata)
     if (kv.key() != "turn")
       metadata[kv.key()] = kv.value();
-  cmd::checkpoint_create c;
-  c.session = ref(self);
-  c.req.checkpoint_id = random_id();
-  c.req.message = req.message;
-  c.req.metadata = json::serialize(metadata);
-  c.req.pinned = false;
-  c.req.origin = req.origin;
-  auto id = c.req.checkpoint_id;
+  params::checkpoint_create c;
+  c.checkpoint_id = random_id();
+  c.message = req.message;
+  c.metadata = json::serialize(metadata);
+  c.pinned = false;
+  c.origin = req.origin;
+  auto id = c.checkpoint_id;
   auto event = req.event;
-  self->request(me(self), caf::infinite, std::move(c))
-      .then(
-          [self, id, event, done](json::value& cp) {
-            json::object r{{"enabled", true},
-                           {"event", event},
-                           {"created", true},
-                           {"checkpoint_id", id},
-                           {"checkpoint", std::move(cp)}};
-            prune(self, [r, done](json::array pruned) mutable {
-              if (!pruned.empty())
-                r["pruned"] = std::move(pruned);
-              done(std::move(r));
-            });
-          },
-          [self, id, event, done](caf::error& err) {
-            if (policy_of(self).strict)
-              return done(err);
-            done(json::object{{"enabled", true},
-                              {"event", event},
-                              {"created", false},
-                              {"checkpoint_id", id},
-                              {"error", message_of(err)},
-                              {"non_blocking", true}});
-          });
+  create_checkpoint(self, c, [self, id, event, done](expected<json::value> cp) {
+    if (!cp) {
+      if (policy_of(self).strict)
+        return done(cp.error());
+      return done(json::object{{"enabled", true},
+                               {"event", event},
+                               {"created", false},
+                               {"checkpoint_id", id},
+                               {"error", message_of(cp.error())},
+                               {"non_blocking", true}});
+    }
+    json::object r{{"enabled", true},
+                   {"event", event},
+                   {"created", true},
+                   {"checkpoint_id", id},
+                   {"checkpoint", std::move(*cp)}};
+    prune(self, [r, done](json::array pruned) mutable {
+      if (!pruned.empty())
+        r["pruned"] = std::move(pruned);
+      done(std::move(r));
+    });
+  });
 }
 
 caf::result<json::value> handle_policy_get(self_ptr self,
