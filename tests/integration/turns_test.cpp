@@ -506,3 +506,34 @@ TEST_CASE("turns: turn ends arriving together are checkpointed one after "
   CHECK(t.status().at("turn_count") == n);
   CHECK(t.checkpoint_ids().size() == n);
 }
+
+TEST_CASE("policy: a run's automatic checkpoint that fails is non-blocking, "
+          "or fails the run's waiters when strict") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  turns t{d};
+  t.call("session.configure", {{"max_runs", 2}});
+  t.policy({{"auto_checkpoint_runs", true}});
+  // Another live run holds a lease: every checkpoint answers conflict.
+  auto sleeper = run_id(start(c, "a", "s", json::array{"sleep", "30"}));
+  auto done = wait_done(c, "a", "s", run_id(sh(c, "a", "s", "true")));
+  CHECK(done.at("state") == "completed");
+  REQUIRE(done.contains("auto_checkpoint"));
+  const auto& cp = done.at("auto_checkpoint").as_object();
+  CHECK(cp.at("created") == false);
+  CHECK(cp.at("non_blocking") == true);
+  CHECK(t.checkpoint_ids().empty());
+
+  t.policy({{"strict", true}});
+  auto late = run_id(sh(c, "a", "s", "sleep 0.5"));
+  auto waited =
+      c.rpc("process.wait",
+            with(ids("a", "s"), {{"run_id", late}, {"timeout_ms", 30000}}));
+  expect_error(waited, 400, "conflict");
+  // The run itself completed; its row says so.
+  auto row = t.call("process.get", {{"run_id", late}});
+  CHECK(row.at("state") == "completed");
+  t.call("process.stop", {{"run_id", sleeper}});
+}
