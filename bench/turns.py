@@ -9,84 +9,19 @@ the same trees, in interleaved rounds. Target: p99 <= 15 ms at 10,000 files.
 Usage (root): bench/turns.py [build-dir]   (default build/release)
 BENCH_SAMPLES=N sets the samples per cell (default 200).
 """
-import http.client, json, os, random, shutil, signal, subprocess, sys
-import tempfile, time
+import os, subprocess, sys, time
+
+from benchlib import Daemon, cell, interleaved, populate
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
-daemon_bin = os.path.join(build, "guest", "allox-workspace-daemon")
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "200"))
 
-work = tempfile.mkdtemp(prefix="allox-bench-turns-")
-root = os.path.join(work, "store")
-port = random.randint(20000, 40000)
-proc = subprocess.Popen([daemon_bin, "--root", root, "--loop-image",
-                         os.path.join(work, "store.img"), "--loop-size", "8G",
-                         "--listen", f"127.0.0.1:{port}"],
-                        stdout=subprocess.DEVNULL,
-                        stderr=open(os.path.join(work, "daemon.log"), "w"))
-conn = None
-
-
-def rpc(action, **params):
-    global conn
-    body = json.dumps({"action": action, "params": params})
-    for _ in range(2):
-        try:
-            if conn is None:
-                conn = http.client.HTTPConnection("127.0.0.1", port)
-            conn.request("POST", "/v1/rpc", body)
-            r = json.loads(conn.getresponse().read())
-            if not r.get("ok"):
-                raise RuntimeError(f"{action}: {r}")
-            return r["result"]
-        except (ConnectionError, http.client.HTTPException):
-            conn = None
-    raise RuntimeError("daemon unreachable")
-
-
-def interleaved(fns, n=SAMPLES, warmup=3):
-    """One sample of each operation per round, starting each round one
-    place further along, so drift weighs on all alike. name -> (p50, p99)."""
-    names = list(fns)
-    for i in range(warmup):
-        for name in names:
-            fns[name](n + i)
-    samples = {name: [] for name in names}
-    for i in range(n):
-        for k in range(len(names)):
-            name = names[(i + k) % len(names)]
-            t = time.perf_counter()
-            fns[name](i)
-            samples[name].append((time.perf_counter() - t) * 1000)
-    stats = {}
-    for name, v in samples.items():
-        v.sort()
-        stats[name] = (v[len(v) // 2], v[min(len(v) - 1, int(len(v) * 0.99))])
-    return stats
-
-
-def cell(p50, p99):
-    return f"{p50:.2f} / {p99:.2f}"
-
-
-def populate(base, files):
-    per_dir = 1000
-    for i in range(files):
-        d = os.path.join(base, "tree", f"d{i // per_dir}")
-        if i % per_dir == 0:
-            os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, f"f{i % per_dir}"), "w") as f:
-            f.write("x")
-
+daemon = Daemon(build, "8G", prefix="allox-bench-turns-")
+rpc, root = daemon.rpc, daemon.root
 
 try:
-    for _ in range(500):
-        try:
-            rpc("agent.list")
-            break
-        except Exception:
-            time.sleep(0.01)
+    daemon.wait_ready()
     cli_dir = os.path.join(root, "cli-baseline")
     os.makedirs(cli_dir)
     current = lambda s: os.path.join(
@@ -128,7 +63,7 @@ try:
         fns[("turn", files)] = turn_end(s)
         fns[("create", files)] = create(s)
         fns[("cli", files)] = cli(s)
-    stats = interleaved(fns)
+    stats = interleaved(fns, SAMPLES)
     print(f"## Run {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, "
           f"{SAMPLES} samples per cell, times in ms (p50 / p99)\n")
     print("| files in current/ | turn.end -> checkpoint committed (RPC) | "
@@ -144,7 +79,4 @@ try:
     print(f"\nTarget p99 <= 15 ms at 10,000 files: "
           f"{'met' if p99 <= 15 else 'not met'} ({p99:.2f} ms).")
 finally:
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=60)
-    subprocess.run(["umount", root], stderr=subprocess.DEVNULL)
-    shutil.rmtree(work, ignore_errors=True)
+    daemon.stop()
