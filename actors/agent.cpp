@@ -70,6 +70,7 @@ void spawn_session(self_ptr self, session_entry& e,
                     self->state.init.exec,
                     fenced_runs(self, e.row.session_id),
                     self->address()};
+  init.agent_policy = self->state.init.row.policy;
   e.handle =
       self->spawn<caf::linked + caf::monitored>(session, std::move(init));
   e.status = child_status::running;
@@ -532,6 +533,12 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
       },
       [self](const cmd::agent_debug_fault& c) {
         return serve(self, c, handle_debug_fault);
+      },
+      [self](const cmd::policy_get& c) {
+        return serve(self, c, handle_agent_policy_get);
+      },
+      [self](const cmd::policy_set& c) {
+        return serve(self, c, handle_agent_policy_set);
       },
       [self](const fence_lifted& e) {
         self->state.init.fenced_runs.erase(e.session_id);

@@ -59,16 +59,19 @@ void abort_fork(self_ptr self, job_ptr job, caf::error err) {
                  return json::value();
                })
       .then(
-          [self, aid, sid](json::value&) {
+          // The error is answered once the half-made session is gone, so
+          // a caller never sees a refused fork's directory.
+          [self, aid, sid, job, err](json::value&) mutable {
             metadata_write w;
             w.delete_journals.push_back({aid, sid});
             caf::anon_send(self->state.init.metadata, atom::write_v,
                            std::move(w));
+            job->rp.deliver(std::move(err));
           },
-          [](caf::error&) {
+          [job, err](caf::error&) mutable {
             // The journal stays: start-up finishes the clean-up.
+            job->rp.deliver(std::move(err));
           });
-  job->rp.deliver(std::move(err));
 }
 
 void commit_fork(self_ptr self, job_ptr job) {

@@ -408,6 +408,10 @@ void on_agent_down(self_ptr self, const caf::down_msg& dm) {
                 return;
               std::vector<session_row> sessions;
               std::vector<checkpoint_row> checkpoints;
+              // The agent's row has changed since (its policy).
+              for (auto& a : snap.agents)
+                if (a.agent_id == aid)
+                  pos->second.row.policy = a.policy;
               for (auto& s : snap.sessions)
                 if (s.agent_id == aid && !s.deleting)
                   sessions.push_back(std::move(s));
@@ -533,6 +537,12 @@ agents_actor::behavior_type agents(self_ptr self, store::layout paths,
       },
       [self](const cmd::agent_debug_fault& c) {
         return serve(self, c, route<cmd::agent_debug_fault>);
+      },
+      [self](const cmd::policy_get& c) {
+        return serve(self, c, route<cmd::policy_get>);
+      },
+      [self](const cmd::policy_set& c) {
+        return serve(self, c, route<cmd::policy_set>);
       },
       [self](atom::session, const std::string& aid,
              const std::string& sid) -> caf::result<session_actor> {

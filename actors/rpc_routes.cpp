@@ -228,6 +228,22 @@ void to_rollback(self_ptr self, uint64_t ticket, const json::object& p) {
         cmd::decode_rollback(p, AfterReset, exec && exec->kill_on_rollback));
 }
 
+/// policy.get/set: a session's level at its SESSION; without a session_id
+/// the agent's level at its AGENT (through AGENTS).
+template <class Command, expected<Command> (*Decode)(const json::object&)>
+void to_policy(self_ptr self, uint64_t ticket, const json::object& p) {
+  if (params::has(p, "session_id"))
+    return route(self, ticket, session_of(p), Decode(p));
+  auto aid = params::required_id(p, "agent_id", "agent");
+  if (!aid)
+    return reply_error(self, ticket, aid.error());
+  auto cmd = Decode(p);
+  if (!cmd)
+    return reply_error(self, ticket, cmd.error());
+  cmd->session.agent_id = std::move(*aid);
+  call_agents(self, ticket, std::move(*cmd));
+}
+
 const std::string& lease_of(const cmd::execution_release& c) {
   return c.lease_token;
 }
@@ -291,6 +307,13 @@ const std::unordered_map<std::string_view, route_fn>& session_routes() {
       {"process.events",
        to_session<process_events, decode_process_events, true>},
       {"process.tree", to_session<process_tree, decode_process_tree, true>},
+      {"turn.session_start",
+       to_session<turn_session_start, decode_turn_session_start>},
+      {"turn.message", to_session<turn_message, decode_turn_message>},
+      {"turn.end", to_session<turn_end, decode_turn_end>},
+      {"turn.status", to_session<turn_status, decode_turn_status>},
+      {"policy.get", to_policy<policy_get, decode_policy_get>},
+      {"policy.set", to_policy<policy_set, decode_policy_set>},
   };
   return table;
 }

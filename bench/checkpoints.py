@@ -14,12 +14,12 @@ BENCH_SAMPLES=N sets the samples per cell (BENCH_DIRTY_SAMPLES for the
 20 MiB section, default 30); BENCH_ONLY=dirty (a comma-separated list of
 sizes, dirty, many, diff) runs only those sections.
 """
-import http.client, json, os, random, shutil, signal, subprocess, sys
-import tempfile, time
+import json, os, subprocess, sys, time
+
+from benchlib import Daemon, cell, interleaved, populate
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
-daemon_bin = os.path.join(build, "guest", "allox-workspace-daemon")
 bench_bin = os.path.join(build, "bench", "allox-bench")
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "50"))
 DIRTY_SAMPLES = int(os.environ.get("BENCH_DIRTY_SAMPLES", "30"))
@@ -29,32 +29,8 @@ if any(x not in SECTIONS for x in ONLY):
     sys.exit(f"BENCH_ONLY: sections are {', '.join(SECTIONS)}")
 want = lambda section: not ONLY or section in ONLY
 
-work = tempfile.mkdtemp(prefix="allox-bench-")
-root = os.path.join(work, "store")
-port = random.randint(20000, 40000)
-proc = subprocess.Popen([daemon_bin, "--root", root, "--loop-image",
-                         os.path.join(work, "store.img"), "--loop-size", "16G",
-                         "--listen", f"127.0.0.1:{port}"],
-                        stdout=subprocess.DEVNULL,
-                        stderr=open(os.path.join(work, "daemon.log"), "w"))
-conn = None
-
-
-def rpc(action, **params):
-    global conn
-    body = json.dumps({"action": action, "params": params})
-    for _ in range(2):
-        try:
-            if conn is None:
-                conn = http.client.HTTPConnection("127.0.0.1", port)
-            conn.request("POST", "/v1/rpc", body)
-            r = json.loads(conn.getresponse().read())
-            if not r.get("ok"):
-                raise RuntimeError(f"{action}: {r}")
-            return r["result"]
-        except (ConnectionError, http.client.HTTPException):
-            conn = None
-    raise RuntimeError("daemon unreachable")
+daemon = Daemon(build, "16G")
+rpc, root = daemon.rpc, daemon.root
 
 
 def timed(fn, n=SAMPLES, warmup=3):
@@ -71,46 +47,6 @@ def timed(fn, n=SAMPLES, warmup=3):
     return xs[len(xs) // 2], xs[min(len(xs) - 1, int(len(xs) * 0.99))]
 
 
-def interleaved(fns, n=SAMPLES, warmup=3, before=None, rounds=None):
-    """Measures several operations in rounds, one sample of each per round,
-    starting each round one place further along, so that drift in the file
-    system (subvolumes piling up, background work) and in the VM weighs on
-    all of them alike. `fns` maps a name to fn(i); `before(i)` runs untimed
-    ahead of each sample (or `before[name](i)`, if it is a dict). Returns
-    name -> (p50, p99); `rounds`, if given, receives name -> samples in
-    round order."""
-    names = list(fns)
-    for i in range(warmup):
-        for name in names:
-            if isinstance(before, dict):
-                before[name](n + i)
-            elif before:
-                before(n + i)
-            fns[name](n + i)
-    samples = {name: [] for name in names}
-    for i in range(n):
-        for k in range(len(names)):
-            name = names[(i + k) % len(names)]
-            if isinstance(before, dict):
-                before[name](i)
-            elif before:
-                before(i)
-            t = time.perf_counter()
-            fns[name](i)
-            samples[name].append((time.perf_counter() - t) * 1000)
-    if rounds is not None:
-        rounds.update({name: list(v) for name, v in samples.items()})
-    stats = {}
-    for name, v in samples.items():
-        v.sort()
-        stats[name] = (v[len(v) // 2], v[min(len(v) - 1, int(len(v) * 0.99))])
-    return stats
-
-
-def cell(p50, p99):
-    return f"{p50:.2f} / {p99:.2f}"
-
-
 def settle():
     """Waits for the work earlier steps left behind: the daemon's idle
     work (replaced trees deleted, rows synced), write-back, and the Btrfs
@@ -122,23 +58,8 @@ def settle():
     time.sleep(1)
 
 
-def populate(base, files):
-    per_dir = 1000
-    for i in range(files):
-        d = os.path.join(base, "tree", f"d{i // per_dir}")
-        if i % per_dir == 0:
-            os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, f"f{i % per_dir}"), "w") as f:
-            f.write("x")
-
-
 try:
-    for _ in range(500):
-        try:
-            rpc("agent.list")
-            break
-        except Exception:
-            time.sleep(0.01)
+    daemon.wait_ready()
     cli_dir = os.path.join(root, "cli-baseline")
     os.makedirs(cli_dir)
     current = lambda s: os.path.join(
@@ -179,7 +100,7 @@ try:
         for files in sizes:
             fns[("create", files)] = create_on(f"s{files}")
             fns[("cli", files)] = cli_snapshot(f"s{files}", "plain")
-        stats = interleaved(fns)
+        stats = interleaved(fns, SAMPLES)
         for files in sizes:
             s = f"s{files}"
             rpc("checkpoint.create", agent_id="bench", session_id=s,
@@ -189,7 +110,7 @@ try:
             rpc("checkpoint.create", agent_id="bench", session_id=s,
                 checkpoint_id="B")
         stats.update(interleaved({("rollback", files): rollback_on(f"s{files}")
-                                  for files in sizes}, warmup=4))
+                                  for files in sizes}, SAMPLES, warmup=4))
         results = {}
         for files in sizes:
             create, cli, rollback = (stats[(what, files)]
@@ -319,7 +240,4 @@ try:
         print(f"\nWalk / generation search: "
               f"{walk['p50_us'] / gen['p50_us']:.0f}x.")
 finally:
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=60)
-    subprocess.run(["umount", root], stderr=subprocess.DEVNULL)
-    shutil.rmtree(work, ignore_errors=True)
+    daemon.stop()

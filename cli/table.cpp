@@ -24,6 +24,23 @@ const param_flag cursor{"--cursor", "cursor", arg_kind::text,
 const param_flag kill_processes{"--kill-processes", "kill_processes",
                                 arg_kind::flag, "kill the active run first"};
 
+/// The fields of policy.set (the agent's level or the session's).
+std::vector<param_flag> policy_flags() {
+  using k = arg_kind;
+  return {{"--auto-checkpoint-turns", "auto_checkpoint_turns", k::boolean,
+           "true or false"},
+          {"--auto-checkpoint-runs", "auto_checkpoint_runs", k::boolean,
+           "checkpoint after a run that exits 0: true or false"},
+          {"--interval-seconds", "interval_seconds", k::integer,
+           "checkpoint on this interval when something changed; 0 is off"},
+          {"--keep-auto", "keep_auto", k::integer,
+           "keep the last N automatic checkpoints; 0 keeps all"},
+          {"--strict", "strict", k::boolean,
+           "a failed automatic checkpoint fails the turn or run: true or "
+           "false"},
+          origin};
+}
+
 std::vector<command_spec> make_table() {
   using k = arg_kind;
   return {
@@ -269,7 +286,15 @@ std::vector<command_spec> make_table() {
        "PATH",
        true,
        {{"--data", "data", k::text, "the content"}}},
-      {{"turn", "start"}, "turn.start", "an agent turn begins", scope::session},
+      {{"turn", "start"},
+       "turn.session_start",
+       "an agent runtime session begins (baseline checkpoint per policy)",
+       scope::session,
+       "",
+       "",
+       false,
+       {{"--runtime-session-id", "runtime_session_id", k::text,
+         "the agent runtime's own session id"}}},
       {{"turn", "message"},
        "turn.message",
        "the user message of the turn",
@@ -285,14 +310,15 @@ std::vector<command_spec> make_table() {
        "turn_id",
        "TURN",
        false,
-       {{"--interrupted", "interrupted", k::flag, "the turn was cut short"}}},
+       {{"--interrupted", "interrupted", k::flag, "the turn was cut short"},
+        {"--failed", "completed", k::negated_flag, "the turn failed"}}},
       {{"turn", "status"},
        "turn.status",
        "the session's turn state",
        scope::session},
       {{"policy", "get"},
        "policy.get",
-       "the session's checkpoint policy",
+       "the session's checkpoint policy and where each field comes from",
        scope::session},
       {{"policy", "set"},
        "policy.set",
@@ -301,8 +327,19 @@ std::vector<command_spec> make_table() {
        "",
        "",
        false,
-       {{"--auto-checkpoint-turns", "auto_checkpoint_turns", k::boolean,
-         "true or false"}}},
+       policy_flags()},
+      {{"policy", "get-agent"},
+       "policy.get",
+       "the agent's checkpoint policy (inherited by its sessions)",
+       scope::agent},
+      {{"policy", "set-agent"},
+       "policy.set",
+       "change the agent's checkpoint policy",
+       scope::agent,
+       "",
+       "",
+       false,
+       policy_flags()},
   };
 }
 
@@ -480,7 +517,7 @@ std::string group_help(const std::string& group) {
       {"tracker", "the process tracker"},
       {"file", "files of the session's workspace"},
       {"turn", "agent turns"},
-      {"policy", "the session's checkpoint policy"}};
+      {"policy", "automatic checkpoint policy"}};
   auto it = text.find(group);
   return it == text.end() ? "" : it->second;
 }

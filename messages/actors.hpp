@@ -14,6 +14,7 @@
 #include "messages/commands/files.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
+#include "messages/commands/turns.hpp"
 #include "messages/events.hpp"
 #include "messages/json.hpp"
 #include "messages/records.hpp"
@@ -197,6 +198,26 @@ using session_runtime_actor = caf::typed_actor<
     // Clears every lease, registration and reset (operator's way out).
     caf::replies_to<cmd::session_unfence>::with<json::value>>;
 
+/// The TURNS facet of a SESSION (actors/session/turns.cpp, policy.cpp):
+/// turn lifecycle events and the automatic checkpoint policy.
+using session_turns_actor = caf::typed_actor<
+    // Baseline checkpoint of a runtime session, once (turn 0).
+    caf::replies_to<cmd::turn_session_start>::with<json::value>,
+    // Remembers the user message for the next turn checkpoint.
+    caf::replies_to<cmd::turn_message>::with<json::value>,
+    // A checkpoint at the end of a turn (duplicates, after a rollback: none).
+    caf::replies_to<cmd::turn_end>::with<json::value>,
+    // The session's turn state.
+    caf::replies_to<cmd::turn_status>::with<json::value>,
+    // The session's effective policy and where each field comes from.
+    caf::replies_to<cmd::policy_get>::with<json::value>,
+    // Sets or clears fields of the session's policy.
+    caf::replies_to<cmd::policy_set>::with<json::value>,
+    // The agent's policy changed (its AGENT).
+    caf::reacts_to<cmd::agent_policy_changed>,
+    // An interval checkpoint is due (sent to itself).
+    caf::reacts_to<cmd::interval_tick>>;
+
 /// The SESSION actor: single owner of one session's subvolume and state,
 /// composed of its facets (actors/session/).
 using session_actor = caf::typed_actor<
@@ -211,8 +232,7 @@ using session_actor = caf::typed_actor<
     caf::replies_to<atom::retire, bool>::with<caf::ok_atom>>::
     extend_with<session_checkpoints_actor, session_runs_actor,
                 session_files_actor, session_tracking_actor,
-                session_runtime_actor,
-                dump_client_actor>;
+                session_runtime_actor, session_turns_actor, dump_client_actor>;
 
 /// The commands of one agent: served by its AGENT, and by AGENTS, which
 /// forwards them to that AGENT (creating the agent for agent.create and
@@ -233,7 +253,11 @@ using agent_commands_actor = caf::typed_actor<
     // Deletes a session through its actor, then forgets it.
     caf::replies_to<cmd::session_delete_request>::with<json::value>,
     // Arms a fault at a named point of the AGENT (test builds).
-    caf::replies_to<cmd::agent_debug_fault>::with<json::value>>;
+    caf::replies_to<cmd::agent_debug_fault>::with<json::value>,
+    // The agent's checkpoint policy (policy.get without a session_id).
+    caf::replies_to<cmd::policy_get>::with<json::value>,
+    // Changes the agent's checkpoint policy and tells its sessions.
+    caf::replies_to<cmd::policy_set>::with<json::value>>;
 
 /// The AGENT actor: owns one agent workspace and supervises its sessions.
 using agent_actor = caf::typed_actor<

@@ -18,6 +18,9 @@ struct agent_row {
   /// Set before the agent's directories are moved away for deletion, so a
   /// restart finishes the deletion instead of guessing.
   bool deleting = false;
+  /// The agent's checkpoint policy (messages/policy.hpp) as the JSON text
+  /// of an object; none when it sets nothing. Written with set_policies.
+  caf::optional<std::string> policy{};
 };
 
 /// A session as persisted in the catalog.
@@ -32,6 +35,11 @@ struct session_row {
   /// session.configure settings as the JSON text of an object; none for the
   /// defaults (NULL in the catalog). Written with set_exec_settings.
   caf::optional<std::string> exec_settings;
+  /// The turn lifecycle state (actors/session/turn_state.hpp) as JSON
+  /// text; none before the first turn event. Written with set_turn_states.
+  caf::optional<std::string> turn_state{};
+  /// The session's own checkpoint policy, as agent_row::policy.
+  caf::optional<std::string> policy{};
 };
 
 /// One checkpoint of a session's DAG. Absent values are none (NULL in the
@@ -147,6 +155,11 @@ struct metadata_write {
   std::vector<checkpoint_row> delete_checkpoints;
   std::vector<session_head> set_heads;
   std::vector<session_settings> set_exec_settings;
+  /// Sessions' turn lifecycle states (settings: the JSON text).
+  std::vector<session_settings> set_turn_states;
+  /// Checkpoint policies: a session's, or with an empty session_id the
+  /// agent's.
+  std::vector<session_settings> set_policies;
   std::vector<journal_row> put_journals;
   std::vector<session_ref> delete_journals;
   std::vector<audit_event> audit;
@@ -189,13 +202,14 @@ struct audit_query {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, agent_row& x) {
   return f(caf::meta::type_name("agent_row"), x.agent_id, x.created_ns,
-           x.deleting);
+           x.deleting, x.policy);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_row& x) {
   return f(caf::meta::type_name("session_row"), x.agent_id, x.session_id,
-           x.created_ns, x.deleting, x.head, x.exec_settings);
+           x.created_ns, x.deleting, x.head, x.exec_settings, x.turn_state,
+           x.policy);
 }
 
 template <class Inspector>
@@ -257,8 +271,9 @@ typename Inspector::result_type inspect(Inspector& f, metadata_write& x) {
   return f(caf::meta::type_name("metadata_write"), x.put_agents,
            x.delete_agents, x.put_sessions, x.delete_sessions,
            x.put_checkpoints, x.delete_checkpoints, x.set_heads,
-           x.set_exec_settings, x.put_journals, x.delete_journals, x.audit,
-           x.put_runs, x.release_runs, x.mark_prototype_imported, x.mark_runs_imported,
+           x.set_exec_settings, x.set_turn_states, x.set_policies,
+           x.put_journals, x.delete_journals, x.audit, x.put_runs,
+           x.release_runs, x.mark_prototype_imported, x.mark_runs_imported,
            x.durable);
 }
 

@@ -16,7 +16,9 @@
 #include "messages/commands/files.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
+#include "messages/commands/turns.hpp"
 #include "messages/events.hpp"
+#include "messages/policy.hpp"
 #include "messages/records.hpp"
 #include "messages/rpc.hpp"
 
@@ -108,6 +110,18 @@ CAF_BEGIN_TYPE_ID_BLOCK(allox_messages, caf::id_block::allox::end)
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::session_describe))
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::session_delete))
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::debug_fault))
+  // Checkpoint policies (messages/policy.hpp).
+  CAF_ADD_TYPE_ID(allox_messages, (allox::checkpoint_policy))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::policy_change))
+  // Commands: turns and policies (messages/commands/turns.hpp).
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::turn_session_start))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::turn_message))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::turn_end))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::turn_status))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::policy_get))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::policy_set))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::agent_policy_changed))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::interval_tick))
 CAF_END_TYPE_ID_BLOCK(allox_messages)
 
 namespace allox {

@@ -284,29 +284,29 @@ static void settle_checkpoint(self_ptr self, const checkpoint_row& row,
 // crash the checkpoint exists with its complete row (recovered from the
 // record) or not at all (guest/store/create_intent.hpp). The row goes to
 // the catalog after the reply, ahead of any later write of this session.
-caf::result<json::value>
-handle_checkpoint_create(self_ptr self, const cmd::checkpoint_create& c) {
+void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
+                       std::function<void(expected<json::value>)> answer) {
   if (auto err = require_mutable(self))
-    return err;
+    return answer(err);
   auto& st = self->state;
-  auto id = c.req.checkpoint_id.empty() ? "cp-" + std::to_string(os::now_ns())
-                                        : c.req.checkpoint_id;
+  auto id = req.checkpoint_id.empty() ? "cp-" + std::to_string(os::now_ns())
+                                      : req.checkpoint_id;
   if (st.dag.find(id) != nullptr)
-    return make_error(errc::already_exists, "checkpoint already exists: " + id);
+    return answer(
+        make_error(errc::already_exists, "checkpoint already exists: " + id));
   checkpoint_row row;
   row.agent_id = st.agent_id();
   row.session_id = st.session_id();
   row.checkpoint_id = id;
   row.created_at_ns = os::now_ns();
-  row.origin = c.req.origin;
-  row.message = c.req.message;
-  row.pinned = c.req.pinned;
-  row.metadata = c.req.metadata;
+  row.origin = req.origin;
+  row.message = req.message;
+  row.pinned = req.pinned;
+  row.metadata = req.metadata;
   row.parent_id = st.dag.head();
   auto faults =
       std::make_shared<fault_set>(st.faults.take("checkpoint.create"));
   begin_mutation(self, "checkpoint.create");
-  auto rp = self->make_response_promise<json::value>();
   auto paths = st.init.paths;
   mutation_step(
       self,
@@ -329,7 +329,7 @@ handle_checkpoint_create(self_ptr self, const cmd::checkpoint_create& c) {
         faults->trigger("checkpoint.create.after_snapshot");
         return json::value(*gen);
       },
-      [self, rp, row, faults](json::value& gen) mutable {
+      [self, answer, row, faults](json::value& gen) mutable {
         auto done = row;
         done.generation = gen.as_int64();
         auto& state = self->state;
@@ -337,11 +337,24 @@ handle_checkpoint_create(self_ptr self, const cmd::checkpoint_create& c) {
         ++state.checkpoints_created;
         end_mutation(self);
         settle_checkpoint(self, done, faults);
-        rp.deliver(created_reply(done));
+        answer(created_reply(done));
       },
-      [self, rp](caf::error err) mutable {
-        mutation_failed(self, rp, std::move(err));
+      [self, answer](caf::error err) mutable {
+        ++self->state.failures;
+        end_mutation(self);
+        answer(std::move(err));
       });
+}
+
+caf::result<json::value>
+handle_checkpoint_create(self_ptr self, const cmd::checkpoint_create& c) {
+  auto rp = self->make_response_promise<json::value>();
+  create_checkpoint(self, c.req, [rp](expected<json::value> r) mutable {
+    if (r)
+      rp.deliver(std::move(*r));
+    else
+      rp.deliver(r.error());
+  });
   return rp;
 }
 

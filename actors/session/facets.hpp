@@ -164,6 +164,12 @@ handle_checkpoint_describe(self_ptr self, const cmd::checkpoint_describe& c);
 caf::result<json::value> handle_checkpoint_diff(self_ptr self,
                                                 const cmd::checkpoint_diff& c);
 
+/// Creates a checkpoint (guards, intent record and snapshot on the lane,
+/// then the catalog row after `answer`): checkpoint.create's path, also
+/// taken by the automatic checkpoints (policy.cpp).
+void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
+                       std::function<void(expected<json::value>)> answer);
+
 /// checkpoint.create: intent record and snapshot on the lane, the reply,
 /// then the catalog row.
 caf::result<json::value>
@@ -256,8 +262,14 @@ void on_run_started(self_ptr self, const std::string& id, int64_t pid);
 void on_run_finished(self_ptr self, const run_finished& e);
 
 /// The run's row is final: the lease goes (unless the run fences the
-/// session), waiters are answered, the row is persisted.
+/// session); then (after_run) waiters are answered, the row is persisted.
 void finish_run(self_ptr self, const std::string& id);
+
+/// Answers a finished run's waiters (with `strict_failure` instead of the
+/// row when a strict automatic checkpoint failed), persists its row and
+/// runs its on_end continuations.
+void answer_run(self_ptr self, const std::string& id,
+                const caf::error& strict_failure);
 
 /// At an orderly stop: kills the live runs and records them as stopped.
 void shutdown_runs(self_ptr self);
@@ -414,5 +426,75 @@ caf::result<json::value> handle_unfence(self_ptr self,
 /// actor quits.
 caf::result<json::value> handle_delete(self_ptr self,
                                        const cmd::session_delete& c);
+
+// -- turns (turns.cpp) --------------------------------------------------------
+
+/// Restores the turn state and policies from the actor's init (its row).
+void load_turns(self_ptr self);
+
+/// turn.session_start: the baseline checkpoint (turn 0), once.
+caf::result<json::value>
+handle_turn_session_start(self_ptr self, const cmd::turn_session_start& c);
+
+/// turn.message: captures the message of the next turn checkpoint.
+caf::result<json::value> handle_turn_message(self_ptr self,
+                                             const cmd::turn_message& c);
+
+/// turn.end: a checkpoint per turn (not for duplicates, nor right after a
+/// rollback).
+caf::result<json::value> handle_turn_end(self_ptr self, const cmd::turn_end& c);
+
+/// turn.status: the turn state and whether turns are enabled.
+caf::result<json::value> handle_turn_status(self_ptr self,
+                                            const cmd::turn_status& c);
+
+/// A rollback is being committed: the next turn.end is skipped; the flag
+/// is written in the rollback's own commit `w`.
+void mark_rollback(self_ptr self, metadata_write& w);
+
+// -- policy (policy.cpp) ------------------------------------------------------
+
+/// The session's policy in force.
+effective_policy policy_of(self_ptr self);
+
+/// What an automatic checkpoint is taken for.
+struct auto_request {
+  /// The metadata's `event` and the result's.
+  std::string event;
+  std::string origin;
+  std::string message;
+  /// Added to {auto, event, timestamp}.
+  json::object metadata;
+};
+
+/// Takes an automatic checkpoint through checkpoint.create, prunes to
+/// keep_auto, and calls `done` with the reference adapter's result; a
+/// failure is non-blocking ({created: false, error, non_blocking}) unless
+/// the policy is strict, then `done` gets the error.
+void auto_checkpoint(self_ptr self, auto_request req,
+                     std::function<void(expected<json::object>)> done);
+
+/// policy.get: the effective policy, where each field comes from.
+caf::result<json::value> handle_policy_get(self_ptr self,
+                                           const cmd::policy_get& c);
+
+/// policy.set: changes the session's level; audited.
+caf::result<json::value> handle_policy_set(self_ptr self,
+                                           const cmd::policy_set& c);
+
+/// The agent's level changed.
+void on_agent_policy(self_ptr self, const cmd::agent_policy_changed& c);
+
+/// (Re-)arms the interval timer for the policy in force.
+void arm_interval(self_ptr self);
+
+/// An interval tick: a checkpoint if current/ changed since the head.
+void on_interval_tick(self_ptr self, const cmd::interval_tick& t);
+
+/// A run's row is final: with auto_checkpoint_runs and exit code 0, a
+/// checkpoint first (its result in the row's auto_checkpoint); then
+/// `answer` (with the error of a strict failure).
+void after_run(self_ptr self, const std::string& id,
+               std::function<void(caf::error)> answer);
 
 } // namespace allox::session_facets

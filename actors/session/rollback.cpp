@@ -108,6 +108,7 @@ static void rollback_finish(const run_ptr& run) {
   done.set_heads.push_back({st.agent_id(), st.session_id(), run->target});
   done.delete_journals.push_back(ref(self));
   done.audit.push_back(audit(self, "session.rollback", fields));
+  mark_rollback(self, done);
   commit(
       self, std::move(done),
       [run]() {

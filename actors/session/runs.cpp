@@ -393,15 +393,35 @@ void finish_run(self_ptr self, const std::string& id) {
     // keeps the session fenced.
     st.leases.erase("run:" + id);
   }
+  // With auto_checkpoint_runs, a successful run is checkpointed before
+  // anyone hears of its end (policy.cpp).
+  after_run(self, id, [self, id](caf::error strict_failure) {
+    answer_run(self, id, strict_failure);
+  });
+}
+
+void answer_run(self_ptr self, const std::string& id,
+                const caf::error& strict_failure) {
+  auto it = self->state.runs.runs.find(id);
+  if (it == self->state.runs.runs.end())
+    return;
+  auto& run = it->second;
+  auto& row = run.row;
+  auto answer = [&row, &strict_failure](auto& rp) {
+    if (strict_failure)
+      rp.deliver(strict_failure);
+    else
+      rp.deliver(json::value(row));
+  };
   // A run that failed to start: the failed row tells what happened.
   for (auto& rp : run.waiting_start)
-    rp.deliver(json::value(row));
+    answer(rp);
   run.waiting_start.clear();
   for (auto& rp : run.waiting_end)
-    rp.deliver(json::value(row));
+    answer(rp);
   run.waiting_end.clear();
   for (auto& [waiter, rp] : run.waiters)
-    rp.deliver(json::value(row));
+    answer(rp);
   run.waiters.clear();
   notify_streams(run);
   auto callbacks = std::move(run.on_end);

@@ -194,6 +194,11 @@ static json::value dump(self_ptr self) {
                                  {"events_received", st.runs.events_received},
                                  {"events_lost", st.runs.events_lost},
                                  {"trace_failures", st.runs.trace_failures}};
+  o["turns"] = json::object{{"turn_count", st.turns.turn_count},
+                            {"interval_checkpoints", st.interval_checkpoints},
+                            {"interval_unchanged", st.interval_unchanged},
+                            {"interval_busy", st.interval_busy},
+                            {"auto_pruned", st.auto_pruned}};
   o["uptime_ms"] = uptime_ms(st.started);
   return o;
 }
@@ -237,6 +242,8 @@ session_actor::behavior_type session(session_facets::self_ptr self,
   self->state.runs.interrupted = std::move(init.interrupted_runs);
   self->state.init = std::move(init);
   self->state.started = std::chrono::steady_clock::now();
+  load_turns(self);
+  arm_interval(self);
   self->attach_functor(
       [lane = self->state.lane, reads = self->state.read_lane] {
         retire_lane(*lane);
@@ -395,6 +402,27 @@ session_actor::behavior_type session(session_facets::self_ptr self,
       [self](const cmd::session_unfence& c) {
         return serve(self, c, handle_unfence);
       },
+      // -- turns and policy (turns.cpp, policy.cpp) ----------------------
+      [self](const cmd::turn_session_start& c) {
+        return serve(self, c, handle_turn_session_start);
+      },
+      [self](const cmd::turn_message& c) {
+        return serve(self, c, handle_turn_message);
+      },
+      [self](const cmd::turn_end& c) {
+        return serve(self, c, handle_turn_end);
+      },
+      [self](const cmd::turn_status& c) {
+        return serve(self, c, handle_turn_status);
+      },
+      [self](const cmd::policy_get& c) {
+        return serve(self, c, handle_policy_get);
+      },
+      [self](const cmd::policy_set& c) {
+        return serve(self, c, handle_policy_set);
+      },
+      [self](const cmd::agent_policy_changed& c) { on_agent_policy(self, c); },
+      [self](const cmd::interval_tick& t) { on_interval_tick(self, t); },
       [self](atom::dump) -> json::value { return dump(self); },
   };
 }

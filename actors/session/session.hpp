@@ -13,9 +13,12 @@
 #include "guest/store/checkpoint_dag.hpp"
 #include "guest/store/layout.hpp"
 #include "messages/actors.hpp"
+#include "messages/policy.hpp"
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -36,7 +39,29 @@ struct session_init {
   /// The owning AGENT, told when session.unfence lifts that fence (it
   /// hands the interrupted runs to every actor of the session until then).
   caf::actor_addr agent;
+  /// The agent's checkpoint policy (catalog text; messages/policy.hpp).
+  caf::optional<std::string> agent_policy{};
 };
+
+/// A session's turn lifecycle (actors/session/turns.cpp): the reference
+/// adapter's state, kept in the session's catalog row (turn_state) so it
+/// survives a restart of the actor or the daemon.
+struct turn_state {
+  /// Turns checkpointed (or attempted) since the first turn.end.
+  int64_t turn_count = 0;
+  /// turn.session_start has taken (or attempted) the baseline.
+  bool session_started = false;
+  /// A rollback happened: the next turn.end takes no checkpoint.
+  bool skip_next = false;
+  /// The last user message, cut to 80 characters.
+  std::string message;
+  std::string runtime_session_id;
+  /// Turn ids already ended, oldest first (at most max_seen_turn_ids).
+  std::deque<std::string> seen_turn_ids;
+};
+
+/// How many ended turn ids a session remembers to refuse duplicates.
+inline constexpr size_t max_seen_turn_ids = 1024;
 
 /// Where a session is in its life.
 enum class session_phase {
@@ -115,6 +140,28 @@ struct session_state {
   /// Tracked executions: the active run, those finished since start, the
   /// runs interrupted by a restart and the queue of row writes.
   session_runs runs;
+
+  // -- turns and policy (turns.cpp, policy.cpp) ----------------------------
+
+  /// The turn lifecycle state (persisted on every change).
+  turn_state turns;
+  /// The agent's checkpoint policy and the session's own (policy.get/set).
+  checkpoint_policy agent_policy;
+  checkpoint_policy own_policy;
+  /// Interval ticks carry the epoch of their arming; re-arming (a policy
+  /// change) makes the older ticks stale.
+  uint64_t interval_epoch = 0;
+  /// Interval checkpoints taken, and ticks skipped because nothing changed
+  /// (or the session was busy), for the dump and turn.status.
+  uint64_t interval_checkpoints = 0;
+  uint64_t interval_unchanged = 0;
+  uint64_t interval_busy = 0;
+  /// Automatic checkpoints deleted by keep_auto.
+  uint64_t auto_pruned = 0;
+  /// A turn's checkpoint is being taken; the next turns' checkpoints wait
+  /// here in arrival order (turns.cpp).
+  bool turn_checkpointing = false;
+  std::deque<std::function<void()>> turn_waiting;
 
   // -- diagnostics (session.cpp) -------------------------------------------
 

@@ -103,6 +103,21 @@ caf::error delete_subvolume(const std::string& path) {
   return caf::none;
 }
 
+expected<uint64_t> committed_generation(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return errno_error("open", path);
+  errno = 0;
+  auto err = btrfs_util_sync_fd(fd);
+  struct btrfs_util_subvolume_info info {};
+  if (err == BTRFS_UTIL_OK)
+    err = btrfs_util_subvolume_info_fd(fd, 0, &info);
+  ::close(fd);
+  if (err != BTRFS_UTIL_OK)
+    return btrfs_error("generation", path, err);
+  return static_cast<uint64_t>(info.generation);
+}
+
 bool is_subvolume(const std::string& path) {
   return btrfs_util_is_subvolume(path.c_str()) == BTRFS_UTIL_OK;
 }

@@ -6,6 +6,7 @@
 
 #include "messages/errors.hpp"
 
+#include <cstdint>
 #include <string>
 
 namespace allox::os {
@@ -28,6 +29,12 @@ caf::error create_snapshot(const std::string& source, const std::string& target,
 /// Deletes the subvolume at `path` and any subvolumes nested inside it.
 /// Returns without waiting for the cleaner to reclaim space.
 caf::error delete_subvolume(const std::string& path);
+
+/// The generation of the subvolume at `path` (the last transaction that
+/// changed it), after committing the running transaction: a write not yet
+/// committed does not count until then. Right after a snapshot it equals
+/// the snapshot's generation, until something in the subvolume changes.
+expected<uint64_t> committed_generation(const std::string& path);
 
 /// True when `path` is the root of a subvolume.
 bool is_subvolume(const std::string& path);

@@ -105,6 +105,13 @@ constexpr const char* migrations[] = {
     CREATE INDEX runs_at_start ON runs (state, fences)
       WHERE fences = 1 OR state IN ('starting', 'running');
   )sql",
+    // 8: turn lifecycle state per session; checkpoint policies per agent
+    // and per session (JSON text, NULL when nothing is set).
+    R"sql(
+    ALTER TABLE sessions ADD COLUMN turn_state TEXT;
+    ALTER TABLE sessions ADD COLUMN policy TEXT;
+    ALTER TABLE agents ADD COLUMN policy TEXT;
+  )sql",
 };
 
 } // namespace
@@ -193,23 +200,24 @@ caf::error catalog::migrate() {
 
 expected<catalog_snapshot> catalog::load() {
   catalog_snapshot snap;
-  statement agents{db_, "SELECT agent_id, created_ns, deleting FROM agents "
-                        "ORDER BY agent_id"};
+  statement agents{db_, "SELECT agent_id, created_ns, deleting, policy FROM "
+                        "agents ORDER BY agent_id"};
   if (!agents)
     return db_error(db_, "load agents");
   while (agents.step() == SQLITE_ROW)
-    snap.agents.push_back(
-        {agents.text(0), agents.integer(1), agents.integer(2) != 0});
+    snap.agents.push_back({agents.text(0), agents.integer(1),
+                           agents.integer(2) != 0, agents.nullable_text(3)});
   statement sessions{db_, "SELECT agent_id, session_id, created_ns, deleting, "
-                          "head, exec_settings FROM sessions ORDER BY "
-                          "agent_id, session_id"};
+                          "head, exec_settings, turn_state, policy FROM "
+                          "sessions ORDER BY agent_id, session_id"};
   if (!sessions)
     return db_error(db_, "load sessions");
   while (sessions.step() == SQLITE_ROW)
-    snap.sessions.push_back({sessions.text(0), sessions.text(1),
-                             sessions.integer(2), sessions.integer(3) != 0,
-                             sessions.nullable_text(4),
-                             sessions.nullable_text(5)});
+    snap.sessions.push_back(
+        {sessions.text(0), sessions.text(1), sessions.integer(2),
+         sessions.integer(3) != 0, sessions.nullable_text(4),
+         sessions.nullable_text(5), sessions.nullable_text(6),
+         sessions.nullable_text(7)});
   statement checkpoints{
       db_,
       "SELECT agent_id, session_id, checkpoint_id, created_at_ns, origin, "
@@ -315,6 +323,14 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
   statement set_settings{
       db_, "UPDATE sessions SET exec_settings = ?3 WHERE agent_id = ?1 AND "
            "session_id = ?2"};
+  statement set_turn_state{
+      db_, "UPDATE sessions SET turn_state = ?3 WHERE agent_id = ?1 AND "
+           "session_id = ?2"};
+  statement set_session_policy{
+      db_, "UPDATE sessions SET policy = ?3 WHERE agent_id = ?1 AND "
+           "session_id = ?2"};
+  statement set_agent_policy{
+      db_, "UPDATE agents SET policy = ?2 WHERE agent_id = ?1"};
   statement put_journal{
       db_, "INSERT OR REPLACE INTO journals (agent_id, session_id, op, phase, "
            "checkpoint_id, restore_name, discard_name, scrub_runtime, origin, "
@@ -339,7 +355,8 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       !del_session || !put_audit || !del_agent_checkpoints ||
       !del_agent_journals || !del_session_checkpoints || !del_session_journal ||
       !put_checkpoint || !del_checkpoint || !set_head || !put_journal ||
-      !mark_imported || !set_settings)
+      !mark_imported || !set_settings || !set_turn_state ||
+      !set_session_policy || !set_agent_policy)
     return fail("prepare");
   for (const auto* w : writes) {
     if (w->mark_prototype_imported) {
@@ -409,6 +426,25 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       if (set_settings.step() != SQLITE_DONE)
         return fail("write session settings");
       set_settings.reset();
+    }
+    for (const auto& x : w->set_turn_states) {
+      set_turn_state.bind(1, x.agent_id);
+      set_turn_state.bind(2, x.session_id);
+      set_turn_state.bind_nullable(3, x.settings);
+      if (set_turn_state.step() != SQLITE_DONE)
+        return fail("write turn state");
+      set_turn_state.reset();
+    }
+    for (const auto& x : w->set_policies) {
+      auto& st = x.session_id.empty() ? set_agent_policy : set_session_policy;
+      int at = 1;
+      st.bind(at++, x.agent_id);
+      if (!x.session_id.empty())
+        st.bind(at++, x.session_id);
+      st.bind_nullable(at, x.settings);
+      if (st.step() != SQLITE_DONE)
+        return fail("write policy");
+      st.reset();
     }
     for (const auto& j : w->put_journals) {
       put_journal.bind(1, j.agent_id);

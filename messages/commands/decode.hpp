@@ -8,6 +8,7 @@
 #include "messages/commands/files.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
+#include "messages/commands/turns.hpp"
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 
@@ -60,6 +61,16 @@ expected<runtime_complete_reset> decode_complete_reset(const json::object& p);
 expected<session_unfence> decode_unfence(const json::object& p);
 expected<session_describe> decode_session_describe(const json::object& p);
 expected<session_delete> decode_session_delete(const json::object& p);
+
+// -- turns and policy ---------------------------------------------------------
+// policy.get/set take an optional session_id: RPC decodes the ids.
+
+expected<turn_session_start> decode_turn_session_start(const json::object& p);
+expected<turn_message> decode_turn_message(const json::object& p);
+expected<turn_end> decode_turn_end(const json::object& p);
+expected<turn_status> decode_turn_status(const json::object& p);
+expected<policy_get> decode_policy_get(const json::object& p);
+expected<policy_set> decode_policy_set(const json::object& p);
 
 // -- store and agents ---------------------------------------------------------
 // These decode the ids too: AGENTS routes by the agent id, and the AGENT

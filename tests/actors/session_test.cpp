@@ -83,11 +83,16 @@ struct session_fixture : test::deterministic {
   catalog_ptr catalog = std::make_shared<catalog_log>();
   metadata_actor metadata = sys.spawn(fake_metadata, catalog);
   session_actor actor;
+  /// The row's turn state and policy (catalog text), for the turns facet.
+  caf::optional<std::string> turn_state;
+  caf::optional<std::string> policy;
 
   void spawn_session(std::vector<std::string> interrupted = {},
                      bool execution = true) {
     session_init init;
     init.row = session_row{"a", "s", 1, false, "c2", caf::none};
+    init.row.turn_state = turn_state;
+    init.row.policy = policy;
     init.checkpoints = {checkpoint("c1", caf::none), checkpoint("c2", "c1")};
     init.paths = store::layout{"/nonexistent-store"};
     init.metadata = metadata;
@@ -300,4 +305,67 @@ TEST_CASE_FIXTURE(session_fixture,
   auto tree = ask(cmd::process_tree{ref(), "nope"});
   CHECK_FALSE(tree.first);
   CHECK(tree.second);
+}
+
+TEST_CASE_FIXTURE(session_fixture,
+                  "turns facet: the state comes from the row, and each event "
+                  "writes it before the reply") {
+  turn_state = R"({"turn_count":4,"session_started":true,"skip_next":true,)"
+               R"("message":"m","seen_turn_ids":["t1"]})";
+  policy = R"({"auto_checkpoint_turns":true})";
+  spawn_session();
+  auto st = ask(cmd::turn_status{ref()});
+  REQUIRE(st.first);
+  CHECK(st.first->at("turn_count") == 4);
+  CHECK(st.first->at("skip_next_auto_checkpoint") == true);
+  CHECK(st.first->at("enabled") == true);
+  auto dup = ask(cmd::turn_end{ref(), "t1", true, false});
+  REQUIRE(dup.first);
+  CHECK(dup.first->at("skipped") == "duplicate");
+  CHECK(catalog->writes.empty()); // nothing changed
+  auto skipped = ask(cmd::turn_end{ref(), "t2", true, false});
+  REQUIRE(skipped.first);
+  CHECK(skipped.first->at("skipped") == "rollback");
+  REQUIRE(catalog->writes.size() == 1);
+  const auto& w = catalog->writes[0];
+  CHECK_FALSE(w.durable);
+  REQUIRE(w.set_turn_states.size() == 1);
+  auto saved = json::parse(*w.set_turn_states[0].settings).as_object();
+  CHECK(saved.at("skip_next") == false);
+  CHECK(saved.at("turn_count") == 4);
+  CHECK(saved.at("seen_turn_ids") == json::array{"t1", "t2"});
+  CHECK(saved.at("message") == "m");
+}
+
+TEST_CASE_FIXTURE(session_fixture,
+                  "turns facet: the interval timer follows the policy, a "
+                  "busy session skips a tick and older armings are stale") {
+  policy = R"({"interval_seconds":5})";
+  spawn_session();
+  CHECK(sched.has_pending_timeout());
+  // A lease makes the session busy: the tick takes nothing, arms the next.
+  REQUIRE(ask<lease_granted>(cmd::execution_acquire{ref()}).first);
+  sched.advance_time(std::chrono::seconds{5});
+  sched.run();
+  auto dump = ask(atom::dump_v);
+  REQUIRE(dump.first);
+  CHECK(dump.first->at("turns").at("interval_busy") == 1);
+  CHECK(sched.has_pending_timeout());
+  // Turned off: the pending tick is stale, and none follows it.
+  auto off = ask(cmd::policy_set{ref(), {{}, {"interval_seconds"}}, "t"});
+  REQUIRE(off.first);
+  CHECK(off.first->at("sources").at("interval_seconds") == "default");
+  sched.advance_time(std::chrono::seconds{5});
+  sched.run();
+  CHECK_FALSE(sched.has_pending_timeout());
+  dump = ask(atom::dump_v);
+  CHECK(dump.first->at("turns").at("interval_busy") == 1);
+  // The policy.set was durable and audited.
+  REQUIRE_FALSE(catalog->writes.empty());
+  const auto& w = catalog->writes.back();
+  CHECK(w.durable);
+  REQUIRE(w.set_policies.size() == 1);
+  CHECK(w.set_policies[0].settings == caf::none);
+  REQUIRE(w.audit.size() == 1);
+  CHECK(w.audit[0].op == "policy.set");
 }

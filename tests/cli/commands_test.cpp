@@ -88,6 +88,12 @@ std::map<std::string, step> scenario(const std::string& format) {
   reset = json_id({"runtime", "begin-reset"}, "reset_token");
   go("runtime-complete-reset", {"runtime", "complete-reset", reset});
   go("session-unfence", {"session", "unfence"});
+  go("policy-set",
+     {"policy", "set", "--auto-checkpoint-turns", "true", "--keep-auto", "5"});
+  go("policy-get-agent", {"policy", "get-agent"});
+  go("policy-get", {"policy", "get"});
+  go("turn-message", {"turn", "message", "-m", "fix the build"});
+  go("turn-status", {"turn", "status"});
   go("audit", {"audit", "--agent", "a", "--op", "checkpoint.create"});
   go("dump", {"dump"});
   c.run({"session", "create", "s2"});

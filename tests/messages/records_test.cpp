@@ -34,6 +34,8 @@ metadata_write one_of_each(const std::string& tag) {
   w.delete_checkpoints.push_back(c);
   w.set_heads.push_back({tag, "s", "head"});
   w.set_exec_settings.push_back({tag, "s", R"({"network":"isolated"})"});
+  w.set_turn_states.push_back({tag, "s", R"({"turn_count":1})"});
+  w.set_policies.push_back({tag, "", R"({"strict":true})"});
   journal_row j;
   j.agent_id = tag;
   w.put_journals.push_back(j);
@@ -52,11 +54,12 @@ TEST_CASE("records: inspect() names every field of metadata_write") {
   // the wire, the log and append() read), then count it here.
   auto& [put_agents, delete_agents, put_sessions, delete_sessions,
          put_checkpoints, delete_checkpoints, set_heads, set_exec_settings,
-         put_journals, delete_journals, audit, put_runs, release_runs,
-         mark_prototype_imported, mark_runs_imported, durable] = w;
+         set_turn_states, set_policies, put_journals, delete_journals, audit,
+         put_runs, release_runs, mark_prototype_imported, mark_runs_imported,
+         durable] = w;
   (void)put_agents;
   (void)durable;
-  CHECK(inspected_fields(w) == 16);
+  CHECK(inspected_fields(w) == 18);
 }
 
 TEST_CASE("records: append keeps every change of both writes, in order") {

@@ -16,7 +16,7 @@ TEST_CASE("catalog: migrates a new database to the latest schema") {
   test::temp_dir dir;
   auto db = store::catalog::open(dir / "allox.db");
   REQUIRE(db);
-  CHECK(db->schema_version() == 7);
+  CHECK(db->schema_version() == 8);
   auto snap = db->load();
   REQUIRE(snap);
   CHECK(snap->agents.empty());
@@ -173,4 +173,38 @@ TEST_CASE("catalog: audit filters and cursor paging") {
   auto& se = store_ev->as_object().at("events").as_array();
   REQUIRE(se.size() == 1);
   CHECK_FALSE(se[0].as_object().contains("agent_id"));
+}
+
+TEST_CASE("catalog: turn states and policies survive reopening") {
+  test::temp_dir dir;
+  {
+    auto db = store::catalog::open(dir / "allox.db");
+    REQUIRE(db);
+    metadata_write w;
+    w.put_agents.push_back({"a", 1, false});
+    w.put_sessions.push_back({"a", "s", 2, false, {}, {}});
+    w.set_turn_states.push_back({"a", "s", R"({"turn_count":3})"s});
+    w.set_policies.push_back({"a", "s", R"({"strict":true})"s});
+    w.set_policies.push_back({"a", "", R"({"keep_auto":2})"s});
+    REQUIRE_FALSE(db->apply({&w}));
+  }
+  auto db = store::catalog::open(dir / "allox.db");
+  REQUIRE(db);
+  auto snap = db->load();
+  REQUIRE(snap);
+  REQUIRE(snap->agents.size() == 1);
+  CHECK(snap->agents[0].policy == R"({"keep_auto":2})"s);
+  REQUIRE(snap->sessions.size() == 1);
+  CHECK(snap->sessions[0].turn_state == R"({"turn_count":3})"s);
+  CHECK(snap->sessions[0].policy == R"({"strict":true})"s);
+  // A session's own reload (its actor's restart) carries them too.
+  auto one = db->load_session("a", "s");
+  REQUIRE(one);
+  REQUIRE(one->sessions.size() == 1);
+  CHECK(one->sessions[0].turn_state == R"({"turn_count":3})"s);
+  // Cleared: NULL again.
+  metadata_write clear;
+  clear.set_policies.push_back({"a", "", caf::none});
+  REQUIRE_FALSE(db->apply({&clear}));
+  CHECK(db->load()->agents[0].policy == caf::none);
 }
