@@ -24,24 +24,24 @@ namespace base64 = boost::beast::detail::base64;
 
 caf::error path_error(const std::string& rel, int err) {
   switch (err) {
-    case ENOENT:
-      return make_error(errc::not_found, "no such file: " + rel);
-    case EXDEV:
-    case ELOOP:
-      return make_error(errc::invalid_argument,
-                        "path leaves the workspace: " + rel);
-    case EEXIST:
-      return make_error(errc::already_exists, "already exists: " + rel);
-    case ENOTDIR:
-      return make_error(errc::invalid_argument, "not a directory: " + rel);
-    case EISDIR:
-      return make_error(errc::invalid_argument, "is a directory: " + rel);
-    case ENXIO: // a FIFO without a reader, opened for writing
-      return make_error(errc::invalid_argument, "not a regular file: " + rel);
-    case ENOTEMPTY:
-      return make_error(errc::conflict, "directory not empty: " + rel);
-    default:
-      return make_error(errc::internal, rel + ": " + std::strerror(err));
+  case ENOENT:
+    return make_error(errc::not_found, "no such file: " + rel);
+  case EXDEV:
+  case ELOOP:
+    return make_error(errc::invalid_argument,
+                      "path leaves the workspace: " + rel);
+  case EEXIST:
+    return make_error(errc::already_exists, "already exists: " + rel);
+  case ENOTDIR:
+    return make_error(errc::invalid_argument, "not a directory: " + rel);
+  case EISDIR:
+    return make_error(errc::invalid_argument, "is a directory: " + rel);
+  case ENXIO: // a FIFO without a reader, opened for writing
+    return make_error(errc::invalid_argument, "not a regular file: " + rel);
+  case ENOTEMPTY:
+    return make_error(errc::conflict, "directory not empty: " + rel);
+  default:
+    return make_error(errc::internal, rel + ": " + std::strerror(err));
   }
 }
 
@@ -164,7 +164,18 @@ expected<workspace_root> workspace_root::open(const std::string& dir) {
   r.fd_.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!r.fd_)
     return sys_error("open workspace " + dir);
+  struct stat sb {};
+  if (::fstat(r.fd_.get(), &sb) != 0)
+    return sys_error("stat workspace " + dir);
+  r.uid_ = sb.st_uid;
+  r.gid_ = sb.st_gid;
   return r;
+}
+
+caf::error workspace_root::own(int fd) const {
+  if (::fchown(fd, uid_, gid_) != 0)
+    return sys_error("change the owner of a new entry");
+  return caf::none;
 }
 
 expected<unique_fd> workspace_root::open_beneath(std::string_view rel,
@@ -176,8 +187,7 @@ expected<unique_fd> workspace_root::open_beneath(std::string_view rel,
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
   std::string path = rel.empty() ? "." : std::string{rel};
   for (;;) {
-    long fd = ::syscall(SYS_openat2, fd_.get(), path.c_str(), &how,
-                        sizeof how);
+    long fd = ::syscall(SYS_openat2, fd_.get(), path.c_str(), &how, sizeof how);
     if (fd >= 0)
       return unique_fd{static_cast<int>(fd)};
     if (errno == EAGAIN || errno == EINTR)
@@ -254,7 +264,8 @@ expected<json::object> list_files(const workspace_root& root,
   json::array page;
   bool more = false;
   for (auto& e : all) {
-    if (!cursor.empty() && !(json::string_view{cursor} < e.at("path").as_string()))
+    if (!cursor.empty() &&
+        !(json::string_view{cursor} < e.at("path").as_string()))
       continue;
     if (page.size() == limit) {
       more = true;
@@ -310,18 +321,17 @@ expected<json::object> read_file(const workspace_root& root,
 }
 
 expected<json::object> write_file(const workspace_root& root,
-                                  const std::string& rel,
-                                  std::string_view data, unsigned mode,
-                                  bool append) {
+                                  const std::string& rel, std::string_view data,
+                                  unsigned mode, bool append) {
   auto parent = root.open_parent(rel);
   if (!parent)
     return parent.error();
   auto& [dirfd, name] = *parent;
   struct stat sb {};
   if (append) {
-    unique_fd fd{::openat(dirfd.get(), name.c_str(),
-                          O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK |
-                              O_CLOEXEC)};
+    unique_fd fd{
+        ::openat(dirfd.get(), name.c_str(),
+                 O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
     if (!fd)
       return path_error(rel, errno);
     if (::fstat(fd.get(), &sb) != 0 || !S_ISREG(sb.st_mode))
@@ -348,6 +358,8 @@ expected<json::object> write_file(const workspace_root& root,
     ::unlinkat(dirfd.get(), tmp.c_str(), 0);
     return err;
   };
+  if (auto err = root.own(fd.get()))
+    return fail(err);
   if (auto err = write_all(fd.get(), data))
     return fail(err);
   if (::fchmod(fd.get(), mode) != 0 || ::fsync(fd.get()) != 0)
@@ -368,7 +380,11 @@ caf::error make_dir(const workspace_root& root, const std::string& rel,
       return parent.error();
     if (::mkdirat(parent->first.get(), parent->second.c_str(), 0755) != 0)
       return path_error(rel, errno);
-    return caf::none;
+    unique_fd made{::openat(parent->first.get(), parent->second.c_str(),
+                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+    if (!made)
+      return path_error(rel, errno);
+    return root.own(made.get());
   }
   // One component at a time, each opened beneath the last without
   // following symlinks.
@@ -379,12 +395,16 @@ caf::error make_dir(const workspace_root& root, const std::string& rel,
     if (j == std::string::npos)
       j = rel.size();
     auto part = rel.substr(i, j - i);
-    if (::mkdirat(dir.get(), part.c_str(), 0755) != 0 && errno != EEXIST)
+    bool created = ::mkdirat(dir.get(), part.c_str(), 0755) == 0;
+    if (!created && errno != EEXIST)
       return path_error(rel.substr(0, j), errno);
     unique_fd next{::openat(dir.get(), part.c_str(),
                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
     if (!next)
       return path_error(rel.substr(0, j), errno);
+    if (created)
+      if (auto err = root.own(next.get()))
+        return err;
     dir = std::move(next);
     i = j + 1;
   }

@@ -37,8 +37,15 @@ public:
 
   int fd() const { return fd_.get(); }
 
+  /// Gives an entry this call created the owner of the root: files the
+  /// daemon creates belong to whoever the workspace's runs execute as
+  /// (its top is handed to the sandbox user, guest/os/ownership.hpp).
+  caf::error own(int fd) const;
+
 private:
   unique_fd fd_;
+  uid_t uid_ = 0;
+  gid_t gid_ = 0;
 };
 
 /// Checks a caller's path: relative, no NUL, no `..`, at most 4096 bytes;
@@ -64,9 +71,8 @@ expected<json::object> read_file(const workspace_root& root,
 /// Replaces (temp file, fsync, rename, fsync the directory) or appends
 /// to regular file `rel`; the parent must exist. {path, size}.
 expected<json::object> write_file(const workspace_root& root,
-                                  const std::string& rel,
-                                  std::string_view data, unsigned mode,
-                                  bool append);
+                                  const std::string& rel, std::string_view data,
+                                  unsigned mode, bool append);
 
 /// Creates directory `rel` (and missing parents with `parents`).
 caf::error make_dir(const workspace_root& root, const std::string& rel,

@@ -149,3 +149,24 @@ TEST_CASE("sandbox user: ordinary agent work: git, python and a C "
          "echo compiled");
   CHECK(out == "1\npycompiled\n");
 }
+
+TEST_CASE("sandbox user: what file.write and file.mkdir create belongs to "
+          "the sandbox user, so runs can change it") {
+  sandbox_user user;
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  run_ok(c, "true"); // the workspace is the sandbox user's now
+  expect_ok(c.rpc("file.write",
+                  with(ids("a", "s"), {{"path", "w.txt"}, {"data", "one\n"}})));
+  expect_ok(c.rpc("file.mkdir",
+                  with(ids("a", "s"), {{"path", "d/e"}, {"parents", true}})));
+  for (const char* path : {"/w.txt", "/d", "/d/e"}) {
+    CAPTURE(path);
+    CHECK(stat_of(d.current("a", "s") + path).st_uid == user.uid);
+    CHECK(stat_of(d.current("a", "s") + path).st_gid == user.gid);
+  }
+  CHECK(run_ok(c, "echo two >> w.txt && touch d/e/f && cat w.txt") ==
+        "one\ntwo\n");
+}
