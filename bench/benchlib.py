@@ -7,15 +7,25 @@ import time
 class Daemon:
     """allox-workspace-daemon of `build` on a new loop image of `size`."""
 
-    def __init__(self, build, size, prefix="allox-bench-"):
+    def __init__(self, build, size, prefix="allox-bench-", execution=False):
         self.binary = os.path.join(build, "guest", "allox-workspace-daemon")
         self.work = tempfile.mkdtemp(prefix=prefix)
         self.root = os.path.join(self.work, "store")
         self.port = random.randint(20000, 40000)
+        extra = []
+        if execution:
+            # Runs, with their cgroups in a subtree of this benchmark's.
+            v2 = next(l.split()[1] for l in open("/proc/mounts")
+                      if l.split()[2] == "cgroup2")
+            self.cgroups = os.path.join(v2, os.path.basename(self.work))
+            extra = ["--process-audit-root", os.path.join(self.work, "runs"),
+                     "--process-cgroup-root", self.cgroups,
+                     "--sandbox-init",
+                     os.path.join(build, "guest", "allox-sandbox-init")]
         self.proc = subprocess.Popen(
             [self.binary, "--root", self.root, "--loop-image",
              os.path.join(self.work, "store.img"), "--loop-size", size,
-             "--listen", f"127.0.0.1:{self.port}"],
+             "--listen", f"127.0.0.1:{self.port}"] + extra,
             stdout=subprocess.DEVNULL,
             stderr=open(os.path.join(self.work, "daemon.log"), "w"))
         self.conn = None
@@ -49,6 +59,13 @@ class Daemon:
         self.proc.wait(timeout=60)
         subprocess.run(["umount", self.root], stderr=subprocess.DEVNULL)
         shutil.rmtree(self.work, ignore_errors=True)
+        # cgroup directories go with rmdir only, deepest first.
+        for top, _, _ in sorted(os.walk(getattr(self, "cgroups", "/nonexistent")),
+                                key=lambda w: -w[0].count("/")):
+            try:
+                os.rmdir(top)
+            except OSError:
+                pass
 
 
 def interleaved(fns, n, warmup=3, before=None, rounds=None):

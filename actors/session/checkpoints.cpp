@@ -5,6 +5,7 @@
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_diff.hpp"
+#include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/store/create_intent.hpp"
 #include "guest/store/workspace_ops.hpp"
@@ -12,10 +13,15 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace allox::session_facets {
+
+/// How long a live checkpoint waits for the runs to freeze: a process in
+/// an uninterruptible sleep (a slow disk, a hung NFS read) delays it.
+constexpr int freeze_timeout_ms = 2000;
 
 // -- describe / list ----------------------------------------------------------
 
@@ -286,7 +292,7 @@ static void settle_checkpoint(self_ptr self, const checkpoint_row& row,
 // the catalog after the reply, ahead of any later write of this session.
 void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
                        std::function<void(expected<json::value>)> answer) {
-  if (auto err = require_mutable(self))
+  if (auto err = require_checkpointable(self))
     return answer(err);
   auto& st = self->state;
   auto id = req.checkpoint_id.empty() ? "cp-" + std::to_string(os::now_ns())
@@ -308,9 +314,17 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
       std::make_shared<fault_set>(st.faults.take("checkpoint.create"));
   begin_mutation(self, "checkpoint.create");
   auto paths = st.init.paths;
+  // A live session's runs are frozen for the snapshot alone: one instant
+  // of their writes, and they go on unchanged after the thaw.
+  std::string frozen;
+  if (!st.runs.active.empty() && st.runs.config)
+    frozen =
+        st.runs.config->cgroups.session_group(row.agent_id, row.session_id);
+  if (!frozen.empty())
+    ++st.live_checkpoints;
   mutation_step(
       self,
-      [paths, row, faults]() -> expected<json::value> {
+      [paths, row, faults, frozen]() -> expected<json::value> {
         faults->trigger("checkpoint.create.before_intent");
         // Before the record: a name taken on disk keeps its own record.
         if (auto err = store::check_new_checkpoint(
@@ -319,8 +333,19 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
         if (auto err = store::write_create_intent(paths, row))
           return err;
         faults->trigger("checkpoint.create.before_snapshot");
+        std::optional<os::frozen_group> hold;
+        if (!frozen.empty()) {
+          auto f = os::frozen_group::freeze(frozen, freeze_timeout_ms);
+          if (!f) {
+            store::clear_create_intent(paths, row.agent_id, row.session_id,
+                                       row.checkpoint_id);
+            return f.error();
+          }
+          hold.emplace(std::move(*f));
+        }
         auto gen = store::snapshot_current(paths, row.agent_id, row.session_id,
                                            row.checkpoint_id);
+        hold.reset(); // thaw before anything else
         if (!gen) {
           store::clear_create_intent(paths, row.agent_id, row.session_id,
                                      row.checkpoint_id);
@@ -376,7 +401,8 @@ handle_checkpoint_delete(self_ptr self, const cmd::checkpoint_delete& c) {
   }
   if (st.dag.find(id)->pinned && !c.force)
     return conflict("checkpoint is pinned; use force to delete: " + id);
-  if (auto err = require_mutable(self))
+  // current/ is not touched: the session's live runs may go on.
+  if (auto err = require_checkpointable(self))
     return err;
   begin_mutation(self, "checkpoint.delete");
   auto rp = self->make_response_promise<json::value>();
@@ -467,8 +493,8 @@ caf::result<json::value> handle_fork_into(self_ptr self,
   auto id = self->state.dag.resolve(c.checkpoint_id);
   if (!id)
     return id.error();
-  auto source = self->state.init.paths.checkpoint(self->state.agent_id(),
-                                                  self->state.session_id(), *id);
+  auto source = self->state.init.paths.checkpoint(
+      self->state.agent_id(), self->state.session_id(), *id);
   auto target = c.target;
   auto rp = self->make_response_promise<json::value>();
   mutation_step(

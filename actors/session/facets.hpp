@@ -47,6 +47,10 @@ bool mutating(self_ptr self);
 /// Guard of checkpoint.create/delete and session.rollback.
 caf::error require_mutable(self_ptr self);
 
+/// Guard of checkpoint.create/delete: require_mutable, but the session's
+/// own live runs are allowed (live checkpoints).
+caf::error require_checkpointable(self_ptr self);
+
 /// Marks the session `mutating` with `what` (for the dump and conflicts).
 void begin_mutation(self_ptr self, std::string what);
 

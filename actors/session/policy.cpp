@@ -224,7 +224,7 @@ void on_interval_tick(self_ptr self, const cmd::interval_tick& t) {
   auto& st = self->state;
   if (t.epoch != st.interval_epoch || policy_of(self).interval_seconds <= 0)
     return;
-  if (require_mutable(self)) {
+  if (require_checkpointable(self)) {
     ++st.interval_busy;
     return schedule_tick(self, t.epoch);
   }

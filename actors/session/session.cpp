@@ -106,6 +106,25 @@ caf::error require_mutable(self_ptr self) {
   return caf::none;
 }
 
+/// Guard of checkpoint.create/delete: as require_mutable, except that
+/// the session's own live runs do not stand in the way (a checkpoint of a
+/// live session freezes them for the snapshot); an external lease or a
+/// background registration still does, as in the prototype.
+caf::error require_checkpointable(self_ptr self) {
+  auto& st = self->state;
+  if (st.leases.size() == st.runs.active.size() && !st.runs.active.empty()) {
+    if (auto err = require_alive(self))
+      return err;
+    if (mutating(self))
+      return conflict("session mutation already in progress: " + st.key());
+    if (!st.background.empty())
+      return conflict("session has persistent runtime executions: " + st.key() +
+                      "; use runtime reset before rollback");
+    return caf::none;
+  }
+  return require_mutable(self);
+}
+
 void begin_mutation(self_ptr self, std::string what) {
   self->state.phase = session_phase::mutating;
   self->state.mutation = std::move(what);
@@ -188,6 +207,7 @@ static json::value dump(self_ptr self) {
                                {"failures", st.failures},
                                {"restarts", st.init.restarts},
                                {"checkpoints_created", st.checkpoints_created},
+                               {"live_checkpoints", st.live_checkpoints},
                                {"rollbacks", st.rollbacks}};
   if (tracking_on(self))
     o["tracking"] = json::object{{"tracked_runs", st.runs.by_cookie.size()},

@@ -173,6 +173,8 @@ struct session_state {
   uint64_t failures = 0;
   /// Checkpoints created by this actor, for the dump.
   uint64_t checkpoints_created = 0;
+  /// Of those, taken while runs lived (their group frozen), for the dump.
+  uint64_t live_checkpoints = 0;
   /// Rollbacks committed by this actor, for the dump.
   uint64_t rollbacks = 0;
   /// When the actor started, for the dump's uptime.

@@ -152,6 +152,53 @@ bool wait_empty(const std::string& group, int timeout_ms) {
   }
 }
 
+namespace {
+
+/// Whether cgroup.events has `<key> 1`.
+bool event_flag(const std::string& group, const char* key) {
+  auto text = read_small(group + "/cgroup.events");
+  auto needle = std::string{key} + " 1";
+  auto pos = text.find(needle);
+  return pos != std::string::npos && (pos == 0 || text[pos - 1] == '\n');
+}
+
+} // namespace
+
+expected<frozen_group> frozen_group::freeze(const std::string& group,
+                                            int timeout_ms) {
+  if (auto err = write_control(group, "cgroup.freeze", "1"))
+    return err;
+  frozen_group held{group}; // thaws if we give up below
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto events = group + "/cgroup.events";
+  for (;;) {
+    // cgroup.events signals a change of `frozen` as POLLPRI; read, check,
+    // then wait, so a change between the two is not missed.
+    unique_fd fd{::open(events.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (!fd)
+      return sys_error("open " + events);
+    char buf[256];
+    (void)::read(fd.get(), buf, sizeof(buf));
+    if (event_flag(group, "frozen"))
+      return held;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0)
+      return make_error(errc::conflict,
+                        "the run's processes did not freeze within " +
+                            std::to_string(timeout_ms) + " ms");
+    pollfd pfd{fd.get(), POLLPRI, 0};
+    ::poll(&pfd, 1, static_cast<int>(std::min<long>(left, 100)));
+  }
+}
+
+frozen_group::~frozen_group() {
+  if (!group_.empty())
+    (void)write_control(group_, "cgroup.freeze", "0");
+}
+
 void remove_group(const std::string& group) {
   // Only this group: its parents belong to the agent, and a sibling may be
   // creating its own group below them right now.

@@ -75,4 +75,30 @@ void enable_controller(const std::string& tree_root, const std::string& group,
 caf::error write_control(const std::string& group, const std::string& file,
                          const std::string& value);
 
+/// A group held frozen (cgroup.freeze) for the object's lifetime: every
+/// process in it and below is stopped at a point where it can be thawed
+/// unchanged, so a snapshot taken meanwhile is one instant of the run.
+class frozen_group {
+public:
+  /// Writes 1 to cgroup.freeze and waits until cgroup.events says
+  /// `frozen 1` (a task in an uninterruptible sleep may delay that);
+  /// after `timeout_ms` the group is thawed again and it fails.
+  static expected<frozen_group> freeze(const std::string& group,
+                                       int timeout_ms);
+
+  frozen_group(frozen_group&& other) noexcept
+      : group_(std::move(other.group_)) {
+    other.group_.clear();
+  }
+  frozen_group& operator=(frozen_group&&) = delete;
+  frozen_group(const frozen_group&) = delete;
+  frozen_group& operator=(const frozen_group&) = delete;
+  /// Thaws.
+  ~frozen_group();
+
+private:
+  explicit frozen_group(std::string group) : group_(std::move(group)) {}
+  std::string group_;
+};
+
 } // namespace allox::os

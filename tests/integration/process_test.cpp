@@ -19,7 +19,6 @@
 using namespace allox;
 using namespace allox::test;
 
-
 TEST_CASE("process: disabled without an audit root") {
   daemon_process d;
   d.start();
@@ -131,8 +130,8 @@ TEST_CASE("process: stop, timeout, and descendants that outlive the first "
       c.rpc("process.get", with(ids("a", "s"), {{"run_id", run_id(forked)}})));
   CHECK(alive.at("state") == "running");
   CHECK(os::populated(std::string{alive.at("cgroup").as_string()}));
-  // The run holds the session's lease: no checkpoint meanwhile.
-  expect_error(c.rpc("checkpoint.create", ids("a", "s")), 400, "conflict");
+  // The run holds the session's lease: no second run meanwhile (a
+  // checkpoint freezes it instead, live_checkpoint_test.cpp).
   expect_error(c.rpc("process.start",
                      with(ids("a", "s"), {{"argv", json::array{"true"}}})),
                400, "conflict");

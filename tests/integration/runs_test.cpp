@@ -91,9 +91,9 @@ TEST_CASE("runs: process.list pages through the catalog, oldest first") {
                400, "invalid_argument");
   // Another session's run is not this session's.
   expect_ok(c.rpc("session.create", ids("a", "t")));
-  expect_error(c.rpc("process.get", with(ids("a", "t"), {{"run_id",
-                                                          started[0]}})),
-               400, "invalid_argument");
+  expect_error(
+      c.rpc("process.get", with(ids("a", "t"), {{"run_id", started[0]}})), 400,
+      "invalid_argument");
   // After a restart the rows come from the catalog.
   d.stop();
   d.start();
@@ -150,10 +150,11 @@ TEST_CASE("runs: a session holds up to max_runs runs, each in its own group") {
   expect_ok(c.rpc("session.create", ids("a", "s")));
   // Default: one run, and the prototype's error for a second.
   auto first = run_id(start(c, "a", "s", json::array{"sleep", "30"}));
-  auto busy =
-      c.rpc("process.start", with(ids("a", "s"), {{"argv", json::array{"true"}}}));
+  auto busy = c.rpc("process.start",
+                    with(ids("a", "s"), {{"argv", json::array{"true"}}}));
   expect_error(busy, 400, "conflict");
-  CHECK(busy.json.at("error") == "session already has an active execution: a/s");
+  CHECK(busy.json.at("error") ==
+        "session already has an active execution: a/s");
   // max_runs cannot change under a live run.
   expect_error(
       c.rpc("session.configure", with(ids("a", "s"), {{"max_runs", 3}})), 400,
@@ -179,8 +180,8 @@ TEST_CASE("runs: a session holds up to max_runs runs, each in its own group") {
                      with(ids("a", "s"), {{"argv", json::array{"true"}}})),
                400, "conflict");
   // Stopping one run leaves the others running.
-  auto stopped =
-      expect_ok(c.rpc("process.stop", with(ids("a", "s"), {{"run_id", runs[0]}})));
+  auto stopped = expect_ok(
+      c.rpc("process.stop", with(ids("a", "s"), {{"run_id", runs[0]}})));
   CHECK(stopped.at("state") == "stopped");
   for (int i = 1; i < 3; ++i) {
     auto row = expect_ok(
@@ -191,9 +192,13 @@ TEST_CASE("runs: a session holds up to max_runs runs, each in its own group") {
   auto echo = run_id(sh(c, "a", "s", "echo mine"));
   wait_done(c, "a", "s", echo);
   CHECK(output(c, "a", "s", echo) == "mine\n");
-  // Checkpoints refuse while runs live; rollback with kill_processes ends
-  // them all.
-  expect_error(c.rpc("checkpoint.create", ids("a", "s")), 400, "conflict");
+  // A checkpoint freezes both runs for its snapshot; a rollback without
+  // kill_processes refuses while they live.
+  auto cp = expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
+  expect_error(
+      c.rpc("session.rollback",
+            with(ids("a", "s"), {{"checkpoint_id", cp.at("checkpoint_id")}})),
+      400, "conflict");
   d.stop();
   d.start();
   // The stop ended both runs cleanly; the session is usable again.
@@ -207,14 +212,15 @@ TEST_CASE("runs: a session holds up to max_runs runs, each in its own group") {
   runs.clear();
   for (int i = 0; i < 2; ++i)
     runs.push_back(run_id(start(c, "a", "s", json::array{"sleep", "30"})));
-  auto rolled = expect_ok(c.rpc(
-      "session.rollback",
-      with(ids("a", "s"),
-           {{"checkpoint_id", base.at("checkpoint_id")}, {"kill_processes", true}})));
+  auto rolled = expect_ok(
+      c.rpc("session.rollback",
+            with(ids("a", "s"), {{"checkpoint_id", base.at("checkpoint_id")},
+                                 {"kill_processes", true}})));
   auto killed = rolled.at("terminated_process_runs").as_array();
   CHECK(killed.size() == 2);
   for (const auto& id : runs) {
-    auto row = expect_ok(c.rpc("process.get", with(ids("a", "s"), {{"run_id", id}})));
+    auto row =
+        expect_ok(c.rpc("process.get", with(ids("a", "s"), {{"run_id", id}})));
     CHECK(row.at("stop_reason") == "rollback");
   }
   // No group is left behind once the runs ended.
@@ -231,7 +237,8 @@ TEST_CASE("runs: stdin through a pipe, and a terminal with its size") {
   auto& c = d.client();
   expect_ok(c.rpc("session.create", ids("a", "s")));
   auto input = [&](const std::string& id, json::object p) {
-    return c.rpc("process.input", with(ids("a", "s"), with({{"run_id", id}}, p)));
+    return c.rpc("process.input",
+                 with(ids("a", "s"), with({{"run_id", id}}, p)));
   };
   // A pipe: cat echoes what it is fed, and ends at the end of input.
   auto cat = run_id(start(c, "a", "s", json::array{"cat"}, {{"stdin", true}}));
@@ -245,14 +252,15 @@ TEST_CASE("runs: stdin through a pipe, and a terminal with its size") {
   CHECK(output(c, "a", "s", cat) == "hello\nbye\n");
   expect_error(input(cat, {{"data", "late"}}), 400, "conflict");
   // A terminal: the run sees its size, a resize, and what is typed.
-  auto tty = run_id(
-      sh(c, "a", "s", "stty size; read a; stty size; read b; echo got:$b",
-         {{"pty", json::object{{"rows", 40}, {"cols", 100}}}}));
+  auto tty = run_id(sh(c, "a", "s",
+                       "stty size; read a; stty size; read b; echo got:$b",
+                       {{"pty", json::object{{"rows", 40}, {"cols", 100}}}}));
   CHECK(eventually([&] {
     return output(c, "a", "s", tty).find("40 100") != std::string::npos;
   }));
-  expect_ok(c.rpc("process.resize",
-                  with(ids("a", "s"), {{"run_id", tty}, {"rows", 50}, {"cols", 120}})));
+  expect_ok(c.rpc(
+      "process.resize",
+      with(ids("a", "s"), {{"run_id", tty}, {"rows", 50}, {"cols", 120}})));
   expect_ok(input(tty, {{"data", "\n"}}));
   expect_ok(input(tty, {{"data", "typed\n"}}));
   row = wait_done(c, "a", "s", tty);
@@ -264,10 +272,10 @@ TEST_CASE("runs: stdin through a pipe, and a terminal with its size") {
   // Runs without input refuse it, and only terminals resize.
   auto plain = run_id(start(c, "a", "s", json::array{"sleep", "30"}));
   expect_error(input(plain, {{"data", "x"}}), 400, "invalid_argument");
-  expect_error(c.rpc("process.resize", with(ids("a", "s"), {{"run_id", plain},
-                                                           {"rows", 5},
-                                                           {"cols", 5}})),
-               400, "invalid_argument");
+  expect_error(
+      c.rpc("process.resize",
+            with(ids("a", "s"), {{"run_id", plain}, {"rows", 5}, {"cols", 5}})),
+      400, "invalid_argument");
   expect_ok(c.rpc("process.stop", with(ids("a", "s"), {{"run_id", plain}})));
   expect_error(c.rpc("process.start",
                      with(ids("a", "s"), {{"argv", json::array{"true"}},
