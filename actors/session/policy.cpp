@@ -216,7 +216,8 @@ void arm_interval(self_ptr self) {
   schedule_tick(self, ++self->state.interval_epoch);
 }
 
-// Nothing is taken while the session is busy (a mutation, a run's lease)
+// Nothing is taken while the session is busy (a mutation, an external
+// lease; its own live runs are frozen for the snapshot instead)
 // or when current/ has not changed since the head: the subvolume's
 // generation (after committing the running transaction, which holds the
 // latest writes) equals the head snapshot's until something is written.
