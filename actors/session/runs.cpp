@@ -196,6 +196,8 @@ caf::result<json::value> handle_process_start(self_ptr self,
   spec.isolated_network = settings.at("network") == "isolated";
   spec.syscall_filter = cfg.syscall_filter;
   spec.uid = cfg.sandbox_uid;
+  spec.events_socket = cfg.events_socket;
+  spec.turn_client = cfg.turn_client;
   spec.gid = cfg.sandbox_gid;
   job.argv = sandbox::bwrap_argv(spec);
   job.owned_trees = {spec.current, spec.shared};

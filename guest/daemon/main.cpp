@@ -7,6 +7,7 @@
 //   close catalog -> unmount what we mounted.
 #include "actors/supervisor.hpp"
 #include "guest/daemon/options.hpp"
+#include "guest/http/event_endpoint.hpp"
 #include "guest/http/server.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
@@ -67,6 +68,8 @@ log::level level_from(const std::string& s) {
 /// State of the loop thread's shutdown sequence.
 struct loop_context {
   http::server* server = nullptr;
+  /// The in-guest event endpoint, with tracked execution.
+  http::event_endpoint* endpoint = nullptr;
   caf::actor_system* system = nullptr;
   rpc_actor rpc;
   uv_signal_t sigint{}, sigterm{}, sigusr1{};
@@ -81,6 +84,8 @@ struct loop_context {
 void finish_loop(loop_context* ctx) {
   uv_timer_stop(&ctx->drain);
   ctx->server->close();
+  if (ctx->endpoint != nullptr)
+    ctx->endpoint->close();
   for (auto* h : {reinterpret_cast<uv_handle_t*>(&ctx->sigint),
                   reinterpret_cast<uv_handle_t*>(&ctx->sigterm),
                   reinterpret_cast<uv_handle_t*>(&ctx->sigusr1),
@@ -168,6 +173,12 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
   if (cfg->init_path.empty() || ::access(cfg->init_path.c_str(), X_OK) != 0)
     return make_error(errc::invalid_argument,
                       "allox-sandbox-init not found; pass --sandbox-init");
+  cfg->events_socket = cfg->audit_root + "/events.sock";
+  // allox-turn, the endpoint's client inside runs: next to the init.
+  auto client =
+      cfg->init_path.substr(0, cfg->init_path.rfind('/')) + "/allox-turn";
+  if (::access(client.c_str(), X_OK) == 0)
+    cfg->turn_client = client;
   cfg->bwrap_path = opts.bwrap;
   if (::access(cfg->bwrap_path.c_str(), X_OK) != 0)
     return make_error(errc::invalid_argument,
@@ -413,6 +424,17 @@ int serve(const daemon::options& opts,
                 startup_error = "start-up recovery failed: " + message_of(err);
               });
   }
+  // Runs reach the daemon through the event endpoint only
+  // (guest/http/event_endpoint.hpp); it serves before the first run can.
+  std::optional<http::event_endpoint> endpoint;
+  if (exec && startup_error.empty()) {
+    auto rel = exec->cgroups.root().substr(exec->cgroups.mount().size());
+    endpoint.emplace(&uv, &server, exec->events_socket, rel);
+    if (auto err = endpoint->listen())
+      startup_error = message_of(err);
+    else
+      ctx.endpoint = &*endpoint;
+  }
   if (startup_error.empty())
     if (auto err = server.listen())
       startup_error = message_of(err);
@@ -422,6 +444,8 @@ int serve(const daemon::options& opts,
     system.await_all_actors_done();
     sup = nullptr;
     server.close();
+    if (ctx.endpoint != nullptr)
+      ctx.endpoint->close();
     uv_close(reinterpret_cast<uv_handle_t*>(&ctx.fatal), nullptr);
     uv_run(&uv, UV_RUN_DEFAULT);
     uv_loop_close(&uv);

@@ -69,12 +69,12 @@ expected<uint16_t> server::bind(uv_tcp_t& handle, const std::string& host_in,
               : uv_ip4_addr(host.c_str(), port,
                             reinterpret_cast<sockaddr_in*>(&addr));
   if (rc != 0)
-    return make_error(errc::invalid_argument, "invalid listen host: " + host_in);
+    return make_error(errc::invalid_argument,
+                      "invalid listen host: " + host_in);
   uv_tcp_init(loop_, &handle);
   handle.data = this;
   auto where = host_in + ":" + std::to_string(port);
-  if ((rc = uv_tcp_bind(&handle, reinterpret_cast<sockaddr*>(&addr), 0)) !=
-          0 ||
+  if ((rc = uv_tcp_bind(&handle, reinterpret_cast<sockaddr*>(&addr), 0)) != 0 ||
       (rc = uv_listen(reinterpret_cast<uv_stream_t*>(&handle), 511, cb)) != 0)
     return make_error(errc::internal,
                       "cannot listen on " + where + ": " + uv_strerror(rc));
@@ -150,22 +150,33 @@ void server::accept(uv_stream_t* listener, bool metrics_only) {
 uint64_t server::dispatch(connection* conn, std::string action,
                           json::object params) {
   auto ticket = next_ticket_++;
-  tickets_.emplace(ticket,
-                   pending{conn, action, std::chrono::steady_clock::now()});
+  tickets_.emplace(
+      ticket,
+      pending{conn, action, std::chrono::steady_clock::now(), false, {}});
+  dispatch_(ticket, std::move(action), std::move(params));
+  return ticket;
+}
+
+uint64_t server::dispatch(std::function<void(int, std::string)> reply,
+                          std::string action, json::object params) {
+  auto ticket = next_ticket_++;
+  pending p{nullptr, action, std::chrono::steady_clock::now(), false, {}};
+  p.reply = std::move(reply);
+  tickets_.emplace(ticket, std::move(p));
   dispatch_(ticket, std::move(action), std::move(params));
   return ticket;
 }
 
 void server::scrape(connection* conn) {
   auto ticket = next_ticket_++;
-  tickets_.emplace(ticket, pending{conn, {}, {}, true});
+  tickets_.emplace(ticket, pending{conn, {}, {}, true, {}});
   dispatch_(ticket, "system.dump", {});
 }
 
 void server::open_stream(connection* conn, uint64_t stream, json::object params,
                          std::shared_ptr<run_sink> sink) {
   auto ticket = next_ticket_++;
-  tickets_.emplace(ticket, pending{conn, {}, {}});
+  tickets_.emplace(ticket, pending{conn, {}, {}, false, {}});
   streams_.emplace(stream, conn);
   if (!open_) {
     post({ticket, 400,
@@ -233,7 +244,10 @@ void server::deliver_replies() {
                        std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - p.started)
                            .count());
-    p.conn->answer(r.status, std::move(r.body));
+    if (p.reply)
+      p.reply(r.status, std::move(r.body));
+    else
+      p.conn->answer(r.status, std::move(r.body));
   }
   for (auto& [stream, row] : pushes)
     if (auto it = streams_.find(stream); it != streams_.end())

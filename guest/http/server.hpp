@@ -97,6 +97,13 @@ public:
   // -- used by connections ----------------------------------------------------
   const server_options& options() const { return opts_; }
   uint64_t dispatch(connection* conn, std::string action, json::object params);
+  /// Hands an action to the actors for a caller that is not an HTTP
+  /// connection (the in-guest event endpoint): `reply(status, body)` runs
+  /// on the loop thread unless the ticket was cancelled first.
+  uint64_t dispatch(std::function<void(int, std::string)> reply,
+                    std::string action, json::object params);
+  /// Forgets a request whose caller went away.
+  void cancel(uint64_t ticket) { tickets_.erase(ticket); }
   /// GET /metrics: asks the actors for their tree, then answers `conn`
   /// with the exposition.
   void scrape(connection* conn);
@@ -142,6 +149,8 @@ private:
     std::chrono::steady_clock::time_point started;
     /// The reply is a system.dump for GET /metrics.
     bool scrape = false;
+    /// Set instead of conn for callers that are not HTTP connections.
+    std::function<void(int, std::string)> reply;
   };
   std::unordered_map<uint64_t, pending> tickets_;
   request_metrics metrics_;

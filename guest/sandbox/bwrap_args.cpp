@@ -20,11 +20,17 @@ std::vector<std::string> bwrap_argv(const spec& s) {
                      "--bind", s.shared, "/agent/shared",
                      // Writable by the sandbox user, as a /tmp is.
                      "--perms", "1777", "--tmpfs", "/tmp", "--dir",
-                     "/run/allox", "--ro-bind", s.init, init_path,
-                     // Nothing but /workspace, /agent/shared and /tmp is
-                     // writable: the root and /dev tmpfs become read-only
-                     // once everything is mounted (so no /dev/shm either).
-                     "--remount-ro", "/", "--remount-ro", "/dev", "--cap-drop",
+                     "/run/allox", "--ro-bind", s.init, init_path});
+  // The event endpoint (guest/http/event_endpoint.hpp) and its client.
+  if (!s.events_socket.empty())
+    a.insert(a.end(), {"--ro-bind", s.events_socket, events_socket_path});
+  if (!s.turn_client.empty())
+    a.insert(a.end(), {"--dir", "/run/allox/bin", "--ro-bind", s.turn_client,
+                       "/run/allox/bin/allox-turn"});
+  // Nothing but /workspace, /agent/shared and /tmp is writable: the root
+  // and /dev tmpfs become read-only once everything is mounted (so no
+  // /dev/shm either).
+  a.insert(a.end(), {"--remount-ro", "/", "--remount-ro", "/dev", "--cap-drop",
                      "ALL", "--clearenv"});
   // Our init needs these three to become the sandbox user, and spends
   // them doing so before anything of the run starts (identity.hpp).
@@ -45,6 +51,8 @@ std::vector<std::string> bwrap_argv(const spec& s) {
   };
   for (const auto& [k, v] : fixed)
     a.insert(a.end(), {"--setenv", k, v});
+  if (!s.events_socket.empty())
+    a.insert(a.end(), {"--setenv", "ALLOX_EVENTS_SOCKET", events_socket_path});
   // Our init is PID 1: it reaps orphans and stays until every process of
   // the run has exited, so double-forked and setsid descendants keep the
   // run (and the namespace) alive.

@@ -12,6 +12,9 @@
 
 namespace allox::sandbox {
 
+/// Where the event endpoint's socket is bound inside the sandbox.
+inline constexpr const char* events_socket_path = "/run/allox/events.sock";
+
 /// Where our init is mounted inside the sandbox.
 inline constexpr const char* init_path = "/run/allox/init";
 
@@ -26,6 +29,9 @@ struct spec {
   bool isolated_network = false;
   /// The run's seccomp filter (--syscall-filter default).
   bool syscall_filter = true;
+  /// The event endpoint and its client (empty: none), bound read-only.
+  std::string events_socket;
+  std::string turn_client;
   /// The sandbox user; 0:0 keeps the prototype's uid 0 (no capabilities).
   uid_t uid = 0;
   gid_t gid = 0;

@@ -1,0 +1,84 @@
+// The in-guest event endpoint: a Unix stream socket bound read-only into
+// every run at /run/allox/events.sock, over which programs inside a
+// sandbox publish turn events without the management token.
+//
+//   request:  one JSON line {"action": "turn.end", "params": {...}}
+//   reply:    one JSON line, the RPC envelope ({"ok": true, "result": ...}
+//             or {"ok": false, "error", "code"})
+//
+// Who calls is never taken from the request: the peer's pid
+// (SO_PEERCRED, pinned with SO_PEERPIDFD where the kernel has it) gives
+// its cgroup, and only a process inside a session's group
+// (<cgroup root>/agents/<a>/sessions/<s>/...) is served, for that session
+// alone: params naming another agent or session are refused. Only the
+// turn.* actions and policy.get are served. A line is at most 64 KiB, one
+// request is served at a time per connection (the next line is not read
+// before the reply), and a connection idle for 30 s is closed: a slow or
+// hostile client holds a few KiB of the loop, never an actor.
+#pragma once
+
+#include "messages/errors.hpp"
+#include "messages/json.hpp"
+
+#include <uv.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+namespace allox::http {
+
+class server;
+
+class event_endpoint {
+public:
+  /// Serves on `path` (replaced if a stale socket is there) for processes
+  /// below `cgroup_root` (a path relative to the cgroup v2 mount, as
+  /// /proc/<pid>/cgroup shows it). Requests go to the actors through
+  /// `srv`.
+  event_endpoint(uv_loop_t* loop, server* srv, std::string path,
+                 std::string cgroup_root);
+  ~event_endpoint();
+  event_endpoint(const event_endpoint&) = delete;
+  event_endpoint& operator=(const event_endpoint&) = delete;
+
+  /// Binds and listens; the socket is mode 0666 (the sandbox user
+  /// connects through the bind mount; its directory stays the daemon's).
+  caf::error listen();
+
+  /// Closes the listener and every connection (loop thread).
+  void close();
+
+  const std::string& path() const { return path_; }
+
+  /// The session a process belongs to, from its cgroup path relative to
+  /// the mount; false when it is in none below `cgroup_root`.
+  static bool session_of(const std::string& cgroup_root,
+                         const std::string& cgroup, std::string& agent,
+                         std::string& session);
+
+  /// Max bytes of one request line.
+  static constexpr size_t max_line = 64 << 10;
+
+private:
+  struct peer;
+  static void on_connection(uv_stream_t* listener, int status);
+  static void on_alloc(uv_handle_t* h, size_t size, uv_buf_t* buf);
+  static void on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
+  void accept();
+  void start_reading(peer* p);
+  void serve_line(peer* p, std::string line);
+  void reply(peer* p, std::string body, bool close_after);
+  void drop(peer* p);
+
+  uv_loop_t* loop_;
+  server* srv_;
+  std::string path_;
+  std::string cgroup_root_;
+  uv_pipe_t listener_{};
+  bool listening_ = false;
+  std::unordered_map<peer*, std::unique_ptr<peer>> peers_;
+};
+
+} // namespace allox::http
