@@ -243,14 +243,14 @@ caf::result<json::value> handle_file_transfer(self_ptr self,
     w.audit.push_back(audit(self, c.upload ? "file.upload" : "file.download",
                             std::move(fields)));
     caf::anon_send(self->state.init.metadata, atom::write_v, std::move(w));
-    return json::value(json::object{{"audited", true}});
+    return json_reply(json::object{{"audited", true}});
   }
   // An upload changes the workspace: never under a checkpoint or rollback
   // (a download reads, like file.read, and may).
   if (c.upload && mutating(self))
     return conflict("session is being checkpointed or restored: " +
                     self->state.key());
-  return json::value(
+  return json_reply(
       json::object{{"root", t->root},
                    {"rel", t->rel},
                    {"path", t->shown},

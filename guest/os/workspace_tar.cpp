@@ -502,15 +502,19 @@ expected<json::object> receive_tar(const workspace_root& root,
 
 expected<json::object> send_tar(int dirfd, const push_fn& push,
                                 size_t max_depth) {
-  std::unique_ptr<archive, write_deleter> a{archive_write_new()};
+  // Before the archive: freeing it may still write to its context.
   writer_ctx ctx{&push, {}, {}};
+  std::unique_ptr<archive, write_deleter> a{archive_write_new()};
   if (archive_write_set_format_pax_restricted(a.get()) != ARCHIVE_OK ||
       archive_write_open(a.get(), &ctx, nullptr, write_body, nullptr) !=
           ARCHIVE_OK)
     return archive_failed(a.get(), ctx);
   walk_counts counts;
-  if (auto err = add_tree(a.get(), dirfd, "", 0, max_depth, counts, ctx))
+  if (auto err = add_tree(a.get(), dirfd, "", 0, max_depth, counts, ctx)) {
+    // No end-of-archive blocks after a failure: the stream is cut off.
+    archive_write_fail(a.get());
     return err;
+  }
   if (archive_write_close(a.get()) != ARCHIVE_OK)
     return archive_failed(a.get(), ctx);
   if (!ctx.pending.empty())
