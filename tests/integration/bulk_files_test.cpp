@@ -3,6 +3,7 @@
 // effect, limits answer 413 and leave nothing behind.
 #include "tests/fixtures/bulk_client.hpp"
 #include "tests/fixtures/daemon.hpp"
+#include "tests/fixtures/raw_socket.hpp"
 #include "tests/fixtures/session_files.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 
@@ -453,4 +454,26 @@ TEST_CASE("bulk: an upload during a checkpoint is refused with conflict") {
   CHECK(read_file(d.current("a", "s") + "/f") == "old");
   CHECK(put(d, "f", "data").status == 200);
   CHECK(get(d, "f").body == "data");
+}
+
+TEST_CASE("bulk: a connection serves the next request after a transfer") {
+  daemon_process d;
+  d.start();
+  expect_ok(d.client().rpc("session.create", ids("a", "s")));
+  raw_socket sock{d.port()};
+  // Pipelined: an upload, a download of it, an RPC, on one connection.
+  std::string rpc_body = R"({"action":"file.stat","params":)"
+                         R"({"agent_id":"a","session_id":"s","path":"k"}})";
+  REQUIRE(sock.send_all("PUT /v1/files/a/s/k HTTP/1.1\r\nHost: x\r\n"
+                        "Content-Length: 5\r\n\r\nhello"
+                        "GET /v1/files/a/s/k HTTP/1.1\r\nHost: x\r\n\r\n"
+                        "POST /v1/rpc HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                        std::to_string(rpc_body.size()) + "\r\n\r\n" +
+                        rpc_body));
+  auto got = sock.read_for(std::chrono::seconds{10}, "mtime_ns");
+  INFO(got);
+  CHECK(got.find(R"("size":5)") != std::string::npos);
+  CHECK(got.find("\r\n\r\nhello") != std::string::npos);
+  CHECK(got.find("mtime_ns") != std::string::npos);
+  CHECK(!sock.closed_by_daemon());
 }
