@@ -144,7 +144,12 @@ void connection::on_closed(uv_handle_t* h) {
 
 // -- input --------------------------------------------------------------------
 
-void connection::on_alloc(uv_handle_t*, size_t suggested, uv_buf_t* buf) {
+void connection::on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf) {
+  // An upload's body comes in reads of up to a chunk: a sixteenth of the
+  // callbacks, parser calls and hand-offs to its worker.
+  auto* self = static_cast<connection*>(h->data);
+  if (self->bulk_)
+    suggested = std::max(suggested, size_t{1} << 20);
   buf->base = new char[suggested];
   buf->len = suggested;
 }

@@ -8,6 +8,13 @@
 
 namespace allox::os {
 
+namespace {
+
+/// Bytes an upload writes between two write-back kicks.
+constexpr uint64_t writeback_step = 16 << 20;
+
+} // namespace
+
 expected<json::object> receive_file(const workspace_root& root,
                                     const std::string& rel, pull_fn pull) {
   auto parent = root.open_parent(rel);
@@ -24,6 +31,7 @@ expected<json::object> receive_file(const workspace_root& root,
       mode = sb.st_mode & 0777;
   }
   uint64_t size = 0;
+  uint64_t flushed = 0;
   auto err = replace_file(
       dirfd.get(), name, rel, mode, upload_temp_prefix, [&](int fd) {
         std::string chunk;
@@ -36,13 +44,20 @@ expected<json::object> receive_file(const workspace_root& root,
           if (auto failed = write_all(fd, chunk))
             return failed;
           size += chunk.size();
+          // Start writing back what came so far: the fsync at the end
+          // then waits for the last stretch only, not the whole file.
+          if (size - flushed >= writeback_step) {
+            ::sync_file_range(fd, static_cast<off_t>(flushed),
+                              static_cast<off_t>(size - flushed),
+                              SYNC_FILE_RANGE_WRITE);
+            flushed = size;
+          }
         }
       });
   if (err)
     return err;
-  return json::object{{"path", rel},
-                      {"type", "file"},
-                      {"size", static_cast<int64_t>(size)}};
+  return json::object{
+      {"path", rel}, {"type", "file"}, {"size", static_cast<int64_t>(size)}};
 }
 
 expected<download_source> open_download(const workspace_root& root,
