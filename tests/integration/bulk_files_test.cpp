@@ -477,3 +477,42 @@ TEST_CASE("bulk: a connection serves the next request after a transfer") {
   CHECK(got.find("mtime_ns") != std::string::npos);
   CHECK(!sock.closed_by_daemon());
 }
+
+TEST_CASE("bulk: a client gone mid-transfer leaves nothing behind") {
+  daemon_process d{with_args({"--max-session-upload-bytes", "12582912"})};
+  d.start();
+  expect_ok(d.client().rpc("session.create", ids("a", "s")));
+  auto cur = d.current("a", "s");
+  REQUIRE(put(d, "keep", "old content").status == 200);
+  {
+    // 10 MiB announced, 2 MiB sent, then the connection closes.
+    raw_socket sock{d.port()};
+    REQUIRE(sock.send_all("PUT /v1/files/a/s/keep HTTP/1.1\r\nHost: x\r\n"
+                          "Content-Length: 10485760\r\n\r\n" +
+                          std::string(2 << 20, 'p')));
+    std::this_thread::sleep_for(std::chrono::milliseconds{300});
+  }
+  {
+    // A download read a little, then abandoned.
+    REQUIRE(put(d, "big", std::string(8 << 20, 'b')).status == 200);
+    raw_socket sock{d.port()};
+    REQUIRE(sock.send_all("GET /v1/files/a/s/big HTTP/1.1\r\nHost: x\r\n\r\n"));
+    CHECK(sock.read_for(std::chrono::seconds{5}, "bbbb").find("200 OK") !=
+          std::string::npos);
+  }
+  bool clean = false;
+  for (int i = 0; i < 50 && !clean; ++i) {
+    clean = leftovers(cur).empty();
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  }
+  CHECK(clean);
+  CHECK(read_file(cur + "/keep") == "old content");
+  // The abandoned upload no longer counts against the session's limit.
+  CHECK(put(d, "again", std::string(10 << 20, 'a')).status == 200);
+  auto audit = expect_ok(d.client().rpc("audit.list", {{"agent_id", "a"}}));
+  // Only complete uploads are audited.
+  for (const auto& e : audit.at("events").as_array()) {
+    bool keep = e.at("op") == "file.upload" && e.at("path") == "keep";
+    CHECK((!keep || e.at("bytes") == 11));
+  }
+}
