@@ -351,6 +351,11 @@ int download_command(app_state& st, const transfer_args& a) {
   auto base = a.to.empty() ? a.from.substr(a.from.rfind('/') + 1) : a.to;
   // One file comes as one streamed GET.
   if (!a.recursive) {
+    if (auto parent = std::filesystem::path{base}.parent_path();
+        !parent.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(parent, ec);
+    }
     auto done = bulk_file(*daemon, params, false, a.from, base);
     if (!done)
       return report(done.error());
