@@ -4,6 +4,7 @@
 #include "tests/fixtures/bulk_client.hpp"
 #include "tests/fixtures/daemon.hpp"
 #include "tests/fixtures/raw_socket.hpp"
+#include "tests/fixtures/runs.hpp"
 #include "tests/fixtures/session_files.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 
@@ -515,4 +516,21 @@ TEST_CASE("bulk: a client gone mid-transfer leaves nothing behind") {
     bool keep = e.at("op") == "file.upload" && e.at("path") == "keep";
     CHECK((!keep || e.at("bytes") == 11));
   }
+}
+
+TEST_CASE("bulk: transfers are allowed while a run lives and see its files") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto row = sh(c, "a", "s",
+                "echo from-run > /workspace/made; "
+                "while [ ! -e /workspace/up ]; do sleep 0.05; done; "
+                "cat /workspace/up");
+  // The run waits for the uploaded file; the upload does not wait for it.
+  REQUIRE(put(d, "up", "from-upload\n").status == 200);
+  auto done = wait_done(c, "a", "s", run_id(row));
+  CHECK(done.at("root_exit_code") == 0);
+  CHECK(output(c, "a", "s", run_id(row)) == "from-upload\n");
+  CHECK(get(d, "made").body == "from-run\n");
 }
