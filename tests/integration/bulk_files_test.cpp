@@ -534,3 +534,25 @@ TEST_CASE("bulk: transfers are allowed while a run lives and see its files") {
   CHECK(output(c, "a", "s", run_id(row)) == "from-upload\n");
   CHECK(get(d, "made").body == "from-run\n");
 }
+
+TEST_CASE("bulk: an upload a rollback overtook is answered with conflict") {
+  daemon_process d;
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  expect_ok(c.rpc("checkpoint.create",
+                  with(ids("a", "s"), {{"checkpoint_id", "c0"}})));
+  raw_socket sock{d.port()};
+  REQUIRE(sock.send_all("PUT /v1/files/a/s/f HTTP/1.1\r\nHost: x\r\n"
+                        "Content-Length: 10\r\n\r\nhello"));
+  std::this_thread::sleep_for(std::chrono::milliseconds{300});
+  // The upload is no mutation: the rollback does not wait for it.
+  expect_ok(c.rpc("session.rollback",
+                  with(ids("a", "s"), {{"checkpoint_id", "c0"}})));
+  REQUIRE(sock.send_all("world"));
+  auto got = sock.read_for(std::chrono::seconds{10}, "}");
+  INFO(got);
+  CHECK(got.find("HTTP/1.1 400") == 0);
+  CHECK(got.find("rolled back during the upload") != std::string::npos);
+  CHECK(!exists(d.current("a", "s") + "/f"));
+}
