@@ -82,8 +82,9 @@ TEST_CASE("context: failures are one line with documented exit codes") {
   CHECK(cat.code == 1);
   CHECK(cat.err.find("(code: not_found)") != std::string::npos);
   // Actions this daemon does not have yet.
-  for (auto args : std::vector<std::vector<std::string>>{{"turn", "start"},
-                                                         {"policy", "get"}}) {
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"turn", "start"},
+           {"policy", "get"}}) {
     auto r = c.run(args);
     CHECK(r.code == 4);
     CHECK(r.err.find("is not supported by this daemon") != std::string::npos);
@@ -156,9 +157,8 @@ TEST_CASE("context: files go up and come down byte for byte") {
   test::write_file(local / "tree/sub/x.txt", "x");
   test::write_file(local / "tree/y.txt", "y");
   CHECK(c.run({"file", "upload", local / "blob", "--path", "blob"}).code == 0);
-  CHECK(
-      c.run({"file", "upload", local / "tree", "--path", "tree", "-r"}).code ==
-      0);
+  CHECK(c.run({"file", "upload", local / "tree", "--path", "tree", "-r"}).code ==
+        0);
   CHECK(c.run({"file", "write", "note.txt", "--data", "hello"}).code == 0);
   auto cat = c.run({"file", "cat", "note.txt"});
   CHECK(cat.code == 0);
@@ -168,14 +168,13 @@ TEST_CASE("context: files go up and come down byte for byte") {
   CHECK(c.run({"file", "download", "blob", "--to", local / "back"}).code == 0);
   CHECK(test::read_file(local / "back") == bin);
   // One file goes through the bulk endpoint (PUT/GET /v1/files/...).
-  CHECK(test::audit_ops(d.client(), {{"agent_id", "a"}, {"op", "file.upload"}})
-            .size() == 1);
-  CHECK(
-      test::audit_ops(d.client(), {{"agent_id", "a"}, {"op", "file.download"}})
-          .size() == 1);
-  CHECK(
-      c.run({"file", "download", "tree", "--to", local / "tree2", "-r"}).code ==
-      0);
+  auto ops = [&](const char* op) {
+    return test::audit_ops(d.client(), {{"agent_id", "a"}, {"op", op}});
+  };
+  CHECK(ops("file.upload").size() == 1);
+  CHECK(ops("file.download").size() == 1);
+  CHECK(c.run({"file", "download", "tree", "--to", local / "tree2", "-r"})
+            .code == 0);
   CHECK(test::read_file(local / "tree2/sub/x.txt") == "x");
   CHECK(test::read_file(local / "tree2/y.txt") == "y");
 }
