@@ -165,6 +165,10 @@ rpc_actor::behavior_type rpc(rpc_detail::self_ptr self, rpc_init init) {
         ++self->state.requests;
         open_stream(self, req);
       },
+      [self](transfer_request& req) {
+        ++self->state.requests;
+        open_transfer(self, req);
+      },
       [self](atom::log) {
         self->request(self->state.init.supervisor, caf::infinite, atom::dump_v)
             .then(

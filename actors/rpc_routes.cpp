@@ -515,4 +515,32 @@ void open_stream(self_ptr self, stream_request& req) {
   route(self, req.ticket, session_of(*params), std::move(sub), true);
 }
 
+/// PUT/GET /v1/files/...: begins or ends a bulk transfer in its session.
+void open_transfer(self_ptr self, transfer_request& req) {
+  track(self, req.ticket);
+  const auto* p = req.params.if_object();
+  if (p == nullptr)
+    return reply_error(self, req.ticket,
+                       make_error(errc::invalid_argument,
+                                  "transfer requires agent_id and session_id"));
+  auto flag = [p](const char* key) {
+    const auto* v = p->if_contains(key);
+    return v != nullptr && v->is_bool() && v->get_bool();
+  };
+  auto count = [p](const char* key) {
+    const auto* v = p->if_contains(key);
+    return v != nullptr && v->is_int64() ? v->get_int64() : int64_t{0};
+  };
+  cmd::file_transfer c;
+  if (const auto* path = p->if_contains("path"); path && path->is_string())
+    c.path = std::string{path->get_string()};
+  c.upload = flag("upload");
+  c.tar = flag("tar");
+  c.done = req.done;
+  c.bytes = count("bytes");
+  c.entries = count("entries");
+  c.epoch = count("epoch");
+  route(self, req.ticket, session_of(*p), expected<cmd::file_transfer>{c});
+}
+
 } // namespace allox::rpc_detail

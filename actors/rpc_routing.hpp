@@ -39,4 +39,7 @@ const std::unordered_map<std::string_view, route_fn>& routes();
 /// GET /v1/stream: subscribes the stream's sink to the run's state.
 void open_stream(self_ptr self, stream_request& req);
 
+/// PUT/GET /v1/files/...: begins or ends a bulk transfer in its session.
+void open_transfer(self_ptr self, transfer_request& req);
+
 } // namespace allox::rpc_detail

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -222,6 +224,44 @@ struct transfer_args {
   bool recursive = false;
 };
 
+/// The bulk-transfer URL of a workspace path (PUT/GET /v1/files/...),
+/// each byte outside the unreserved set percent-encoded.
+std::string files_target(const json::object& params, const std::string& path) {
+  auto enc = [](const std::string& s, bool keep_slash) {
+    static const char* hex = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char ch : s) {
+      if (std::isalnum(ch) || std::strchr("-._~@", ch) != nullptr ||
+          (keep_slash && ch == '/')) {
+        out += static_cast<char>(ch);
+      } else {
+        out += '%';
+        out += hex[ch >> 4];
+        out += hex[ch & 15];
+      }
+    }
+    return out;
+  };
+  return "/v1/files/" + enc(cell(params.at("agent_id")), false) + "/" +
+         enc(cell(params.at("session_id")), false) + "/" + enc(path, true);
+}
+
+/// One file through the bulk endpoint: done (true), or the daemon does
+/// not have it (404: an older daemon) and the caller falls back to file.*.
+result<bool> bulk_file(client& daemon, const json::object& params, bool upload,
+                       const std::string& remote, const std::string& local) {
+  auto target = files_target(params, remote);
+  auto reply =
+      upload ? daemon.put_file(target, local) : daemon.get_file(target, local);
+  if (!reply)
+    return reply.error();
+  if (reply->status == 404)
+    return false;
+  if (reply->status != 200)
+    return daemon_failure(upload ? "the upload" : "the download", *reply);
+  return true;
+}
+
 int upload_command(app_state& st, const transfer_args& a) {
   auto target = st.session_call();
   if (!target)
@@ -231,6 +271,18 @@ int upload_command(app_state& st, const transfer_args& a) {
   if (!files)
     return report(files.error());
   auto base = a.to.empty() ? a.from.substr(a.from.rfind('/') + 1) : a.to;
+  // One file goes as one streamed PUT (any size, no base64).
+  if (files->size() == 1 && (*files)[0].second.empty()) {
+    auto done = bulk_file(*daemon, params, true, base, (*files)[0].first);
+    if (!done)
+      return report(done.error());
+    if (*done) {
+      json::object result{{"uploaded", json::array{json::value(base)}}};
+      print_result(*st.out, st.st, result,
+                   [&] { view_generic(result, *st.out, st.st); });
+      return exit_ok;
+    }
+  }
   json::array written;
   progress p{st.st};
   std::set<std::string> made;
@@ -297,6 +349,23 @@ int download_command(app_state& st, const transfer_args& a) {
     }
   }
   auto base = a.to.empty() ? a.from.substr(a.from.rfind('/') + 1) : a.to;
+  // One file comes as one streamed GET.
+  if (!a.recursive) {
+    if (auto parent = std::filesystem::path{base}.parent_path();
+        !parent.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(parent, ec);
+    }
+    auto done = bulk_file(*daemon, params, false, a.from, base);
+    if (!done)
+      return report(done.error());
+    if (*done) {
+      json::object result{{"downloaded", json::array{json::value(base)}}};
+      print_result(*st.out, st.st, result,
+                   [&] { view_generic(result, *st.out, st.st); });
+      return exit_ok;
+    }
+  }
   json::array saved;
   progress p{st.st};
   for (size_t i = 0; i < remote.size(); ++i) {

@@ -160,6 +160,86 @@ result<http_reply> client::get(const std::string& target) {
   return send("GET", target, {});
 }
 
+namespace {
+
+/// A reply's status, headers and (string) body.
+template <class Message>
+http_reply reply_of(Message& res, std::string body) {
+  http_reply out;
+  out.status = static_cast<int>(res.result_int());
+  out.body = std::move(body);
+  for (const auto& f : res)
+    out.headers[std::string{f.name_string()}] = std::string{f.value()};
+  return out;
+}
+
+} // namespace
+
+result<http_reply> client::put_file(const std::string& target,
+                                    const std::string& path) {
+  // Its own connection: a refused upload closes it.
+  asio::io_context io;
+  tcp::socket socket{io};
+  if (auto ec = connect(socket, io, where_))
+    return unreachable(ec.message());
+  bhttp::request<bhttp::file_body> req{bhttp::verb::put, target, 11};
+  req.set(bhttp::field::host, where_.host);
+  req.set(bhttp::field::user_agent, "alloxctl");
+  req.set(bhttp::field::content_type, "application/octet-stream");
+  if (!token_.empty())
+    req.set(bhttp::field::authorization, "Bearer " + token_);
+  boost::system::error_code ec;
+  req.body().open(path.c_str(), boost::beast::file_mode::scan, ec);
+  if (ec)
+    return failure{exit_usage, "cannot read " + path + ": " + ec.message(), {}};
+  req.prepare_payload();
+  bhttp::write(socket, req, ec);
+  // A refusal may come before the whole body went: read it anyway.
+  boost::beast::flat_buffer buffer;
+  bhttp::response_parser<bhttp::string_body> parser;
+  bhttp::read(socket, buffer, parser, ec);
+  if (!parser.is_done())
+    return unreachable(ec ? ec.message() : "no reply to the upload");
+  auto res = parser.release();
+  return reply_of(res, std::move(res.body()));
+}
+
+result<http_reply> client::get_file(const std::string& target,
+                                    const std::string& path) {
+  asio::io_context io;
+  tcp::socket socket{io};
+  if (auto ec = connect(socket, io, where_))
+    return unreachable(ec.message());
+  auto req = make_request("GET", target, where_.host, token_);
+  boost::system::error_code ec;
+  bhttp::write(socket, req, ec);
+  boost::beast::flat_buffer buffer;
+  bhttp::response_parser<bhttp::empty_body> head;
+  head.body_limit(boost::none);
+  if (!ec)
+    bhttp::read_header(socket, buffer, head, ec);
+  if (ec)
+    return unreachable(ec.message());
+  if (head.get().result_int() != 200) {
+    bhttp::response_parser<bhttp::string_body> rest{std::move(head)};
+    bhttp::read(socket, buffer, rest, ec);
+    auto res = rest.release();
+    return reply_of(res, std::move(res.body()));
+  }
+  bhttp::response_parser<bhttp::file_body> body{std::move(head)};
+  body.body_limit(boost::none);
+  body.get().body().open(path.c_str(), boost::beast::file_mode::write, ec);
+  if (ec)
+    return failure{
+        exit_usage, "cannot write " + path + ": " + ec.message(), {}};
+  bhttp::read(socket, buffer, body, ec);
+  if (ec || !body.is_done())
+    return unreachable("the download was cut off" +
+                       (ec ? ": " + ec.message() : std::string{}));
+  auto res = body.release();
+  return reply_of(res, {});
+}
+
 failure daemon_failure(const std::string& action, const http_reply& reply) {
   boost::system::error_code ec;
   auto doc = json::parse(reply.body, ec);

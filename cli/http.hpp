@@ -61,6 +61,17 @@ public:
   /// A plain GET (e.g. /metrics) on the shared connection.
   result<http_reply> get(const std::string& target);
 
+  /// PUT `target` with the local file at `path` as its body, streamed
+  /// from disk (bulk transfer, /v1/files/...); the daemon's reply.
+  result<http_reply> put_file(const std::string& target,
+                              const std::string& path);
+
+  /// GET `target` into the local file at `path`, streamed to disk when
+  /// the daemon answers 200; otherwise the reply (its error body) and
+  /// the file untouched.
+  result<http_reply> get_file(const std::string& target,
+                              const std::string& path);
+
   /// GET `target` as a live stream on a connection of its own; calls
   /// `on_event` for every event until it returns false, the daemon closes
   /// the stream, or `*interrupt` becomes non-zero (checked at least every

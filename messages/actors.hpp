@@ -147,7 +147,9 @@ using session_files_actor = caf::typed_actor<
     // Removes a file, a symlink, or a directory (tree with recursive).
     caf::replies_to<cmd::file_remove>::with<json::value>,
     // Renames a path; never over an existing one.
-    caf::replies_to<cmd::file_move>::with<json::value>>;
+    caf::replies_to<cmd::file_move>::with<json::value>,
+    // Begins a bulk transfer (the path resolved) or audits a finished one.
+    caf::replies_to<cmd::file_transfer>::with<json::value>>;
 /// The TRACKING facet of a SESSION (actors/session/tracking.cpp): what the
 /// TRACKER tells the session about its tracked runs.
 using session_tracking_actor = caf::typed_actor<
@@ -289,6 +291,9 @@ using rpc_actor = caf::typed_actor<
     // Opens a live stream of a run (GET /v1/stream); answered like a
     // request under its ticket.
     caf::reacts_to<stream_request>,
+    // Begins or ends a bulk file transfer (PUT/GET /v1/files/...);
+    // answered like a request under its ticket.
+    caf::reacts_to<transfer_request>,
     // Answers requests that outlived rpc_timeout (sent to itself).
     caf::reacts_to<atom::tick>,
     // Writes the full system dump to the log (SIGUSR1).

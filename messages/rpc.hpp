@@ -45,6 +45,16 @@ struct stream_request {
   std::shared_ptr<run_sink> sink;
 };
 
+/// PUT or GET /v1/files/{agent}/{session}/{path}: `params` are
+/// {agent_id, session_id, path, upload, tar} and, with `done`, {bytes,
+/// entries}; answered like an RPC request under `ticket` (begin: {root,
+/// rel, path}; done: the audit was queued).
+struct transfer_request {
+  uint64_t ticket = 0;
+  json::value params;
+  bool done = false;
+};
+
 /// Encodes the envelope `{"ok":true,"result":...}` around serialized JSON.
 std::string ok_body(const std::string& result_json);
 
@@ -55,3 +65,4 @@ std::string error_body(std::string_view message, std::string_view code);
 
 // Local only: a sink is a pointer into this process.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::stream_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::transfer_request)

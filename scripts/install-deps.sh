@@ -12,6 +12,8 @@ packages=(
   libcaf-dev libuv1-dev libboost-json1.81-dev libboost-url1.81-dev
   libboost1.81-dev
   libbtrfsutil-dev libsqlite3-dev libcli11-dev doctest-dev libseccomp-dev
+  # tar streams of bulk file transfers
+  libarchive-dev
   # alloxctl configuration (TOML)
   libcpptoml-dev
   # kernel-facing runtime tools

@@ -365,6 +365,11 @@ caf::result<json::value> handle_file_remove(self_ptr self,
 /// file.move: a rename beneath one root, never over an existing path.
 caf::result<json::value> handle_file_move(self_ptr self,
                                           const cmd::file_move& c);
+
+/// Begins a bulk transfer (not while mutating, for uploads) or audits one.
+caf::result<json::value> handle_file_transfer(self_ptr self,
+                                              const cmd::file_transfer& c);
+
 // -- process tracking (tracking.cpp) ------------------------------------------
 
 /// Whether this session's runs are tracked (the daemon runs a TRACKER).

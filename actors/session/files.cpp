@@ -217,4 +217,44 @@ caf::result<json::value> handle_file_move(self_ptr self,
                 });
 }
 
+caf::result<json::value> handle_file_transfer(self_ptr self,
+                                              const cmd::file_transfer& c) {
+  if (auto err = require_alive(self))
+    return err;
+  auto t = resolve(self, c.path);
+  if (!t)
+    return t.error();
+  auto epoch = static_cast<int64_t>(self->state.rollbacks);
+  if (c.done) {
+    // The upload renamed its file into a tree a rollback has replaced
+    // since: the file went with that tree.
+    if (c.upload && c.epoch != epoch)
+      return conflict("the session was rolled back during the upload, "
+                      "which went with the replaced tree: " +
+                      self->state.key());
+    // The bytes are on disk (fsynced) or with the client already; like
+    // file.write, the audit record itself is not synced.
+    json::object fields{{"origin", "http"}, {"path", t->shown},
+                        {"bytes", c.bytes}, {"tar", c.tar}};
+    if (c.tar)
+      fields["entries"] = c.entries;
+    metadata_write w;
+    w.durable = false;
+    w.audit.push_back(audit(self, c.upload ? "file.upload" : "file.download",
+                            std::move(fields)));
+    caf::anon_send(self->state.init.metadata, atom::write_v, std::move(w));
+    return json_reply(json::object{{"audited", true}});
+  }
+  // An upload changes the workspace: never under a checkpoint or rollback
+  // (a download reads, like file.read, and may).
+  if (c.upload && mutating(self))
+    return conflict("session is being checkpointed or restored: " +
+                    self->state.key());
+  return json_reply(
+      json::object{{"root", t->root},
+                   {"rel", t->rel},
+                   {"path", t->shown},
+                   {"epoch", epoch}});
+}
+
 } // namespace allox::session_facets

@@ -356,6 +356,9 @@ session_actor::behavior_type session(session_facets::self_ptr self,
       [self](const cmd::file_move& c) {
         return serve(self, c, handle_file_move);
       },
+      [self](const cmd::file_transfer& c) {
+        return serve(self, c, handle_file_transfer);
+      },
       [self](atom::purge) { idle_work(self); },
       // -- runs (runs.cpp, run_worker.cpp) ----------------------------------
       [self](const cmd::session_configure& c) {

@@ -343,6 +343,8 @@ int serve(const daemon::options& opts,
   sopts.stream_heartbeat_ms =
       static_cast<uint64_t>(opts.stream_heartbeat.count());
   sopts.max_connections = opts.max_connections;
+  sopts.max_upload = opts.max_upload_bytes;
+  sopts.max_session_upload = opts.max_session_upload_bytes;
   if (!opts.metrics_listen.empty()) {
     auto m = http::parse_listen(opts.metrics_listen);
     if (!m)
@@ -361,6 +363,9 @@ int serve(const daemon::options& opts,
       [&ctx](stream_request req) {
         caf::anon_send(ctx.rpc, std::move(req));
       }};
+  server.set_transfer([&ctx](transfer_request req) {
+    caf::anon_send(ctx.rpc, std::move(req));
+  });
   ctx.server = &server;
   uv_async_init(&uv, &ctx.fatal, [](uv_async_t* a) {
     auto* c = static_cast<loop_context*>(a->data);

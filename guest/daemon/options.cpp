@@ -59,6 +59,15 @@ int parse(int argc, char** argv, options& out) {
                  "concurrent HTTP connections")
       ->capture_default_str()
       ->check(CLI::Range(1, 65536));
+  app.add_option("--max-upload-bytes", out.max_upload_bytes,
+                 "most bytes one PUT /v1/files/... may carry (413 beyond)")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50));
+  app.add_option("--max-session-upload-bytes", out.max_session_upload_bytes,
+                 "most bytes the uploads in flight into one session may "
+                 "carry together (413 beyond)")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50));
   int64_t grace_ms = out.shutdown_grace.count();
   app.add_option("--shutdown-grace-ms", grace_ms,
                  "how long shutdown waits for in-flight requests")

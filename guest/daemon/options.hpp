@@ -25,6 +25,10 @@ struct options {
   std::chrono::milliseconds request_timeout{300000};
   std::chrono::milliseconds stream_heartbeat{15000};
   size_t max_connections = 1024;
+  /// Most bytes one PUT /v1/files/... may carry.
+  uint64_t max_upload_bytes = uint64_t{8} << 30;
+  /// Most bytes a session's uploads in flight may carry together.
+  uint64_t max_session_upload_bytes = uint64_t{16} << 30;
   std::chrono::milliseconds shutdown_grace{10000};
   std::string log_level = "info";
   /// Tracked execution is on when an audit root is given.

@@ -2,6 +2,7 @@
 
 #include "guest/http/server.hpp"
 #include "guest/http/stream_sink.hpp"
+#include "guest/http/transfer.hpp"
 #include "guest/http/wire.hpp"
 #include "messages/rpc.hpp"
 
@@ -66,6 +67,8 @@ connection::connection(server* srv, uv_loop_t* loop, bool metrics_only)
   reset_parser();
 }
 
+connection::~connection() = default;
+
 void connection::start() {
   uv_tcp_nodelay(&tcp_, 1);
   update_reading();
@@ -74,6 +77,11 @@ void connection::start() {
 
 void connection::answer(int status, std::string body) {
   waiting_ = false;
+  if (bulk_) {
+    on_transfer_reply(status, body);
+    arm_deadline();
+    return;
+  }
   if (streaming_)
     on_stream_reply(status, body);
   else
@@ -94,7 +102,7 @@ void connection::refuse() {
 }
 
 bool connection::evictable() const {
-  if (!active() || waiting_ || streaming_)
+  if (!active() || waiting_ || streaming_ || bulk_)
     return false;
   return !writing_ || clock_type::now() - write_progress_ >= stalled_write;
 }
@@ -111,6 +119,12 @@ void connection::close() {
   pending_closes_ = 3;
   if (sink_)
     sink_->close();
+  if (bulk_) {
+    srv_->release_upload(bulk_->session_key, bulk_->charged);
+    bulk_->charged = 0;
+    if (bulk_->channel)
+      bulk_->channel->close();
+  }
   if (stream_id_ != 0)
     srv_->forget_stream(stream_id_);
   if (watching_) {
@@ -130,7 +144,12 @@ void connection::on_closed(uv_handle_t* h) {
 
 // -- input --------------------------------------------------------------------
 
-void connection::on_alloc(uv_handle_t*, size_t suggested, uv_buf_t* buf) {
+void connection::on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf) {
+  // An upload's body comes in reads of up to a chunk: a sixteenth of the
+  // callbacks, parser calls and hand-offs to its worker.
+  auto* self = static_cast<connection*>(h->data);
+  if (self->bulk_)
+    suggested = std::max(suggested, size_t{1} << 20);
   buf->base = new char[suggested];
   buf->len = suggested;
 }
@@ -153,7 +172,10 @@ void connection::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
     return;
   }
   self->input_.append(buf->base, static_cast<size_t>(n));
-  self->process();
+  if (self->bulk_)
+    self->feed_upload();
+  else
+    self->process();
   self->update_reading();
   self->arm_deadline();
 }
@@ -161,7 +183,9 @@ void connection::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
 void connection::reset_parser() {
   parser_.emplace();
   parser_->header_limit(static_cast<uint32_t>(srv_->options().max_header));
-  parser_->body_limit(srv_->options().max_body);
+  // Checked against the head in check_header: a bulk transfer's body may
+  // be larger than max_body.
+  parser_->body_limit(boost::none);
   header_checked_ = false;
 }
 
@@ -173,6 +197,8 @@ void connection::update_reading() {
     return;
   bool busy = waiting_ || writing_ || streaming_;
   bool want = lingering_ || !busy || pending_input() < pause_input;
+  if (bulk_ && !lingering_)
+    want = transfer_wants_input();
   if (want == reading_)
     return;
   if (!want) {
@@ -191,7 +217,7 @@ void connection::update_reading() {
 // outstanding at a time, later pipelined requests wait in input_.
 void connection::process() {
   while (!closing_ && !lingering_ && !waiting_ && !writing_ && !streaming_ &&
-         pending_input() > 0) {
+         !bulk_ && pending_input() > 0) {
     if (request_started_ == never)
       request_started_ = clock_type::now();
     beast::error_code ec;
@@ -226,6 +252,10 @@ void connection::process() {
     else if (used == 0)
       break;
   }
+  compact_input();
+}
+
+void connection::compact_input() {
   if (consumed_ == input_.size()) {
     input_.clear();
     consumed_ = 0;
@@ -247,6 +277,21 @@ bool connection::check_header() {
     reject(404, "not found", "not_found");
     return false;
   }
+  // Bulk transfers stream their body to the session's files; they follow
+  // the RPC's token rule.
+  if (is_transfer(req.target()) &&
+      (req.method() == bhttp::verb::put || req.method() == bhttp::verb::get)) {
+    if (authorized(req))
+      start_transfer();
+    return false;
+  }
+  // Every other request's body is held in memory: at most max_body.
+  auto declared = parser_->content_length();
+  if (declared && *declared > srv_->options().max_body) {
+    reject(400, "invalid request size", "payload_too_large");
+    return false;
+  }
+  parser_->body_limit(srv_->options().max_body);
   // Health stays open (probes carry no token); metrics follow the RPC's
   // token rule.
   if (req.method() == bhttp::verb::get && req.target() == "/metrics")
@@ -340,6 +385,10 @@ void connection::handle_request() {
 std::pair<connection::clock_type::time_point, connection::overdue>
 connection::next_deadline() const {
   const auto& o = srv_->options();
+  // A transfer is idle once neither the peer nor its worker moved.
+  if (bulk_)
+    return {std::max(last_activity_, write_progress_) + o.idle_timeout,
+            overdue::idle};
   // A peer that does not take our output is idle, whatever it sends.
   if (writing_ || stream_writes_ > 0)
     return {write_progress_ + o.idle_timeout, overdue::stalled_write};
@@ -458,6 +507,10 @@ void connection::on_written(uv_write_t* req, int status) {
     --self->stream_writes_;
     if (status != 0 || w->close_after) {
       self->close();
+      return;
+    }
+    if (self->bulk_) {
+      self->on_transfer_wake();
       return;
     }
     // The client caught up: send what the logs gained meanwhile.

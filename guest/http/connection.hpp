@@ -38,6 +38,7 @@ namespace allox::http {
 
 class server;
 class stream_sink;
+struct bulk_transfer;
 
 class connection {
 public:
@@ -51,6 +52,7 @@ public:
   /// `metrics_only`: accepted on the metrics address (--metrics-listen),
   /// which serves GET /metrics and /health only, without the token.
   connection(server* srv, uv_loop_t* loop, bool metrics_only = false);
+  ~connection();
 
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
 
@@ -97,6 +99,8 @@ private:
   bool authorized(const Request& req);
   void handle_request();
   size_t pending_input() const { return input_.size() - consumed_; }
+  /// Drops parsed input (all of it, or a prefix once it is large).
+  void compact_input();
   void update_reading();
 
   // -- deadlines ----------------------------------------------------------
@@ -132,6 +136,26 @@ private:
   void end_stream(const std::string& data);
   static void on_log_changed(uv_fs_event_t* h, const char*, int, int);
   static void on_stream_timer(uv_timer_t* t);
+
+  // -- bulk file transfers (transfer.cpp) ---------------------------------
+  static bool is_transfer(boost::beast::string_view target);
+  /// PUT/GET /v1/files/...: checks the head, then asks the session.
+  void start_transfer();
+  /// The session's answer to the transfer's begin or end.
+  void on_transfer_reply(int status, const std::string& body);
+  bool transfer_wants_input() const;
+  /// Hands buffered body bytes to the worker while its queue has room.
+  void feed_upload();
+  /// Answered once the worker has cleaned up.
+  void fail_transfer(int status, std::string body);
+  /// The worker made progress (loop thread).
+  void on_transfer_wake();
+  /// Writes a download's head and the chunks the worker queued.
+  void pump_download();
+  /// Every byte moved: the session audits the transfer.
+  void end_of_bytes();
+  /// Back to serving requests.
+  void end_transfer();
 
   static void on_closed(uv_handle_t* h);
 
@@ -194,6 +218,9 @@ private:
   bool run_ended_ = false;
   std::string last_state_;
   clock_type::time_point last_sent_;
+
+  /// The bulk transfer being served (none: an ordinary request).
+  std::unique_ptr<bulk_transfer> bulk_;
 
   friend class server;
 };

@@ -5,6 +5,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
+
 namespace allox::http {
 
 // -- helpers
@@ -185,6 +187,37 @@ void server::open_stream(connection* conn, uint64_t stream, json::object params,
   }
   open_(
       stream_request{ticket, json::value(std::move(params)), std::move(sink)});
+}
+
+void server::transfer(connection* conn, json::object params, bool done) {
+  auto ticket = next_ticket_++;
+  tickets_.emplace(ticket, pending{conn, {}, {}, false, {}});
+  if (!transfer_) {
+    post({ticket, 400,
+          error_body("file transfers are not served here", "unsupported")});
+    return;
+  }
+  transfer_(transfer_request{ticket, json::value(std::move(params)), done});
+}
+
+bool server::charge_upload(const std::string& session, uint64_t bytes) {
+  auto& used = uploads_[session];
+  if (used + bytes > opts_.max_session_upload) {
+    if (used == 0)
+      uploads_.erase(session);
+    return false;
+  }
+  used += bytes;
+  return true;
+}
+
+void server::release_upload(const std::string& session, uint64_t bytes) {
+  auto it = uploads_.find(session);
+  if (it == uploads_.end())
+    return;
+  it->second -= std::min(it->second, bytes);
+  if (it->second == 0)
+    uploads_.erase(it);
 }
 
 void server::push_stream(uint64_t stream, std::string row_json) {

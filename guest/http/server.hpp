@@ -37,6 +37,11 @@ struct server_options {
   /// From the end of a request's head to the end of its body.
   std::chrono::milliseconds body_timeout{30000};
   size_t max_connections = 1024;
+  /// Most bytes one PUT /v1/files/... may carry (its body).
+  uint64_t max_upload = uint64_t{8} << 30;
+  /// Most bytes the uploads into one session may carry at once, all its
+  /// concurrent PUTs together.
+  uint64_t max_session_upload = uint64_t{16} << 30;
   /// A live stream with nothing to send writes a comment this often.
   uint64_t stream_heartbeat_ms = 15000;
   /// A live stream reads its logs this often even without inotify news.
@@ -54,6 +59,10 @@ using dispatch_fn =
 /// Opens a live stream (GET /v1/stream); answered under its ticket.
 using stream_fn = std::function<void(stream_request)>;
 
+/// Begins or ends a bulk transfer (PUT/GET /v1/files/...); answered
+/// under its ticket.
+using transfer_fn = std::function<void(transfer_request)>;
+
 class connection;
 
 class server final : public reply_channel {
@@ -61,6 +70,10 @@ public:
   server(uv_loop_t* loop, server_options opts, dispatch_fn dispatch,
          stream_fn open = {});
   ~server() override;
+
+  /// Where bulk transfers go (without it, /v1/files/ answers
+  /// `unsupported`).
+  void set_transfer(transfer_fn fn) { transfer_ = std::move(fn); }
 
   /// Binds and listens; the error names the address.
   caf::error listen();
@@ -113,6 +126,13 @@ public:
   void open_stream(connection* conn, uint64_t stream, json::object params,
                    std::shared_ptr<run_sink> sink);
   void forget_stream(uint64_t stream) { streams_.erase(stream); }
+  /// Sends a transfer's begin or end to the actors; answers `conn`.
+  void transfer(connection* conn, json::object params, bool done);
+  /// Counts `bytes` more against a session's uploads in flight; false
+  /// (and nothing counted) when that passes max_session_upload.
+  bool charge_upload(const std::string& session, uint64_t bytes);
+  /// An upload ended: its bytes no longer count.
+  void release_upload(const std::string& session, uint64_t bytes);
   void forget(connection* conn);
 
 private:
@@ -130,6 +150,9 @@ private:
   server_options opts_;
   dispatch_fn dispatch_;
   stream_fn open_;
+  transfer_fn transfer_;
+  /// agent/session -> bytes of its uploads in flight.
+  std::unordered_map<std::string, uint64_t> uploads_;
   uv_tcp_t listener_{};
   bool listening_ = false;
   uv_tcp_t metrics_listener_{};

@@ -28,7 +28,9 @@ caf::error hand_over_fd(unique_fd top, dev_t dev, uid_t uid, gid_t gid) {
   };
   std::vector<frame> stack;
   auto open_frame = [&stack](unique_fd fd) -> caf::error {
-    int dup = ::dup(fd.get());
+    // A description of its own: a dup would share (and start at) the
+    // caller's directory position.
+    int dup = ::openat(fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR* d = dup < 0 ? nullptr : ::fdopendir(dup);
     if (d == nullptr) {
       if (dup >= 0)
@@ -98,9 +100,14 @@ caf::error hand_over(const std::string& dir, uid_t uid, gid_t gid) {
       ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
   if (!top)
     return sys_error("open " + dir);
+  return hand_over(top.get(), uid, gid);
+}
+
+caf::error hand_over(int dir, uid_t uid, gid_t gid) {
+  unique_fd top{::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
   struct stat st {};
-  if (::fstat(top.get(), &st) != 0)
-    return sys_error("stat " + dir);
+  if (!top || ::fstat(top.get(), &st) != 0)
+    return sys_error("open a directory to hand over");
   return hand_over_fd(std::move(top), st.st_dev, uid, gid);
 }
 

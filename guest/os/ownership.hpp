@@ -24,4 +24,7 @@ bool owned_by(const std::string& dir, uid_t uid, gid_t gid);
 /// meanwhile changes nothing outside.
 caf::error hand_over(const std::string& dir, uid_t uid, gid_t gid);
 
+/// The same for a directory already open (the fd stays the caller's).
+caf::error hand_over(int dir, uid_t uid, gid_t gid);
+
 } // namespace allox::os

@@ -22,29 +22,6 @@ namespace {
 
 namespace base64 = boost::beast::detail::base64;
 
-caf::error path_error(const std::string& rel, int err) {
-  switch (err) {
-  case ENOENT:
-    return make_error(errc::not_found, "no such file: " + rel);
-  case EXDEV:
-  case ELOOP:
-    return make_error(errc::invalid_argument,
-                      "path leaves the workspace: " + rel);
-  case EEXIST:
-    return make_error(errc::already_exists, "already exists: " + rel);
-  case ENOTDIR:
-    return make_error(errc::invalid_argument, "not a directory: " + rel);
-  case EISDIR:
-    return make_error(errc::invalid_argument, "is a directory: " + rel);
-  case ENXIO: // a FIFO without a reader, opened for writing
-    return make_error(errc::invalid_argument, "not a regular file: " + rel);
-  case ENOTEMPTY:
-    return make_error(errc::conflict, "directory not empty: " + rel);
-  default:
-    return make_error(errc::internal, rel + ": " + std::strerror(err));
-  }
-}
-
 const char* type_of(mode_t m) {
   if (S_ISREG(m))
     return "file";
@@ -69,32 +46,10 @@ std::string join(const std::string& dir, const std::string& name) {
   return dir.empty() ? name : dir + "/" + name;
 }
 
-/// Entries of the directory open at `dirfd` (no . and ..).
-expected<std::vector<std::string>> entries(int dirfd) {
-  int copy = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-  if (copy < 0)
-    return sys_error("dup");
-  DIR* d = ::fdopendir(copy);
-  if (!d) {
-    ::close(copy);
-    return sys_error("fdopendir");
-  }
-  ::rewinddir(d);
-  std::vector<std::string> names;
-  while (auto* e = ::readdir(d)) {
-    std::string n{e->d_name};
-    if (n != "." && n != "..")
-      names.push_back(std::move(n));
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 /// Walks the directory at `dirfd` (named `rel`), never entering symlinks.
 caf::error walk(int dirfd, const std::string& rel, bool recursive,
                 std::vector<json::object>& out, size_t cap) {
-  auto names = entries(dirfd);
+  auto names = dir_entries(dirfd);
   if (!names)
     return names.error();
   for (const auto& n : *names) {
@@ -120,7 +75,7 @@ caf::error walk(int dirfd, const std::string& rel, bool recursive,
 
 /// Removes everything inside the directory at `dirfd`; counts entries.
 caf::error empty_dir(int dirfd, uint64_t& removed) {
-  auto names = entries(dirfd);
+  auto names = dir_entries(dirfd);
   if (!names)
     return names.error();
   for (const auto& n : *names) {
@@ -144,7 +99,52 @@ caf::error empty_dir(int dirfd, uint64_t& removed) {
   return caf::none;
 }
 
-/// Writes all of `data` to `fd`.
+} // namespace
+
+expected<std::vector<std::string>> dir_entries(int dirfd) {
+  int copy = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0)
+    return sys_error("dup");
+  DIR* d = ::fdopendir(copy);
+  if (!d) {
+    ::close(copy);
+    return sys_error("fdopendir");
+  }
+  ::rewinddir(d);
+  std::vector<std::string> names;
+  while (auto* e = ::readdir(d)) {
+    std::string n{e->d_name};
+    if (n != "." && n != "..")
+      names.push_back(std::move(n));
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+caf::error path_error(const std::string& rel, int err) {
+  switch (err) {
+  case ENOENT:
+    return make_error(errc::not_found, "no such file: " + rel);
+  case EXDEV:
+  case ELOOP:
+    return make_error(errc::invalid_argument,
+                      "path leaves the workspace: " + rel);
+  case EEXIST:
+    return make_error(errc::already_exists, "already exists: " + rel);
+  case ENOTDIR:
+    return make_error(errc::invalid_argument, "not a directory: " + rel);
+  case EISDIR:
+    return make_error(errc::invalid_argument, "is a directory: " + rel);
+  case ENXIO: // a FIFO without a reader, opened for writing
+    return make_error(errc::invalid_argument, "not a regular file: " + rel);
+  case ENOTEMPTY:
+    return make_error(errc::conflict, "directory not empty: " + rel);
+  default:
+    return make_error(errc::internal, rel + ": " + std::strerror(err));
+  }
+}
+
 caf::error write_all(int fd, std::string_view data) {
   while (!data.empty()) {
     auto n = ::write(fd, data.data(), data.size());
@@ -156,8 +156,6 @@ caf::error write_all(int fd, std::string_view data) {
   }
   return caf::none;
 }
-
-} // namespace
 
 expected<workspace_root> workspace_root::open(const std::string& dir) {
   workspace_root r;
@@ -347,29 +345,41 @@ expected<json::object> write_file(const workspace_root& root,
     return json::object{{"path", rel},
                         {"size", static_cast<int64_t>(sb.st_size)}};
   }
+  if (auto err = replace_file(dirfd.get(), name, rel, mode, ".allox-write-",
+                              [&](int fd) -> caf::error {
+                                if (auto e = root.own(fd))
+                                  return e;
+                                return write_all(fd, data);
+                              }))
+    return err;
+  return json::object{{"path", rel},
+                      {"size", static_cast<int64_t>(data.size())}};
+}
+
+caf::error replace_file(int dirfd, const std::string& name,
+                        const std::string& rel, unsigned mode,
+                        std::string_view temp_prefix,
+                        const std::function<caf::error(int fd)>& fill) {
   // A crash leaves the old file or the new one, never a torn one.
-  auto tmp = ".allox-write-" + random_hex_token();
-  unique_fd fd{::openat(dirfd.get(), tmp.c_str(),
+  auto tmp = std::string{temp_prefix} + random_hex_token();
+  unique_fd fd{::openat(dirfd, tmp.c_str(),
                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                         mode)};
   if (!fd)
     return path_error(rel, errno);
   auto fail = [&](caf::error err) {
-    ::unlinkat(dirfd.get(), tmp.c_str(), 0);
+    ::unlinkat(dirfd, tmp.c_str(), 0);
     return err;
   };
-  if (auto err = root.own(fd.get()))
-    return fail(err);
-  if (auto err = write_all(fd.get(), data))
+  if (auto err = fill(fd.get()))
     return fail(err);
   if (::fchmod(fd.get(), mode) != 0 || ::fsync(fd.get()) != 0)
     return fail(sys_error("fsync " + rel));
-  if (::renameat(dirfd.get(), tmp.c_str(), dirfd.get(), name.c_str()) != 0)
+  if (::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0)
     return fail(path_error(rel, errno));
-  if (::fsync(dirfd.get()) != 0)
+  if (::fsync(dirfd) != 0)
     return sys_error("fsync the directory of " + rel);
-  return json::object{{"path", rel},
-                      {"size", static_cast<int64_t>(data.size())}};
+  return caf::none;
 }
 
 caf::error make_dir(const workspace_root& root, const std::string& rel,

@@ -16,8 +16,10 @@
 #include "messages/json.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace allox::os {
 
@@ -41,12 +43,24 @@ public:
   /// daemon creates belong to whoever the workspace's runs execute as
   /// (its top is handed to the sandbox user, guest/os/ownership.hpp).
   caf::error own(int fd) const;
+  uid_t owner_uid() const { return uid_; }
+  gid_t owner_gid() const { return gid_; }
 
 private:
   unique_fd fd_;
   uid_t uid_ = 0;
   gid_t gid_ = 0;
 };
+
+/// The caller's error for a failed call on `rel` (errno `err`): a path
+/// leaving the workspace, a missing file, ... each with its stable code.
+caf::error path_error(const std::string& rel, int err);
+
+/// Names in the directory open at `dirfd` (no . and ..), sorted.
+expected<std::vector<std::string>> dir_entries(int dirfd);
+
+/// Writes all of `data` to `fd`.
+caf::error write_all(int fd, std::string_view data);
 
 /// Checks a caller's path: relative, no NUL, no `..`, at most 4096 bytes;
 /// "" and "." name the root. Returns it without "./" and trailing slashes.
@@ -73,6 +87,15 @@ expected<json::object> read_file(const workspace_root& root,
 expected<json::object> write_file(const workspace_root& root,
                                   const std::string& rel, std::string_view data,
                                   unsigned mode, bool append);
+
+/// Replaces file `name` in `dirfd` (`rel` to the caller): `fill` writes a
+/// temporary file beside it (`temp_prefix<hex>`, mode `mode`), which is
+/// fsynced and renamed into place, and the directory fsynced; on any
+/// failure the temporary file is removed.
+caf::error replace_file(int dirfd, const std::string& name,
+                        const std::string& rel, unsigned mode,
+                        std::string_view temp_prefix,
+                        const std::function<caf::error(int fd)>& fill);
 
 /// Creates directory `rel` (and missing parents with `parents`).
 caf::error make_dir(const workspace_root& root, const std::string& rel,

@@ -81,6 +81,30 @@ struct file_move {
   std::string origin;
 };
 
+/// A bulk transfer (PUT or GET /v1/files/...), sent by the HTTP front end
+/// through RPC, never decoded from an RPC body: first to begin (the
+/// session checks it may and resolves the path: {root, rel, path}), then,
+/// with `done`, once the bytes moved (the session audits it).
+struct file_transfer {
+  static inline const char* name = "file.transfer";
+  session_ref session;
+  std::string path;
+  bool upload = false;
+  bool tar = false;
+  bool done = false;
+  int64_t bytes = 0;
+  int64_t entries = 0;
+  /// The session's rollbacks when the transfer began (done: an upload
+  /// that a rollback overtook landed in the replaced tree).
+  int64_t epoch = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_transfer& x) {
+  return f(caf::meta::type_name("file_transfer"), x.session, x.path, x.upload,
+           x.tar, x.done, x.bytes, x.entries, x.epoch);
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, file_stat& x) {
   return f(caf::meta::type_name("file_stat"), x.session, x.path);

@@ -2,6 +2,7 @@
 // of it; the one-line failures and their exit codes.
 #include "tests/cli/ctl.hpp"
 #include "tests/fixtures/daemon.hpp"
+#include "tests/fixtures/session_files.hpp"
 
 #include <doctest/doctest.h>
 
@@ -165,6 +166,12 @@ TEST_CASE("context: files go up and come down byte for byte") {
   CHECK(test::read_file(d.current("a", "s") + "/tree/sub/x.txt") == "x");
   CHECK(c.run({"file", "download", "blob", "--to", local / "back"}).code == 0);
   CHECK(test::read_file(local / "back") == bin);
+  // One file goes through the bulk endpoint (PUT/GET /v1/files/...).
+  auto ops = [&](const char* op) {
+    return test::audit_ops(d.client(), {{"agent_id", "a"}, {"op", op}});
+  };
+  CHECK(ops("file.upload").size() == 1);
+  CHECK(ops("file.download").size() == 1);
   CHECK(c.run({"file", "download", "tree", "--to", local / "tree2", "-r"})
             .code == 0);
   CHECK(test::read_file(local / "tree2/sub/x.txt") == "x");

@@ -3,8 +3,10 @@
 // they create, cannot get root back through a setuid binary, and still do
 // ordinary agent work. Trees written by root runs (older stores, or a
 // rollback to a checkpoint from then) are handed over at the next run.
+#include "tests/fixtures/bulk_client.hpp"
 #include "tests/fixtures/daemon.hpp"
 #include "tests/fixtures/runs.hpp"
+#include "tests/fixtures/temp_dir.hpp"
 
 #include <doctest/doctest.h>
 
@@ -169,4 +171,35 @@ TEST_CASE("sandbox user: what file.write and file.mkdir create belongs to "
   }
   CHECK(run_ok(c, "echo two >> w.txt && touch d/e/f && cat w.txt") ==
         "one\ntwo\n");
+}
+
+TEST_CASE("sandbox user: uploads, one file or a tar tree, belong to the "
+          "sandbox user") {
+  sandbox_user user;
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  run_ok(c, "true");
+  bulk_request file;
+  file.target = "/v1/files/a/s/up.txt";
+  file.length = 3;
+  file.body = from_string("abc");
+  REQUIRE(bulk_call(d.port(), file).status == 200);
+  temp_dir src;
+  REQUIRE(shell("mkdir -p " + src.path() + "/t/sub && echo x > " + src.path() +
+                "/t/sub/f") == 0);
+  bulk_request tree;
+  tree.target = "/v1/files/a/s/tree";
+  tree.content_type = "application/x-tar";
+  auto data = tar_create(src.path() + "/t");
+  tree.length = data.size();
+  tree.body = from_string(data);
+  REQUIRE(bulk_call(d.port(), tree).status == 200);
+  for (std::string path : {"/up.txt", "/tree", "/tree/sub", "/tree/sub/f"}) {
+    CAPTURE(path);
+    CHECK(stat_of(d.current("a", "s") + path).st_uid == user.uid);
+  }
+  CHECK(run_ok(c, "echo more >> up.txt && rm -r tree && cat up.txt") ==
+        "abcmore\n");
 }

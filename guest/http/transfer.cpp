@@ -1,0 +1,518 @@
+// Bulk file transfers: PUT and GET /v1/files/{agent}/{session}/{path}
+// (docs/rpc.md, "Bulk file transfer").
+//
+//   head:    token, target, Content-Length against --max-upload-bytes and
+//            the session's uploads in flight against
+//            --max-session-upload-bytes (413 at once)
+//   begin:   RPC -> SESSION: may it (no upload while mutating), where is
+//            it ({root, rel, path}); then `100 Continue` if asked
+//   bytes:   a worker thread of its own runs the file job; the body goes
+//            to it chunk by chunk (reading stops while its queue is full),
+//            a download comes from it the same way (taken while the
+//            socket's write queue is short)
+//   end:     RPC -> SESSION: audit (file.upload / file.download, bytes);
+//            then the upload's reply, and the next request
+// A failure on the loop side (limit, malformed body) cancels the worker
+// and is answered once it has removed what it wrote.
+#include "guest/http/transfer.hpp"
+
+#include "guest/http/connection.hpp"
+#include "guest/http/server.hpp"
+#include "guest/http/wire.hpp"
+#include "guest/os/workspace_tar.hpp"
+#include "messages/rpc.hpp"
+
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
+
+#include <cstdio>
+#include <thread>
+
+namespace allox::http {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+
+// -- the channel --------------------------------------------------------------
+
+std::shared_ptr<transfer_channel>
+transfer_channel::open(uv_loop_t* loop, std::function<void()> wake) {
+  std::shared_ptr<transfer_channel> ch{new transfer_channel};
+  ch->wake_ = std::move(wake);
+  uv_async_init(loop, &ch->async_, on_async);
+  ch->async_.data = ch.get();
+  ch->self_ = ch;
+  return ch;
+}
+
+void transfer_channel::on_async(uv_async_t* a) {
+  auto* ch = static_cast<transfer_channel*>(a->data);
+  if (!ch->closed_ && ch->wake_)
+    ch->wake_();
+}
+
+// Called with mtx_ held: close() takes it too, so the handle is never
+// signalled once closing started.
+void transfer_channel::wake_loop() {
+  if (!closed_)
+    uv_async_send(&async_);
+}
+
+expected<bool> transfer_channel::pull(std::string& chunk) {
+  std::unique_lock<std::mutex> lock{mtx_};
+  cv_.wait(lock,
+           [this] { return cancelled_ || !chunks_.empty() || input_done_; });
+  if (cancelled_)
+    return make_error(errc::invalid_argument, "the upload was abandoned");
+  if (chunks_.empty())
+    return false;
+  bool was_full = queued_ >= capacity;
+  chunk = std::move(chunks_.front());
+  chunks_.pop_front();
+  queued_ -= chunk.size();
+  // The loop stopped reading at the limit; now there is room again.
+  if (was_full)
+    wake_loop();
+  return true;
+}
+
+caf::error transfer_channel::push(std::string chunk) {
+  std::unique_lock<std::mutex> lock{mtx_};
+  cv_.wait(lock, [this] { return cancelled_ || queued_ < capacity; });
+  if (cancelled_)
+    return make_error(errc::invalid_argument, "the client went away");
+  queued_ += chunk.size();
+  chunks_.push_back(std::move(chunk));
+  if (chunks_.size() == 1)
+    wake_loop();
+  return caf::none;
+}
+
+void transfer_channel::opened(expected<json::object> head) {
+  std::lock_guard<std::mutex> lock{mtx_};
+  head_ = std::move(head);
+  wake_loop();
+}
+
+void transfer_channel::finish(expected<json::object> result) {
+  std::lock_guard<std::mutex> lock{mtx_};
+  result_ = std::move(result);
+  wake_loop();
+}
+
+void transfer_channel::offer(std::string chunk) {
+  std::lock_guard<std::mutex> lock{mtx_};
+  queued_ += chunk.size();
+  chunks_.push_back(std::move(chunk));
+  cv_.notify_one();
+}
+
+void transfer_channel::end_input() {
+  std::lock_guard<std::mutex> lock{mtx_};
+  input_done_ = true;
+  cv_.notify_one();
+}
+
+bool transfer_channel::full() const {
+  std::lock_guard<std::mutex> lock{mtx_};
+  return queued_ >= capacity;
+}
+
+std::optional<std::string> transfer_channel::take() {
+  std::lock_guard<std::mutex> lock{mtx_};
+  if (chunks_.empty())
+    return std::nullopt;
+  auto chunk = std::move(chunks_.front());
+  chunks_.pop_front();
+  queued_ -= chunk.size();
+  cv_.notify_one();
+  return chunk;
+}
+
+std::optional<expected<json::object>> transfer_channel::take_head() {
+  std::lock_guard<std::mutex> lock{mtx_};
+  return std::exchange(head_, std::nullopt);
+}
+
+std::optional<expected<json::object>> transfer_channel::result() const {
+  std::lock_guard<std::mutex> lock{mtx_};
+  return result_;
+}
+
+void transfer_channel::cancel() {
+  std::lock_guard<std::mutex> lock{mtx_};
+  cancelled_ = true;
+  chunks_.clear();
+  queued_ = 0;
+  cv_.notify_all();
+}
+
+void transfer_channel::close() {
+  {
+    std::lock_guard<std::mutex> lock{mtx_};
+    if (closed_)
+      return;
+    cancelled_ = true;
+    closed_ = true;
+    chunks_.clear();
+    queued_ = 0;
+    cv_.notify_all();
+  }
+  uv_close(reinterpret_cast<uv_handle_t*>(&async_), [](uv_handle_t* h) {
+    static_cast<transfer_channel*>(h->data)->self_.reset();
+  });
+}
+
+// -- the connection's side ----------------------------------------------------
+
+namespace {
+
+/// The status of a transfer's error: 413 for limits, else as in RPC.
+int status_of(errc code) {
+  return code == errc::payload_too_large ? 413 : http_status(code);
+}
+
+std::pair<int, std::string> failure_of(const caf::error& err) {
+  auto code = code_of(err);
+  return {status_of(code), error_body(message_of(err), code_name(code))};
+}
+
+/// Runs the file job on a thread of its own; it reports through `ch`.
+void run_job(std::shared_ptr<transfer_channel> ch, bool upload, bool tar,
+             std::string root_dir, std::string rel, uint64_t max_bytes) {
+  std::thread{[ch = std::move(ch), upload, tar, root_dir = std::move(root_dir),
+               rel = std::move(rel), max_bytes] {
+    auto job = [&]() -> expected<json::object> {
+      auto root = os::workspace_root::open(root_dir);
+      if (!root)
+        return root.error();
+      os::tar_limits limits;
+      limits.max_bytes = max_bytes;
+      auto pull = [&ch](std::string& c) {
+        return ch->pull(c);
+      };
+      auto push = [&ch](std::string c) {
+        return ch->push(std::move(c));
+      };
+      if (upload)
+        return tar ? os::receive_tar(*root, rel, pull, limits)
+                   : os::receive_file(*root, rel, pull);
+      auto src = os::open_download(*root, rel);
+      if (!src) {
+        ch->opened(src.error());
+        return src.error();
+      }
+      ch->opened(json::object{{"directory", src->directory},
+                              {"size", static_cast<int64_t>(src->size)}});
+      if (src->directory)
+        return os::send_tar(src->fd.get(), push, limits.max_depth);
+      if (auto err = os::send_file(src->fd.get(), src->size, push))
+        return err;
+      return json::object{{"size", static_cast<int64_t>(src->size)}};
+    };
+    try {
+      ch->finish(job());
+    } catch (const std::exception& e) {
+      ch->finish(make_error(errc::internal, e.what()));
+    }
+  }}.detach();
+}
+
+} // namespace
+
+bool connection::is_transfer(beast::string_view target) {
+  return target.starts_with("/v1/files/");
+}
+
+void connection::start_transfer() {
+  const auto& req = parser_->get();
+  const auto& o = srv_->options();
+  auto url = boost::urls::parse_origin_form(
+      std::string_view{req.target().data(), req.target().size()});
+  std::vector<std::string> segs;
+  if (url)
+    for (auto s : url->segments())
+      segs.push_back(s);
+  if (segs.size() < 4) {
+    reject(400, "target must be /v1/files/{agent}/{session}/{path}",
+           "invalid_argument");
+    return;
+  }
+  auto b = std::make_unique<bulk_transfer>();
+  b->upload = req.method() == bhttp::verb::put;
+  b->agent_id = segs[2];
+  b->session_id = segs[3];
+  for (size_t i = 4; i < segs.size(); ++i)
+    b->path += (i > 4 ? "/" : "") + segs[i];
+  b->session_key = b->agent_id + "/" + b->session_id;
+  if (!b->upload) {
+    if (parser_->content_length().value_or(0) > 0 || parser_->chunked()) {
+      reject(400, "a download takes no request body", "invalid_argument");
+      return;
+    }
+  } else {
+    auto type = req[bhttp::field::content_type];
+    b->tar = type.starts_with("application/x-tar");
+    auto expect = req[bhttp::field::expect];
+    b->expect_continue = beast::iequals(expect, "100-continue");
+    auto length = parser_->content_length();
+    if (length && *length > o.max_upload) {
+      reject(413,
+             "upload larger than the limit of " + std::to_string(o.max_upload) +
+                 " bytes",
+             "payload_too_large");
+      return;
+    }
+    // A declared length counts in full at once; a chunked body as it comes.
+    if (length) {
+      if (!srv_->charge_upload(b->session_key, *length)) {
+        reject(413,
+               "the session's uploads in flight would pass the limit of " +
+                   std::to_string(o.max_session_upload) + " bytes",
+               "payload_too_large");
+        return;
+      }
+      b->charged = *length;
+    }
+    b->body.emplace(std::move(*parser_));
+    b->body->body_limit(o.max_upload);
+  }
+  bulk_ = std::move(b);
+  srv_->transfer(this,
+                 json::object{{"agent_id", bulk_->agent_id},
+                              {"session_id", bulk_->session_id},
+                              {"path", bulk_->path},
+                              {"upload", bulk_->upload},
+                              {"tar", bulk_->tar}},
+                 false);
+}
+
+void connection::on_transfer_reply(int status, const std::string& body) {
+  if (closing_)
+    return;
+  auto& b = *bulk_;
+  if (b.step == bulk_transfer::phase::ending) {
+    if (b.upload)
+      respond(status, status == 200 ? ok_body(json::serialize(b.result)) : body,
+              !keep_alive_);
+    end_transfer();
+    return;
+  }
+  boost::system::error_code ec;
+  auto doc = json::parse(body, ec);
+  const json::object* where = nullptr;
+  if (status == 200 && !ec && doc.is_object())
+    if (auto* r = doc.as_object().if_contains("result"); r && r->is_object())
+      where = &r->as_object();
+  if (where == nullptr) {
+    // The body (if any) was never read: close after answering.
+    respond(status, body, b.upload || !keep_alive_);
+    end_transfer();
+    return;
+  }
+  b.step = bulk_transfer::phase::running;
+  b.result = json::object{{"path", where->at("path")}};
+  if (auto* e = where->if_contains("epoch"); e && e->is_int64())
+    b.epoch = e->get_int64();
+  b.channel = transfer_channel::open(tcp_.loop, [this] { on_transfer_wake(); });
+  run_job(
+      b.channel, b.upload, b.tar, std::string{where->at("root").as_string()},
+      std::string{where->at("rel").as_string()}, srv_->options().max_upload);
+  if (b.upload && b.expect_continue)
+    send("HTTP/1.1 100 Continue\r\n\r\n", false);
+  if (b.upload)
+    feed_upload();
+  update_reading();
+}
+
+bool connection::transfer_wants_input() const {
+  const auto& b = *bulk_;
+  if (b.upload && b.step == bulk_transfer::phase::running)
+    return !b.failure && !b.body_done && !b.channel->full();
+  return pending_input() < pause_input;
+}
+
+void connection::feed_upload() {
+  auto& b = *bulk_;
+  if (b.step != bulk_transfer::phase::running || b.failure || b.body_done)
+    return;
+  auto& p = *b.body;
+  while (!p.is_done() && !b.channel->full() && pending_input() > 0) {
+    std::string chunk(std::min(pending_input(), os::transfer_chunk), '\0');
+    p.get().body().data = chunk.data();
+    p.get().body().size = chunk.size();
+    beast::error_code ec;
+    auto used = p.put(
+        boost::asio::buffer(input_.data() + consumed_, pending_input()), ec);
+    consumed_ += used;
+    chunk.resize(chunk.size() - p.get().body().size);
+    if (ec == bhttp::error::need_buffer || ec == bhttp::error::need_more)
+      ec = {};
+    if (ec == bhttp::error::body_limit)
+      return fail_transfer(
+          413,
+          error_body("upload larger than the limit of " +
+                         std::to_string(srv_->options().max_upload) + " bytes",
+                     "payload_too_large"));
+    if (ec)
+      return fail_transfer(
+          400, error_body("malformed request body", "invalid_argument"));
+    if (!chunk.empty()) {
+      bool declared = p.content_length().has_value();
+      if (!declared && !srv_->charge_upload(b.session_key, chunk.size()))
+        return fail_transfer(
+            413,
+            error_body("the session's uploads in flight would pass the "
+                       "limit of " +
+                           std::to_string(srv_->options().max_session_upload) +
+                           " bytes",
+                       "payload_too_large"));
+      if (!declared)
+        b.charged += chunk.size();
+      b.bytes += chunk.size();
+      b.channel->offer(std::move(chunk));
+    } else if (used == 0) {
+      break;
+    }
+  }
+  if (p.is_done()) {
+    b.body_done = true;
+    b.channel->end_input();
+  }
+  compact_input();
+}
+
+void connection::fail_transfer(int status, std::string body) {
+  auto& b = *bulk_;
+  b.failure.emplace(status, std::move(body));
+  b.channel->cancel();
+  update_reading();
+}
+
+void connection::on_transfer_wake() {
+  if (closing_ || !bulk_)
+    return;
+  last_activity_ = clock_type::now();
+  auto& b = *bulk_;
+  if (b.step != bulk_transfer::phase::running)
+    return;
+  if (!b.upload) {
+    pump_download();
+    arm_deadline();
+    return;
+  }
+  if (auto r = b.channel->result()) {
+    if (b.failure) {
+      auto [status, body] = *b.failure;
+      respond(status, body, true);
+      end_transfer();
+    } else if (!*r) {
+      auto [status, body] = failure_of(r->error());
+      respond(status, body, !b.body_done || !keep_alive_);
+      end_transfer();
+    } else {
+      for (const auto& [k, v] : **r)
+        if (k != "path")
+          b.result[k] = v;
+      end_of_bytes();
+    }
+    arm_deadline();
+    return;
+  }
+  feed_upload();
+  update_reading();
+  arm_deadline();
+}
+
+void connection::pump_download() {
+  auto& b = *bulk_;
+  if (!b.head_sent) {
+    auto head = b.channel->take_head();
+    if (!head)
+      return;
+    if (!*head) {
+      auto [status, body] = failure_of(head->error());
+      respond(status, body, !keep_alive_);
+      end_transfer();
+      return;
+    }
+    b.chunked = (*head)->at("directory").as_bool();
+    b.tar = b.chunked;
+    bhttp::response<bhttp::empty_body> res{bhttp::status::ok, 11};
+    res.set(bhttp::field::server, "allox-workspace-daemon");
+    res.set(bhttp::field::content_type,
+            b.chunked ? "application/x-tar" : "application/octet-stream");
+    if (b.chunked)
+      res.chunked(true);
+    else
+      res.content_length(static_cast<uint64_t>((*head)->at("size").as_int64()));
+    res.keep_alive(keep_alive_);
+    send(serialize(res, true), false);
+    b.head_sent = true;
+  }
+  // Snapshot first: chunks pushed before the result are all taken below.
+  auto result = b.channel->result();
+  bool drained = false;
+  while (!closing_ &&
+         uv_stream_get_write_queue_size(stream()) <= max_stream_queue) {
+    auto chunk = b.channel->take();
+    if (!chunk) {
+      drained = true;
+      break;
+    }
+    b.bytes += chunk->size();
+    if (!b.chunked) {
+      send(std::move(*chunk), false);
+      continue;
+    }
+    char size[24];
+    std::snprintf(size, sizeof size, "%zx\r\n", chunk->size());
+    send(size + std::move(*chunk) + "\r\n", false);
+  }
+  if (closing_ || !drained || !result)
+    return;
+  if (!*result) {
+    // The head is out: all a client can be told is a cut-off body.
+    close();
+    return;
+  }
+  if (b.chunked)
+    send("0\r\n\r\n", false);
+  if (auto* n = (*result)->if_contains("entries"))
+    b.entries = n->as_int64();
+  end_of_bytes();
+}
+
+void connection::end_of_bytes() {
+  auto& b = *bulk_;
+  b.step = bulk_transfer::phase::ending;
+  if (auto* n = b.result.if_contains("entries"))
+    b.entries = n->as_int64();
+  srv_->transfer(this,
+                 json::object{{"agent_id", b.agent_id},
+                              {"session_id", b.session_id},
+                              {"path", b.path},
+                              {"upload", b.upload},
+                              {"tar", b.tar},
+                              {"bytes", static_cast<int64_t>(b.bytes)},
+                              {"entries", b.entries},
+                              {"epoch", b.epoch}},
+                 true);
+}
+
+void connection::end_transfer() {
+  if (!bulk_)
+    return;
+  srv_->release_upload(bulk_->session_key, bulk_->charged);
+  if (bulk_->channel)
+    bulk_->channel->close();
+  bulk_.reset();
+  reset_parser();
+  request_started_ = head_done_ = clock_type::time_point::max();
+  process();
+  update_reading();
+  arm_deadline();
+}
+
+} // namespace allox::http
