@@ -139,29 +139,54 @@ try:
                for _ in range(SAMPLES)])
     polled = pct([run_to_end_polling(c, "bench", "s", ["/bin/true"])[0]
                   for _ in range(SAMPLES)])
-    bwrap = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid",
-             "--unshare-ipc", "--unshare-uts", "--tmpfs", "/", "--ro-bind",
-             "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink",
-             "usr/sbin", "/sbin", "--symlink", "usr/lib", "/lib", "--symlink",
-             "usr/lib64", "/lib64", "--ro-bind", "/etc", "/etc", "--dev",
-             "/dev", "--proc", "/proc", "--bind", current, "/workspace",
-             "--dir", "/agent", "--bind", shared, "/agent/shared", "--tmpfs",
-             "/tmp", "--dir", "/run/allox", "--ro-bind", init_bin,
-             "/run/allox/init", "--remount-ro", "/", "--remount-ro", "/dev",
-             "--cap-drop", "ALL", "--clearenv", "--chdir", "/workspace",
-             "--as-pid-1", "/run/allox/init", "--", "/bin/true"]
+    # The daemon's sandbox, built by hand: the same mounts (the event
+    # endpoint and its client too), the syscall filter and the sandbox
+    # user (our init becomes it with the three capabilities it is given).
+    import pwd
+    user = pwd.getpwnam("allox-sandbox")
+    turn_bin = os.path.join(build, "guest", "allox-turn")
+
+    # The bare variant runs as root: a workspace of root's of its own.
+    bare_ws = tempfile.mkdtemp(prefix="allox-bench-bare-")
+
+    def sandbox(filtered, as_user):
+        argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid",
+                "--unshare-ipc", "--unshare-uts", "--tmpfs", "/", "--ro-bind",
+                "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink",
+                "usr/sbin", "/sbin", "--symlink", "usr/lib", "/lib",
+                "--symlink", "usr/lib64", "/lib64", "--ro-bind", "/etc",
+                "/etc", "--dev", "/dev", "--proc", "/proc", "--bind",
+                current if as_user else bare_ws, "/workspace", "--dir", "/agent", "--bind", shared,
+                "/agent/shared", "--perms", "1777", "--tmpfs", "/tmp",
+                "--dir", "/run/allox", "--ro-bind", init_bin,
+                "/run/allox/init", "--ro-bind",
+                os.path.join(work, "runs", "events.sock"),
+                "/run/allox/events.sock", "--dir", "/run/allox/bin",
+                "--ro-bind", turn_bin, "/run/allox/bin/allox-turn",
+                "--remount-ro", "/", "--remount-ro", "/dev", "--cap-drop",
+                "ALL", "--clearenv"]
+        if as_user:
+            for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"):
+                argv += ["--cap-add", cap]
+        argv += ["--chdir", "/workspace", "--as-pid-1", "/run/allox/init"]
+        if not filtered:
+            argv.append("--no-syscall-filter")
+        if as_user:
+            argv += ["--uid", str(user.pw_uid), "--gid", str(user.pw_gid)]
+        return argv + ["--", "/bin/true"]
 
     def timed(argv):
         t = time.perf_counter()
         subprocess.run(argv, check=True)
         return (time.perf_counter() - t) * 1000
 
-    # The same sandbox without the syscall filter, interleaved with the
-    # filtered one so drift in the machine hits both alike.
-    unfiltered = bwrap[:-2] + ["--no-syscall-filter", "--", "/bin/true"]
-    both = [(timed(bwrap), timed(unfiltered)) for _ in range(SAMPLES)]
+    # The same sandbox without the syscall filter and the sandbox user,
+    # interleaved with the full one so drift in the machine hits both.
+    bwrap, bare = sandbox(True, True), sandbox(False, False)
+    both = [(timed(bwrap), timed(bare)) for _ in range(SAMPLES)]
     raw = pct([a for a, _ in both])
     raw_nofilter = pct([b for _, b in both])
+    shutil.rmtree(bare_ws, ignore_errors=True)
     plain = pct([timed(["/bin/true"]) for _ in range(SAMPLES)])
     print("### process.start to the final state of /bin/true\n")
     print("| what | p50 / p99 |\n|---|---|")
@@ -169,15 +194,16 @@ try:
           f"{rpc[0]:.2f} / {rpc[1]:.2f} |")
     print(f"| process.start + process.get until done (RPC, polling) | "
           f"{polled[0]:.2f} / {polled[1]:.2f} |")
-    print(f"| raw bwrap, same mounts, same init (subprocess) | "
-          f"{raw[0]:.2f} / {raw[1]:.2f} |")
-    print(f"| raw bwrap, same, without the syscall filter | "
-          f"{raw_nofilter[0]:.2f} / {raw_nofilter[1]:.2f} |")
+    print(f"| raw bwrap, same mounts, same init, filter and user "
+          f"(subprocess) | {raw[0]:.2f} / {raw[1]:.2f} |")
+    print(f"| raw bwrap, same, without the syscall filter and the sandbox "
+          f"user | {raw_nofilter[0]:.2f} / {raw_nofilter[1]:.2f} |")
     print(f"| fork/exec of /bin/true (subprocess) | "
           f"{plain[0]:.2f} / {plain[1]:.2f} |")
     print(f"\nAdded over raw bwrap (p50): {rpc[0] - raw[0]:.2f} ms with "
           f"process.wait, {polled[0] - raw[0]:.2f} ms polling. The syscall "
-          f"filter adds {raw[0] - raw_nofilter[0]:.2f} ms (p50).\n")
+          f"filter and the sandbox user add {raw[0] - raw_nofilter[0]:.2f} "
+          f"ms (p50).\n")
 
     print("### The run's exit to the process.wait reply and the SSE end\n")
     notices = [exit_to_notice(c, current) for _ in range(SAMPLES)]
