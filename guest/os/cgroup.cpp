@@ -166,8 +166,13 @@ bool event_flag(const std::string& group, const char* key) {
 
 expected<frozen_group> frozen_group::freeze(const std::string& group,
                                             int timeout_ms) {
-  if (auto err = write_control(group, "cgroup.freeze", "1"))
+  if (auto err = write_control(group, "cgroup.freeze", "1")) {
+    // The runs ended and took their group with them meanwhile: there is
+    // nothing left to freeze.
+    if (::access(group.c_str(), F_OK) != 0 && errno == ENOENT)
+      return frozen_group{std::string{}};
     return err;
+  }
   frozen_group held{group}; // thaws if we give up below
   auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);

@@ -82,7 +82,8 @@ class frozen_group {
 public:
   /// Writes 1 to cgroup.freeze and waits until cgroup.events says
   /// `frozen 1` (a task in an uninterruptible sleep may delay that);
-  /// after `timeout_ms` the group is thawed again and it fails.
+  /// after `timeout_ms` the group is thawed again and it fails. A group
+  /// that no longer exists (its runs ended) is nothing to freeze.
   static expected<frozen_group> freeze(const std::string& group,
                                        int timeout_ms);
 
