@@ -6,6 +6,13 @@ its checkpoint is committed (the reply comes after the snapshot), with
 current/ holding 0 and 10,000 files, side by side with a plain
 checkpoint.create and with `btrfs subvolume snapshot -r` run from the CLI on
 the same trees, in interleaved rounds. Target: p99 <= 15 ms at 10,000 files.
+
+Then over the in-guest event endpoint: a client inside the session's
+sandbox sends turn.end on /run/allox/events.sock and times each reply, in
+blocks of BLOCK samples alternating with blocks of turn.end over RPC sent
+while a run of the same session is alive (both are then live checkpoints:
+the session's runs, the endpoint client among them, are frozen for the
+snapshot).
 Usage (root): bench/turns.py [build-dir]   (default build/release)
 BENCH_SAMPLES=N sets the samples per cell (default 200).
 """
@@ -16,8 +23,82 @@ from benchlib import Daemon, cell, interleaved, populate
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "200"))
+BLOCK = 10
 
-daemon = Daemon(build, "8G", prefix="allox-bench-turns-")
+# Inside the sandbox: argv[1] turn.end calls over the endpoint, one
+# connection each (as allox-turn does), times in ms to argv[2].
+CLIENT = r"""
+import json, os, socket, sys, time
+n, out, tag = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+times = []
+for i in range(n):
+    line = json.dumps({"action": "turn.end",
+                       "params": {"turn_id": f"e{tag}-{i}"}}).encode() + b"\n"
+    t = time.perf_counter()
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(os.environ["ALLOX_EVENTS_SOCKET"])
+    s.sendall(line)
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    times.append((time.perf_counter() - t) * 1000)
+    r = json.loads(data)
+    if not r.get("ok") or not r["result"].get("created"):
+        sys.exit(f"turn.end over the endpoint: {r}")
+open(out, "w").write("\n".join(f"{x:.4f}" for x in times))
+"""
+
+
+def pct(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2], xs[min(len(xs) - 1, int(len(xs) * 0.99))]
+
+
+def wait_run(run):
+    row = run
+    while row["state"] in ("starting", "running"):
+        row = rpc("process.wait", agent_id="bench",
+                  session_id=row["session_id"], run_id=row["run_id"],
+                  timeout_ms=60000)
+    return row
+
+
+def endpoint_rounds(s, current):
+    """Blocks of turn.end over the endpoint (from the sandbox) and over RPC
+    with a run alive, alternating; returns (endpoint, rpc) samples."""
+    over_endpoint, over_rpc = [], []
+    for block in range(max(1, SAMPLES // BLOCK)):
+        name = f".bench-endpoint-{block}"
+        run = rpc("process.start", agent_id="bench", session_id=s,
+                  argv=["python3", "-c", CLIENT, str(BLOCK),
+                        f"/workspace/{name}", f"{block}-{time.monotonic_ns()}"])
+        row = wait_run(run)
+        if row["state"] != "completed" or row.get("exit_code") != 0:
+            raise RuntimeError(f"endpoint client: {row}")
+        path = os.path.join(current, name)
+        over_endpoint += [float(x) for x in open(path).read().split()]
+        os.unlink(path)
+        sleeper = rpc("process.start", agent_id="bench", session_id=s,
+                      argv=["sleep", "600"])
+        time.sleep(0.05)
+        for i in range(BLOCK):
+            t = time.perf_counter()
+            r = rpc("turn.end", agent_id="bench", session_id=s,
+                    turn_id=f"r{block}-{i}-{time.monotonic_ns()}")
+            over_rpc.append((time.perf_counter() - t) * 1000)
+            if not r.get("created"):
+                raise RuntimeError(f"turn.end: {r}")
+        rpc("process.stop", agent_id="bench", session_id=s,
+            run_id=sleeper["run_id"])
+        wait_run(sleeper)
+    return over_endpoint, over_rpc
+
+
+daemon = Daemon(build, "8G", prefix="allox-bench-turns-", execution=True)
 rpc, root = daemon.rpc, daemon.root
 
 try:
@@ -78,5 +159,15 @@ try:
     p99 = stats[("turn", 10000)][1]
     print(f"\nTarget p99 <= 15 ms at 10,000 files: "
           f"{'met' if p99 <= 15 else 'not met'} ({p99:.2f} ms).")
+
+    print(f"\nRuns alive (live checkpoints), blocks of {BLOCK}, "
+          f"times in ms (p50 / p99):\n")
+    print("| files in current/ | turn.end over the endpoint (from the "
+          "sandbox) | turn.end over RPC |")
+    print("|---|---|---|")
+    for files in sizes:
+        s = f"s{files}"
+        ep, over_rpc = endpoint_rounds(s, current(s))
+        print(f"| {files:,} | {cell(*pct(ep))} | {cell(*pct(over_rpc))} |")
 finally:
     daemon.stop()

@@ -38,6 +38,9 @@ std::vector<param_flag> policy_flags() {
           {"--strict", "strict", k::boolean,
            "a failed automatic checkpoint fails the turn or run: true or "
            "false"},
+          {"--keep-pre-rollback", "keep_pre_rollback", k::boolean,
+           "keep the tree a rollback replaces as a checkpoint (undo): true or "
+           "false; unset follows --auto-checkpoint-turns"},
           origin};
 }
 

@@ -17,6 +17,7 @@ void each_field(Policy& p, Bool on_bool, Int on_int) {
   on_int("interval_seconds", p.interval_seconds, max_interval_seconds);
   on_int("keep_auto", p.keep_auto, max_keep_auto);
   on_bool("strict", p.strict);
+  on_bool("keep_pre_rollback", p.keep_pre_rollback);
 }
 
 /// An integer of a JSON value, if it is one (booleans are not).
@@ -31,9 +32,12 @@ caf::optional<int64_t> integer_of(const json::value& v) {
 } // namespace
 
 const std::vector<std::string>& policy_fields() {
-  static const std::vector<std::string> names{
-      "auto_checkpoint_turns", "auto_checkpoint_runs", "interval_seconds",
-      "keep_auto", "strict"};
+  static const std::vector<std::string> names{"auto_checkpoint_turns",
+                                              "auto_checkpoint_runs",
+                                              "interval_seconds",
+                                              "keep_auto",
+                                              "strict",
+                                              "keep_pre_rollback"};
   return names;
 }
 
@@ -136,6 +140,7 @@ checkpoint_policy apply(checkpoint_policy p, const policy_change& c) {
   merge("interval_seconds", p.interval_seconds, c.set.interval_seconds);
   merge("keep_auto", p.keep_auto, c.set.keep_auto);
   merge("strict", p.strict, c.set.strict);
+  merge("keep_pre_rollback", p.keep_pre_rollback, c.set.keep_pre_rollback);
   return p;
 }
 
@@ -155,6 +160,9 @@ effective_policy resolve(const checkpoint_policy& agent,
   pick(e.interval_seconds, session.interval_seconds, agent.interval_seconds);
   pick(e.keep_auto, session.keep_auto, agent.keep_auto);
   pick(e.strict, session.strict, agent.strict);
+  // Undoable rollbacks come with the turn policy unless set either way.
+  e.keep_pre_rollback = e.auto_checkpoint_turns;
+  pick(e.keep_pre_rollback, session.keep_pre_rollback, agent.keep_pre_rollback);
   return e;
 }
 
@@ -166,7 +174,8 @@ json::object describe_policy(const checkpoint_policy& agent,
                       {"auto_checkpoint_runs", e.auto_checkpoint_runs},
                       {"interval_seconds", e.interval_seconds},
                       {"keep_auto", e.keep_auto},
-                      {"strict", e.strict}};
+                      {"strict", e.strict},
+                      {"keep_pre_rollback", e.keep_pre_rollback}};
   auto agent_set = to_json(agent);
   auto session_set = with_session ? to_json(session) : json::object{};
   json::object sources;

@@ -28,6 +28,10 @@ struct checkpoint_policy {
   caf::optional<int64_t> keep_auto;
   /// A failed automatic checkpoint fails the turn or run reply.
   caf::optional<bool> strict;
+  /// A rollback keeps the tree it replaces as a checkpoint (origin
+  /// `pre-rollback`), so it can be undone; unset follows
+  /// auto_checkpoint_turns.
+  caf::optional<bool> keep_pre_rollback;
 };
 
 /// The policy in force for one session.
@@ -37,6 +41,7 @@ struct effective_policy {
   int64_t interval_seconds = 0;
   int64_t keep_auto = 0;
   bool strict = false;
+  bool keep_pre_rollback = false;
 };
 
 /// A policy.set: fields to set, and fields to clear (given as null).
@@ -78,7 +83,8 @@ json::object describe_policy(const checkpoint_policy& agent,
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_policy& x) {
   return f(caf::meta::type_name("checkpoint_policy"), x.auto_checkpoint_turns,
-           x.auto_checkpoint_runs, x.interval_seconds, x.keep_auto, x.strict);
+           x.auto_checkpoint_runs, x.interval_seconds, x.keep_auto, x.strict,
+           x.keep_pre_rollback);
 }
 
 template <class Inspector>

@@ -255,16 +255,16 @@ static json::value created_reply(const checkpoint_row& row) {
   return json::value(std::move(r));
 }
 
-/// Writes the row of a checkpoint whose snapshot (and intent record) is
-/// durable. The commit is not synced: the record stays the durable copy
-/// until sync_intents.
-static void settle_checkpoint(self_ptr self, const checkpoint_row& row,
-                              std::shared_ptr<fault_set> faults) {
+// The commit is not synced: the record stays the durable copy until
+// sync_intents.
+void settle_checkpoint(self_ptr self, const checkpoint_row& row,
+                       std::shared_ptr<fault_set> faults, bool as_head) {
   faults->trigger("checkpoint.create.before_row");
   metadata_write w;
   w.durable = false;
   w.put_checkpoints.push_back(row);
-  w.set_heads.push_back({row.agent_id, row.session_id, row.checkpoint_id});
+  if (as_head)
+    w.set_heads.push_back({row.agent_id, row.session_id, row.checkpoint_id});
   w.audit.push_back(audit(self, "checkpoint.create", create_fields(row)));
   commit(
       self, std::move(w),
@@ -361,7 +361,7 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
         state.dag.add(done);
         ++state.checkpoints_created;
         end_mutation(self);
-        settle_checkpoint(self, done, faults);
+        settle_checkpoint(self, done, faults, true);
         answer(created_reply(done));
       },
       [self, answer](caf::error err) mutable {

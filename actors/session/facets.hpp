@@ -174,6 +174,12 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
 void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
                        std::function<void(expected<json::value>)> answer);
 
+/// Writes the row of a checkpoint whose snapshot (and intent record) is
+/// durable, and the head with it when `as_head`; audited as
+/// checkpoint.create.
+void settle_checkpoint(self_ptr self, const checkpoint_row& row,
+                       std::shared_ptr<fault_set> faults, bool as_head);
+
 /// checkpoint.create: intent record and snapshot on the lane, the reply,
 /// then the catalog row.
 caf::result<json::value>
@@ -475,6 +481,13 @@ struct auto_request {
   /// Added to {auto, event, timestamp}.
   json::object metadata;
 };
+
+/// Deletes the oldest automatic checkpoints beyond keep_auto (through
+/// checkpoint.delete) and calls `done` with the ids deleted.
+void prune(self_ptr self, std::function<void(json::array)> done);
+
+/// Now as ISO-8601 UTC with microseconds (the metadata's timestamp).
+std::string iso_now();
 
 /// Takes an automatic checkpoint through checkpoint.create, prunes to
 /// keep_auto, and calls `done` with the reference adapter's result; a

@@ -22,7 +22,7 @@ namespace {
 bool automatic(const checkpoint_row& row) {
   return !row.pinned &&
          (row.origin == "turn-lifecycle" || row.origin == "policy-run" ||
-          row.origin == "policy-interval");
+          row.origin == "policy-interval" || row.origin == "pre-rollback");
 }
 
 /// 8 random hex characters, as the reference adapter's checkpoint ids.
@@ -38,7 +38,31 @@ std::string random_id() {
   return id;
 }
 
-/// Now as ISO-8601 UTC with microseconds, as Python's isoformat().
+session_actor me(self_ptr self) {
+  return caf::actor_cast<session_actor>(self);
+}
+
+/// The policy.get result of this session.
+json::object describe(self_ptr self) {
+  auto& st = self->state;
+  auto o = describe_policy(st.agent_policy, st.own_policy, true);
+  o["agent_id"] = st.agent_id();
+  o["session_id"] = st.session_id();
+  return o;
+}
+
+/// Sends the next tick of arming `epoch` after the interval.
+void schedule_tick(self_ptr self, uint64_t epoch) {
+  auto secs = policy_of(self).interval_seconds;
+  if (secs <= 0 || epoch != self->state.interval_epoch)
+    return;
+  self->delayed_send(self, std::chrono::seconds{secs},
+                     cmd::interval_tick{epoch});
+}
+
+} // namespace
+
+// As Python's isoformat(), which the reference adapter writes.
 std::string iso_now() {
   auto now = std::chrono::system_clock::now();
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -54,13 +78,8 @@ std::string iso_now() {
   return buf;
 }
 
-session_actor me(self_ptr self) {
-  return caf::actor_cast<session_actor>(self);
-}
-
-/// Deletes the oldest automatic checkpoints beyond keep_auto, one after
-/// the other through checkpoint.delete (re-parenting, audit), then calls
-/// `done` with the ids deleted. A failed deletion stops the pruning.
+// One after the other through checkpoint.delete (re-parenting, audit); a
+// failed deletion stops the pruning.
 void prune(self_ptr self, std::function<void(json::array)> done) {
   auto keep = policy_of(self).keep_auto;
   std::vector<checkpoint_row> autos;
@@ -102,26 +121,6 @@ void prune(self_ptr self, std::function<void(json::array)> done) {
   };
   (*step)(0);
 }
-
-/// The policy.get result of this session.
-json::object describe(self_ptr self) {
-  auto& st = self->state;
-  auto o = describe_policy(st.agent_policy, st.own_policy, true);
-  o["agent_id"] = st.agent_id();
-  o["session_id"] = st.session_id();
-  return o;
-}
-
-/// Sends the next tick of arming `epoch` after the interval.
-void schedule_tick(self_ptr self, uint64_t epoch) {
-  auto secs = policy_of(self).interval_seconds;
-  if (secs <= 0 || epoch != self->state.interval_epoch)
-    return;
-  self->delayed_send(self, std::chrono::seconds{secs},
-                     cmd::interval_tick{epoch});
-}
-
-} // namespace
 
 effective_policy policy_of(self_ptr self) {
   return resolve(self->state.agent_policy, self->state.own_policy);

@@ -3,6 +3,8 @@
 // replace.
 #include "actors/session/facets.hpp"
 #include "guest/log.hpp"
+#include "guest/os/fs.hpp"
+#include "guest/store/create_intent.hpp"
 #include "guest/store/layout.hpp"
 #include "guest/store/workspace_ops.hpp"
 #include "messages/checkpoint_params.hpp"
@@ -41,6 +43,8 @@ struct rollback_run {
   json::array removed;
   /// Runs killed before the rollback (null unless kill_processes).
   json::value terminated;
+  /// The head the replaced tree grew from.
+  caf::optional<std::string> replaced_head;
 };
 
 using run_ptr = std::shared_ptr<rollback_run>;
@@ -93,6 +97,94 @@ static void rollback_discard(const run_ptr& run) {
   arm_idle_work(self);
 }
 
+/// Ends the mutation and answers; `extra` joins the reply.
+static void rollback_reply(const run_ptr& run, json::object extra) {
+  auto self = run->self;
+  auto& st = self->state;
+  // After a runtime reset the session stays fenced by the reset token
+  // until runtime.complete_reset.
+  end_mutation(self);
+  json::object r{{"agent_id", st.agent_id()},
+                 {"session_id", st.session_id()},
+                 {"checkpoint_id", run->target},
+                 {"relative_workspace",
+                  store::layout::rel_current(st.agent_id(), st.session_id())},
+                 {"removed_runtime_entries", run->removed}};
+  if (!run->terminated.is_null())
+    r["terminated_process_runs"] = run->terminated;
+  for (auto& kv : extra)
+    r[kv.key()] = kv.value();
+  run->rp.deliver(json::value(std::move(r)));
+  rollback_discard(run);
+}
+
+/// keep_pre_rollback: the tree the rollback replaced becomes a checkpoint
+/// (a read-only snapshot of .discard-<t>: no data copied) on a branch
+/// from the head it grew from; the head stays at the rollback's target.
+/// It takes checkpoint.create's crash story (intent record, then the
+/// snapshot, then the row), and recovery never moves the head to a
+/// pre-rollback checkpoint. A failure here does not undo the rollback,
+/// which is committed: the reply says why nothing was kept.
+static void keep_replaced_tree(const run_ptr& run) {
+  auto self = run->self;
+  auto& st = self->state;
+  checkpoint_row row;
+  row.agent_id = st.agent_id();
+  row.session_id = st.session_id();
+  row.checkpoint_id = "pre-rollback-" + random_hex_token().substr(0, 12);
+  row.created_at_ns = os::now_ns();
+  row.origin = "pre-rollback";
+  row.message = "before rollback to " + run->target;
+  json::object metadata{{"auto", true},
+                        {"event", "rollback"},
+                        {"rollback_to", run->target},
+                        {"timestamp", iso_now()}};
+  metadata["replaced_head"] = run->replaced_head
+                                  ? json::value(*run->replaced_head)
+                                  : json::value(nullptr);
+  row.metadata = json::serialize(metadata);
+  row.parent_id = run->replaced_head;
+  auto paths = st.init.paths;
+  auto discard = run->journal.discard_name;
+  auto faults = run->faults;
+  mutation_step(
+      self,
+      [paths, row, discard, faults]() -> expected<json::value> {
+        if (auto err = store::check_new_checkpoint(
+                paths, row.agent_id, row.session_id, row.checkpoint_id))
+          return err;
+        if (auto err = store::write_create_intent(paths, row))
+          return err;
+        faults->trigger("rollback.keep.before_snapshot");
+        auto gen = store::snapshot_entry(paths, row.agent_id, row.session_id,
+                                         discard, row.checkpoint_id);
+        if (!gen) {
+          store::clear_create_intent(paths, row.agent_id, row.session_id,
+                                     row.checkpoint_id);
+          return gen.error();
+        }
+        faults->trigger("rollback.keep.after_snapshot");
+        return json::value(*gen);
+      },
+      [run, row](json::value& gen) mutable {
+        auto owner = run->self;
+        row.generation = gen.as_int64();
+        owner->state.dag.adopt(row);
+        ++owner->state.checkpoints_created;
+        settle_checkpoint(owner, row, run->faults, false);
+        rollback_reply(run,
+                       {{"pre_rollback_checkpoint_id", row.checkpoint_id}});
+        prune(owner, [](json::array) {});
+      },
+      [run](caf::error err) {
+        log::warn("session",
+                  run->self->state.key() +
+                      ": the replaced tree is not kept: " + message_of(err));
+        rollback_reply(run, {{"pre_rollback_checkpoint_id", nullptr},
+                             {"pre_rollback_error", message_of(err)}});
+      });
+}
+
 static void rollback_finish(const run_ptr& run) {
   auto self = run->self;
   auto& st = self->state;
@@ -113,24 +205,13 @@ static void rollback_finish(const run_ptr& run) {
       self, std::move(done),
       [run]() {
         run->faults->trigger("rollback.after_commit");
-        auto owner = run->self;
-        auto& state = owner->state;
+        auto& state = run->self->state;
         state.dag.move_head(run->target);
         ++state.rollbacks;
-        // After a runtime reset the session stays fenced by the reset token
-        // until runtime.complete_reset.
-        end_mutation(owner);
-        json::object r{
-            {"agent_id", state.agent_id()},
-            {"session_id", state.session_id()},
-            {"checkpoint_id", run->target},
-            {"relative_workspace",
-             store::layout::rel_current(state.agent_id(), state.session_id())},
-            {"removed_runtime_entries", run->removed}};
-        if (!run->terminated.is_null())
-          r["terminated_process_runs"] = run->terminated;
-        run->rp.deliver(json::value(std::move(r)));
-        rollback_discard(run);
+        if (policy_of(run->self).keep_pre_rollback)
+          keep_replaced_tree(run);
+        else
+          rollback_reply(run, json::object{});
       },
       [run](caf::error err) {
         // Swapped on disk; the journal says old_moved and start-up will
@@ -223,6 +304,7 @@ static void begin_rollback(self_ptr self, promise rp, params::rollback req,
   run->req = std::move(req);
   run->target = *target;
   run->terminated = std::move(terminated);
+  run->replaced_head = st.dag.head();
   run->faults = std::make_shared<fault_set>(st.faults.take("rollback"));
   auto token = random_hex_token();
   run->journal = {st.agent_id(),

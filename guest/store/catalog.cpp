@@ -219,11 +219,10 @@ expected<catalog_snapshot> catalog::load() {
          sessions.nullable_text(5), sessions.nullable_text(6),
          sessions.nullable_text(7)});
   statement checkpoints{
-      db_,
-      "SELECT agent_id, session_id, checkpoint_id, created_at_ns, origin, "
-      "message, pinned, metadata, missing, parent_id, generation FROM "
-      "checkpoints ORDER BY agent_id, session_id, created_at_ns, "
-      "checkpoint_id"};
+      db_, "SELECT agent_id, session_id, checkpoint_id, created_at_ns, origin, "
+           "message, pinned, metadata, missing, parent_id, generation FROM "
+           "checkpoints ORDER BY agent_id, session_id, created_at_ns, "
+           "checkpoint_id"};
   if (!checkpoints)
     return db_error(db_, "load checkpoints");
   while (checkpoints.step() == SQLITE_ROW) {

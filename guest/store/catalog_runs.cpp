@@ -12,8 +12,8 @@ constexpr const char* run_columns =
     "run_id, agent_id, session_id, created_ns, state, fences, row";
 
 run_record read_run(const statement& st) {
-  return {st.text(0),    st.text(1),          st.text(2), st.integer(3),
-          st.text(4),    st.integer(5) != 0, st.text(6)};
+  return {st.text(0), st.text(1),         st.text(2), st.integer(3),
+          st.text(4), st.integer(5) != 0, st.text(6)};
 }
 
 std::string select_runs(const char* rest) {
@@ -34,8 +34,7 @@ struct run_writer_statements::impl {
                     "DELETE FROM runs WHERE agent_id = ?1 AND session_id = ?2"),
         del_agent(db, "DELETE FROM runs WHERE agent_id = ?1"),
         mark(db, "INSERT OR REPLACE INTO meta (key, value) VALUES "
-                 "('runs_imported', strftime('%s','now'))") {
-  }
+                 "('runs_imported', strftime('%s','now'))") {}
   sqlite3* db;
   statement put;
   statement release;
@@ -45,13 +44,13 @@ struct run_writer_statements::impl {
 };
 
 run_writer_statements::run_writer_statements(sqlite3* db)
-    : impl_(std::make_unique<impl>(db)) {
-}
+    : impl_(std::make_unique<impl>(db)) {}
 
 run_writer_statements::~run_writer_statements() = default;
 
 bool run_writer_statements::ok() const {
-  return impl_->put && impl_->release && impl_->del_session && impl_->del_agent && impl_->mark;
+  return impl_->put && impl_->release && impl_->del_session &&
+         impl_->del_agent && impl_->mark;
 }
 
 caf::error run_writer_statements::put(const run_record& r) {
@@ -76,8 +75,9 @@ caf::error run_writer_statements::release(const std::string& run_id) {
   return rc == SQLITE_DONE ? caf::none : db_error(impl_->db, "release run");
 }
 
-caf::error run_writer_statements::delete_session(const std::string& agent_id,
-                                                 const std::string& session_id) {
+caf::error
+run_writer_statements::delete_session(const std::string& agent_id,
+                                      const std::string& session_id) {
   auto& st = impl_->del_session;
   st.bind(1, agent_id);
   st.bind(2, session_id);
@@ -92,7 +92,8 @@ caf::error run_writer_statements::delete_agent(const std::string& agent_id) {
   st.bind(1, agent_id);
   auto rc = st.step();
   st.reset();
-  return rc == SQLITE_DONE ? caf::none : db_error(impl_->db, "delete agent runs");
+  return rc == SQLITE_DONE ? caf::none
+                           : db_error(impl_->db, "delete agent runs");
 }
 
 caf::error run_writer_statements::mark_imported() {
@@ -139,8 +140,7 @@ expected<run_page> query_runs(sqlite3* db, const run_query& q) {
     known.bind(2, q.agent_id);
     known.bind(3, q.session_id);
     if (known.step() != SQLITE_ROW)
-      return make_error(errc::invalid_argument,
-                        "unknown cursor: " + q.after);
+      return make_error(errc::invalid_argument, "unknown cursor: " + q.after);
   }
   // Served by runs_by_session: a page costs O(page), whatever the history.
   // One row more than asked tells whether more follow.

@@ -202,8 +202,10 @@ bool recover_creations(const layout& paths, const std::string& a,
       row.parent_id = caf::none;
     dag.adopt(row);
     // A creation moves the head from its parent; if the head has moved on
-    // since (the caller was told it failed after all), it is a branch.
-    if (dag.head() == row.parent_id)
+    // since (the caller was told it failed after all), it is a branch. The
+    // tree a rollback replaced is always a branch: the head is the
+    // rollback's target.
+    if (dag.head() == row.parent_id && row.origin != "pre-rollback")
       dag.move_head(row.checkpoint_id);
     changes.put_checkpoints.push_back(row);
     json::object fields{{"checkpoint_id", row.checkpoint_id},

@@ -29,8 +29,8 @@ std::vector<run_record> import_state_files(const std::string& audit_root) {
     auto row = read_run_row(audit_root + "/" + id);
     if (!row) {
       if (code_of(row.error()) != errc::not_found)
-        log::warn("runs", message_of(row.error()) + "; run " + id +
-                              " is not imported");
+        log::warn("runs",
+                  message_of(row.error()) + "; run " + id + " is not imported");
       continue;
     }
     auto rec = record_of(*row);
@@ -47,8 +47,8 @@ std::vector<run_record> import_state_files(const std::string& audit_root) {
 void interrupt(run_record& rec) {
   boost::system::error_code ec;
   auto v = json::parse(rec.row, ec);
-  json::object row = !ec && v.is_object() ? std::move(v.as_object())
-                                          : json::object{};
+  json::object row =
+      !ec && v.is_object() ? std::move(v.as_object()) : json::object{};
   row["state"] = "interrupted";
   row["session_fenced"] = true;
   row["trace_complete"] = false;

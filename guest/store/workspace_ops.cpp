@@ -41,6 +41,16 @@ expected<int64_t> snapshot_current(const layout& paths, const std::string& a,
   return snapshot_generation(target);
 }
 
+expected<int64_t> snapshot_entry(const layout& paths, const std::string& a,
+                                 const std::string& s, const std::string& name,
+                                 const std::string& id) {
+  auto target = paths.checkpoint(a, s, id);
+  if (auto err = os::create_snapshot(paths.session_dir(a, s) + "/" + name,
+                                     target, true))
+    return err;
+  return snapshot_generation(target);
+}
+
 int64_t snapshot_generation(const std::string& path) {
   struct btrfs_util_subvolume_info info {};
   if (btrfs_util_subvolume_info(path.c_str(), 0, &info) != BTRFS_UTIL_OK)

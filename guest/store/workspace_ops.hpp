@@ -31,6 +31,12 @@ caf::error check_new_checkpoint(const layout& paths, const std::string& a,
 expected<int64_t> snapshot_current(const layout& paths, const std::string& a,
                                    const std::string& s, const std::string& id);
 
+/// The same of another tree of the session directory (`name`, such as
+/// the .discard- a rollback replaced): a snapshot, so no data is copied.
+expected<int64_t> snapshot_entry(const layout& paths, const std::string& a,
+                                 const std::string& s, const std::string& name,
+                                 const std::string& id);
+
 /// Deletes checkpoints/<id> (missing is fine).
 caf::error delete_checkpoint(const layout& paths, const std::string& a,
                              const std::string& s, const std::string& id);

@@ -341,7 +341,8 @@ TEST_CASE("policy: a session's setting overrides its agent's, which "
                                            {"auto_checkpoint_runs", false},
                                            {"interval_seconds", 0},
                                            {"keep_auto", 0},
-                                           {"strict", false}});
+                                           {"strict", false},
+                                           {"keep_pre_rollback", false}});
   CHECK(agent.at("sources").as_object().at("keep_auto") == "default");
   CHECK_FALSE(agent.contains("session"));
 

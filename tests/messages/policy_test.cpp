@@ -59,3 +59,18 @@ TEST_CASE("policy: wrong types and ranges are refused") {
     CHECK_FALSE(decode_policy_change(json::parse(bad).as_object()));
   }
 }
+
+TEST_CASE("policy: keep_pre_rollback follows the turn policy unless set") {
+  checkpoint_policy agent;
+  CHECK_FALSE(resolve(agent, {}).keep_pre_rollback);
+  agent.auto_checkpoint_turns = true;
+  CHECK(resolve(agent, {}).keep_pre_rollback);
+  checkpoint_policy session;
+  session.keep_pre_rollback = false;
+  CHECK_FALSE(resolve(agent, session).keep_pre_rollback);
+  agent.auto_checkpoint_turns = false;
+  agent.keep_pre_rollback = true;
+  auto d = describe_policy(agent, {}, true);
+  CHECK(d.at("policy").at("keep_pre_rollback") == true);
+  CHECK(d.at("sources").at("keep_pre_rollback") == "agent");
+}
