@@ -77,7 +77,7 @@ def endpoint_rounds(s, current):
                   argv=["python3", "-c", CLIENT, str(BLOCK),
                         f"/workspace/{name}", f"{block}-{time.monotonic_ns()}"])
         row = wait_run(run)
-        if row["state"] != "completed" or row.get("exit_code") != 0:
+        if row["state"] != "completed" or row.get("root_exit_code") != 0:
             raise RuntimeError(f"endpoint client: {row}")
         path = os.path.join(current, name)
         over_endpoint += [float(x) for x in open(path).read().split()]

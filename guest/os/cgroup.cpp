@@ -194,8 +194,12 @@ expected<frozen_group> frozen_group::freeze(const std::string& group,
       return make_error(errc::conflict,
                         "the run's processes did not freeze within " +
                             std::to_string(timeout_ms) + " ms");
+    // The kernel sends at most one notification per file every 10 ms
+    // (CGROUP_FILE_NOTIFY_MIN_INTV) and defers the rest by a timer, so
+    // after the previous checkpoint's thaw the `frozen 1` of this one can
+    // arrive 10 ms late: look again every millisecond instead.
     pollfd pfd{fd.get(), POLLPRI, 0};
-    ::poll(&pfd, 1, static_cast<int>(std::min<long>(left, 100)));
+    ::poll(&pfd, 1, static_cast<int>(std::min<long>(left, 1)));
   }
 }
 
