@@ -234,6 +234,31 @@ void on_interval_tick(self_ptr self, const cmd::interval_tick& t) {
       head_gen = row->generation;
   auto current = st.init.paths.current(st.agent_id(), st.session_id());
   auto epoch = t.epoch;
+  auto decide = [self, head_gen, epoch](int64_t gen) {
+    auto& state = self->state;
+    if (head_gen != 0 && gen <= head_gen) {
+      ++state.interval_unchanged;
+      return schedule_tick(self, epoch);
+    }
+    json::object metadata{{"turn", state.turns.turn_count}};
+    auto_checkpoint(self,
+                    {"interval", "policy-interval", "interval checkpoint",
+                     std::move(metadata)},
+                    [self, epoch](expected<json::object> r) {
+                      if (r && r->at("created").as_bool())
+                        ++self->state.interval_checkpoints;
+                      schedule_tick(self, epoch);
+                    });
+  };
+  auto failed = [self, epoch](caf::error err) {
+    log::warn("session", self->state.key() +
+                             ": interval check failed: " + message_of(err));
+    schedule_tick(self, epoch);
+  };
+  if (st.init.generation_probe) {
+    auto gen = st.init.generation_probe(current);
+    return gen ? decide(*gen) : failed(gen.error());
+  }
   blocking<int64_t>(
       self,
       [current]() -> expected<int64_t> {
@@ -242,27 +267,7 @@ void on_interval_tick(self_ptr self, const cmd::interval_tick& t) {
           return gen.error();
         return static_cast<int64_t>(*gen);
       },
-      [self, head_gen, epoch](int64_t gen) {
-        auto& state = self->state;
-        if (head_gen != 0 && gen <= head_gen) {
-          ++state.interval_unchanged;
-          return schedule_tick(self, epoch);
-        }
-        json::object metadata{{"turn", state.turns.turn_count}};
-        auto_checkpoint(self,
-                        {"interval", "policy-interval", "interval checkpoint",
-                         std::move(metadata)},
-                        [self, epoch](expected<json::object> r) {
-                          if (r && r->at("created").as_bool())
-                            ++self->state.interval_checkpoints;
-                          schedule_tick(self, epoch);
-                        });
-      },
-      [self, epoch](caf::error err) {
-        log::warn("session", self->state.key() +
-                                 ": interval check failed: " + message_of(err));
-        schedule_tick(self, epoch);
-      });
+      decide, failed);
 }
 
 // -- runs ---------------------------------------------------------------------

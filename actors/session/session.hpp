@@ -41,6 +41,11 @@ struct session_init {
   caf::actor_addr agent;
   /// The agent's checkpoint policy (catalog text; messages/policy.hpp).
   caf::optional<std::string> agent_policy{};
+  /// Reads the committed Btrfs generation of current/ for the interval
+  /// timer. Empty: os::committed_generation on a worker thread. Unit tests
+  /// put an instant fake here, answered inline.
+  std::function<expected<int64_t>(const std::string& current)>
+      generation_probe{};
 };
 
 /// A session's turn lifecycle (actors/session/turns.cpp): the reference

@@ -35,10 +35,8 @@ metadata_actor::behavior_type fake_metadata(catalog_ptr log) {
       [](atom::load) -> caf::result<catalog_snapshot> {
         return catalog_snapshot{};
       },
-      [](atom::load, const std::string&,
-         const std::string&) -> caf::result<catalog_snapshot> {
-        return catalog_snapshot{};
-      },
+      [](atom::load, const std::string&, const std::string&)
+          -> caf::result<catalog_snapshot> { return catalog_snapshot{}; },
       [log](atom::write, metadata_write& w) -> caf::result<caf::ok_atom> {
         log->writes.push_back(w);
         if (log->fail_writes)
@@ -86,6 +84,9 @@ struct session_fixture : test::deterministic {
   /// The row's turn state and policy (catalog text), for the turns facet.
   caf::optional<std::string> turn_state;
   caf::optional<std::string> policy;
+  /// The head's (c2's) Btrfs generation, and the interval timer's probe.
+  int64_t head_generation = 0;
+  std::function<expected<int64_t>(const std::string&)> probe;
 
   void spawn_session(std::vector<std::string> interrupted = {},
                      bool execution = true) {
@@ -94,6 +95,8 @@ struct session_fixture : test::deterministic {
     init.row.turn_state = turn_state;
     init.row.policy = policy;
     init.checkpoints = {checkpoint("c1", caf::none), checkpoint("c2", "c1")};
+    init.checkpoints.back().generation = head_generation;
+    init.generation_probe = probe;
     init.paths = store::layout{"/nonexistent-store"};
     init.metadata = metadata;
     if (execution) {
@@ -216,8 +219,7 @@ TEST_CASE_FIXTURE(session_fixture,
   run.argv = {"true"};
   auto start = ask(run);
   CHECK(code_of(start.second) == errc::conflict);
-  auto released =
-      ask(cmd::execution_release{ref(), lease.first->lease_token});
+  auto released = ask(cmd::execution_release{ref(), lease.first->lease_token});
   REQUIRE(released.first);
   CHECK(released.first->at("released") == true);
   auto again = ask<lease_granted>(cmd::execution_acquire{ref()});
@@ -368,4 +370,50 @@ TEST_CASE_FIXTURE(session_fixture,
   CHECK(w.set_policies[0].settings == caf::none);
   REQUIRE(w.audit.size() == 1);
   CHECK(w.audit[0].op == "policy.set");
+}
+
+TEST_CASE_FIXTURE(session_fixture,
+                  "turns facet: an interval tick when nothing changed since "
+                  "the head takes nothing and arms the next one") {
+  policy = R"({"interval_seconds":30})";
+  head_generation = 41;
+  std::vector<std::string> probed;
+  bool unreadable = false;
+  probe = [&](const std::string& current) -> expected<int64_t> {
+    probed.push_back(current);
+    if (unreadable)
+      return make_error(errc::internal, "no such subvolume");
+    return int64_t{41}; // current/ as the head snapshot left it
+  };
+  spawn_session();
+  // Nothing before the interval has passed.
+  sched.advance_time(std::chrono::seconds{29});
+  sched.run();
+  CHECK(probed.empty());
+  sched.advance_time(std::chrono::seconds{1});
+  sched.run();
+  REQUIRE(probed.size() == 1);
+  CHECK(probed[0] ==
+        "/nonexistent-store/agents/a/workspace/sessions/s/current");
+  auto dump = ask(atom::dump_v);
+  REQUIRE(dump.first);
+  CHECK(dump.first->at("turns").at("interval_unchanged") == 1);
+  CHECK(dump.first->at("turns").at("interval_checkpoints") == 0);
+  CHECK(dump.first->at("state") == "idle"); // no checkpoint started
+  // No catalog write: nothing was taken.
+  CHECK(catalog->writes.empty());
+  // The next tick follows one interval later, and again finds nothing.
+  CHECK(sched.has_pending_timeout());
+  sched.advance_time(std::chrono::seconds{30});
+  sched.run();
+  CHECK(probed.size() == 2);
+  dump = ask(atom::dump_v);
+  CHECK(dump.first->at("turns").at("interval_unchanged") == 2);
+  // A failed probe is logged and the timer goes on.
+  unreadable = true;
+  sched.advance_time(std::chrono::seconds{30});
+  sched.run();
+  CHECK(probed.size() == 3);
+  CHECK(sched.has_pending_timeout());
+  CHECK(catalog->writes.empty());
 }
