@@ -8,6 +8,7 @@
 // then share the files, as two editors would).
 #include "actors/session/facets.hpp"
 #include "guest/os/workspace_files.hpp"
+#include "guest/store/upload_marks.hpp"
 
 #include <string>
 #include <utility>
@@ -137,8 +138,7 @@ caf::result<json::value> handle_file_read(self_ptr self,
   if (!t)
     return t.error();
   return read(self, at_root(std::move(*t), [c](auto& root, auto& rel) {
-                return os::read_file(root, rel,
-                                     static_cast<uint64_t>(c.offset),
+                return os::read_file(root, rel, static_cast<uint64_t>(c.offset),
                                      static_cast<size_t>(c.limit), c.base64);
               }));
 }
@@ -148,8 +148,8 @@ caf::result<json::value> handle_file_write(self_ptr self,
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
-  json::object fields{{"origin", c.origin}, {"path", t->shown},
-                      {"append", c.append}};
+  json::object fields{
+      {"origin", c.origin}, {"path", t->shown}, {"append", c.append}};
   return change(self, "file.write", std::move(fields),
                 at_root(std::move(*t), [c](auto& root, auto& rel) {
                   return os::write_file(root, rel, c.data,
@@ -178,17 +178,17 @@ caf::result<json::value> handle_file_remove(self_ptr self,
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
-  json::object fields{{"origin", c.origin}, {"path", t->shown},
-                      {"recursive", c.recursive}};
-  return change(self, "file.remove", std::move(fields),
-                at_root(std::move(*t),
-                        [c](auto& root, auto& rel) -> expected<json::object> {
-                          auto n = os::remove_path(root, rel, c.recursive);
-                          if (!n)
-                            return n.error();
-                          return json::object{
-                              {"removed", static_cast<int64_t>(*n)}};
-                        }));
+  json::object fields{
+      {"origin", c.origin}, {"path", t->shown}, {"recursive", c.recursive}};
+  return change(
+      self, "file.remove", std::move(fields),
+      at_root(std::move(*t),
+              [c](auto& root, auto& rel) -> expected<json::object> {
+                auto n = os::remove_path(root, rel, c.recursive);
+                if (!n)
+                  return n.error();
+                return json::object{{"removed", static_cast<int64_t>(*n)}};
+              }));
 }
 
 caf::result<json::value> handle_file_move(self_ptr self,
@@ -203,18 +203,17 @@ caf::result<json::value> handle_file_move(self_ptr self,
     return make_error(errc::invalid_argument,
                       "file.move stays within one area (the workspace or "
                       "@shared)");
-  return change(self, "file.move",
-                {{"origin", c.origin}, {"from", from->shown},
-                 {"to", to->shown}},
-                [f = *from, t = *to]() -> expected<json::value> {
-                  auto root = os::workspace_root::open(f.root);
-                  if (!root)
-                    return root.error();
-                  if (auto err = os::move_path(*root, f.rel, t.rel))
-                    return err;
-                  return json::value(
-                      json::object{{"from", f.shown}, {"to", t.shown}});
-                });
+  return change(
+      self, "file.move",
+      {{"origin", c.origin}, {"from", from->shown}, {"to", to->shown}},
+      [f = *from, t = *to]() -> expected<json::value> {
+        auto root = os::workspace_root::open(f.root);
+        if (!root)
+          return root.error();
+        if (auto err = os::move_path(*root, f.rel, t.rel))
+          return err;
+        return json::value(json::object{{"from", f.shown}, {"to", t.shown}});
+      });
 }
 
 caf::result<json::value> handle_file_transfer(self_ptr self,
@@ -234,8 +233,10 @@ caf::result<json::value> handle_file_transfer(self_ptr self,
                       self->state.key());
     // The bytes are on disk (fsynced) or with the client already; like
     // file.write, the audit record itself is not synced.
-    json::object fields{{"origin", "http"}, {"path", t->shown},
-                        {"bytes", c.bytes}, {"tar", c.tar}};
+    json::object fields{{"origin", "http"},
+                        {"path", t->shown},
+                        {"bytes", c.bytes},
+                        {"tar", c.tar}};
     if (c.tar)
       fields["entries"] = c.entries;
     metadata_write w;
@@ -250,11 +251,16 @@ caf::result<json::value> handle_file_transfer(self_ptr self,
   if (c.upload && mutating(self))
     return conflict("session is being checkpointed or restored: " +
                     self->state.key());
-  return json_reply(
-      json::object{{"root", t->root},
-                   {"rel", t->rel},
-                   {"path", t->shown},
-                   {"epoch", epoch}});
+  auto& st = self->state;
+  return json_reply(json::object{
+      {"root", t->root},
+      {"rel", t->rel},
+      {"path", t->shown},
+      {"epoch", epoch},
+      {"shared",
+       t->root != st.init.paths.current(st.agent_id(), st.session_id())},
+      {"uploads_dir",
+       store::uploads_dir(st.init.paths, st.agent_id(), st.session_id())}});
 }
 
 } // namespace allox::session_facets

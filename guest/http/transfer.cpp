@@ -15,6 +15,7 @@
 // A failure on the loop side (limit, malformed body) cancels the worker
 // and is answered once it has removed what it wrote.
 #include "guest/http/transfer.hpp"
+#include "guest/store/upload_marks.hpp"
 
 #include "guest/http/connection.hpp"
 #include "guest/http/server.hpp"
@@ -179,10 +180,14 @@ std::pair<int, std::string> failure_of(const caf::error& err) {
 }
 
 /// Runs the file job on a thread of its own; it reports through `ch`.
+/// `marks` is where an upload records itself for start-up to clean up
+/// after a crash (guest/store/upload_marks.hpp).
 void run_job(std::shared_ptr<transfer_channel> ch, bool upload, bool tar,
-             std::string root_dir, std::string rel, uint64_t max_bytes) {
+             std::string root_dir, std::string rel, uint64_t max_bytes,
+             std::string marks, bool shared) {
   std::thread{[ch = std::move(ch), upload, tar, root_dir = std::move(root_dir),
-               rel = std::move(rel), max_bytes] {
+               rel = std::move(rel), max_bytes, marks = std::move(marks),
+               shared] {
     auto job = [&]() -> expected<json::object> {
       auto root = os::workspace_root::open(root_dir);
       if (!root)
@@ -195,9 +200,15 @@ void run_job(std::shared_ptr<transfer_channel> ch, bool upload, bool tar,
       auto push = [&ch](std::string c) {
         return ch->push(std::move(c));
       };
-      if (upload)
-        return tar ? os::receive_tar(*root, rel, pull, limits)
-                   : os::receive_file(*root, rel, pull);
+      if (upload) {
+        auto mark = store::mark_upload(marks, shared, rel);
+        if (!mark)
+          return mark.error();
+        auto r = tar ? os::receive_tar(*root, rel, pull, limits)
+                     : os::receive_file(*root, rel, pull);
+        store::unmark_upload(*mark);
+        return r;
+      }
       auto src = os::open_download(*root, rel);
       if (!src) {
         ch->opened(src.error());
@@ -316,9 +327,11 @@ void connection::on_transfer_reply(int status, const std::string& body) {
   if (auto* e = where->if_contains("epoch"); e && e->is_int64())
     b.epoch = e->get_int64();
   b.channel = transfer_channel::open(tcp_.loop, [this] { on_transfer_wake(); });
-  run_job(
-      b.channel, b.upload, b.tar, std::string{where->at("root").as_string()},
-      std::string{where->at("rel").as_string()}, srv_->options().max_upload);
+  run_job(b.channel, b.upload, b.tar,
+          std::string{where->at("root").as_string()},
+          std::string{where->at("rel").as_string()}, srv_->options().max_upload,
+          std::string{where->at("uploads_dir").as_string()},
+          where->at("shared").as_bool());
   if (b.upload && b.expect_continue)
     send("HTTP/1.1 100 Continue\r\n\r\n", false);
   if (b.upload)

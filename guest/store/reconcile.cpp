@@ -1,4 +1,5 @@
 #include "guest/store/reconcile.hpp"
+#include "guest/store/upload_marks.hpp"
 
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
@@ -323,6 +324,20 @@ caf::error recover_session(const layout& paths, session_row& row,
                                      {"recovered", true}}));
     }
     changes.delete_journals.push_back({a, s});
+  }
+  // After the swap: uploads cut short left their temporary entries in the
+  // tree that is current now (or in shared/).
+  if (auto cleaned = clean_upload_leftovers(paths, a, s); !cleaned) {
+    log::warn("reconcile", "upload leftovers of " + session_key(a, s) + ": " +
+                               message_of(cleaned.error()));
+  } else if (!cleaned->empty()) {
+    json::array targets;
+    for (auto& t : *cleaned)
+      targets.emplace_back(t);
+    changes.audit.push_back(
+        event("file.upload.recovered", a, s,
+              {{"paths", std::move(targets)}, {"outcome", "removed"}}));
+    recovered = true;
   }
   // One listing serves both: intent records are never valid ids.
   auto listed = os::list_dir(paths.checkpoints_dir(a, s));

@@ -556,3 +556,48 @@ TEST_CASE("bulk: an upload a rollback overtook is answered with conflict") {
   CHECK(got.find("rolled back during the upload") != std::string::npos);
   CHECK(!exists(d.current("a", "s") + "/f"));
 }
+
+TEST_CASE("bulk: a daemon killed mid-upload leaves nothing behind after "
+          "its restart") {
+  daemon_process d;
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto cur = d.current("a", "s");
+  expect_ok(c.rpc("file.mkdir", with(ids("a", "s"), {{"path", "dir"}})));
+  REQUIRE(put(d, "dir/keep", "old content").status == 200);
+  REQUIRE(put_tar(d, "tree", make_tar({file("old", "x")})).status == 200);
+  auto tar = make_tar({file("new-1", std::string(1 << 20, 'n')),
+                       file("new-2", std::string(1 << 20, 'n'))});
+  // A file upload and a tar upload, each with half of its body sent.
+  raw_socket one{d.port()};
+  REQUIRE(one.send_all("PUT /v1/files/a/s/dir/keep HTTP/1.1\r\nHost: x\r\n"
+                       "Content-Length: 4194304\r\n\r\n" +
+                       std::string(2 << 20, 'p')));
+  raw_socket two{d.port()};
+  REQUIRE(two.send_all("PUT /v1/files/a/s/tree HTTP/1.1\r\nHost: x\r\n"
+                       "Content-Type: application/x-tar\r\nContent-Length: " +
+                       std::to_string(tar.size()) + "\r\n\r\n" +
+                       tar.substr(0, tar.size() / 2)));
+  // Both temporary entries exist before the crash.
+  bool started = false;
+  for (int i = 0; i < 100 && !started; ++i) {
+    started = !leftovers(cur + "/dir").empty() && !leftovers(cur).empty();
+    if (!started)
+      std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
+  REQUIRE(started);
+  d.crash();
+  d.start();
+  CHECK(leftovers(cur + "/dir").empty());
+  CHECK(leftovers(cur).empty());
+  CHECK(read_file(cur + "/dir/keep") == "old content");
+  CHECK(read_file(cur + "/tree/old") == "x");
+  auto ops = audit_ops(c, {{"agent_id", "a"}, {"op", "file.upload.recovered"}});
+  CHECK(ops.size() == 1);
+  // Nothing is cleaned twice: the marks went with the leftovers.
+  d.stop();
+  d.start();
+  ops = audit_ops(c, {{"agent_id", "a"}, {"op", "file.upload.recovered"}});
+  CHECK(ops.size() == 1);
+}
