@@ -102,7 +102,7 @@ TEST_CASE("undo rollback: on with the turn policy, off when set so") {
   CHECK_FALSE(r.contains("pre_rollback_checkpoint_id"));
 }
 
-TEST_CASE("undo rollback: kept trees count against keep_auto; manual "
+TEST_CASE("undo rollback: kept trees count against keep_auto, manual "
           "checkpoints stay") {
   daemon_process d;
   d.start();
