@@ -1,6 +1,7 @@
 // Checkpoint commands beyond one call (list --graph, watch, restore), file
 // transfers and metrics.
 #include "cli/commands.hpp"
+#include "cli/tarball.hpp"
 
 #include <CLI/CLI.hpp>
 #include <boost/beast/core/detail/base64.hpp>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -262,6 +264,89 @@ result<bool> bulk_file(client& daemon, const json::object& params, bool upload,
   return true;
 }
 
+/// A temporary local file, removed with this object.
+struct temp_file {
+  std::string path;
+  temp_file() {
+    auto dir = std::filesystem::temp_directory_path().string();
+    std::string tmpl = dir + "/alloxctl-XXXXXX";
+    int fd = ::mkstemp(tmpl.data());
+    if (fd >= 0) {
+      ::close(fd);
+      path = tmpl;
+    }
+  }
+  ~temp_file() {
+    if (!path.empty())
+      ::unlink(path.c_str());
+  }
+  temp_file(const temp_file&) = delete;
+  temp_file& operator=(const temp_file&) = delete;
+};
+
+/// A local directory into a new remote one as one tar stream (PUT with
+/// `application/x-tar`): the remote paths of its files, or nothing when
+/// the remote directory exists already (files are then merged into it one
+/// by one) or the daemon has no bulk endpoint.
+result<std::optional<std::vector<std::string>>>
+upload_tree(client& daemon, const json::object& params,
+            const std::string& local, const std::string& remote) {
+  json::object stat = params;
+  stat["path"] = remote;
+  if (auto r = daemon.rpc("file.stat", stat);
+      r || r.error().code != "not_found")
+    return std::optional<std::vector<std::string>>{};
+  temp_file tar;
+  if (tar.path.empty())
+    return usage_error("cannot create a temporary file");
+  auto files = pack_tree(local, tar.path);
+  if (!files)
+    return files.error();
+  auto reply = daemon.put_file(files_target(params, remote), tar.path,
+                               "application/x-tar");
+  if (!reply)
+    return reply.error();
+  if (reply->status == 404)
+    return std::optional<std::vector<std::string>>{};
+  if (reply->status != 200)
+    return daemon_failure("the upload", *reply);
+  for (auto& f : *files)
+    f = remote + "/" + f;
+  return std::optional<std::vector<std::string>>{std::move(*files)};
+}
+
+/// A remote directory as one tar stream (GET), unpacked into `local`: the
+/// local paths of its files, or nothing when the daemon has no bulk
+/// endpoint. A remote file is saved at `local` itself.
+result<std::optional<std::vector<std::string>>>
+download_tree(client& daemon, const json::object& params,
+              const std::string& remote, const std::string& local) {
+  temp_file tar;
+  if (tar.path.empty())
+    return usage_error("cannot create a temporary file");
+  auto reply = daemon.get_file(files_target(params, remote), tar.path);
+  if (!reply)
+    return reply.error();
+  if (reply->status == 404) // an older daemon: file by file
+    return std::optional<std::vector<std::string>>{};
+  if (reply->status != 200)
+    return daemon_failure("the download", *reply);
+  auto type = reply->headers.find("Content-Type");
+  if (type == reply->headers.end() ||
+      type->second.find("application/x-tar") == std::string::npos) {
+    std::error_code ec;
+    std::filesystem::copy_file(
+        tar.path, local, std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec)
+      return usage_error("cannot write " + local + ": " + ec.message());
+    return std::optional<std::vector<std::string>>{{local}};
+  }
+  auto files = unpack_tree(tar.path, local);
+  if (!files)
+    return files.error();
+  return std::optional<std::vector<std::string>>{std::move(*files)};
+}
+
 int upload_command(app_state& st, const transfer_args& a) {
   auto target = st.session_call();
   if (!target)
@@ -278,6 +363,21 @@ int upload_command(app_state& st, const transfer_args& a) {
       return report(done.error());
     if (*done) {
       json::object result{{"uploaded", json::array{json::value(base)}}};
+      print_result(*st.out, st.st, result,
+                   [&] { view_generic(result, *st.out, st.st); });
+      return exit_ok;
+    }
+  }
+  // A directory into a new remote one: one tar stream.
+  if (a.recursive && !(files->size() == 1 && (*files)[0].second.empty())) {
+    auto tree = upload_tree(*daemon, params, a.from, base);
+    if (!tree)
+      return report(tree.error());
+    if (*tree) {
+      json::array sent;
+      for (auto& f : **tree)
+        sent.emplace_back(f);
+      json::object result{{"uploaded", std::move(sent)}};
       print_result(*st.out, st.st, result,
                    [&] { view_generic(result, *st.out, st.st); });
       return exit_ok;
@@ -331,6 +431,22 @@ int download_command(app_state& st, const transfer_args& a) {
     return report(target.error());
   auto& [params, daemon] = *target;
   std::vector<std::string> remote{a.from};
+  // A tree comes as one tar stream.
+  if (a.recursive) {
+    auto local = a.to.empty() ? a.from.substr(a.from.rfind('/') + 1) : a.to;
+    auto tree = download_tree(*daemon, params, a.from, local);
+    if (!tree)
+      return report(tree.error());
+    if (*tree) {
+      json::array saved;
+      for (auto& f : **tree)
+        saved.emplace_back(f);
+      json::object result{{"downloaded", std::move(saved)}};
+      print_result(*st.out, st.st, result,
+                   [&] { view_generic(result, *st.out, st.st); });
+      return exit_ok;
+    }
+  }
   if (a.recursive) {
     json::object call = params;
     call["path"] = a.from;

@@ -176,7 +176,8 @@ http_reply reply_of(Message& res, std::string body) {
 } // namespace
 
 result<http_reply> client::put_file(const std::string& target,
-                                    const std::string& path) {
+                                    const std::string& path,
+                                    const std::string& content_type) {
   // Its own connection: a refused upload closes it.
   asio::io_context io;
   tcp::socket socket{io};
@@ -185,7 +186,7 @@ result<http_reply> client::put_file(const std::string& target,
   bhttp::request<bhttp::file_body> req{bhttp::verb::put, target, 11};
   req.set(bhttp::field::host, where_.host);
   req.set(bhttp::field::user_agent, "alloxctl");
-  req.set(bhttp::field::content_type, "application/octet-stream");
+  req.set(bhttp::field::content_type, content_type);
   if (!token_.empty())
     req.set(bhttp::field::authorization, "Bearer " + token_);
   boost::system::error_code ec;

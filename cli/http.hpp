@@ -63,8 +63,10 @@ public:
 
   /// PUT `target` with the local file at `path` as its body, streamed
   /// from disk (bulk transfer, /v1/files/...); the daemon's reply.
-  result<http_reply> put_file(const std::string& target,
-                              const std::string& path);
+  /// `application/x-tar` makes the daemon unpack it as a directory.
+  result<http_reply>
+  put_file(const std::string& target, const std::string& path,
+           const std::string& content_type = "application/octet-stream");
 
   /// GET `target` into the local file at `path`, streamed to disk when
   /// the daemon answers 200; otherwise the reply (its error body) and
