@@ -191,12 +191,8 @@ caf::result<json::value> handle_share_enable(self_ptr self,
     auto r = os::workspace_root::open(root);
     if (!r)
       return r.error();
-    if (auto err = os::share_check_scope(*r, parts)) {
-      if (message_of(err).rfind("cross-filesystem", 0) == 0)
-        return err;
-      return make_error(code_of(err), "scope must be an existing directory "
-                                      "reachable without symlinks");
-    }
+    if (auto err = os::share_check_scope(*r, parts))
+      return err;
     return json::value();
   };
   return change_policy(self, "share.enable", c.origin, std::move(check),

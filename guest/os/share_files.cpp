@@ -47,10 +47,11 @@ std::string join(const std::vector<std::string>& parts, size_t n) {
   return rel;
 }
 
-/// The directory of the first `n` parts, opened beneath the root without
-/// following any symlink, on the root's device.
-expected<unique_fd> open_dir(const workspace_root& root,
-                             const std::vector<std::string>& parts, size_t n) {
+/// Opens the directory of the first `n` parts into `dir`, beneath the
+/// root without following any symlink, on the root's device; 0, or the
+/// errno of the failure (EXDEV: on another device).
+int open_dir(const workspace_root& root, const std::vector<std::string>& parts,
+             size_t n, unique_fd& dir) {
   auto rel = n == 0 ? std::string{"."} : join(parts, n);
   open_how how{};
   how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
@@ -59,18 +60,25 @@ expected<unique_fd> open_dir(const workspace_root& root,
   for (;;) {
     long fd = ::syscall(SYS_openat2, root.fd(), rel.c_str(), &how, sizeof how);
     if (fd >= 0) {
-      unique_fd dir{static_cast<int>(fd)};
+      dir.reset(static_cast<int>(fd));
       struct stat sb {};
       if (::fstat(dir.get(), &sb) != 0)
-        return unavailable(errno);
-      if (sb.st_dev != root.dev())
-        return cross_filesystem();
-      return dir;
+        return errno;
+      return sb.st_dev == root.dev() ? 0 : EXDEV;
     }
     if (errno == EAGAIN || errno == EINTR)
       continue; // a concurrent rename; resolve again
-    return unavailable(errno);
+    return errno;
   }
+}
+
+/// open_dir with the caller's error.
+expected<unique_fd> open_dir(const workspace_root& root,
+                             const std::vector<std::string>& parts, size_t n) {
+  unique_fd dir;
+  if (int err = open_dir(root, parts, n, dir))
+    return unavailable(err);
+  return dir;
 }
 
 /// Whether `sb` is a file share.read and share.write may touch.
@@ -82,10 +90,15 @@ bool shareable(const struct stat& sb) {
 
 caf::error share_check_scope(const workspace_root& root,
                              const std::vector<std::string>& parts) {
-  auto dir = open_dir(root, parts, parts.size());
-  if (!dir)
-    return dir.error();
-  return caf::none;
+  unique_fd dir;
+  int err = open_dir(root, parts, parts.size(), dir);
+  if (err == 0)
+    return caf::none;
+  if (err == EXDEV)
+    return cross_filesystem();
+  return make_error(err == ENOENT ? errc::not_found : errc::invalid_argument,
+                    "scope must be an existing directory reachable without "
+                    "symlinks");
 }
 
 expected<json::object> share_list(const workspace_root& root,

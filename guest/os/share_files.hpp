@@ -24,7 +24,8 @@
 namespace allox::os {
 
 /// share.enable: the scope must be an existing directory reachable
-/// without symlinks, on the root's device.
+/// without symlinks (`scope must be an existing directory reachable
+/// without symlinks`, not_found when missing), on the root's device.
 caf::error share_check_scope(const workspace_root& root,
                              const std::vector<std::string>& parts);
 
