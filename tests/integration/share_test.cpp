@@ -134,9 +134,9 @@ TEST_CASE("share: both sessions must opt in, a disable takes effect at once "
           "invalid agent id: '../x'");
 }
 
-TEST_CASE("share: a read-only target refuses writes; binary data round-trips "
-          "into a 0600 file; the target's trail has every attempt, never "
-          "the data") {
+TEST_CASE("share: a read-only target refuses writes, binary data round-trips "
+          "into a 0600 file, and the target's trail has every attempt but "
+          "never the data") {
   daemon_process d;
   d.start();
   auto& c = d.client();
@@ -410,8 +410,8 @@ TEST_CASE("share: files and writes are limited to 256 KiB of strict "
 }
 
 TEST_CASE("share: a write into a target is undone by the target's rollback, "
-          "not the caller's; it waits for no checkpoint and is refused "
-          "during one") {
+          "not the caller's, and is refused during a checkpoint, which reads "
+          "wait for") {
   daemon_process d;
   d.start();
   auto& c = d.client();
@@ -511,8 +511,8 @@ TEST_CASE("share: policies survive a daemon restart and a session actor "
 }
 
 TEST_CASE("share: allox-share inside runs shares files between sessions "
-          "through the event endpoint; the caller's identity comes from "
-          "its cgroup only") {
+          "through the event endpoint, the caller's identity from its cgroup "
+          "only") {
   daemon_process d{with_execution()};
   d.start();
   auto& c = d.client();
