@@ -71,6 +71,7 @@ void spawn_session(self_ptr self, session_entry& e,
                     fenced_runs(self, e.row.session_id),
                     self->address()};
   init.agent_policy = self->state.init.row.policy;
+  init.agents = self->state.init.parent;
   e.handle =
       self->spawn<caf::linked + caf::monitored>(session, std::move(init));
   e.status = child_status::running;

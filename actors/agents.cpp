@@ -48,6 +48,9 @@ void merge_import(catalog_snapshot& snap, const store::prototype_store& proto,
     s.created_ns = now;
     snap.sessions.push_back(s);
     write.put_sessions.push_back(s);
+    if (s.share_policy)
+      write.set_share_policies.push_back(
+          {s.agent_id, s.session_id, s.share_policy});
     for (const auto& c : proto.rows.checkpoints)
       if (c.agent_id == s.agent_id && c.session_id == s.session_id) {
         snap.checkpoints.push_back(c);

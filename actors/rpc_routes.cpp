@@ -314,6 +314,14 @@ const std::unordered_map<std::string_view, route_fn>& session_routes() {
       {"turn.status", to_session<turn_status, decode_turn_status>},
       {"policy.get", to_policy<policy_get, decode_policy_get>},
       {"policy.set", to_policy<policy_set, decode_policy_set>},
+      // agent_id/session_id name the caller; list/read/write go on from
+      // its SESSION to the target's (actors/session/share.cpp).
+      {"share.status", to_session<share_status, decode_share_status>},
+      {"share.enable", to_session<share_enable, decode_share_enable>},
+      {"share.disable", to_session<share_disable, decode_share_disable>},
+      {"share.list", to_session<share_list, decode_share_list>},
+      {"share.read", to_session<share_read, decode_share_read>},
+      {"share.write", to_session<share_write, decode_share_write>},
   };
   return table;
 }

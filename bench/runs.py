@@ -145,6 +145,7 @@ try:
     import pwd
     user = pwd.getpwnam("allox-sandbox")
     turn_bin = os.path.join(build, "guest", "allox-turn")
+    share_bin = os.path.join(build, "guest", "allox-share")
 
     # The bare variant runs as root: a workspace of root's of its own.
     bare_ws = tempfile.mkdtemp(prefix="allox-bench-bare-")
@@ -163,6 +164,7 @@ try:
                 os.path.join(work, "runs", "events.sock"),
                 "/run/allox/events.sock", "--dir", "/run/allox/bin",
                 "--ro-bind", turn_bin, "/run/allox/bin/allox-turn",
+                "--ro-bind", share_bin, "/run/allox/bin/allox-share",
                 "--remount-ro", "/", "--remount-ro", "/dev", "--cap-drop",
                 "ALL", "--clearenv"]
         if as_user:

@@ -130,6 +130,10 @@ void add_table_commands(CLI::App& app, app_state& st,
 /// metrics.
 void add_flow_commands(CLI::App& app, app_state& st, std::function<int()>* run);
 
+/// share status|enable|disable|list|read|write (share.cpp).
+void add_share_commands(CLI::App& app, app_state& st,
+                        std::function<int()>* run);
+
 /// config init|show|set|path, use, current, clear.
 void add_local_commands(CLI::App& app, app_state& st,
                         std::function<int()>* run);

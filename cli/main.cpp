@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
   add_local_commands(app, st, &run);
   add_table_commands(app, st, &run);
   add_flow_commands(app, st, &run);
+  add_share_commands(app, st, &run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -14,6 +14,7 @@
 #include "messages/commands/files.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
+#include "messages/commands/share.hpp"
 #include "messages/commands/turns.hpp"
 #include "messages/events.hpp"
 #include "messages/json.hpp"
@@ -220,6 +221,27 @@ using session_turns_actor = caf::typed_actor<
     // An interval checkpoint is due (sent to itself).
     caf::reacts_to<cmd::interval_tick>>;
 
+/// The SHARE facet of a SESSION (actors/session/share.cpp): the session's
+/// share policy, its share requests as the caller (handed to the target's
+/// SESSION once its own policy allows them), and other sessions' accesses
+/// to its files as the target.
+using session_share_actor = caf::typed_actor<
+    // The session's share policy.
+    caf::replies_to<cmd::share_status>::with<json::value>,
+    // Opts the session in (its scope checked on its lane); durable, audited.
+    caf::replies_to<cmd::share_enable>::with<json::value>,
+    // Opts the session out, keeping scope and permission; durable, audited.
+    caf::replies_to<cmd::share_disable>::with<json::value>,
+    // Lists a directory of a target session's scope (as the caller).
+    caf::replies_to<cmd::share_list>::with<json::value>,
+    // Reads a file of a target session's scope (as the caller).
+    caf::replies_to<cmd::share_read>::with<json::value>,
+    // Replaces a file of a target session's scope (as the caller).
+    caf::replies_to<cmd::share_write>::with<json::value>,
+    // Serves another session's list/read/write on this session's files (as
+    // the target), on its lane, audited in its trail.
+    caf::replies_to<cmd::share_access>::with<json::value>>;
+
 /// The SESSION actor: single owner of one session's subvolume and state,
 /// composed of its facets (actors/session/).
 using session_actor = caf::typed_actor<
@@ -234,7 +256,8 @@ using session_actor = caf::typed_actor<
     caf::replies_to<atom::retire, bool>::with<caf::ok_atom>>::
     extend_with<session_checkpoints_actor, session_runs_actor,
                 session_files_actor, session_tracking_actor,
-                session_runtime_actor, session_turns_actor, dump_client_actor>;
+                session_runtime_actor, session_turns_actor, session_share_actor,
+                dump_client_actor>;
 
 /// The commands of one agent: served by its AGENT, and by AGENTS, which
 /// forwards them to that AGENT (creating the agent for agent.create and

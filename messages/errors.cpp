@@ -26,6 +26,8 @@ std::string_view code_name(errc code) {
     return "internal";
   case errc::unsupported:
     return "unsupported";
+  case errc::forbidden:
+    return "forbidden";
   }
   return "internal";
 }
@@ -51,7 +53,7 @@ caf::error sys_error(const std::string& what) {
 
 errc code_of(const caf::error& err) {
   if (err.category() == caf::atom("allox") && err.code() >= 1 &&
-      err.code() <= static_cast<uint8_t>(errc::unsupported))
+      err.code() <= static_cast<uint8_t>(errc::forbidden))
     return static_cast<errc>(err.code());
   return errc::internal;
 }

@@ -33,6 +33,9 @@ enum class errc : uint8_t {
   internal = 7,
   /// The feature is not available on this daemon or kernel.
   unsupported = 8,
+  /// A policy refuses the caller (share.*: a side has not opted in, or the
+  /// target is read-only).
+  forbidden = 9,
 };
 
 /// Stable machine-readable name of a code, as sent in the `code` field.

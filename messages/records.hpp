@@ -40,6 +40,10 @@ struct session_row {
   caf::optional<std::string> turn_state{};
   /// The session's own checkpoint policy, as agent_row::policy.
   caf::optional<std::string> policy{};
+  /// The session's share.* policy ({enabled, scope, permission} as JSON
+  /// text); none before the first share.enable. Written with
+  /// set_share_policies.
+  caf::optional<std::string> share_policy{};
 };
 
 /// One checkpoint of a session's DAG. Absent values are none (NULL in the
@@ -160,6 +164,8 @@ struct metadata_write {
   /// Checkpoint policies: a session's, or with an empty session_id the
   /// agent's.
   std::vector<session_settings> set_policies;
+  /// Sessions' share.* policies (settings: the JSON text).
+  std::vector<session_settings> set_share_policies;
   std::vector<journal_row> put_journals;
   std::vector<session_ref> delete_journals;
   std::vector<audit_event> audit;
@@ -209,7 +215,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_row& x) {
   return f(caf::meta::type_name("session_row"), x.agent_id, x.session_id,
            x.created_ns, x.deleting, x.head, x.exec_settings, x.turn_state,
-           x.policy);
+           x.policy, x.share_policy);
 }
 
 template <class Inspector>
@@ -272,9 +278,9 @@ typename Inspector::result_type inspect(Inspector& f, metadata_write& x) {
            x.delete_agents, x.put_sessions, x.delete_sessions,
            x.put_checkpoints, x.delete_checkpoints, x.set_heads,
            x.set_exec_settings, x.set_turn_states, x.set_policies,
-           x.put_journals, x.delete_journals, x.audit, x.put_runs,
-           x.release_runs, x.mark_prototype_imported, x.mark_runs_imported,
-           x.durable);
+           x.set_share_policies, x.put_journals, x.delete_journals, x.audit,
+           x.put_runs, x.release_runs, x.mark_prototype_imported,
+           x.mark_runs_imported, x.durable);
 }
 
 namespace detail {

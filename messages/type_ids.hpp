@@ -16,6 +16,7 @@
 #include "messages/commands/files.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
+#include "messages/commands/share.hpp"
 #include "messages/commands/turns.hpp"
 #include "messages/events.hpp"
 #include "messages/policy.hpp"
@@ -123,6 +124,14 @@ CAF_BEGIN_TYPE_ID_BLOCK(allox_messages, caf::id_block::allox::end)
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::policy_set))
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::agent_policy_changed))
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::interval_tick))
+  // Commands: session-to-session sharing (messages/commands/share.hpp).
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::share_status))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::share_enable))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::share_disable))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::share_list))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::share_read))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::share_write))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::share_access))
 CAF_END_TYPE_ID_BLOCK(allox_messages)
 
 namespace allox {

@@ -519,4 +519,40 @@ void on_interval_tick(self_ptr self, const cmd::interval_tick& t);
 void after_run(self_ptr self, const std::string& id,
                std::function<void(caf::error)> answer);
 
+// -- sharing (share.cpp) ------------------------------------------------------
+
+/// Restores the share policy from the actor's init (its row).
+void load_share(self_ptr self);
+
+/// share.status: the session's share policy.
+caf::result<json::value> handle_share_status(self_ptr self,
+                                             const cmd::share_status& c);
+
+/// share.enable: the scope checked on the lane, then the policy committed
+/// (durable) and audited.
+caf::result<json::value> handle_share_enable(self_ptr self,
+                                             const cmd::share_enable& c);
+
+/// share.disable: the policy committed (durable) with enabled false, scope
+/// and permission kept; audited.
+caf::result<json::value> handle_share_disable(self_ptr self,
+                                              const cmd::share_disable& c);
+
+/// share.list as the caller: own policy, then the target's SESSION.
+caf::result<json::value> handle_share_list(self_ptr self,
+                                           const cmd::share_list& c);
+
+/// share.read as the caller: own policy, then the target's SESSION.
+caf::result<json::value> handle_share_read(self_ptr self,
+                                           const cmd::share_read& c);
+
+/// share.write as the caller: own policy, then the target's SESSION.
+caf::result<json::value> handle_share_write(self_ptr self,
+                                            const cmd::share_write& c);
+
+/// A list/read/write of another session on this one's files: policy,
+/// permission and path checked, served on the lane, audited here.
+caf::result<json::value> handle_share_access(self_ptr self,
+                                             const cmd::share_access& c);
+
 } // namespace allox::session_facets

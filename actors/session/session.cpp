@@ -219,6 +219,10 @@ static json::value dump(self_ptr self) {
                             {"interval_unchanged", st.interval_unchanged},
                             {"interval_busy", st.interval_busy},
                             {"auto_pruned", st.auto_pruned}};
+  o["share"] = json::object{{"enabled", st.share.enabled},
+                            {"permission", st.share.permission},
+                            {"served", st.share_served},
+                            {"refused", st.share_refused}};
   o["uptime_ms"] = uptime_ms(st.started);
   return o;
 }
@@ -263,6 +267,7 @@ session_actor::behavior_type session(session_facets::self_ptr self,
   self->state.init = std::move(init);
   self->state.started = std::chrono::steady_clock::now();
   load_turns(self);
+  load_share(self);
   arm_interval(self);
   self->attach_functor(
       [lane = self->state.lane, reads = self->state.read_lane] {
@@ -446,6 +451,28 @@ session_actor::behavior_type session(session_facets::self_ptr self,
       },
       [self](const cmd::agent_policy_changed& c) { on_agent_policy(self, c); },
       [self](const cmd::interval_tick& t) { on_interval_tick(self, t); },
+      // -- sharing (share.cpp) --------------------------------------------
+      [self](const cmd::share_status& c) {
+        return serve(self, c, handle_share_status);
+      },
+      [self](const cmd::share_enable& c) {
+        return serve(self, c, handle_share_enable);
+      },
+      [self](const cmd::share_disable& c) {
+        return serve(self, c, handle_share_disable);
+      },
+      [self](const cmd::share_list& c) {
+        return serve(self, c, handle_share_list);
+      },
+      [self](const cmd::share_read& c) {
+        return serve(self, c, handle_share_read);
+      },
+      [self](const cmd::share_write& c) {
+        return serve(self, c, handle_share_write);
+      },
+      [self](const cmd::share_access& c) {
+        return serve(self, c, handle_share_access);
+      },
       [self](atom::dump) -> json::value { return dump(self); },
   };
 }

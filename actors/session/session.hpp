@@ -14,6 +14,7 @@
 #include "guest/store/layout.hpp"
 #include "messages/actors.hpp"
 #include "messages/policy.hpp"
+#include "messages/share.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -46,6 +47,9 @@ struct session_init {
   /// put an instant fake here, answered inline.
   std::function<expected<int64_t>(const std::string& current)>
       generation_probe{};
+  /// The AGENTS actor, through which share.* requests reach their target
+  /// session (actors/session/share.cpp).
+  caf::actor_addr agents{};
 };
 
 /// A session's turn lifecycle (actors/session/turns.cpp): the reference
@@ -167,6 +171,18 @@ struct session_state {
   /// here in arrival order (turns.cpp).
   bool turn_checkpointing = false;
   std::deque<std::function<void()>> turn_waiting;
+
+  // -- sharing (share.cpp) -------------------------------------------------
+
+  /// The session's share policy in force (persisted on every change).
+  share_policy share;
+  /// The policy as the changes queued on the lane will leave it (disable
+  /// keeps the scope and permission of an enable still being checked).
+  share_policy share_next;
+  /// share.list/read/write served for other sessions, and refused, for
+  /// the dump.
+  uint64_t share_served = 0;
+  uint64_t share_refused = 0;
 
   // -- diagnostics (session.cpp) -------------------------------------------
 

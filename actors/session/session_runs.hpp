@@ -26,9 +26,10 @@ struct exec_config {
   os::cgroup_tree cgroups;
   std::string init_path;
   /// The event endpoint's socket, bound into every run at
-  /// /run/allox/events.sock, and its client (empty: not installed).
+  /// /run/allox/events.sock, and its clients (empty: not installed).
   std::string events_socket;
   std::string turn_client;
+  std::string share_client;
   std::string bwrap_path = "/usr/bin/bwrap";
   bool kill_on_rollback = false;
   std::string boot_id;

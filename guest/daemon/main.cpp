@@ -174,11 +174,13 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
     return make_error(errc::invalid_argument,
                       "allox-sandbox-init not found; pass --sandbox-init");
   cfg->events_socket = cfg->audit_root + "/events.sock";
-  // allox-turn, the endpoint's client inside runs: next to the init.
-  auto client =
-      cfg->init_path.substr(0, cfg->init_path.rfind('/')) + "/allox-turn";
-  if (::access(client.c_str(), X_OK) == 0)
-    cfg->turn_client = client;
+  // allox-turn and allox-share, the endpoint's clients inside runs: next
+  // to the init.
+  auto dir = cfg->init_path.substr(0, cfg->init_path.rfind('/'));
+  for (auto [name, into] : {std::pair{"/allox-turn", &cfg->turn_client},
+                            std::pair{"/allox-share", &cfg->share_client}})
+    if (::access((dir + name).c_str(), X_OK) == 0)
+      *into = dir + name;
   cfg->bwrap_path = opts.bwrap;
   if (::access(cfg->bwrap_path.c_str(), X_OK) != 0)
     return make_error(errc::invalid_argument,

@@ -25,9 +25,10 @@ namespace {
 
 constexpr uint64_t idle_ms = 30000;
 
-const std::set<std::string, std::less<>> served = {"turn.session_start",
-                                                   "turn.message", "turn.end",
-                                                   "turn.status", "policy.get"};
+const std::set<std::string, std::less<>> served = {
+    "turn.session_start", "turn.message", "turn.end",     "turn.status",
+    "policy.get",         "share.status", "share.enable", "share.disable",
+    "share.list",         "share.read",   "share.write"};
 
 /// The cgroup v2 path of `pid` (the "0::" line of /proc/<pid>/cgroup).
 std::string cgroup_of(pid_t pid) {
@@ -188,7 +189,12 @@ void event_endpoint::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
   auto* self = q->owner;
   if (n < 0)
     return self->drop(q);
+  if (self->buffered_ + static_cast<size_t>(n) > max_buffered)
+    return self->reply(
+        q, error_body("the event endpoint is busy; retry", "unavailable"),
+        true);
   q->in.append(buf->base, static_cast<size_t>(n));
+  self->buffered_ += static_cast<size_t>(n);
   auto nl = q->in.find('\n');
   if ((nl == std::string::npos ? q->in.size() : nl) > max_line)
     return self->reply(q,
@@ -196,13 +202,22 @@ void event_endpoint::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
                                       std::to_string(max_line) + " bytes",
                                   "payload_too_large"),
                        true);
-  if (nl == std::string::npos)
+  std::string line;
+  if (!self->next_line(q, line))
     return;
-  auto line = q->in.substr(0, nl);
-  q->in.erase(0, nl + 1);
   // One request at a time: the rest waits in the socket.
   uv_read_stop(s);
   self->serve_line(q, std::move(line));
+}
+
+bool event_endpoint::next_line(peer* p, std::string& line) {
+  auto nl = p->in.find('\n');
+  if (nl == std::string::npos)
+    return false;
+  line = p->in.substr(0, nl);
+  p->in.erase(0, nl + 1);
+  buffered_ -= nl + 1;
+  return true;
 }
 
 void event_endpoint::serve_line(peer* p, std::string line) {
@@ -219,23 +234,37 @@ void event_endpoint::serve_line(peer* p, std::string line) {
                             "invalid_argument"),
                  false);
   std::string name{action->get_string()};
+  bool share = name.rfind("share.", 0) == 0;
   if (served.count(name) == 0)
     return reply(p,
-                 error_body("the event endpoint serves turn.* and policy.get, "
-                            "not " +
-                                name,
-                            "unauthorized"),
+                 share ? error_body("unknown share action", "invalid_argument")
+                       : error_body("the event endpoint serves turn.*, "
+                                    "policy.get and share.*, not " +
+                                        name,
+                                    "unauthorized"),
                  false);
   json::object args = params ? params->as_object() : json::object{};
-  for (auto [key, mine] :
-       {std::pair{"agent_id", &p->agent}, std::pair{"session_id", &p->session}})
-    if (auto* v = args.if_contains(key);
-        v != nullptr && !(v->is_string() && v->get_string() == *mine))
-      return reply(p,
-                   error_body("this endpoint acts for " + p->agent + "/" +
-                                  p->session + " only",
-                              "unauthorized"),
-                   false);
+  if (share) {
+    // The session is the caller here: the kernel says which, never the
+    // request (reference 10.2).
+    for (const char* key : {"agent_id", "session_id", "caller"})
+      if (args.contains(key))
+        return reply(p,
+                     error_body("caller identity cannot be supplied by the "
+                                "Agent",
+                                "unauthorized"),
+                     false);
+  } else {
+    for (auto [key, mine] : {std::pair{"agent_id", &p->agent},
+                             std::pair{"session_id", &p->session}})
+      if (auto* v = args.if_contains(key);
+          v != nullptr && !(v->is_string() && v->get_string() == *mine))
+        return reply(p,
+                     error_body("this endpoint acts for " + p->agent + "/" +
+                                    p->session + " only",
+                                "unauthorized"),
+                     false);
+  }
   args["agent_id"] = p->agent;
   args["session_id"] = p->session;
   p->ticket = srv_->dispatch(
@@ -277,11 +306,8 @@ void event_endpoint::reply(peer* p, std::string body, bool close_after) {
       },
       idle_ms, 0);
   // The next line, if one came meanwhile, then reading again.
-  if (auto nl = p->in.find('\n'); nl != std::string::npos) {
-    auto line = p->in.substr(0, nl);
-    p->in.erase(0, nl + 1);
+  if (std::string line; next_line(p, line))
     return serve_line(p, std::move(line));
-  }
   start_reading(p);
 }
 
@@ -289,6 +315,8 @@ void event_endpoint::drop(peer* p) {
   if (p->closing)
     return;
   p->closing = true;
+  buffered_ -= p->in.size();
+  p->in.clear();
   if (p->ticket != 0)
     srv_->cancel(p->ticket);
   uv_timer_stop(&p->idle);

@@ -1,6 +1,7 @@
 // The in-guest event endpoint: a Unix stream socket bound read-only into
 // every run at /run/allox/events.sock, over which programs inside a
-// sandbox publish turn events without the management token.
+// sandbox publish turn events and share files with other sessions
+// (share.*) without the management token.
 //
 //   request:  one JSON line {"action": "turn.end", "params": {...}}
 //   reply:    one JSON line, the RPC envelope ({"ok": true, "result": ...}
@@ -10,11 +11,15 @@
 // (SO_PEERCRED, pinned with SO_PEERPIDFD where the kernel has it) gives
 // its cgroup, and only a process inside a session's group
 // (<cgroup root>/agents/<a>/sessions/<s>/...) is served, for that session
-// alone: params naming another agent or session are refused. Only the
-// turn.* actions and policy.get are served. A line is at most 64 KiB, one
-// request is served at a time per connection (the next line is not read
-// before the reply), and a connection idle for 30 s is closed: a slow or
-// hostile client holds a few KiB of the loop, never an actor.
+// alone: for turn.* and policy.get, params naming another agent or session
+// are refused; for share.*, where the session is the caller, params may
+// not name one at all (nor a `caller`). Only the turn.* actions,
+// policy.get and share.* are served. A line is at most 512 KiB (a
+// share.write of 256 KiB in base64), all connections together buffer at
+// most 16 MiB of unfinished lines, one request is served at a time per
+// connection (the next line is not read before the reply), and a
+// connection idle for 30 s is closed: a slow or hostile client holds a
+// bounded part of the loop's memory, never an actor.
 #pragma once
 
 #include "messages/errors.hpp"
@@ -59,7 +64,9 @@ public:
                          std::string& session);
 
   /// Max bytes of one request line.
-  static constexpr size_t max_line = 64 << 10;
+  static constexpr size_t max_line = 512 << 10;
+  /// Max bytes of unfinished lines buffered over all connections.
+  static constexpr size_t max_buffered = 16 << 20;
 
 private:
   struct peer;
@@ -69,6 +76,8 @@ private:
   void accept();
   void start_reading(peer* p);
   void serve_line(peer* p, std::string line);
+  /// Takes the next complete line out of the peer's buffer.
+  bool next_line(peer* p, std::string& line);
   void reply(peer* p, std::string body, bool close_after);
   void drop(peer* p);
 
@@ -78,6 +87,8 @@ private:
   std::string cgroup_root_;
   uv_pipe_t listener_{};
   bool listening_ = false;
+  /// Bytes in every peer's buffer.
+  size_t buffered_ = 0;
   std::unordered_map<peer*, std::unique_ptr<peer>> peers_;
 };
 

@@ -61,12 +61,13 @@ declare -A dest=(
   [allox-workspace-daemon]=/usr/sbin
   [allox-sandbox-init]=/usr/libexec/allox
   [allox-turn]=/usr/libexec/allox
+  [allox-share]=/usr/libexec/allox
   [allox-guest-bootstrap]=/usr/sbin
   [allox-process-tracker]=/usr/libexec/allox
   [allox]=/usr/bin
   [alloxctl]=/usr/bin
 )
-required=(allox-workspace-daemon allox-sandbox-init allox-turn)
+required=(allox-workspace-daemon allox-sandbox-init allox-turn allox-share)
 declare -A found=()
 for name in "${!dest[@]}"; do
   path=$(find "$build" -type f -perm -u+x -name "$name" -not -path '*/CMakeFiles/*' 2>/dev/null | sort | head -n1)

@@ -167,6 +167,7 @@ expected<workspace_root> workspace_root::open(const std::string& dir) {
     return sys_error("stat workspace " + dir);
   r.uid_ = sb.st_uid;
   r.gid_ = sb.st_gid;
+  r.dev_ = sb.st_dev;
   return r;
 }
 
@@ -359,7 +360,8 @@ expected<json::object> write_file(const workspace_root& root,
 caf::error replace_file(int dirfd, const std::string& name,
                         const std::string& rel, unsigned mode,
                         std::string_view temp_prefix,
-                        const std::function<caf::error(int fd)>& fill) {
+                        const std::function<caf::error(int fd)>& fill,
+                        const std::function<void()>& before_rename) {
   // A crash leaves the old file or the new one, never a torn one.
   auto tmp = std::string{temp_prefix} + random_hex_token();
   unique_fd fd{::openat(dirfd, tmp.c_str(),
@@ -375,6 +377,8 @@ caf::error replace_file(int dirfd, const std::string& name,
     return fail(err);
   if (::fchmod(fd.get(), mode) != 0 || ::fsync(fd.get()) != 0)
     return fail(sys_error("fsync " + rel));
+  if (before_rename)
+    before_rename();
   if (::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0)
     return fail(path_error(rel, errno));
   if (::fsync(dirfd) != 0)

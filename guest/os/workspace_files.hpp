@@ -45,11 +45,15 @@ public:
   caf::error own(int fd) const;
   uid_t owner_uid() const { return uid_; }
   gid_t owner_gid() const { return gid_; }
+  /// The root's device: a Btrfs subvolume has one of its own, so an entry
+  /// on another device lies in a nested subvolume (or across a mount).
+  dev_t dev() const { return dev_; }
 
 private:
   unique_fd fd_;
   uid_t uid_ = 0;
   gid_t gid_ = 0;
+  dev_t dev_ = 0;
 };
 
 /// The caller's error for a failed call on `rel` (errno `err`): a path
@@ -91,11 +95,13 @@ expected<json::object> write_file(const workspace_root& root,
 /// Replaces file `name` in `dirfd` (`rel` to the caller): `fill` writes a
 /// temporary file beside it (`temp_prefix<hex>`, mode `mode`), which is
 /// fsynced and renamed into place, and the directory fsynced; on any
-/// failure the temporary file is removed.
+/// failure the temporary file is removed. `before_rename`, if given, runs
+/// once the temporary file is durable, right before the rename.
 caf::error replace_file(int dirfd, const std::string& name,
                         const std::string& rel, unsigned mode,
                         std::string_view temp_prefix,
-                        const std::function<caf::error(int fd)>& fill);
+                        const std::function<caf::error(int fd)>& fill,
+                        const std::function<void()>& before_rename = {});
 
 /// Creates directory `rel` (and missing parents with `parents`).
 caf::error make_dir(const workspace_root& root, const std::string& rel,

@@ -21,12 +21,17 @@ std::vector<std::string> bwrap_argv(const spec& s) {
                      // Writable by the sandbox user, as a /tmp is.
                      "--perms", "1777", "--tmpfs", "/tmp", "--dir",
                      "/run/allox", "--ro-bind", s.init, init_path});
-  // The event endpoint (guest/http/event_endpoint.hpp) and its client.
+  // The event endpoint (guest/http/event_endpoint.hpp) and its clients.
   if (!s.events_socket.empty())
     a.insert(a.end(), {"--ro-bind", s.events_socket, events_socket_path});
+  if (!s.turn_client.empty() || !s.share_client.empty())
+    a.insert(a.end(), {"--dir", "/run/allox/bin"});
   if (!s.turn_client.empty())
-    a.insert(a.end(), {"--dir", "/run/allox/bin", "--ro-bind", s.turn_client,
-                       "/run/allox/bin/allox-turn"});
+    a.insert(a.end(),
+             {"--ro-bind", s.turn_client, "/run/allox/bin/allox-turn"});
+  if (!s.share_client.empty())
+    a.insert(a.end(),
+             {"--ro-bind", s.share_client, "/run/allox/bin/allox-share"});
   // Nothing but /workspace, /agent/shared and /tmp is writable: the root
   // and /dev tmpfs become read-only once everything is mounted (so no
   // /dev/shm either).

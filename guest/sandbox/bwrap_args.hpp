@@ -29,9 +29,10 @@ struct spec {
   bool isolated_network = false;
   /// The run's seccomp filter (--syscall-filter default).
   bool syscall_filter = true;
-  /// The event endpoint and its client (empty: none), bound read-only.
+  /// The event endpoint and its clients (empty: none), bound read-only.
   std::string events_socket;
   std::string turn_client;
+  std::string share_client;
   /// The sandbox user; 0:0 keeps the prototype's uid 0 (no capabilities).
   uid_t uid = 0;
   gid_t gid = 0;

@@ -112,6 +112,10 @@ constexpr const char* migrations[] = {
     ALTER TABLE sessions ADD COLUMN policy TEXT;
     ALTER TABLE agents ADD COLUMN policy TEXT;
   )sql",
+    // 9: share.* policy per session (JSON text, NULL before share.enable).
+    R"sql(
+    ALTER TABLE sessions ADD COLUMN share_policy TEXT;
+  )sql",
 };
 
 } // namespace
@@ -208,8 +212,9 @@ expected<catalog_snapshot> catalog::load() {
     snap.agents.push_back({agents.text(0), agents.integer(1),
                            agents.integer(2) != 0, agents.nullable_text(3)});
   statement sessions{db_, "SELECT agent_id, session_id, created_ns, deleting, "
-                          "head, exec_settings, turn_state, policy FROM "
-                          "sessions ORDER BY agent_id, session_id"};
+                          "head, exec_settings, turn_state, policy, "
+                          "share_policy FROM sessions ORDER BY agent_id, "
+                          "session_id"};
   if (!sessions)
     return db_error(db_, "load sessions");
   while (sessions.step() == SQLITE_ROW)
@@ -217,7 +222,7 @@ expected<catalog_snapshot> catalog::load() {
         {sessions.text(0), sessions.text(1), sessions.integer(2),
          sessions.integer(3) != 0, sessions.nullable_text(4),
          sessions.nullable_text(5), sessions.nullable_text(6),
-         sessions.nullable_text(7)});
+         sessions.nullable_text(7), sessions.nullable_text(8)});
   statement checkpoints{
       db_, "SELECT agent_id, session_id, checkpoint_id, created_at_ns, origin, "
            "message, pinned, metadata, missing, parent_id, generation FROM "
@@ -330,6 +335,9 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
            "session_id = ?2"};
   statement set_agent_policy{
       db_, "UPDATE agents SET policy = ?2 WHERE agent_id = ?1"};
+  statement set_share_policy{
+      db_, "UPDATE sessions SET share_policy = ?3 WHERE agent_id = ?1 AND "
+           "session_id = ?2"};
   statement put_journal{
       db_, "INSERT OR REPLACE INTO journals (agent_id, session_id, op, phase, "
            "checkpoint_id, restore_name, discard_name, scrub_runtime, origin, "
@@ -355,7 +363,7 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       !del_agent_journals || !del_session_checkpoints || !del_session_journal ||
       !put_checkpoint || !del_checkpoint || !set_head || !put_journal ||
       !mark_imported || !set_settings || !set_turn_state ||
-      !set_session_policy || !set_agent_policy)
+      !set_session_policy || !set_agent_policy || !set_share_policy)
     return fail("prepare");
   for (const auto* w : writes) {
     if (w->mark_prototype_imported) {
@@ -444,6 +452,14 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       if (st.step() != SQLITE_DONE)
         return fail("write policy");
       st.reset();
+    }
+    for (const auto& x : w->set_share_policies) {
+      set_share_policy.bind(1, x.agent_id);
+      set_share_policy.bind(2, x.session_id);
+      set_share_policy.bind_nullable(3, x.settings);
+      if (set_share_policy.step() != SQLITE_DONE)
+        return fail("write share policy");
+      set_share_policy.reset();
     }
     for (const auto& j : w->put_journals) {
       put_journal.bind(1, j.agent_id);

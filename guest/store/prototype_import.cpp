@@ -3,6 +3,7 @@
 #include "guest/log.hpp"
 #include "guest/os/fs.hpp"
 #include "messages/ids.hpp"
+#include "messages/share.hpp"
 
 #include <fstream>
 #include <set>
@@ -191,6 +192,16 @@ expected<prototype_store> read_prototype_store(const layout& paths) {
     read_index(path, a, s, out);
     return caf::error{};
   });
+  // Share policies of the sessions found ({enabled, scope, permission};
+  // anything unreadable in one is its default).
+  each_session_file(
+      meta + "/shares", ".json", [&](auto& a, auto& s, auto& path) {
+        for (auto& row : out.rows.sessions)
+          if (row.agent_id == a && row.session_id == s)
+            row.share_policy =
+                serialize_share_policy(parse_share_policy(slurp(path)));
+        return caf::error{};
+      });
   if (os::kind_of(events + "/store.jsonl") == os::entry_kind::other)
     read_events(events + "/store.jsonl", "", "", out);
   if (auto agents = os::list_dir(events)) {

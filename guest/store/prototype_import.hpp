@@ -1,7 +1,8 @@
 // Adopting a store written by the Python prototype: its checkpoint indexes
-// (.allox/indexes/<a>/<s>.json), audit logs (.allox/events/**.jsonl) and
-// rollback transactions (.allox/transactions/<a>/<s>.json) become catalog
-// rows, audit records and journals, once, on the first start. Interrupted
+// (.allox/indexes/<a>/<s>.json), audit logs (.allox/events/**.jsonl),
+// rollback transactions (.allox/transactions/<a>/<s>.json) and share
+// policies (.allox/shares/<a>/<s>.json) become catalog rows, audit records
+// and journals, once, on the first start. Interrupted
 // rollbacks are then recovered by the normal start-up recovery, which
 // follows the prototype's rules for its phases.
 #pragma once

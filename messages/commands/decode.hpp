@@ -8,6 +8,7 @@
 #include "messages/commands/files.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
+#include "messages/commands/share.hpp"
 #include "messages/commands/turns.hpp"
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
@@ -71,6 +72,16 @@ expected<turn_end> decode_turn_end(const json::object& p);
 expected<turn_status> decode_turn_status(const json::object& p);
 expected<policy_get> decode_policy_get(const json::object& p);
 expected<policy_set> decode_policy_set(const json::object& p);
+
+// -- share ------------------------------------------------------------------
+// `session` is the caller: RPC decodes its ids (the routing key).
+
+expected<share_status> decode_share_status(const json::object& p);
+expected<share_enable> decode_share_enable(const json::object& p);
+expected<share_disable> decode_share_disable(const json::object& p);
+expected<share_list> decode_share_list(const json::object& p);
+expected<share_read> decode_share_read(const json::object& p);
+expected<share_write> decode_share_write(const json::object& p);
 
 // -- store and agents ---------------------------------------------------------
 // These decode the ids too: AGENTS routes by the agent id, and the AGENT

@@ -94,6 +94,15 @@ std::map<std::string, step> scenario(const std::string& format) {
   go("policy-get", {"policy", "get"});
   go("turn-message", {"turn", "message", "-m", "fix the build"});
   go("turn-status", {"turn", "status"});
+  c.run({"session", "create", "t"});
+  c.run({"--session", "t", "share", "enable", "--permission", "write"});
+  go("share-status", {"share", "status"});
+  go("share-enable", {"share", "enable"});
+  go("share-write",
+     {"share", "write", "a/t", "notes.txt", "--data", "shared hello"});
+  go("share-list", {"share", "list", "a/t"});
+  go("share-read", {"share", "read", "a/t", "notes.txt"});
+  go("share-disable", {"share", "disable"});
   go("audit", {"audit", "--agent", "a", "--op", "checkpoint.create"});
   go("dump", {"dump"});
   c.run({"session", "create", "s2"});

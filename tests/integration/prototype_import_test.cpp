@@ -69,6 +69,14 @@ TEST_CASE("import: a prototype store is adopted once, interrupted rollback "
   "phase": "old_moved", "restore_name": ".restore-0123",
   "scrub_runtime": true, "version": 1
 })");
+    // s shared its files for writing; s2 never did.
+    fs::create_directories(root + "/.allox/shares/a");
+    write_file(root + "/.allox/shares/a/s.json", R"({
+  "enabled": true,
+  "permission": "write",
+  "scope": "."
+}
+)");
     fs::create_directories(root + "/.allox/events/a");
     write_file(root + "/.allox/events/store.jsonl",
                R"({"op":"store.initialize","timestamp_ns":10})"
@@ -117,6 +125,12 @@ TEST_CASE("import: a prototype store is adopted once, interrupted rollback "
   CHECK(e.at("imported_from") == "prototype");
   CHECK(e.at("checkpoint_id") == "c1");
   CHECK(audit_ops(c, {{"op", "store.import"}}).size() == 1);
+  // The share policies came along.
+  auto shared = expect_ok(c.rpc("share.status", ids("a", "s")));
+  CHECK(shared.at("enabled") == true);
+  CHECK(shared.at("permission") == "write");
+  CHECK(expect_ok(c.rpc("share.status", ids("a", "s2"))).at("enabled") ==
+        false);
   auto recovered = expect_ok(
       c.rpc("audit.list",
             with(ids("a", "s2"), {{"op", "session.rollback.recovered"}})));

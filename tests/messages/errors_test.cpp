@@ -10,6 +10,10 @@ using namespace allox;
 TEST_CASE("errors: stable codes and HTTP classes") {
   CHECK(static_cast<int>(errc::invalid_argument) == 1);
   CHECK(static_cast<int>(errc::unsupported) == 8);
+  CHECK(static_cast<int>(errc::forbidden) == 9);
+  CHECK(code_name(errc::forbidden) == "forbidden");
+  CHECK(http_status(errc::forbidden) == 400);
+  CHECK(code_of(make_error(errc::forbidden, "no")) == errc::forbidden);
   CHECK(code_name(errc::not_found) == "not_found");
   CHECK(code_name(errc::payload_too_large) == "payload_too_large");
   CHECK(http_status(errc::invalid_argument) == 400);

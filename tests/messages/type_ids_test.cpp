@@ -76,7 +76,8 @@ TEST_CASE("type IDs: every message type is known to the actor system by "
   for (const char* name :
        {"allox::cmd::checkpoint_create", "allox::cmd::process_start",
         "allox::run_finished", "allox::process_event_batch",
-        "allox::metadata_write", "allox::lease_granted"}) {
+        "allox::metadata_write", "allox::lease_granted",
+        "allox::cmd::share_access"}) {
     CAPTURE(name);
     CHECK(sys.types().make_value(name) != nullptr);
   }

@@ -16,7 +16,7 @@ TEST_CASE("catalog: migrates a new database to the latest schema") {
   test::temp_dir dir;
   auto db = store::catalog::open(dir / "allox.db");
   REQUIRE(db);
-  CHECK(db->schema_version() == 8);
+  CHECK(db->schema_version() == 9);
   auto snap = db->load();
   REQUIRE(snap);
   CHECK(snap->agents.empty());
@@ -207,4 +207,33 @@ TEST_CASE("catalog: turn states and policies survive reopening") {
   clear.set_policies.push_back({"a", "", caf::none});
   REQUIRE_FALSE(db->apply({&clear}));
   CHECK(db->load()->agents[0].policy == caf::none);
+}
+
+TEST_CASE("catalog: share policies survive reopening and a session's reload") {
+  test::temp_dir dir;
+  {
+    auto db = store::catalog::open(dir / "allox.db");
+    REQUIRE(db);
+    metadata_write w;
+    w.put_agents.push_back({"a", 1, false});
+    w.put_sessions.push_back({"a", "s", 2, false, {}, {}});
+    w.put_sessions.push_back({"a", "t", 3, false, {}, {}});
+    w.set_share_policies.push_back(
+        {"a", "s", R"({"enabled":true,"scope":".","permission":"write"})"s});
+    REQUIRE_FALSE(db->apply({&w}));
+  }
+  auto db = store::catalog::open(dir / "allox.db");
+  REQUIRE(db);
+  auto snap = db->load();
+  REQUIRE(snap);
+  REQUIRE(snap->sessions.size() == 2);
+  CHECK(snap->sessions[0].share_policy ==
+        R"({"enabled":true,"scope":".","permission":"write"})"s);
+  // Never enabled: none.
+  CHECK(snap->sessions[1].share_policy == caf::none);
+  auto one = db->load_session("a", "s");
+  REQUIRE(one);
+  REQUIRE(one->sessions.size() == 1);
+  CHECK(one->sessions[0].share_policy ==
+        R"({"enabled":true,"scope":".","permission":"write"})"s);
 }

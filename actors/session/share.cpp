@@ -1,0 +1,313 @@
+// The share facet of the SESSION actor: session-to-session sharing
+// (share.*, reference 10.2). share.status, enable and disable are the
+// session's own policy; share.list, read and write are sent by a session
+// (the caller) and served by another (the target). Both must have opted
+// in, the target's scope bounds what is reached, and only a target with
+// permission `write` is written.
+//
+// How a request reaches its target. RPC (and the in-guest endpoint, which
+// goes through RPC) sends share.list/read/write to the CALLER's SESSION,
+// which owns the caller's policy:
+//
+//   caller SESSION: alive, own policy enabled (else refused, audited in the
+//     target's trail)
+//   -> AGENTS: session(target agent, target session) -> its AGENT -> the
+//      target's handle (no such session: refused as not enabled)
+//   -> target SESSION: share_access {caller, op, path, data}
+//   -> target SESSION: alive, own policy enabled, write needs permission
+//      write and no mutation, path rules -> its mutation lane (after any
+//      checkpoint or rollback step queued before; reads see current/
+//      before or after a rollback, never half-way): openat2 beneath
+//      current/ -> audit in its trail -> reply -> caller -> RPC
+//
+// The caller waits for nothing but messages: its actor keeps serving, and
+// the filesystem work is the target's, on the target's lane. No lock is
+// shared between the two sessions, nor with any other; the caller's
+// policy is read when the request passes the caller, the target's when it
+// reaches the target.
+#include "actors/session/facets.hpp"
+#include "guest/os/fs.hpp"
+#include "guest/os/share_files.hpp"
+
+#include <caf/sec.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace allox::session_facets {
+
+namespace {
+
+caf::error not_enabled() {
+  return make_error(errc::forbidden, "both Sessions must enable share");
+}
+
+/// Nothing reached the target's actor: bounced from its mailbox (deleted
+/// or restarted meanwhile).
+bool bounced(const caf::error& err) {
+  return err.category() == caf::atom("system") &&
+         err.code() == static_cast<uint8_t>(caf::sec::request_receiver_down);
+}
+
+/// An access as the target's audit trail records it: the caller, the path
+/// as sent, and the outcome (never any file content).
+audit_event access_audit(const cmd::share_access& a, const caf::error& err,
+                         json::object extra = {}) {
+  json::object fields{{"caller_agent_id", a.caller.agent_id},
+                      {"caller_session_id", a.caller.session_id},
+                      {"path", a.path},
+                      {"result", err ? "denied_or_failed" : "success"}};
+  if (err)
+    fields["error"] = message_of(err);
+  for (auto& kv : extra)
+    fields[kv.key()] = std::move(kv.value());
+  return {os::now_ns(), "share." + a.op, a.session.agent_id,
+          a.session.session_id, json::serialize(fields)};
+}
+
+/// Queues an audit record (not synced: it records, it guards nothing).
+void send_audit(const metadata_actor& metadata, audit_event e) {
+  metadata_write w;
+  w.durable = false;
+  w.audit.push_back(std::move(e));
+  caf::anon_send(metadata, atom::write_v, std::move(w));
+}
+
+json::value describe(self_ptr self, const share_policy& p) {
+  return describe_share_policy(p, self->state.agent_id(),
+                               self->state.session_id());
+}
+
+/// Changes the policy: `check` on the lane (in order with every other
+/// change), then one durable commit of the policy and its audit record
+/// (`op`), then the policy is in force and the caller answered. `next`
+/// turns the policy as queued changes leave it into the new one.
+template <class Check, class Next>
+caf::result<json::value> change_policy(self_ptr self, const char* op,
+                                       std::string origin, Check check,
+                                       Next next) {
+  if (auto err = require_alive(self))
+    return err;
+  auto rp = self->make_response_promise<json::value>();
+  mutation_step(
+      self, std::move(check),
+      [self, rp, op, origin, next](json::value&) mutable {
+        auto& st = self->state;
+        auto p = next(st.share_next);
+        st.share_next = p;
+        metadata_write w;
+        w.set_share_policies.push_back(
+            {st.agent_id(), st.session_id(), serialize_share_policy(p)});
+        w.audit.push_back(audit(self, op,
+                                {{"enabled", p.enabled},
+                                 {"scope", p.scope},
+                                 {"permission", p.permission},
+                                 {"origin", origin}}));
+        commit(
+            self, std::move(w),
+            [self, rp, p]() mutable {
+              self->state.share = p;
+              rp.deliver(describe(self, p));
+            },
+            [self, rp](caf::error err) mutable {
+              // Not written: what is in force stays, and so do later
+              // changes' starting point.
+              self->state.share_next = self->state.share;
+              rp.deliver(std::move(err));
+            });
+      },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
+/// The caller's side of list/read/write: its own policy, then the target's
+/// SESSION through AGENTS.
+caf::result<json::value> ask_target(self_ptr self, cmd::share_access a) {
+  if (auto err = require_alive(self))
+    return err;
+  auto& st = self->state;
+  if (!st.share.enabled) {
+    ++st.share_refused;
+    send_audit(st.init.metadata, access_audit(a, not_enabled()));
+    return not_enabled();
+  }
+  auto agents = caf::actor_cast<agents_actor>(st.init.agents);
+  if (!agents)
+    return make_error(errc::conflict, "the daemon is shutting down");
+  auto rp = self->make_response_promise<json::value>();
+  // No such session (or one gone before it saw the request) looks like
+  // one that never opted in: a caller learns nothing about others.
+  auto no_target = [self, rp, a]() mutable {
+    ++self->state.share_refused;
+    send_audit(self->state.init.metadata, access_audit(a, not_enabled()));
+    rp.deliver(not_enabled());
+  };
+  self->request(agents, caf::infinite, atom::session_v, a.session.agent_id,
+                a.session.session_id)
+      .then(
+          [self, rp, a, no_target](session_actor& target) mutable {
+            // The target answers (and audits) everything it saw itself.
+            self->request(target, caf::infinite, a)
+                .then(
+                    [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+                    [rp, no_target](caf::error& err) mutable {
+                      if (bounced(err))
+                        return no_target();
+                      rp.deliver(std::move(err));
+                    });
+          },
+          [rp, no_target](caf::error& err) mutable {
+            if (code_of(err) == errc::not_found || bounced(err))
+              return no_target();
+            rp.deliver(std::move(err));
+          });
+  return rp;
+}
+
+} // namespace
+
+void load_share(self_ptr self) {
+  auto& st = self->state;
+  st.share = parse_share_policy(st.init.row.share_policy);
+  st.share_next = st.share;
+}
+
+caf::result<json::value> handle_share_status(self_ptr self,
+                                             const cmd::share_status&) {
+  if (auto err = require_alive(self))
+    return err;
+  return json_reply(describe(self, self->state.share));
+}
+
+caf::result<json::value> handle_share_enable(self_ptr self,
+                                             const cmd::share_enable& c) {
+  auto root = self->state.init.paths.current(self->state.agent_id(),
+                                             self->state.session_id());
+  auto parts = split_share_path(c.scope);
+  if (!parts)
+    return parts.error();
+  auto check = [root, parts = *parts]() -> expected<json::value> {
+    auto r = os::workspace_root::open(root);
+    if (!r)
+      return r.error();
+    if (auto err = os::share_check_scope(*r, parts))
+      return err;
+    return json::value();
+  };
+  return change_policy(self, "share.enable", c.origin, std::move(check),
+                       [c](share_policy) {
+                         return share_policy{true, c.scope, c.permission};
+                       });
+}
+
+caf::result<json::value> handle_share_disable(self_ptr self,
+                                              const cmd::share_disable& c) {
+  // An empty step: in order with an enable still checking its scope.
+  auto nothing = []() -> expected<json::value> {
+    return json::value();
+  };
+  return change_policy(self, "share.disable", c.origin, nothing,
+                       [](share_policy p) {
+                         p.enabled = false;
+                         return p;
+                       });
+}
+
+caf::result<json::value> handle_share_list(self_ptr self,
+                                           const cmd::share_list& c) {
+  return ask_target(self, {c.target, c.session, "list", c.path, {}});
+}
+
+caf::result<json::value> handle_share_read(self_ptr self,
+                                           const cmd::share_read& c) {
+  return ask_target(self, {c.target, c.session, "read", c.path, {}});
+}
+
+caf::result<json::value> handle_share_write(self_ptr self,
+                                            const cmd::share_write& c) {
+  return ask_target(self,
+                    {c.target, c.session, "write", c.path, c.data_base64});
+}
+
+caf::result<json::value> handle_share_access(self_ptr self,
+                                             const cmd::share_access& c) {
+  auto& st = self->state;
+  auto refuse = [self, &c](caf::error err) -> caf::result<json::value> {
+    ++self->state.share_refused;
+    send_audit(self->state.init.metadata, access_audit(c, err));
+    return err;
+  };
+  if (auto err = require_alive(self))
+    return refuse(code_of(err) == errc::not_found ? not_enabled() : err);
+  if (!st.share.enabled)
+    return refuse(not_enabled());
+  bool write = c.op == "write";
+  if (write && st.share.permission != "write")
+    return refuse(make_error(errc::forbidden, "target share is read-only"));
+  // As file.write: never under a checkpoint or rollback of the target.
+  if (write && mutating(self))
+    return refuse(
+        conflict("session is being checkpointed or restored: " + st.key()));
+  auto path = split_share_path(c.path);
+  if (!path)
+    return refuse(path.error());
+  if (c.op != "list" && path->empty())
+    return refuse(
+        make_error(errc::invalid_argument, "read/write requires a file path"));
+  auto parts = *split_share_path(st.share.scope);
+  parts.insert(parts.end(), path->begin(), path->end());
+  auto root = st.init.paths.current(st.agent_id(), st.session_id());
+  auto metadata = st.init.metadata;
+  // Who and what for share.write_prepared (never the data).
+  auto prepared = c;
+  prepared.op = "write_prepared";
+  prepared.data_base64.clear();
+  auto job = [root, parts, op = c.op, data64 = c.data_base64, prepared,
+              metadata]() -> expected<json::value> {
+    auto r = os::workspace_root::open(root);
+    if (!r)
+      return r.error();
+    expected<json::object> done{json::object{}};
+    if (op == "list") {
+      done = os::share_list(*r, parts);
+    } else if (op == "read") {
+      done = os::share_read(*r, parts);
+    } else {
+      auto data = decode_share_data(data64);
+      if (!data)
+        return data.error();
+      auto size = static_cast<int64_t>(data->size());
+      // Recorded once the data is durable, before it replaces the file.
+      done = os::share_write(*r, parts, *data, [&prepared, &metadata, size] {
+        send_audit(metadata,
+                   access_audit(prepared, caf::none, {{"size", size}}));
+      });
+    }
+    if (!done)
+      return done.error();
+    return json::value(std::move(*done));
+  };
+  auto who = c;
+  who.data_base64.clear();
+  auto rp = self->make_response_promise<json::value>();
+  mutation_step(
+      self, std::move(job),
+      [self, rp, who](json::value& v) mutable {
+        ++self->state.share_served;
+        json::object extra;
+        if (who.op == "write")
+          extra["size"] = v.as_object().at("written");
+        send_audit(self->state.init.metadata,
+                   access_audit(who, caf::none, std::move(extra)));
+        rp.deliver(std::move(v));
+      },
+      [self, rp, who](caf::error err) mutable {
+        ++self->state.share_refused;
+        send_audit(self->state.init.metadata, access_audit(who, err));
+        rp.deliver(std::move(err));
+      });
+  return rp;
+}
+
+} // namespace allox::session_facets

@@ -1,0 +1,71 @@
+// Session-to-session sharing (share.*, reference 10.2): a session's share
+// policy as the catalog keeps it, the rules a shared path must follow, the
+// limits, and strict base64. Pure functions; the filesystem side is
+// guest/os/share_files.hpp, the actors' side actors/session/share.cpp.
+#pragma once
+
+#include "messages/errors.hpp"
+#include "messages/json.hpp"
+
+#include <caf/optional.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace allox {
+
+/// The most bytes one share.read returns and one share.write takes.
+inline constexpr size_t share_max_file = 256 * 1024;
+
+/// The most base64 characters share.write takes (the prototype's bound:
+/// 256 KiB encoded, plus padding slack).
+inline constexpr size_t share_max_base64 = 349528;
+
+/// The most entries one share.list returns; a larger directory is refused.
+inline constexpr size_t share_max_entries = 1000;
+
+/// A session's share policy. Both sessions must have `enabled` for any
+/// access between them; `scope` (a share path, "." for all of current/)
+/// is what others reach, `permission` whether they may write there.
+struct share_policy {
+  bool enabled = false;
+  std::string scope = ".";
+  /// "read" or "write".
+  std::string permission = "read";
+};
+
+/// The policy kept as catalog text; none or unreadable text is the
+/// default (disabled, ".", "read").
+share_policy parse_share_policy(const caf::optional<std::string>& text);
+
+/// The catalog text of a policy: {"enabled", "scope", "permission"}.
+std::string serialize_share_policy(const share_policy& p);
+
+/// The policy as share.status shows it, with the session's ids.
+json::object describe_share_policy(const share_policy& p,
+                                   const std::string& agent_id,
+                                   const std::string& session_id);
+
+/// Splits a share path into its components (reference 10.2): a relative
+/// POSIX path, non-empty, without NUL or backslash, at most 4096 bytes; "."
+/// alone names the scope itself (no components); otherwise no empty, "."
+/// or ".." component (so no absolute path and no "a//b"). Errors:
+/// `path must be a relative POSIX path`, `absolute paths and dot
+/// components are not allowed`.
+expected<std::vector<std::string>> split_share_path(std::string_view path);
+
+/// Decodes strict base64 (RFC 4648 alphabet, length a multiple of 4, at
+/// most two '=' and only at the end) into `out`; false when it is not.
+bool decode_base64_strict(std::string_view text, std::string& out);
+
+/// share.write's data: at most share_max_base64 characters of strict
+/// base64 decoding to at most share_max_file bytes. Errors: `write
+/// requires base64 data up to 256 KiB`, `invalid base64 data`.
+expected<std::string> decode_share_data(std::string_view base64);
+
+/// Base64 of `data`.
+std::string encode_base64(std::string_view data);
+
+} // namespace allox
