@@ -31,6 +31,7 @@
 
 #include <caf/sec.hpp>
 
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +39,10 @@
 namespace allox::session_facets {
 
 namespace {
+
+/// How long a caller waits for the target: its lane may first finish a
+/// checkpoint or rollback queued before the request.
+constexpr auto share_answer_timeout = std::chrono::seconds{60};
 
 caf::error not_enabled() {
   return make_error(errc::forbidden, "both Sessions must enable share");
@@ -148,12 +153,21 @@ caf::result<json::value> ask_target(self_ptr self, cmd::share_access a) {
       .then(
           [self, rp, a, no_target](session_actor& target) mutable {
             // The target answers (and audits) everything it saw itself.
-            self->request(target, caf::infinite, a)
+            // Bounded: a target whose actor dies while it holds the
+            // request would otherwise leave the caller waiting for RPC's
+            // own deadline.
+            self->request(target, share_answer_timeout, a)
                 .then(
                     [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
                     [rp, no_target](caf::error& err) mutable {
                       if (bounced(err))
                         return no_target();
+                      if (err == caf::sec::request_timeout) {
+                        rp.deliver(make_error(
+                            errc::conflict,
+                            "the target session did not answer in time"));
+                        return;
+                      }
                       rp.deliver(std::move(err));
                     });
           },
