@@ -15,6 +15,9 @@
 // Other results are printed as one JSON line, errors on stderr. Exit 0
 // when the daemon answered ok, 1 when it refused, 2 on bad usage or
 // input, 3 when the endpoint cannot be reached (or 15 s passed).
+#include "guest/tools/endpoint_client.hpp"
+
+#include <boost/beast/core/detail/base64.hpp>
 #include <boost/json.hpp>
 
 #include <signal.h>
@@ -38,51 +41,18 @@ namespace {
 constexpr int timeout_seconds = 15;
 constexpr size_t max_file = 256 * 1024;
 
-constexpr char alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+namespace b64 = boost::beast::detail::base64;
 
 std::string encode(const std::string& data) {
-  std::string out;
-  size_t i = 0;
-  for (; i + 3 <= data.size(); i += 3) {
-    uint32_t n = (static_cast<unsigned char>(data[i]) << 16) |
-                 (static_cast<unsigned char>(data[i + 1]) << 8) |
-                 static_cast<unsigned char>(data[i + 2]);
-    for (int shift : {18, 12, 6, 0})
-      out.push_back(alphabet[(n >> shift) & 63]);
-  }
-  if (auto rest = data.size() - i; rest > 0) {
-    uint32_t n = static_cast<unsigned char>(data[i]) << 16;
-    if (rest == 2)
-      n |= static_cast<unsigned char>(data[i + 1]) << 8;
-    out.push_back(alphabet[(n >> 18) & 63]);
-    out.push_back(alphabet[(n >> 12) & 63]);
-    out.push_back(rest == 2 ? alphabet[(n >> 6) & 63] : '=');
-    out.push_back('=');
-  }
+  std::string out(b64::encoded_size(data.size()), '\0');
+  out.resize(b64::encode(out.data(), data.data(), data.size()));
   return out;
 }
 
 /// The daemon's base64 (well-formed): its bytes.
 std::string decode(std::string_view text) {
-  std::array<int, 256> value{};
-  value.fill(-1);
-  for (int i = 0; i < 64; ++i)
-    value[static_cast<unsigned char>(alphabet[i])] = i;
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char ch : text) {
-    int v = value[static_cast<unsigned char>(ch)];
-    if (v < 0)
-      break; // '=' padding
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
+  std::string out(b64::decoded_size(text.size()), '\0');
+  out.resize(b64::decode(out.data(), text.data(), text.size()).first);
   return out;
 }
 
@@ -93,62 +63,19 @@ int usage() {
   return 2;
 }
 
-/// Sends one request line and reads the reply; 0 with the result in
-/// `result`, else the exit code (the error already said).
+/// Sends one request; 0 with the result in `result`, else the exit code
+/// (the error already said).
 int call(const std::string& action, const json::object& params,
          json::value& result) {
-  const char* path = std::getenv("ALLOX_EVENTS_SOCKET");
-  std::string where = path && *path ? path : "/run/allox/events.sock";
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (fd < 0 || where.size() >= sizeof addr.sun_path) {
-    std::cerr << "allox-share: no socket for " << where << "\n";
+  auto reply = allox::tools::endpoint_request("allox-share", action, params);
+  if (!reply)
     return 3;
-  }
-  std::memcpy(addr.sun_path, where.c_str(), where.size() + 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    std::cerr << "allox-share: cannot reach " << where << ": "
-              << std::strerror(errno) << "\n";
-    return 3;
-  }
-  auto line =
-      json::serialize(json::object{{"action", action}, {"params", params}}) +
-      "\n";
-  for (size_t done = 0; done < line.size();) {
-    auto n = ::write(fd, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      std::cerr << "allox-share: the endpoint went away\n";
-      return 3;
-    }
-    done += static_cast<size_t>(n);
-  }
-  std::string reply;
-  char buf[65536];
-  while (reply.find('\n') == std::string::npos) {
-    auto n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    reply.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  boost::system::error_code ec;
-  auto doc = json::parse(reply.substr(0, reply.find('\n')), ec);
-  if (ec || !doc.is_object()) {
-    std::cerr << "allox-share: no reply from the endpoint\n";
-    return 3;
-  }
-  const auto& o = doc.as_object();
+  const auto& o = *reply;
   if (!(o.if_contains("ok") && o.at("ok") == true)) {
     auto* error = o.if_contains("error");
     std::cerr << "allox-share: "
-              << (error && error->is_string()
-                      ? std::string{error->get_string()}
-                      : json::serialize(doc))
+              << (error && error->is_string() ? std::string{error->get_string()}
+                                              : json::serialize(o))
               << "\n";
     return 1;
   }

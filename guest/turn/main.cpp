@@ -18,6 +18,8 @@
 // Prints the reply's result (or error) as one JSON line; exit 0 when the
 // daemon answered ok, 1 when it refused, 2 on bad usage or input, 3 when
 // the endpoint cannot be reached.
+#include "guest/tools/endpoint_client.hpp"
+
 #include <boost/json.hpp>
 
 #include <signal.h>
@@ -48,54 +50,17 @@ int usage() {
   return 2;
 }
 
-/// Sends one request line and reads the reply line; exit code as above.
+/// Sends one request and prints the result (or the error); exit code as
+/// above.
 int call(const std::string& action, const json::object& params, bool quiet) {
-  const char* path = std::getenv("ALLOX_EVENTS_SOCKET");
-  std::string where = path && *path ? path : "/run/allox/events.sock";
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (fd < 0 || where.size() >= sizeof addr.sun_path) {
-    std::cerr << "allox-turn: no socket for " << where << "\n";
+  auto reply = allox::tools::endpoint_request("allox-turn", action, params);
+  if (!reply)
     return 3;
-  }
-  std::memcpy(addr.sun_path, where.c_str(), where.size() + 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    std::cerr << "allox-turn: cannot reach " << where << ": "
-              << std::strerror(errno) << "\n";
-    return 3;
-  }
-  auto line =
-      json::serialize(json::object{{"action", action}, {"params", params}}) +
-      "\n";
-  for (size_t done = 0; done < line.size();) {
-    auto n = ::write(fd, line.data() + done, line.size() - done);
-    if (n <= 0) {
-      std::cerr << "allox-turn: the endpoint went away\n";
-      return 3;
-    }
-    done += static_cast<size_t>(n);
-  }
-  std::string reply;
-  char buf[4096];
-  while (reply.find('\n') == std::string::npos) {
-    auto n = ::read(fd, buf, sizeof buf);
-    if (n <= 0)
-      break;
-    reply.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  boost::system::error_code ec;
-  auto doc = json::parse(reply.substr(0, reply.find('\n')), ec);
-  if (ec || !doc.is_object()) {
-    std::cerr << "allox-turn: no reply from the endpoint\n";
-    return 3;
-  }
-  const auto& o = doc.as_object();
+  const auto& o = *reply;
   bool ok = o.if_contains("ok") && o.at("ok") == true;
   if (!quiet || !ok)
     (ok ? std::cout : std::cerr)
-        << json::serialize(ok ? o.at("result") : doc) << "\n";
+        << json::serialize(ok ? o.at("result") : json::value(o)) << "\n";
   return ok ? 0 : 1;
 }
 
