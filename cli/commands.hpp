@@ -126,6 +126,9 @@ const std::vector<command_spec>& command_table();
 void add_table_commands(CLI::App& app, app_state& st,
                         std::function<int()>* run);
 
+/// file upload and file download (cli/files.cpp).
+void add_file_commands(CLI::App& app, app_state& st, std::function<int()>* run);
+
 /// run, ps, logs, wait, checkpoint watch/restore, file upload/download,
 /// metrics.
 void add_flow_commands(CLI::App& app, app_state& st, std::function<int()>* run);
