@@ -12,6 +12,7 @@
 #include "messages/commands/agents.hpp"
 #include "messages/commands/checkpoints.hpp"
 #include "messages/commands/files.hpp"
+#include "messages/commands/network.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
 #include "messages/commands/share.hpp"
@@ -242,6 +243,14 @@ using session_share_actor = caf::typed_actor<
     // the target), on its lane, audited in its trail.
     caf::replies_to<cmd::share_access>::with<json::value>>;
 
+/// The NETWORK facet of a SESSION (actors/session/network.cpp): its proxy
+/// namespace at the egress broker, and the broker's audit records.
+using session_network_actor = caf::typed_actor<
+    // Mode, namespace, egress policy and live connection counts.
+    caf::replies_to<cmd::network_status>::with<json::value>,
+    // A connection attempt the broker relayed or refused (its loop thread).
+    caf::reacts_to<cmd::egress_attempt>>;
+
 /// The SESSION actor: single owner of one session's subvolume and state,
 /// composed of its facets (actors/session/).
 using session_actor = caf::typed_actor<
@@ -257,7 +266,7 @@ using session_actor = caf::typed_actor<
     extend_with<session_checkpoints_actor, session_runs_actor,
                 session_files_actor, session_tracking_actor,
                 session_runtime_actor, session_turns_actor, session_share_actor,
-                dump_client_actor>;
+                session_network_actor, dump_client_actor>;
 
 /// The commands of one agent: served by its AGENT, and by AGENTS, which
 /// forwards them to that AGENT (creating the agent for agent.create and

@@ -14,6 +14,7 @@
 #include "messages/commands/agents.hpp"
 #include "messages/commands/checkpoints.hpp"
 #include "messages/commands/files.hpp"
+#include "messages/commands/network.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
 #include "messages/commands/share.hpp"
@@ -132,6 +133,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(allox_messages, caf::id_block::allox::end)
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::share_read))
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::share_write))
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::share_access))
+  // Commands and events: proxy networking (messages/commands/network.hpp).
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::network_status))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::egress_attempt))
 CAF_END_TYPE_ID_BLOCK(allox_messages)
 
 namespace allox {

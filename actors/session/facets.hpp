@@ -209,7 +209,14 @@ void purge_discards(self_ptr self);
 /// `unsupported`: the daemon runs without tracked execution.
 caf::error no_execution();
 
-/// session.configure: the session's network mode and cgroup limits.
+// -- settings (configure.cpp) -------------------------------------------------
+
+/// The session's execution settings over the daemon's defaults:
+/// {network, egress {allow, deny}, limits, max_runs}.
+json::object effective_settings(self_ptr self);
+
+/// session.configure (and network.configure): network mode, egress
+/// policy, cgroup limits and max_runs.
 caf::result<json::value> handle_configure(self_ptr self,
                                           const cmd::session_configure& c);
 
@@ -331,6 +338,8 @@ struct run_launch {
   /// `cookie` before the worker spawns.
   tracker_actor tracker;
   uint64_t cookie = 0;
+  /// Proxy mode: the session's network namespace, joined before bwrap.
+  std::shared_ptr<os::unique_fd> netns;
 };
 
 /// The thread of one run: prepares its logs and cgroup, has a tracked
@@ -554,5 +563,26 @@ caf::result<json::value> handle_share_write(self_ptr self,
 /// permission and path checked, served on the lane, audited here.
 caf::result<json::value> handle_share_access(self_ptr self,
                                              const cmd::share_access& c);
+
+// -- network (network.cpp) ----------------------------------------------------
+
+/// Refuses an egress policy whose rules do not parse (invalid_argument).
+caf::error check_egress(const json::object& settings);
+
+/// Proxy mode: makes the session's namespace and attaches it to the
+/// broker, unless it has one; the namespace runs join.
+expected<std::shared_ptr<os::unique_fd>> ensure_proxy(self_ptr self);
+
+/// After session.configure: a proxy namespace follows the new policy, or
+/// is dropped (closing its connections) when the mode is no longer proxy.
+void apply_network_settings(self_ptr self);
+
+/// network.status: mode, namespace, policy and live connection counts.
+json::object network_status_of(self_ptr self);
+caf::result<json::value> handle_network_status(self_ptr self,
+                                               const cmd::network_status& c);
+
+/// A connection attempt of the session's proxy: audited, in batches.
+void on_egress_attempt(self_ptr self, const cmd::egress_attempt& e);
 
 } // namespace allox::session_facets

@@ -168,7 +168,8 @@ caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
     int out = job.terminal ? in : run->out.get();
     int err = job.terminal ? in : run->err.get();
     auto child =
-        sandbox::spawn_in_cgroup(run->group_fd.get(), job.argv, in, out, err);
+        sandbox::spawn_in_cgroup(run->group_fd.get(), job.argv, in, out, err,
+                                 job.netns ? job.netns->get() : -1);
     // Only the run holds its end now: the pipe's reader sees the end
     // of input and the terminal's master the hang-up once it is gone.
     if (job.stdin_fd)

@@ -1,8 +1,8 @@
-// The runs facet of the SESSION actor: session.configure, process.start,
-// stop and wait; the run worker's reports (started, finished), the run
-// timeout, and the end of live runs at shutdown. Queries (process.get,
-// list, output, events, the stream's subscription) are in run_queries.cpp,
-// the worker and the run rows in run_worker.cpp.
+// The runs facet of the SESSION actor: process.start, stop and wait; the
+// run worker's reports (started, finished), the run timeout, and the end
+// of live runs at shutdown. session.configure is in configure.cpp. Queries
+// (process.get, list, output, events, the stream's subscription) are in
+// run_queries.cpp, the worker and the run rows in run_worker.cpp.
 #include "actors/session/facets.hpp"
 #include "guest/log.hpp"
 #include "guest/os/cgroup.hpp"
@@ -29,106 +29,6 @@ namespace allox::session_facets {
 caf::error no_execution() {
   return make_error(errc::unsupported,
                     "process tracking is not enabled on this daemon");
-}
-
-/// The session's settings over the daemon's defaults.
-static json::object effective_settings(self_ptr self) {
-  const auto& cfg = *self->state.runs.config;
-  json::object limits;
-  for (const auto& [k, v] : cfg.default_limits)
-    limits[k] = v;
-  std::string network = cfg.default_network;
-  const auto& text = self->state.init.row.exec_settings;
-  if (text) {
-    boost::system::error_code ec;
-    auto v = json::parse(*text, ec);
-    if (!ec && v.is_object()) {
-      if (auto* n = v.as_object().if_contains("network"); n && n->is_string())
-        network = std::string{n->get_string()};
-      if (auto* l = v.as_object().if_contains("limits"); l && l->is_object())
-        for (const auto& kv : l->as_object())
-          limits[kv.key()] = kv.value();
-    }
-  }
-  int64_t max_runs = 1;
-  if (text) {
-    boost::system::error_code ec;
-    auto v = json::parse(*text, ec);
-    if (!ec && v.is_object())
-      if (auto* m = v.as_object().if_contains("max_runs"); m && m->is_int64())
-        max_runs = m->as_int64();
-  }
-  return json::object{{"network", network},
-                      {"limits", std::move(limits)},
-                      {"max_runs", max_runs}};
-}
-
-// Per-session execution settings: the network mode (inherit, or isolated:
-// a network namespace with only loopback) and cgroup limits, which are
-// refused as unsupported where the controller does not exist. They apply
-// to the next run and persist with the session row.
-caf::result<json::value> handle_configure(self_ptr self,
-                                          const cmd::session_configure& c) {
-  auto& st = self->state;
-  if (!st.runs.config)
-    return no_execution();
-  if (auto err = require_alive(self))
-    return err;
-  json::object settings;
-  if (st.init.row.exec_settings) {
-    boost::system::error_code ec;
-    auto v = json::parse(*st.init.row.exec_settings, ec);
-    if (!ec && v.is_object())
-      settings = v.as_object();
-  }
-  if (c.reset)
-    settings = {};
-  if (!c.network.empty())
-    settings["network"] = c.network;
-  if (c.has_limits) {
-    json::object limits;
-    if (auto* old = settings.if_contains("limits"); old && old->is_object())
-      limits = old->as_object();
-    for (const auto& change : c.limits) {
-      if (change.clear) {
-        limits.erase(change.name);
-        continue;
-      }
-      if (auto err = check_limit(*st.runs.config, change.name, change.value))
-        return err;
-      limits[change.name] = change.value;
-    }
-    settings["limits"] = std::move(limits);
-  }
-  if (c.max_runs) {
-    // Runs live either in the session's group (one) or in groups of their
-    // own below it (several): switching while one lives would mix both.
-    if (!st.runs.active.empty())
-      return conflict("max_runs cannot change while runs live: " + st.key());
-    if (*c.max_runs == 1)
-      settings.erase("max_runs");
-    else
-      settings["max_runs"] = *c.max_runs;
-  }
-  caf::optional<std::string> text;
-  if (!settings.empty())
-    text = json::serialize(settings);
-  auto rp = self->make_response_promise<json::value>();
-  metadata_write w;
-  w.set_exec_settings.push_back({st.agent_id(), st.session_id(), text});
-  w.audit.push_back(audit(self, "session.configure",
-                          {{"origin", c.origin}, {"settings", settings}}));
-  commit(
-      self, std::move(w),
-      [self, rp, text]() mutable {
-        self->state.init.row.exec_settings = text;
-        auto r = effective_settings(self);
-        r["agent_id"] = self->state.agent_id();
-        r["session_id"] = self->state.session_id();
-        rp.deliver(json::value(std::move(r)));
-      },
-      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
-  return rp;
 }
 
 /// Refuses a new run while the session is at its max_runs, or holds an
@@ -194,6 +94,16 @@ caf::result<json::value> handle_process_start(self_ptr self,
   spec.env = c.env;
   spec.argv = c.argv;
   spec.isolated_network = settings.at("network") == "isolated";
+  spec.proxy_network = settings.at("network") == "proxy";
+  if (spec.proxy_network) {
+    auto ns = ensure_proxy(self);
+    if (!ns) {
+      st.leases.erase("run:" + id);
+      st.runs.runs.erase(id);
+      return ns.error();
+    }
+    job.netns = *ns;
+  }
   spec.syscall_filter = cfg.syscall_filter;
   spec.uid = cfg.sandbox_uid;
   spec.events_socket = cfg.events_socket;

@@ -223,6 +223,8 @@ static json::value dump(self_ptr self) {
                             {"permission", st.share.permission},
                             {"served", st.share_served},
                             {"refused", st.share_refused}};
+  if (st.proxy)
+    o["network"] = network_status_of(self);
   o["uptime_ms"] = uptime_ms(st.started);
   return o;
 }
@@ -408,6 +410,11 @@ session_actor::behavior_type session(session_facets::self_ptr self,
       [self](const run_started& e) { on_run_started(self, e.run_id, e.pid); },
       [self](const run_finished& e) { on_run_finished(self, e); },
       [self](const run_timeout& t) { kill_run(self, t.run_id, "timeout", {}); },
+      // -- network (network.cpp) --------------------------------------------
+      [self](const cmd::network_status& c) {
+        return serve(self, c, handle_network_status);
+      },
+      [self](const cmd::egress_attempt& e) { on_egress_attempt(self, e); },
       // -- tracking (tracking.cpp) ------------------------------------------
       [self](const process_event_batch& b) { on_event_batch(self, b); },
       [self](const tracking_failure& f) { on_tracking_failure(self, f); },

@@ -21,6 +21,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -183,6 +184,16 @@ struct session_state {
   /// the dump.
   uint64_t share_served = 0;
   uint64_t share_refused = 0;
+
+  // -- network (network.cpp) ----------------------------------------------
+
+  /// Proxy mode: the namespace at the broker, made at the first run and
+  /// kept until the mode changes or the actor ends.
+  std::unique_ptr<proxy_attachment> proxy;
+  /// Egress audit records waiting for the commit in flight (one commit
+  /// per batch, whatever the rate of connections).
+  std::vector<audit_event> egress_pending;
+  bool egress_committing = false;
 
   // -- diagnostics (session.cpp) -------------------------------------------
 

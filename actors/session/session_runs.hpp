@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include "guest/net/broker.hpp"
 #include "guest/os/cgroup.hpp"
 #include "guest/store/run_recovery.hpp"
 #include "messages/actors.hpp"
@@ -48,6 +49,27 @@ struct exec_config {
   /// The TRACKER while tracking is "ebpf" (set by the SUPERVISOR, which
   /// spawns it).
   tracker_actor tracker;
+  /// The egress broker of proxy-mode sessions (guest/net/broker.hpp).
+  std::shared_ptr<net::broker> broker;
+};
+
+/// A proxy-mode session's network namespace, served by the broker while
+/// this lives (actors/session/network.cpp).
+struct proxy_attachment {
+  std::shared_ptr<net::broker> broker;
+  std::string key;
+  /// The namespace, joined by every run of the session.
+  std::shared_ptr<os::unique_fd> ns;
+  uint64_t inode = 0;
+  std::shared_ptr<const net::egress_counters> counters;
+
+  proxy_attachment() = default;
+  proxy_attachment(const proxy_attachment&) = delete;
+  proxy_attachment& operator=(const proxy_attachment&) = delete;
+  ~proxy_attachment() {
+    if (broker)
+      broker->detach(key);
+  }
 };
 
 /// Limits a session may set, by cgroup control file.

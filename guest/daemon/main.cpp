@@ -10,6 +10,7 @@
 #include "guest/http/event_endpoint.hpp"
 #include "guest/http/server.hpp"
 #include "guest/log.hpp"
+#include "guest/net/broker.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/os/loop_mount.hpp"
@@ -202,6 +203,12 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
       return err;
     cfg->default_limits[file] = value;
   }
+  // The egress broker of proxy-mode sessions: its loop thread idles until
+  // the first proxy run (guest/net/broker.hpp).
+  auto broker = net::broker::start();
+  if (!broker)
+    return broker.error();
+  cfg->broker = std::move(*broker);
   cfg->tracking = opts.process_tracking;
   cfg->tracker_ring_bytes = opts.tracker_ring_bytes;
   std::ifstream boot{"/proc/sys/kernel/random/boot_id"};

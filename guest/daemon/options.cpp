@@ -87,9 +87,9 @@ int parse(int argc, char** argv, options& out) {
   app.add_option("--bwrap", out.bwrap, "path of the bubblewrap binary")
       ->capture_default_str();
   app.add_option("--session-network", out.session_network,
-                 "default network of runs: inherit or isolated")
+                 "default network of runs: inherit, isolated or proxy")
       ->capture_default_str()
-      ->check(CLI::IsMember({"inherit", "isolated"}));
+      ->check(CLI::IsMember({"inherit", "isolated", "proxy"}));
   app.add_option("--syscall-filter", out.syscall_filter,
                  "seccomp filter of runs: default (docs/security.md) or off")
       ->capture_default_str()

@@ -58,6 +58,15 @@ std::vector<std::string> bwrap_argv(const spec& s) {
     a.insert(a.end(), {"--setenv", k, v});
   if (!s.events_socket.empty())
     a.insert(a.end(), {"--setenv", "ALLOX_EVENTS_SOCKET", events_socket_path});
+  // Proxy mode (guest/net/): every HTTP(S) client that honours these goes
+  // through the broker; loopback stays the sandbox's own.
+  if (s.proxy_network)
+    for (const auto* k :
+         {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"})
+      a.insert(a.end(), {"--setenv", k, "http://127.0.0.1:3128"});
+  if (s.proxy_network)
+    for (const auto* k : {"NO_PROXY", "no_proxy"})
+      a.insert(a.end(), {"--setenv", k, "127.0.0.1,localhost,::1"});
   // Our init is PID 1: it reaps orphans and stays until every process of
   // the run has exited, so double-forked and setsid descendants keep the
   // run (and the namespace) alive.

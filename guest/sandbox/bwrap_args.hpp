@@ -27,6 +27,9 @@ struct spec {
   std::string session_id;
   std::map<std::string, std::string> env; // the caller's
   bool isolated_network = false;
+  /// Proxy mode: the run starts inside the session's namespace (no
+  /// --unshare-net) with the proxy variables set.
+  bool proxy_network = false;
   /// The run's seccomp filter (--syscall-filter default).
   bool syscall_filter = true;
   /// The event endpoint and its clients (empty: none), bound read-only.

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -22,6 +23,7 @@ struct exec_plan {
   char** argv;
   char** envp;
   int stdin_fd, stdout_fd, stderr_fd;
+  int netns_fd;
   int exec_errno = 0;
 };
 
@@ -43,6 +45,12 @@ int exec_child(void* arg) {
   }
   sigset_t none;
   sigemptyset(&none);
+  // The child is a task of its own (no CLONE_THREAD), so joining the
+  // session's namespace leaves the daemon's thread where it was.
+  if (plan->netns_fd >= 0 && ::setns(plan->netns_fd, CLONE_NEWNET) != 0) {
+    plan->exec_errno = errno;
+    return 126;
+  }
   ::dup2(plan->stdin_fd, 0);
   ::dup2(plan->stdout_fd, 1);
   ::dup2(plan->stderr_fd, 2);
@@ -132,7 +140,8 @@ private:
 
 expected<child> spawn_in_cgroup(int cgroup_fd,
                                 const std::vector<std::string>& argv,
-                                int stdin_fd, int stdout_fd, int stderr_fd) {
+                                int stdin_fd, int stdout_fd, int stderr_fd,
+                                int netns_fd) {
   // Everything the child needs is prepared before clone3: after it, the
   // child may only make async-signal-safe calls before execve.
   std::vector<char*> args;
@@ -148,7 +157,7 @@ expected<child> spawn_in_cgroup(int cgroup_fd,
       return sys_error("open /dev/null");
     stdin_fd = devnull.get();
   }
-  exec_plan plan{args.data(), envp, stdin_fd, stdout_fd, stderr_fd};
+  exec_plan plan{args.data(), envp, stdin_fd, stdout_fd, stderr_fd, netns_fd};
   int pidfd = -1;
   clone_args ca{};
   ca.flags = CLONE_INTO_CGROUP | CLONE_PIDFD;

@@ -19,11 +19,14 @@ struct child {
 
 /// Executes argv[0] (an absolute path) in the cgroup open at `cgroup_fd`,
 /// stdin from `stdin_fd` (-1: /dev/null), stdout/stderr to the given fds,
-/// with a minimal environment. Bubblewrap's --die-with-parent ties the child to the
-/// calling *thread*: that thread must outlive the child (wait_child).
+/// with a minimal environment; in the network namespace open at
+/// `netns_fd` when it is not -1 (a proxy session's). Bubblewrap's
+/// --die-with-parent ties the child to the calling *thread*: that thread
+/// must outlive the child (wait_child).
 expected<child> spawn_in_cgroup(int cgroup_fd,
                                 const std::vector<std::string>& argv,
-                                int stdin_fd, int stdout_fd, int stderr_fd);
+                                int stdin_fd, int stdout_fd, int stderr_fd,
+                                int netns_fd = -1);
 
 /// Blocks until the child exits; returns the exit code, or 128 + signal.
 int wait_child(const child& c);

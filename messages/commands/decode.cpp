@@ -4,7 +4,6 @@
 #include "messages/ids.hpp"
 #include "messages/params.hpp"
 
-
 #include <algorithm>
 #include <cctype>
 #include <type_traits>
@@ -128,6 +127,65 @@ decode_rollback(const json::object& p, bool after_reset, bool kill_default) {
 
 // -- runs ---------------------------------------------------------------------
 
+/// A network mode, case- and space-insensitive as the prototype's; empty
+/// when it is none of the three.
+static std::string network_mode(const json::value& v) {
+  std::string mode = v.is_string() ? std::string{v.get_string()} : "";
+  mode.erase(std::remove_if(mode.begin(), mode.end(), ::isspace), mode.end());
+  std::transform(mode.begin(), mode.end(), mode.begin(), ::tolower);
+  if (mode != "inherit" && mode != "isolated" && mode != "proxy")
+    return {};
+  return mode;
+}
+
+/// egress {allow?: [rule], deny?: [rule]}; the rules' syntax is the
+/// session's to check (guest/net/egress_rules.hpp).
+static caf::error decode_egress(const json::value& v, session_configure& c) {
+  c.has_egress = true;
+  if (v.is_null())
+    return caf::none;
+  if (!v.is_object())
+    return invalid("egress must be an object {allow, deny}");
+  for (const auto& kv : v.as_object())
+    if (kv.key() != "allow" && kv.key() != "deny")
+      return invalid("egress has only allow and deny, not " +
+                     std::string{kv.key()});
+  for (auto [key, into] : {std::pair{"allow", &c.egress_allow},
+                           std::pair{"deny", &c.egress_deny}}) {
+    const auto* list = v.as_object().if_contains(key);
+    if (list == nullptr || list->is_null())
+      continue;
+    if (!list->is_array())
+      return invalid(std::string{"egress."} + key + " must be a list of rules");
+    if (list->as_array().size() > max_egress_rules)
+      return invalid(std::string{"egress."} + key + " has more than " +
+                     std::to_string(max_egress_rules) + " rules");
+    for (const auto& r : list->as_array()) {
+      if (!r.is_string() || r.get_string().empty() ||
+          r.get_string().size() > 300)
+        return invalid(std::string{"egress."} + key +
+                       " rules are strings like host:443");
+      into->emplace_back(r.get_string());
+    }
+  }
+  return caf::none;
+}
+
+expected<session_configure> decode_network_configure(const json::object& p) {
+  session_configure c;
+  const auto* m = p.if_contains("mode");
+  c.network = m != nullptr ? network_mode(*m) : "";
+  if (c.network.empty())
+    return invalid("network mode must be inherit, isolated, or proxy");
+  c.status_reply = true;
+  c.origin = params::origin(p);
+  return c;
+}
+
+expected<network_status> decode_network_status(const json::object&) {
+  return network_status{};
+}
+
 expected<session_configure> decode_configure(const json::object& p) {
   session_configure c;
   auto reset = params::optional_bool(p, "reset", false);
@@ -135,13 +193,13 @@ expected<session_configure> decode_configure(const json::object& p) {
     return reset.error();
   c.reset = *reset;
   if (auto* n = p.if_contains("network"); n != nullptr && !n->is_null()) {
-    std::string mode = n->is_string() ? std::string{n->get_string()} : "";
-    mode.erase(std::remove_if(mode.begin(), mode.end(), ::isspace), mode.end());
-    std::transform(mode.begin(), mode.end(), mode.begin(), ::tolower);
-    if (mode != "inherit" && mode != "isolated")
-      return invalid("network must be inherit or isolated");
-    c.network = std::move(mode);
+    c.network = network_mode(*n);
+    if (c.network.empty())
+      return invalid("network must be inherit, isolated or proxy");
   }
+  if (auto* e = p.if_contains("egress"); e != nullptr)
+    if (auto err = decode_egress(*e, c))
+      return err;
   if (auto* l = p.if_contains("limits"); l != nullptr && !l->is_null()) {
     if (!l->is_object())
       return invalid("limits must be an object");
@@ -160,8 +218,7 @@ expected<session_configure> decode_configure(const json::object& p) {
     }
   }
   if (auto* m = p.if_contains("max_runs"); m != nullptr && !m->is_null()) {
-    if (!m->is_int64() || m->get_int64() < 1 ||
-        m->get_int64() > max_runs_limit)
+    if (!m->is_int64() || m->get_int64() < 1 || m->get_int64() > max_runs_limit)
       return invalid("max_runs must be an integer 1.." +
                      std::to_string(max_runs_limit));
     c.max_runs = m->get_int64();
@@ -507,8 +564,8 @@ expected<session_fork> decode_session_fork(const json::object& p) {
     return invalid("new_session_id must differ from session_id");
   // Workspaces of agents share data only through share.*.
   if (auto* other = p.if_contains("new_agent_id");
-      other && !(other->is_string() &&
-                 other->get_string() == source->session.agent_id))
+      other &&
+      !(other->is_string() && other->get_string() == source->session.agent_id))
     return invalid("fork into another agent is refused");
   auto checkpoint = params::optional_string(p, "checkpoint_id");
   if (!checkpoint)

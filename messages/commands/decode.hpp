@@ -6,6 +6,7 @@
 #include "messages/commands/agents.hpp"
 #include "messages/commands/checkpoints.hpp"
 #include "messages/commands/files.hpp"
+#include "messages/commands/network.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
 #include "messages/commands/share.hpp"
@@ -30,6 +31,9 @@ expected<session_rollback> decode_rollback(const json::object& p,
 // -- runs ---------------------------------------------------------------------
 
 expected<session_configure> decode_configure(const json::object& p);
+/// network.configure {mode}: a session_configure of the mode alone.
+expected<session_configure> decode_network_configure(const json::object& p);
+expected<network_status> decode_network_status(const json::object& p);
 expected<process_start> decode_process_start(const json::object& p);
 expected<process_get> decode_process_get(const json::object& p);
 expected<process_list> decode_process_list(const json::object& p);

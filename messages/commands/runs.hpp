@@ -21,6 +21,9 @@ namespace allox::cmd {
 /// Most runs one session may hold at once (session.configure max_runs).
 inline constexpr int64_t max_runs_limit = 64;
 
+/// Most rules in each of a session's egress allow and deny lists.
+inline constexpr size_t max_egress_rules = 256;
+
 /// Default and maximum run timeout (seconds), as the prototype.
 inline constexpr double default_run_timeout = 300;
 inline constexpr double max_run_timeout = 86400;
@@ -35,14 +38,21 @@ struct limit_change {
   bool clear = false;
 };
 
-/// session.configure {reset?, network?, limits?, origin?}. The values are
-/// checked against the daemon's cgroup controllers by the session.
+/// session.configure {reset?, network?, egress?, limits?, max_runs?,
+/// origin?}, and network.configure {mode} (`status_reply`). The values are
+/// checked by the session (cgroup controllers, egress rule syntax).
 struct session_configure {
   static inline const char* name = "session.configure";
   session_ref session;
   bool reset = false;
-  /// "inherit" or "isolated"; empty: unchanged.
+  /// "inherit", "isolated" or "proxy"; empty: unchanged.
   std::string network;
+  /// egress {allow, deny} of proxy mode given (null clears both).
+  bool has_egress = false;
+  std::vector<std::string> egress_allow;
+  std::vector<std::string> egress_deny;
+  /// network.configure: reply with network.status's shape.
+  bool status_reply = false;
   bool has_limits = false;
   std::vector<limit_change> limits;
   /// Runs the session may hold at once (1..max_runs_limit); absent:
@@ -166,7 +176,8 @@ typename Inspector::result_type inspect(Inspector& f, limit_change& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_configure& x) {
   return f(caf::meta::type_name("session_configure"), x.session, x.reset,
-           x.network, x.has_limits, x.limits, x.max_runs, x.origin);
+           x.network, x.has_egress, x.egress_allow, x.egress_deny,
+           x.status_reply, x.has_limits, x.limits, x.max_runs, x.origin);
 }
 
 template <class Inspector>

@@ -64,6 +64,7 @@ std::map<std::string, step> scenario(const std::string& format) {
   go("checkpoint-list", {"checkpoint", "list"});
   go("checkpoint-list-graph", {"checkpoint", "list", "--graph"});
   go("session-configure", {"session", "configure", "--network", "isolated"});
+  go("network-status", {"network", "status"});
   go("run", {"run", "--", "sh", "-c", "echo out; echo err >&2; exit 3"});
   {
     // ps lists runs as an array: the first row's id.

@@ -186,7 +186,7 @@ TEST_CASE("escape: an isolated session has no network route") {
       c.rpc("session.configure", with(ids("a", "s"), {{"reset", true}})));
   CHECK(back.at("network") == "inherit");
   expect_error(
-      c.rpc("session.configure", with(ids("a", "s"), {{"network", "proxy"}})),
+      c.rpc("session.configure", with(ids("a", "s"), {{"network", "bridge"}})),
       400, "invalid_argument");
 }
 

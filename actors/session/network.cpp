@@ -1,0 +1,185 @@
+// The network facet of the SESSION actor: proxy mode's namespace at the
+// egress broker (guest/net/), network.status, and the audit trail of
+// every connection attempt the broker relays or refuses.
+//
+//   first proxy run -> make_proxy_namespace (~1 ms, once) -> broker.attach
+//   session.configure egress -> broker.set_policy (new connections)
+//   mode leaves proxy / actor ends -> broker.detach (connections closed)
+//   broker loop: attempt ended -> egress_attempt -> audit batch -> catalog
+#include "actors/session/facets.hpp"
+#include "guest/log.hpp"
+#include "guest/net/netns.hpp"
+#include "guest/os/fs.hpp"
+
+#include <caf/send.hpp>
+
+namespace allox::session_facets {
+namespace {
+
+std::vector<std::string> strings_of(const json::object& o, const char* key) {
+  std::vector<std::string> out;
+  if (const auto* v = o.if_contains(key); v && v->is_array())
+    for (const auto& s : v->as_array())
+      if (s.is_string())
+        out.emplace_back(s.get_string());
+  return out;
+}
+
+expected<net::egress_policy> policy_of(const json::object& settings) {
+  const auto& egress = settings.at("egress").as_object();
+  return net::egress_policy::parse(strings_of(egress, "allow"),
+                                   strings_of(egress, "deny"));
+}
+
+/// Commits the pending records, one batch at a time.
+void flush_egress(self_ptr self) {
+  auto& st = self->state;
+  if (st.egress_committing || st.egress_pending.empty())
+    return;
+  st.egress_committing = true;
+  metadata_write w;
+  // An attempt's record is worth a commit, not an fsync: a crash loses at
+  // most the last batch, and the connections with it.
+  w.durable = false;
+  w.audit.swap(st.egress_pending);
+  commit(
+      self, std::move(w),
+      [self] {
+        self->state.egress_committing = false;
+        flush_egress(self);
+      },
+      [self](caf::error err) {
+        self->state.egress_committing = false;
+        log::warn("session", "egress audit of " + self->state.key() +
+                                 " not written: " + message_of(err));
+        flush_egress(self);
+      });
+}
+
+} // namespace
+
+caf::error check_egress(const json::object& settings) {
+  auto p = policy_of(settings);
+  return p ? caf::none : p.error();
+}
+
+expected<std::shared_ptr<os::unique_fd>> ensure_proxy(self_ptr self) {
+  auto& st = self->state;
+  if (st.proxy)
+    return st.proxy->ns;
+  const auto& cfg = *st.runs.config;
+  if (!cfg.broker)
+    return make_error(errc::unsupported,
+                      "proxy networking is not available on this daemon");
+  auto policy = policy_of(effective_settings(self));
+  if (!policy)
+    return policy.error();
+  // About a millisecond, once per session and mode change: unshare and
+  // one socket, not worth a thread hop (measured in docs/benchmarks.md).
+  auto made = net::make_proxy_namespace();
+  if (!made)
+    return made.error();
+  auto a = std::make_unique<proxy_attachment>();
+  a->broker = cfg.broker;
+  a->key = st.key();
+  a->inode = made->inode;
+  a->ns = std::make_shared<os::unique_fd>(std::move(made->ns));
+  // The broker's loop thread reports here; a weak address, so a session
+  // that has ended is simply not told.
+  auto addr = self->address();
+  a->counters =
+      cfg.broker->attach(a->key, std::move(made->listener), std::move(*policy),
+                         [addr](net::egress_event e) {
+                           auto hdl = caf::actor_cast<session_actor>(addr);
+                           if (!hdl)
+                             return;
+                           cmd::egress_attempt m;
+                           m.timestamp_ns = os::now_ns();
+                           m.host = std::move(e.host);
+                           m.port = e.port;
+                           m.address = std::move(e.address);
+                           m.allowed = e.allowed;
+                           m.kind = std::move(e.kind);
+                           m.error = std::move(e.error);
+                           m.bytes_sent = e.bytes_sent;
+                           m.bytes_received = e.bytes_received;
+                           m.duration_ms = e.duration_ms;
+                           caf::anon_send(hdl, std::move(m));
+                         });
+  st.proxy = std::move(a);
+  log::info("session", st.key() + ": proxy network namespace (inode " +
+                           std::to_string(st.proxy->inode) + ")");
+  return st.proxy->ns;
+}
+
+void apply_network_settings(self_ptr self) {
+  auto& st = self->state;
+  if (!st.proxy)
+    return;
+  auto settings = effective_settings(self);
+  if (settings.at("network") != "proxy") {
+    st.proxy.reset(); // detaches: the broker closes its connections
+    return;
+  }
+  if (auto p = policy_of(settings))
+    st.proxy->broker->set_policy(st.proxy->key, std::move(*p));
+}
+
+json::object network_status_of(self_ptr self) {
+  auto& st = self->state;
+  auto settings = effective_settings(self);
+  auto mode = settings.at("network").as_string();
+  json::object r{{"agent_id", st.agent_id()},
+                 {"session_id", st.session_id()},
+                 {"mode", mode},
+                 {"active", mode == "inherit" || st.proxy != nullptr}};
+  if (mode == "proxy") {
+    r["proxy_url"] = "http://127.0.0.1:3128";
+    r["egress"] = settings.at("egress");
+  }
+  if (st.proxy) {
+    const auto& c = *st.proxy->counters;
+    r["namespace_inode"] = static_cast<int64_t>(st.proxy->inode);
+    r["connections"] = json::object{
+        {"open", static_cast<int64_t>(c.open.load())},
+        {"total", static_cast<int64_t>(c.total.load())},
+        {"refused", static_cast<int64_t>(c.refused.load())},
+        {"failed", static_cast<int64_t>(c.failed.load())},
+        {"bytes_sent", static_cast<int64_t>(c.bytes_sent.load())},
+        {"bytes_received", static_cast<int64_t>(c.bytes_received.load())}};
+  }
+  return r;
+}
+
+// network.status: answered from the actor's state and the broker's
+// counters (atomics): no round trip to the broker's loop.
+caf::result<json::value> handle_network_status(self_ptr self,
+                                               const cmd::network_status&) {
+  if (!self->state.runs.config)
+    return no_execution();
+  if (auto err = require_alive(self))
+    return err;
+  return json_reply(network_status_of(self));
+}
+
+// Audits one attempt as `network.connect` {host, port, address, allowed,
+// kind, error?, bytes_sent, bytes_received, duration_ms}.
+void on_egress_attempt(self_ptr self, const cmd::egress_attempt& e) {
+  json::object fields{
+      {"host", e.host},
+      {"port", e.port},
+      {"address", e.address},
+      {"allowed", e.allowed},
+      {"kind", e.kind},
+      {"bytes_sent", static_cast<int64_t>(e.bytes_sent)},
+      {"bytes_received", static_cast<int64_t>(e.bytes_received)},
+      {"duration_ms", static_cast<int64_t>(e.duration_ms)}};
+  if (!e.error.empty())
+    fields["error"] = e.error;
+  auto rec = audit(self, "network.connect", std::move(fields));
+  rec.timestamp_ns = e.timestamp_ns;
+  self->state.egress_pending.push_back(std::move(rec));
+  flush_egress(self);
+}
+
+} // namespace allox::session_facets

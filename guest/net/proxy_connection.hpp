@@ -1,0 +1,117 @@
+// Internal to guest/net/: one proxy connection of the egress broker and
+// the session socket it came through, shared by the broker's request
+// phase (broker.cpp: header, policy, resolve, connect) and the byte relay
+// (relay.cpp). All of it runs on the broker's loop thread.
+#pragma once
+
+#include "guest/net/broker.hpp"
+#include "guest/net/proxy_request.hpp"
+
+#include <uv.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace allox::net::proxy {
+
+inline constexpr uint64_t header_timeout_ms = 30'000;
+inline constexpr uint64_t connect_timeout_ms = 15'000;
+/// One read; big reads keep a 1 GiB transfer at a few thousand wakeups.
+inline constexpr size_t read_size = 256 * 1024;
+/// A side stops being read while the other has this much unwritten, and
+/// starts again below `resume_below`: memory per connection stays bounded
+/// whatever the speed of its two ends.
+inline constexpr size_t pause_above = 1 << 20;
+inline constexpr size_t resume_below = 256 * 1024;
+
+struct site;
+
+/// One client connection of a proxy socket, from accept to close.
+struct conn {
+  site* owner = nullptr;
+  std::shared_ptr<const egress_policy> policy;
+  uv_tcp_t* client = nullptr;
+  uv_tcp_t* upstream = nullptr;
+  uv_timer_t* timer = nullptr;
+  uv_getaddrinfo_t resolver{};
+  uv_connect_t connector{};
+  /// Handles not yet closed, and a lookup not yet answered: the conn is
+  /// freed when both are none.
+  int handles = 0;
+  bool resolving = false;
+  bool closing = false;
+  /// The header block read so far, then the payload that followed it.
+  std::string in;
+  proxy_request req;
+  std::vector<sockaddr_storage> candidates;
+  size_t next = 0;
+  bool relaying = false;
+  bool client_eof = false, upstream_eof = false;
+  int shutdowns = 0;
+  bool client_paused = false, upstream_paused = false;
+  bool audited = false;
+  egress_event ev;
+  std::chrono::steady_clock::time_point started =
+      std::chrono::steady_clock::now();
+};
+
+/// One session's proxy socket.
+struct site {
+  /// Connections open over every session (the broker's).
+  std::atomic<uint64_t>* all_open = nullptr;
+  std::string key;
+  uv_tcp_t listener{};
+  bool listener_open = false;
+  bool closing = false;
+  std::shared_ptr<const egress_policy> policy;
+  broker::sink events;
+  std::shared_ptr<egress_counters> counters;
+  std::set<conn*> conns;
+};
+
+struct write_op {
+  uv_write_t req{};
+  conn* c = nullptr;
+  char* data = nullptr;
+  bool close_after = false;
+};
+
+/// Frees a site once it is closing, its listener closed and no
+/// connection is left.
+void maybe_free_site(site* s);
+/// Frees a connection once its handles are closed and no lookup is
+/// pending.
+void maybe_free(conn* c);
+void on_handle_closed(uv_handle_t* h);
+void close_handle(uv_handle_t* h);
+
+/// A zeroed libuv handle counted against the connection's open handles.
+template <class Handle>
+Handle* new_handle(conn* c) {
+  auto* h = static_cast<Handle*>(std::calloc(1, sizeof(Handle)));
+  h->data = c;
+  ++c->handles;
+  return h;
+}
+
+/// Closes every handle of the connection (audited once); it is freed once
+/// they are.
+void finish(conn* c);
+/// Writes `data` (malloc'd, taken over) to `dst`; `close_after` finishes
+/// the connection once it is written.
+void send(conn* c, uv_stream_t* dst, char* data, size_t len,
+          bool close_after = false);
+void send_copy(conn* c, uv_stream_t* dst, const std::string& text,
+               bool close_after = false);
+/// Answers the client with an error status and closes.
+void refuse(conn* c, int status, const std::string& reason);
+/// Connected: the tunnel's 200 or the forwarded request, then bytes both
+/// ways.
+void start_relay(conn* c);
+
+} // namespace allox::net::proxy

@@ -1,0 +1,48 @@
+// Commands and events of a session's network facet (proxy mode's egress
+// broker): network.status, and each connection attempt the broker
+// relayed or refused, for the session's audit trail.
+#pragma once
+
+#include "messages/records.hpp"
+
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace allox::cmd {
+
+/// network.status: mode, namespace, policy and live connection counts.
+struct network_status {
+  static inline const char* name = "network.status";
+  session_ref session;
+};
+
+/// One connection attempt through the session's proxy (from the broker's
+/// loop thread), audited as `network.connect`.
+struct egress_attempt {
+  int64_t timestamp_ns = 0;
+  std::string host;
+  uint16_t port = 0;
+  std::string address;
+  bool allowed = false;
+  std::string kind;
+  std::string error;
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  uint64_t duration_ms = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, network_status& x) {
+  return f(caf::meta::type_name("network_status"), x.session);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, egress_attempt& x) {
+  return f(caf::meta::type_name("egress_attempt"), x.timestamp_ns, x.host,
+           x.port, x.address, x.allowed, x.kind, x.error, x.bytes_sent,
+           x.bytes_received, x.duration_ms);
+}
+
+} // namespace allox::cmd
