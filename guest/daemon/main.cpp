@@ -137,6 +137,44 @@ expected<std::pair<uid_t, gid_t>> sandbox_user(const std::string& text) {
                         "--sandbox-user UID:GID");
 }
 
+/// What the egress broker never connects to, whatever a session's policy:
+/// what the connect guard keeps runs from (the RPC and metrics addresses,
+/// --deny-connect), so that proxy mode is no way around it. Loopback
+/// stands for all of 127.0.0.0/8, as in the guard's programs.
+expected<std::vector<net::rule>>
+daemon_destinations(const daemon::options& opts) {
+  std::vector<std::string> texts;
+  for (const auto& where : {opts.listen, opts.metrics_listen}) {
+    if (where.empty())
+      continue;
+    auto hp = http::parse_listen(where);
+    if (!hp)
+      return hp.error();
+#if ALLOX_TRACKING
+    auto rules = bpf::listen_rules(hp->first, hp->second);
+    if (!rules)
+      return rules.error();
+    for (const auto& r : *rules)
+      texts.push_back(r.text());
+#else
+    auto host = hp->first.find(':') != std::string::npos ? "[" + hp->first + "]"
+                                                         : hp->first;
+    texts.push_back(host + ":" + std::to_string(hp->second));
+#endif
+  }
+  texts.insert(texts.end(), opts.deny_connect.begin(), opts.deny_connect.end());
+  std::vector<net::rule> out;
+  for (auto text : texts) {
+    if (text.rfind("127.0.0.1:", 0) == 0)
+      text = "127.0.0.0/8" + text.substr(9);
+    auto r = net::parse_rule(text);
+    if (!r)
+      return make_error(errc::invalid_argument, message_of(r.error()));
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
 /// Tracked execution from the flags: audit root outside the store, the
 /// cgroup subtree, our sandbox init and bwrap.
 expected<std::shared_ptr<const exec_config>>
@@ -205,7 +243,10 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
   }
   // The egress broker of proxy-mode sessions: its loop thread idles until
   // the first proxy run (guest/net/broker.hpp).
-  auto broker = net::broker::start();
+  auto never = daemon_destinations(opts);
+  if (!never)
+    return never.error();
+  auto broker = net::broker::start(std::move(*never));
   if (!broker)
     return broker.error();
   cfg->broker = std::move(*broker);

@@ -25,12 +25,33 @@ struct broker::impl {
   std::vector<std::function<void()>> queue;
   std::map<std::string, proxy::site*> sites;
   std::atomic<uint64_t>* open = nullptr;
+  std::vector<rule> forbidden;
 };
 
 namespace proxy {
 namespace {
 
 void try_connect(conn* c);
+
+/// Destinations no policy opens: the daemon's own listen addresses (and
+/// --deny-connect), as the connect guard keeps runs from them, and the
+/// unspecified addresses, which reach the guest itself.
+decision forbidden(const std::vector<rule>& rules, uint16_t port,
+                   const address& a) {
+  static const auto unspecified = [] {
+    std::vector<rule> r;
+    for (const char* t : {"0.0.0.0/8:*", "[::]:*"})
+      r.push_back(*parse_rule(t));
+    return r;
+  }();
+  for (const auto* list : {&rules, &unspecified})
+    for (const auto& r : *list)
+      if (r.covers_port(port) && r.matches_address(a))
+        return {false,
+                "the guest's own service " + r.text + " is never reachable",
+                r.text};
+  return {true, {}, {}};
+}
 
 void on_connected(uv_connect_t* req, int status) {
   auto* c = static_cast<conn*>(req->data);
@@ -106,7 +127,9 @@ void on_resolved(uv_getaddrinfo_t* r, int status, addrinfo* res) {
     if (std::find(seen.begin(), seen.end(), a) != seen.end())
       continue;
     seen.push_back(a);
-    auto d = c->policy->check_address(c->req.host, c->req.port, a, own);
+    auto d = forbidden(*c->owner->forbidden, c->req.port, a);
+    if (d.allowed)
+      d = c->policy->check_address(c->req.host, c->req.port, a, own);
     if (!d.allowed) {
       if (refusal.empty()) {
         refusal = d.reason;
@@ -242,9 +265,10 @@ using namespace proxy;
 
 broker::broker() : impl_(std::make_unique<impl>()) {}
 
-expected<std::shared_ptr<broker>> broker::start() {
+expected<std::shared_ptr<broker>> broker::start(std::vector<rule> forbidden) {
   std::shared_ptr<broker> b{new broker};
   auto* i = b->impl_.get();
+  i->forbidden = std::move(forbidden);
   i->open = &b->open_;
   if (int rc = uv_loop_init(&i->loop); rc != 0)
     return make_error(errc::internal,
@@ -302,6 +326,7 @@ std::shared_ptr<const egress_counters> broker::attach(const std::string& key,
     }
     auto* s = new site;
     s->all_open = i->open;
+    s->forbidden = &i->forbidden;
     s->key = key;
     s->policy = std::move(p);
     s->events = std::move(events);

@@ -5,7 +5,8 @@
 //
 //   accept -> read the request header (<= 64 KiB, 30 s)
 //          -> policy by name -> resolve (libuv's getaddrinfo; never the
-//             sandbox's DNS) -> policy per address -> connect (15 s, each
+//             sandbox's DNS) -> never the daemon's own addresses ->
+//             policy per address -> connect (15 s, each
 //             allowed address in turn)
 //          -> CONNECT: "200 Connection Established"; plain HTTP: the
 //             request in origin form -> relay both ways until both ends
@@ -60,8 +61,10 @@ class broker {
 public:
   using sink = std::function<void(egress_event)>;
 
-  /// Starts the loop thread.
-  static expected<std::shared_ptr<broker>> start();
+  /// Starts the loop thread. No policy opens a `forbidden` destination
+  /// (the daemon's own addresses, as the connect guard refuses them).
+  static expected<std::shared_ptr<broker>>
+  start(std::vector<rule> forbidden = {});
   /// Closes everything and joins the loop thread.
   ~broker();
   broker(const broker&) = delete;

@@ -64,6 +64,8 @@ struct conn {
 struct site {
   /// Connections open over every session (the broker's).
   std::atomic<uint64_t>* all_open = nullptr;
+  /// Destinations refused whatever the policy (the broker's).
+  const std::vector<rule>* forbidden = nullptr;
   std::string key;
   uv_tcp_t listener{};
   bool listener_open = false;

@@ -92,8 +92,7 @@ static void on_written(uv_write_t* req, int status) {
 }
 
 /// Writes `data` (malloc'd, taken over) to `dst`.
-void send(conn* c, uv_stream_t* dst, char* data, size_t len,
-          bool close_after) {
+void send(conn* c, uv_stream_t* dst, char* data, size_t len, bool close_after) {
   auto* op = new write_op;
   op->c = c;
   op->data = data;

@@ -134,7 +134,7 @@ TEST_CASE("connect guard: runs cannot reach the daemon's RPC or metrics "
       {"127.0.0.3", denied.port}};
   if (auto other = other_address(); !other.empty())
     refused.push_back({other, port});
-  for (const char* network : {"inherit", "isolated"}) {
+  for (const char* network : {"inherit", "isolated", "proxy"}) {
     CAPTURE(network);
     std::string s = std::string{"s-"} + network;
     expect_ok(c.rpc("session.create", ids("a", s)));
@@ -148,7 +148,9 @@ TEST_CASE("connect guard: runs cannot reach the daemon's RPC or metrics "
       CHECK(results[key(host, p)] == "EPERM");
     }
     // Another local service: reachable in the host's network, and in an
-    // isolated one simply absent (nothing listens there), never EPERM.
+    // isolated or proxy one simply absent (nothing listens there), never
+    // EPERM. (The proxy's broker refuses the daemon's addresses too:
+    // proxy_network_test.cpp.)
     CHECK(results[key("127.0.0.1", control.port)] ==
           (std::string{network} == "inherit" ? "open" : "ECONNREFUSED"));
   }

@@ -49,9 +49,9 @@ TEST_CASE("console: the page shows the daemon's actors, sessions, runs and "
   d.start();
   auto& c = d.client();
   expect_ok(c.rpc("session.create", ids("console-agent", "console-s")));
-  auto first = expect_ok(c.rpc(
-      "checkpoint.create",
-      with(ids("console-agent", "console-s"), {{"message", "first"}})));
+  auto first = expect_ok(
+      c.rpc("checkpoint.create",
+            with(ids("console-agent", "console-s"), {{"message", "first"}})));
   expect_ok(c.rpc("checkpoint.create",
                   with(ids("console-agent", "console-s"),
                        {{"message", "second"}, {"pinned", true}})));
@@ -59,9 +59,8 @@ TEST_CASE("console: the page shows the daemon's actors, sessions, runs and "
   expect_ok(c.rpc("session.rollback",
                   with(ids("console-agent", "console-s"),
                        {{"checkpoint_id", first.at("checkpoint_id")}})));
-  expect_ok(c.rpc("checkpoint.create",
-                  with(ids("console-agent", "console-s"),
-                       {{"message", "branch"}})));
+  expect_ok(c.rpc("checkpoint.create", with(ids("console-agent", "console-s"),
+                                            {{"message", "branch"}})));
   auto run = run_id(sh(c, "console-agent", "console-s",
                        "echo console-output-line; sleep 30"));
   // The page itself is open; its data needs the token (the fragment).

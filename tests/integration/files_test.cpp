@@ -16,8 +16,7 @@ using namespace allox::test;
 
 namespace {
 
-http_response call(http_client& c, const std::string& action,
-                   json::object p) {
+http_response call(http_client& c, const std::string& action, json::object p) {
   return c.rpc(action, with(ids("a", "s"), p));
 }
 
@@ -44,12 +43,14 @@ TEST_CASE("files: write, read, list, move and remove round-trip") {
   CHECK(r.at("eof") == true);
   // Binary data through base64, with a mode.
   std::string bin{"\0\x01\xff\x7f", 4};
-  ok(c, "file.write", {{"path", "notes/deep/bin"},
-                       {"data", "AAH/fw=="},
-                       {"encoding", "base64"},
-                       {"mode", 0600}});
+  ok(c, "file.write",
+     {{"path", "notes/deep/bin"},
+      {"data", "AAH/fw=="},
+      {"encoding", "base64"},
+      {"mode", 0600}});
   CHECK(read_file(d.current("a", "s") + "/notes/deep/bin") == bin);
-  auto b = ok(c, "file.read", {{"path", "notes/deep/bin"}, {"encoding", "base64"}});
+  auto b =
+      ok(c, "file.read", {{"path", "notes/deep/bin"}, {"encoding", "base64"}});
   CHECK(b.at("data") == "AAH/fw==");
   auto st = ok(c, "file.stat", {{"path", "notes/deep/bin"}});
   CHECK(st.at("type") == "file");
@@ -82,12 +83,12 @@ TEST_CASE("files: write, read, list, move and remove round-trip") {
   ok(c, "file.write", {{"path", "@shared/common.txt"}, {"data", "shared"}});
   CHECK(read_file(d.root() + "/agents/a/workspace/shared/common.txt") ==
         "shared");
-  expect_error(call(c, "file.move", {{"from", "@shared/common.txt"},
-                                     {"to", "common.txt"}}),
+  expect_error(call(c, "file.move",
+                    {{"from", "@shared/common.txt"}, {"to", "common.txt"}}),
                400, "invalid_argument");
   // Checkpoints capture what was written; audit says who wrote.
-  auto audit = expect_ok(
-      c.rpc("audit.list", {{"agent_id", "a"}, {"op", "file.write"}}));
+  auto audit =
+      expect_ok(c.rpc("audit.list", {{"agent_id", "a"}, {"op", "file.write"}}));
   CHECK(audit.at("events").as_array().size() == 5);
 }
 
@@ -132,9 +133,9 @@ TEST_CASE("files: paths out of the workspace are refused, with no effect") {
   REQUIRE(::mkfifo((cur + "/pipe").c_str(), 0600) == 0);
   CHECK(refused("file.read", {{"path", "pipe"}}).find("not a regular file") !=
         std::string::npos);
-  CHECK(refused("file.write",
-                {{"path", "pipe"}, {"data", "x"}, {"append", true}})
-            .find("not a regular file") != std::string::npos);
+  CHECK(
+      refused("file.write", {{"path", "pipe"}, {"data", "x"}, {"append", true}})
+          .find("not a regular file") != std::string::npos);
   // Appending through a second hard link would change the other name too.
   write_file(cur + "/orig", "o");
   REQUIRE(::link((cur + "/orig").c_str(), (cur + "/second").c_str()) == 0);

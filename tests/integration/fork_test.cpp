@@ -23,9 +23,9 @@ std::string file_in(const daemon_process& d, const std::string& s,
 
 json::object fork(http_client& c, const std::string& from,
                   const std::string& to, json::object extra = {}) {
-  return expect_ok(c.rpc(
-      "session.fork",
-      with(with(ids("a", from), {{"new_session_id", to}}), extra)));
+  return expect_ok(
+      c.rpc("session.fork",
+            with(with(ids("a", from), {{"new_session_id", to}}), extra)));
 }
 
 } // namespace
@@ -58,14 +58,14 @@ TEST_CASE("fork: a new session from a checkpoint, and the two never see each "
   write_file(d.current("a", "s") + "/only-s.txt", "s");
   CHECK(::access((d.current("a", "s") + "/only-t.txt").c_str(), F_OK) != 0);
   CHECK(::access((d.current("a", "t") + "/only-s.txt").c_str(), F_OK) != 0);
-  auto row = expect_ok(
-      c.rpc("process.get", with(ids("a", "s"), {{"run_id", run}})));
+  auto row =
+      expect_ok(c.rpc("process.get", with(ids("a", "s"), {{"run_id", run}})));
   CHECK(row.at("state") == "running");
   expect_ok(c.rpc("process.stop", with(ids("a", "s"), {{"run_id", run}})));
   // The fork is a session like any other: rollback to its baseline.
-  expect_ok(c.rpc("session.rollback",
-                  with(ids("a", "t"), {{"checkpoint_id",
-                                        base.at("checkpoint_id")}})));
+  expect_ok(c.rpc(
+      "session.rollback",
+      with(ids("a", "t"), {{"checkpoint_id", base.at("checkpoint_id")}})));
   CHECK(::access((d.current("a", "t") + "/only-t.txt").c_str(), F_OK) != 0);
   // Without a checkpoint: the source's current/ is checkpointed first.
   auto u = fork(c, "s", "u");
@@ -105,8 +105,8 @@ TEST_CASE("fork: bad requests are refused and change nothing") {
                400, "not_found");
   auto sessions = expect_ok(c.rpc("session.list", {{"agent_id", "a"}}));
   CHECK(sessions.at("session_ids") == json::array{"s", "taken"});
-  CHECK(::access((d.root() + "/agents/a/workspace/sessions/n").c_str(),
-                 F_OK) != 0);
+  CHECK(::access((d.root() + "/agents/a/workspace/sessions/n").c_str(), F_OK) !=
+        0);
 }
 
 TEST_CASE("fork: a crash at any step leaves no new session or a whole one") {
@@ -131,8 +131,9 @@ TEST_CASE("fork: a crash at any step leaves no new session or a whole one") {
     std::string point_name{point};
     CAPTURE(point_name);
     auto target = "f" + std::to_string(n++);
-    expect_ok(c.rpc("debug.fault",
-                    {{"agent_id", "a"}, {"point", point}, {"effect", "crash"}}));
+    expect_ok(
+        c.rpc("debug.fault",
+              {{"agent_id", "a"}, {"point", point}, {"effect", "crash"}}));
     c.try_rpc("session.fork", with(ids("a", "s"), {{"new_session_id", target},
                                                    {"checkpoint_id", "c1"}}));
     CHECK(d.wait_exit(std::chrono::seconds{10}) == 128 + SIGKILL);
@@ -148,9 +149,9 @@ TEST_CASE("fork: a crash at any step leaves no new session or a whole one") {
       CHECK(file_in(d, target, "f.txt") == "data");
       auto l = expect_ok(c.rpc("checkpoint.list", ids("a", target)));
       REQUIRE(l.at("checkpoints").as_array().size() == 1);
-      CHECK(l.at("checkpoints").as_array()[0].at("metadata").at(
-                "forked_from") ==
-            json::object{{"session_id", "s"}, {"checkpoint_id", "c1"}});
+      CHECK(
+          l.at("checkpoints").as_array()[0].at("metadata").at("forked_from") ==
+          json::object{{"session_id", "s"}, {"checkpoint_id", "c1"}});
     } else {
       // The same id forks cleanly afterwards.
       fork(c, "s", target, {{"checkpoint_id", "c1"}});

@@ -180,7 +180,8 @@ exposition parse(const std::string& text) {
 TEST_CASE("metrics: --metrics-listen serves them elsewhere, without the "
           "token, and nothing else") {
   auto port = free_port();
-  auto opts = with_args({"--metrics-listen", "127.0.0.1:" + std::to_string(port)});
+  auto opts =
+      with_args({"--metrics-listen", "127.0.0.1:" + std::to_string(port)});
   opts.token = "tok";
   daemon_process d{opts};
   d.start();
@@ -213,8 +214,9 @@ TEST_CASE("metrics: the exposition is well formed and counts what happened") {
   expect_ok(c.rpc("session.create", ids("a", "s")));
   auto base = expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
   expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
-  expect_ok(c.rpc("session.rollback",
-                  with(ids("a", "s"), {{"checkpoint_id", base.at("checkpoint_id")}})));
+  expect_ok(c.rpc(
+      "session.rollback",
+      with(ids("a", "s"), {{"checkpoint_id", base.at("checkpoint_id")}})));
   expect_error(c.rpc("checkpoint.describe",
                      with(ids("a", "s"), {{"checkpoint_id", "nope"}})),
                400, "not_found");
@@ -241,8 +243,8 @@ TEST_CASE("metrics: the exposition is well formed and counts what happened") {
                 {{"kind", "session"}, {"id", "a/s"}}) >= 0);
   CHECK(e.value("allox_actor_restarts_total",
                 {{"kind", "session"}, {"id", "a/s"}}) == 0);
-  CHECK(e.value("allox_actor_counter", {{"kind", "session"},
-                                        {"name", "checkpoints_created"}}) == 2);
+  CHECK(e.value("allox_actor_counter",
+                {{"kind", "session"}, {"name", "checkpoints_created"}}) == 2);
   CHECK(e.value("allox_catalog_commit_duration_seconds_count") >= 1);
   CHECK(e.types.at("allox_rpc_requests_total") == "counter");
   CHECK(e.types.at("allox_catalog_commit_duration_seconds") == "histogram");

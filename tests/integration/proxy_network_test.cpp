@@ -214,11 +214,11 @@ TEST_CASE("proxy network: a download through the proxy reaches an allowed "
     CHECK(conns.at("refused").as_int64() == 0);
     CHECK(conns.at("bytes_received").as_int64() >= 2 * (1 << 20));
     // Every attempt is in the session's trail, with what it carried.
-    eventually([&] {
-      auto r2 = expect_ok(c.rpc(
+    CHECK(eventually([&] {
+      auto trail = expect_ok(c.rpc(
           "audit.list", with(ids("a", "s"), {{"op", "network.connect"}})));
-      return r2.at("events").as_array().size() == 2;
-    });
+      return trail.at("events").as_array().size() == 2;
+    }));
     auto events =
         expect_ok(c.rpc("audit.list",
                         with(ids("a", "s"), {{"op", "network.connect"}})))
@@ -266,10 +266,10 @@ TEST_CASE("proxy network: a download through the proxy reaches an allowed "
     auto st = expect_ok(c.rpc("network.status", ids("a", "s")));
     CHECK(st.at("connections").at("refused").as_int64() == 4);
     CHECK(st.at("connections").at("total").as_int64() == 4);
-    eventually([&] {
+    CHECK(eventually([&] {
       return audit_ops(c, with(ids("a", "s"), {{"op", "network.connect"}}))
                  .size() == 4;
-    });
+    }));
     auto events =
         expect_ok(c.rpc("audit.list",
                         with(ids("a", "s"), {{"op", "network.connect"}})))
@@ -279,6 +279,27 @@ TEST_CASE("proxy network: a download through the proxy reaches an allowed "
     CHECK(all.find("private, local or special-purpose") != std::string::npos);
     CHECK(all.find("denied by bad.example.org:*") != std::string::npos);
     CHECK(all.find("not on the egress allowlist") != std::string::npos);
+
+    // Whatever the policy, the broker never reaches the daemon itself:
+    // with all of loopback allowed, the local server is reachable and the
+    // RPC port is not, tunnelled or forwarded.
+    expect_ok(
+        c.rpc("session.configure",
+              with(ids("a", "s"), {{"egress", egress({"127.0.0.0/8:*"})}})));
+    auto rpc = "127.0.0.1:" + port_text(d.port());
+    auto r2 =
+        run_sh(c, "s",
+               curl("https://127.0.0.1:" + tls + "/blob", "/dev/null") + "; " +
+                   curl("http://" + rpc + "/health", "/dev/null") + "; " +
+                   curl("-p http://" + rpc + "/health", "/dev/null"));
+    CHECK(r2.out == "200 200\n000 403\n403 000\n");
+    auto own = "own service 127.0.0.0/8:" + port_text(d.port()) +
+               " is never reachable";
+    CHECK(eventually([&] {
+      auto trail = json::serialize(expect_ok(c.rpc(
+          "audit.list", with(ids("a", "s"), {{"op", "network.connect"}}))));
+      return trail.find(own) != std::string::npos;
+    }));
   }
 }
 

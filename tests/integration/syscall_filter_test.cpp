@@ -56,8 +56,8 @@ print(json.dumps(out))
 json::object run_probe(daemon_process& d) {
   auto& c = d.client();
   expect_ok(c.rpc("session.create", ids("a", "s")));
-  auto id = run_id(start(c, "a", "s",
-                         json::array{"/usr/bin/python3", "-c", probe}));
+  auto id =
+      run_id(start(c, "a", "s", json::array{"/usr/bin/python3", "-c", probe}));
   auto row = wait_done(c, "a", "s", id);
   INFO(output(c, "a", "s", id, "stderr"));
   REQUIRE(row.at("root_exit_code") == 0);
