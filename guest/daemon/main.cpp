@@ -25,12 +25,14 @@
 #include <caf/scoped_actor.hpp>
 
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <pwd.h>
+#include <sys/resource.h>
 #include <tuple>
 #include <unistd.h>
 
@@ -560,6 +562,19 @@ int main(int argc, char** argv) {
   if (int rc = daemon::parse(argc, argv, opts); rc >= 0)
     return rc;
   log::set_threshold(level_from(opts.log_level));
+  // A peer that goes away mid-write (an RPC client, either end of a
+  // proxied connection) is an EPIPE for the one connection, not the end
+  // of the daemon. Runs start with every disposition back at its default
+  // (guest/sandbox/spawn.cpp).
+  std::signal(SIGPIPE, SIG_IGN);
+  // Every proxied connection holds eight descriptors (two sockets, their
+  // relay duplicates, two pipes); the soft limit of a service is often
+  // 1,024 where the hard one is far higher.
+  if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 &&
+                       nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   if (opts.process_tracking == "ebpf" && opts.process_audit_root.empty())
     die("--process-tracking ebpf needs --process-audit-root");
 

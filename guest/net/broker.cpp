@@ -33,6 +33,20 @@ namespace {
 
 void try_connect(conn* c);
 
+/// The guest's addresses, read again at most once a second: a netlink
+/// dump per connection would cost the loop more than the policy itself
+/// (loop thread only).
+const std::vector<address>& own_addresses() {
+  static std::vector<address> cached;
+  static std::chrono::steady_clock::time_point read_at;
+  auto now = std::chrono::steady_clock::now();
+  if (cached.empty() || now - read_at > std::chrono::seconds{1}) {
+    cached = local_addresses();
+    read_at = now;
+  }
+  return cached;
+}
+
 /// Destinations no policy opens: the daemon's own listen addresses (and
 /// --deny-connect), as the connect guard keeps runs from them, and the
 /// unspecified addresses, which reach the guest itself.
@@ -117,7 +131,7 @@ void on_resolved(uv_getaddrinfo_t* r, int status, addrinfo* res) {
     refuse(c, 502, c->req.host + " " + c->ev.error);
     return;
   }
-  auto own = local_addresses();
+  const auto& own = own_addresses();
   std::string refusal;
   std::vector<address> seen;
   for (auto* ai = res; ai != nullptr; ai = ai->ai_next) {
@@ -338,7 +352,7 @@ std::shared_ptr<const egress_counters> broker::attach(const std::string& key,
     if (rc != 0)
       ::close(fd); // not the handle's yet
     else
-      rc = uv_listen(reinterpret_cast<uv_stream_t*>(&s->listener), 128,
+      rc = uv_listen(reinterpret_cast<uv_stream_t*>(&s->listener), 1024,
                      on_accept);
     if (rc != 0) {
       log::error("broker", "proxy socket of " + key + ": " + uv_strerror(rc));

@@ -43,7 +43,7 @@ expected<os::unique_fd> listen_on(uint16_t port) {
   ::inet_pton(AF_INET, proxy_host, &sa.sin_addr);
   if (::bind(s.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0)
     return sys_error("bind the proxy to 127.0.0.1:" + std::to_string(port));
-  if (::listen(s.get(), 128) != 0)
+  if (::listen(s.get(), 1024) != 0)
     return sys_error("listen on the proxy socket");
   return s;
 }

@@ -6,6 +6,7 @@
 
 #include "guest/net/broker.hpp"
 #include "guest/net/proxy_request.hpp"
+#include "guest/os/unique_fd.hpp"
 
 #include <uv.h>
 
@@ -21,15 +22,19 @@ namespace allox::net::proxy {
 
 inline constexpr uint64_t header_timeout_ms = 30'000;
 inline constexpr uint64_t connect_timeout_ms = 15'000;
-/// One read; big reads keep a 1 GiB transfer at a few thousand wakeups.
-inline constexpr size_t read_size = 256 * 1024;
-/// A side stops being read while the other has this much unwritten, and
-/// starts again below `resume_below`: memory per connection stays bounded
-/// whatever the speed of its two ends.
-inline constexpr size_t pause_above = 1 << 20;
-inline constexpr size_t resume_below = 256 * 1024;
-
 struct site;
+
+/// One direction of a relayed connection: a pipe between its two sockets
+/// (spliced in and out), what it holds, and how far its end has come.
+struct direction {
+  os::unique_fd r, w;
+  size_t capacity = 0;
+  size_t queued = 0;
+  /// The source sent its end; once the pipe is empty the destination gets
+  /// it too (shutdown SHUT_WR, `shut`).
+  bool src_eof = false;
+  bool shut = false;
+};
 
 /// One client connection of a proxy socket, from accept to close.
 struct conn {
@@ -51,9 +56,12 @@ struct conn {
   std::vector<sockaddr_storage> candidates;
   size_t next = 0;
   bool relaying = false;
-  bool client_eof = false, upstream_eof = false;
-  int shutdowns = 0;
-  bool client_paused = false, upstream_paused = false;
+  /// The relay (relay.cpp): duplicates of both sockets, watched by poll
+  /// handles while the libuv streams stay idle, and a pipe each way.
+  os::unique_fd client_fd, upstream_fd;
+  uv_poll_t* client_poll = nullptr;
+  uv_poll_t* upstream_poll = nullptr;
+  direction up, down;
   bool audited = false;
   egress_event ev;
   std::chrono::steady_clock::time_point started =

@@ -3,12 +3,15 @@
 // half-closes passed on, and one audit record per attempt at the end.
 #include "guest/net/proxy_connection.hpp"
 
+#include <cerrno>
 #include <cstring>
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 namespace allox::net::proxy {
 
-static void on_alloc(uv_handle_t*, size_t, uv_buf_t* buf);
-static void on_relay_read(uv_stream_t* from, ssize_t n, const uv_buf_t* buf);
 
 void maybe_free_site(site* s) {
   if (s->closing && !s->listener_open && s->conns.empty())
@@ -60,6 +63,14 @@ void finish(conn* c) {
   c->owner->all_open->fetch_sub(1);
   if (c->resolving)
     uv_cancel(reinterpret_cast<uv_req_t*>(&c->resolver));
+  // A poll handle stops watching as it closes: the duplicates and the
+  // pipes can go right after.
+  close_handle(reinterpret_cast<uv_handle_t*>(c->client_poll));
+  close_handle(reinterpret_cast<uv_handle_t*>(c->upstream_poll));
+  c->client_fd.reset();
+  c->upstream_fd.reset();
+  c->up = {};
+  c->down = {};
   close_handle(reinterpret_cast<uv_handle_t*>(c->timer));
   close_handle(reinterpret_cast<uv_handle_t*>(c->client));
   close_handle(reinterpret_cast<uv_handle_t*>(c->upstream));
@@ -70,25 +81,11 @@ static void on_written(uv_write_t* req, int status) {
   auto* c = op->c;
   std::free(op->data);
   bool close_after = op->close_after;
-  auto* dst = req->handle;
   delete op;
   if (c->closing)
     return;
-  if (status < 0 || close_after) {
+  if (status < 0 || close_after)
     finish(c);
-    return;
-  }
-  // The side that fills this one may read again.
-  auto* src = reinterpret_cast<uv_stream_t*>(
-      dst == reinterpret_cast<uv_stream_t*>(c->client) ? c->upstream
-                                                       : c->client);
-  bool& paused = src == reinterpret_cast<uv_stream_t*>(c->client)
-                     ? c->client_paused
-                     : c->upstream_paused;
-  if (paused && uv_stream_get_write_queue_size(dst) < resume_below) {
-    paused = false;
-    uv_read_start(src, on_alloc, on_relay_read);
-  }
 }
 
 /// Writes `data` (malloc'd, taken over) to `dst`.
@@ -133,84 +130,140 @@ void refuse(conn* c, int status, const std::string& reason) {
             true);
 }
 
-static void on_alloc(uv_handle_t*, size_t, uv_buf_t* buf) {
-  buf->base = static_cast<char*>(std::malloc(read_size));
-  buf->len = buf->base != nullptr ? read_size : 0;
+namespace {
+
+/// Moves what `src` has into the direction's pipe, and what the pipe holds
+/// into `dst`, without copying through user space; at the source's end,
+/// once the pipe is empty, passes the half-close on. False on an error of
+/// either socket.
+bool pump(int src, int dst, direction& d, uint64_t& moved,
+          std::atomic<uint64_t>& total) {
+  while (!d.src_eof && d.queued < d.capacity) {
+    auto n = ::splice(src, nullptr, d.w.get(), nullptr, d.capacity - d.queued,
+                      SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+    if (n > 0) {
+      d.queued += static_cast<size_t>(n);
+      moved += static_cast<uint64_t>(n);
+      total.fetch_add(static_cast<uint64_t>(n));
+    } else if (n == 0) {
+      d.src_eof = true;
+    } else if (errno == EAGAIN) {
+      break;
+    } else if (errno != EINTR) {
+      return false;
+    }
+  }
+  while (d.queued > 0) {
+    auto n = ::splice(d.r.get(), nullptr, dst, nullptr, d.queued,
+                      SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+    if (n > 0)
+      d.queued -= static_cast<size_t>(n);
+    else if (n < 0 && errno == EAGAIN)
+      break;
+    else if (n == 0 || errno != EINTR)
+      return false;
+  }
+  if (d.src_eof && d.queued == 0 && !d.shut) {
+    ::shutdown(dst, SHUT_WR);
+    d.shut = true;
+  }
+  return true;
 }
 
-static void on_shutdown(uv_shutdown_t* req, int) {
-  auto* c = static_cast<conn*>(req->data);
-  delete req;
-  --c->shutdowns;
-  if (!c->closing && c->client_eof && c->upstream_eof && c->shutdowns == 0)
-    finish(c);
+/// Readable while its pipe has room, writable while the other pipe holds
+/// bytes for it.
+int interest(const direction& out_of, const direction& into) {
+  int events = 0;
+  if (!out_of.src_eof && out_of.queued < out_of.capacity)
+    events |= UV_READABLE;
+  if (into.queued > 0)
+    events |= UV_WRITABLE;
+  return events;
 }
 
-static void on_relay_read(uv_stream_t* from, ssize_t n, const uv_buf_t* buf) {
-  auto* c = static_cast<conn*>(from->data);
-  bool from_client = from == reinterpret_cast<uv_stream_t*>(c->client);
-  auto* to =
-      reinterpret_cast<uv_stream_t*>(from_client ? c->upstream : c->client);
-  if (n <= 0)
-    std::free(buf->base);
+void on_ready(uv_poll_t* h, int status, int) {
+  auto* c = static_cast<conn*>(h->data);
   if (c->closing)
     return;
-  if (n > 0) {
-    auto& counters = *c->owner->counters;
-    if (from_client) {
-      c->ev.bytes_sent += static_cast<uint64_t>(n);
-      counters.bytes_sent.fetch_add(static_cast<uint64_t>(n));
-    } else {
-      c->ev.bytes_received += static_cast<uint64_t>(n);
-      counters.bytes_received.fetch_add(static_cast<uint64_t>(n));
-    }
-    send(c, to, buf->base, static_cast<size_t>(n));
-    if (!c->closing && uv_stream_get_write_queue_size(to) > pause_above) {
-      uv_read_stop(from);
-      (from_client ? c->client_paused : c->upstream_paused) = true;
-    }
-    return;
-  }
-  if (n == 0)
-    return;
-  if (n != UV_EOF) {
+  auto& counters = *c->owner->counters;
+  if (status < 0 ||
+      !pump(c->client_fd.get(), c->upstream_fd.get(), c->up, c->ev.bytes_sent,
+            counters.bytes_sent) ||
+      !pump(c->upstream_fd.get(), c->client_fd.get(), c->down,
+            c->ev.bytes_received, counters.bytes_received)) {
     finish(c);
     return;
   }
-  // Half-close: the other side learns of the end once what came before
-  // it is written.
-  uv_read_stop(from);
-  (from_client ? c->client_eof : c->upstream_eof) = true;
-  auto* req = new uv_shutdown_t;
-  req->data = c;
-  ++c->shutdowns;
-  if (uv_shutdown(req, to, on_shutdown) != 0) {
-    delete req;
-    --c->shutdowns;
+  if (c->up.shut && c->down.shut) {
     finish(c);
+    return;
+  }
+  for (auto [poll, events] :
+       {std::pair{c->client_poll, interest(c->up, c->down)},
+        std::pair{c->upstream_poll, interest(c->down, c->up)}}) {
+    if (events == 0)
+      uv_poll_stop(poll);
+    else
+      uv_poll_start(poll, events, on_ready);
   }
 }
 
+/// A direction's pipe, as large as the system allows up to 1 MiB, with
+/// `first` (the tunnel's 200, a forwarded request's header) already in it.
+bool open_direction(direction& d, const std::string& first) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+    return false;
+  d.r.reset(fds[0]);
+  d.w.reset(fds[1]);
+  int size = ::fcntl(d.w.get(), F_SETPIPE_SZ, 1 << 20);
+  d.capacity = static_cast<size_t>(
+      size > 0 ? size : ::fcntl(d.w.get(), F_GETPIPE_SZ));
+  if (first.empty())
+    return true;
+  auto n = ::write(d.w.get(), first.data(), first.size());
+  if (n != static_cast<ssize_t>(first.size()))
+    return false;
+  d.queued = first.size();
+  return true;
+}
+
+} // namespace
+
+// The relay runs on the sockets' own descriptors (duplicated, so the idle
+// libuv handles keep theirs until they close) through two pipes, one per
+// direction, with splice: the bytes of a 1 GiB download never enter the
+// daemon's memory, and each direction holds at most one pipe's worth.
 void start_relay(conn* c) {
   c->relaying = true;
   uv_timer_stop(c->timer);
-  auto* client = reinterpret_cast<uv_stream_t*>(c->client);
-  auto* upstream = reinterpret_cast<uv_stream_t*>(c->upstream);
   uv_tcp_nodelay(c->upstream, 1);
   std::string payload = c->in.substr(c->req.consumed);
   c->in.clear();
-  if (c->req.tunnel) {
-    send_copy(c, client, "HTTP/1.1 200 Connection Established\r\n\r\n");
-    c->ev.bytes_sent += payload.size();
-    send_copy(c, upstream, payload);
-  } else {
-    c->ev.bytes_sent += payload.size();
-    send_copy(c, upstream, c->req.head + payload);
-  }
-  if (c->closing)
+  c->ev.bytes_sent += payload.size();
+  std::string to_client;
+  std::string to_upstream = payload;
+  if (c->req.tunnel)
+    to_client = "HTTP/1.1 200 Connection Established\r\n\r\n";
+  else
+    to_upstream = c->req.head + payload;
+  uv_os_fd_t client = -1, upstream = -1;
+  uv_fileno(reinterpret_cast<uv_handle_t*>(c->client), &client);
+  uv_fileno(reinterpret_cast<uv_handle_t*>(c->upstream), &upstream);
+  c->client_fd.reset(::fcntl(client, F_DUPFD_CLOEXEC, 0));
+  c->upstream_fd.reset(::fcntl(upstream, F_DUPFD_CLOEXEC, 0));
+  if (!c->client_fd || !c->upstream_fd || !open_direction(c->up, to_upstream) ||
+      !open_direction(c->down, to_client)) {
+    c->ev.error = std::string{"relay: "} + std::strerror(errno);
+    finish(c);
     return;
-  uv_read_start(client, on_alloc, on_relay_read);
-  uv_read_start(upstream, on_alloc, on_relay_read);
+  }
+  auto* loop = c->client->loop;
+  c->client_poll = new_handle<uv_poll_t>(c);
+  c->upstream_poll = new_handle<uv_poll_t>(c);
+  uv_poll_init_socket(loop, c->client_poll, c->client_fd.get());
+  uv_poll_init_socket(loop, c->upstream_poll, c->upstream_fd.get());
+  on_ready(c->client_poll, 0, 0);
 }
 
 } // namespace allox::net::proxy
