@@ -12,7 +12,6 @@
 
 namespace allox::net::proxy {
 
-
 void maybe_free_site(site* s) {
   if (s->closing && !s->listener_open && s->conns.empty())
     delete s;
@@ -217,8 +216,8 @@ bool open_direction(direction& d, const std::string& first) {
   d.r.reset(fds[0]);
   d.w.reset(fds[1]);
   int size = ::fcntl(d.w.get(), F_SETPIPE_SZ, 1 << 20);
-  d.capacity = static_cast<size_t>(
-      size > 0 ? size : ::fcntl(d.w.get(), F_GETPIPE_SZ));
+  d.capacity =
+      static_cast<size_t>(size > 0 ? size : ::fcntl(d.w.get(), F_GETPIPE_SZ));
   if (first.empty())
     return true;
   auto n = ::write(d.w.get(), first.data(), first.size());
@@ -240,7 +239,9 @@ void start_relay(conn* c) {
   uv_tcp_nodelay(c->upstream, 1);
   std::string payload = c->in.substr(c->req.consumed);
   c->in.clear();
+  // What came with the request header is the sandbox's too.
   c->ev.bytes_sent += payload.size();
+  c->owner->counters->bytes_sent.fetch_add(payload.size());
   std::string to_client;
   std::string to_upstream = payload;
   if (c->req.tunnel)

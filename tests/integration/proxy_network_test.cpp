@@ -80,7 +80,22 @@ ctx.load_cert_chain(cert, key)
 tls.socket = ctx.wrap_socket(tls.socket, server_side=True)
 plain = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 threading.Thread(target=plain.serve_forever, daemon=True).start()
-print(tls.server_address[1], plain.server_address[1], flush=True)
+import socket
+def echo_upper(listener):
+    while True:
+        conn, _ = listener.accept()
+        got = b""
+        while True:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        conn.sendall(got.upper())
+        conn.close()
+echo = socket.create_server(("127.0.0.1", 0))
+threading.Thread(target=echo_upper, args=(echo,), daemon=True).start()
+print(tls.server_address[1], plain.server_address[1], echo.getsockname()[1],
+      flush=True)
 tls.serve_forever()
 )";
     root_ = dir / "www";
@@ -97,7 +112,8 @@ tls.serve_forever()
     }
     ::close(fds[1]);
     FILE* out = ::fdopen(fds[0], "r");
-    REQUIRE(std::fscanf(out, "%hu %hu", &tls_port, &plain_port) == 2);
+    REQUIRE(std::fscanf(out, "%hu %hu %hu", &tls_port, &plain_port,
+                        &echo_port) == 3);
     std::fclose(out);
   }
   ~local_servers() {
@@ -115,6 +131,8 @@ tls.serve_forever()
 
   uint16_t tls_port = 0;
   uint16_t plain_port = 0;
+  /// Reads to the end, answers in upper case, closes.
+  uint16_t echo_port = 0;
 
 private:
   std::string cert_, root_;
@@ -230,6 +248,41 @@ TEST_CASE("proxy network: a download through the proxy reaches an allowed "
       CHECK(f.at("bytes_received").as_int64() > (1 << 20));
       CHECK(f.at("address") == "127.0.0.1");
     }
+  }
+
+  SUBCASE("a tunnel passes a half-close on and ends when both sides have") {
+    auto echo = port_text(www.echo_port);
+    expect_ok(c.rpc(
+        "session.configure",
+        with(ids("a", "s"), {{"egress", egress({"127.0.0.1:" + echo})}})));
+    auto r = run_sh(c, "s",
+                    R"(python3 -c '
+import socket
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(b"CONNECT 127.0.0.1:)" +
+                        echo + R"( HTTP/1.1\r\n\r\n" + b"half" * 50000)
+head = b""
+while not head.endswith(b"\r\n\r\n"):
+    head += s.recv(1)
+s.shutdown(socket.SHUT_WR)
+got = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    got += chunk
+print(head.split(b"\r\n")[0].decode(), got == b"HALF" * 50000)
+')");
+    INFO(r.err);
+    CHECK(r.out == "HTTP/1.1 200 Connection Established True\n");
+    CHECK(eventually([&] {
+      auto st = expect_ok(c.rpc("network.status", ids("a", "s")));
+      return st.at("connections").at("open") == 0;
+    }));
+    auto st = expect_ok(c.rpc("network.status", ids("a", "s")));
+    CHECK(st.at("connections").at("bytes_sent").as_int64() == 200000);
+    // The destination's bytes only (not the proxy's own 200).
+    CHECK(st.at("connections").at("bytes_received").as_int64() == 200000);
   }
 
   SUBCASE("a host off the allowlist, a private address reached by name and "
