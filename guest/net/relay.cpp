@@ -1,6 +1,7 @@
-// The egress broker's byte relay and connection lifecycle: writes that
-// own their buffers, reads paused while the other side is behind,
-// half-closes passed on, and one audit record per attempt at the end.
+// The egress broker's byte relay and connection lifecycle: the proxy's own
+// answers (writes that own their buffers), the relay spliced through a
+// pipe per direction with half-closes passed on, and one audit record per
+// attempt at the end.
 #include "guest/net/proxy_connection.hpp"
 
 #include <cerrno>

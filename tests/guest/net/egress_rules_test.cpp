@@ -51,11 +51,8 @@ TEST_CASE("egress rules: names, wildcards, addresses, ranges and ports "
        {"example.org", ":443", "example.org:", "example.org:0",
         "example.org:65536", "example.org:http", "ex*ample.org:1",
         "*example.org:1", "a..b:1", "10.0.0.0/40:1", "2001:db8::1:443",
-        "[example.org]:1", "example.org/8:1", "a.b:9-1",
-        "-.-:1" /* labels are checked, but a dash is a valid label */}) {
+        "[example.org]:1", "example.org/8:1", "a.b:9-1", "ex ample.org:1x"}) {
     CAPTURE(bad);
-    if (std::string{bad} == "-.-:1")
-      continue;
     CHECK_FALSE(parse_rule(bad));
   }
 }

@@ -6,7 +6,7 @@
 
 using namespace allox::net;
 
-TEST_CASE("proxy request: CONNECT names a host and port; bytes after the "
+TEST_CASE("proxy request: CONNECT names a host and port, and bytes after the "
           "header are payload") {
   std::string in = "CONNECT api.example.com:443 HTTP/1.1\r\nHost: "
                    "api.example.com:443\r\n\r\n\x16\x03\x01";
