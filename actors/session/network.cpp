@@ -9,7 +9,6 @@
 #include "actors/session/facets.hpp"
 #include "guest/log.hpp"
 #include "guest/net/netns.hpp"
-#include "guest/os/fs.hpp"
 
 #include <caf/send.hpp>
 
@@ -90,21 +89,8 @@ expected<std::shared_ptr<os::unique_fd>> ensure_proxy(self_ptr self) {
   a->counters =
       cfg.broker->attach(a->key, std::move(made->listener), std::move(*policy),
                          [addr](net::egress_event e) {
-                           auto hdl = caf::actor_cast<session_actor>(addr);
-                           if (!hdl)
-                             return;
-                           cmd::egress_attempt m;
-                           m.timestamp_ns = os::now_ns();
-                           m.host = std::move(e.host);
-                           m.port = e.port;
-                           m.address = std::move(e.address);
-                           m.allowed = e.allowed;
-                           m.kind = std::move(e.kind);
-                           m.error = std::move(e.error);
-                           m.bytes_sent = e.bytes_sent;
-                           m.bytes_received = e.bytes_received;
-                           m.duration_ms = e.duration_ms;
-                           caf::anon_send(hdl, std::move(m));
+                           if (auto hdl = caf::actor_cast<session_actor>(addr))
+                             caf::anon_send(hdl, std::move(e));
                          });
   st.proxy = std::move(a);
   log::info("session", st.key() + ": proxy network namespace (inode " +

@@ -139,12 +139,12 @@ expected<std::pair<uid_t, gid_t>> sandbox_user(const std::string& text) {
                         "--sandbox-user UID:GID");
 }
 
-/// What the egress broker never connects to, whatever a session's policy:
-/// what the connect guard keeps runs from (the RPC and metrics addresses,
-/// --deny-connect), so that proxy mode is no way around it. Loopback
-/// stands for all of 127.0.0.0/8, as in the guard's programs.
-expected<std::vector<net::rule>>
-daemon_destinations(const daemon::options& opts) {
+/// The destinations no run may reach, as rule texts ("127.0.0.1:8092",
+/// "[::1]:*"): the RPC and metrics addresses (every address of the
+/// machine for a wildcard) and --deny-connect. The connect guard refuses
+/// them to sandboxed processes, the egress broker to proxied connections.
+expected<std::vector<std::string>>
+refused_destinations(const daemon::options& opts) {
   std::vector<std::string> texts;
   for (const auto& where : {opts.listen, opts.metrics_listen}) {
     if (where.empty())
@@ -164,14 +164,37 @@ daemon_destinations(const daemon::options& opts) {
     texts.push_back(host + ":" + std::to_string(hp->second));
 #endif
   }
-  texts.insert(texts.end(), opts.deny_connect.begin(), opts.deny_connect.end());
+  for (const auto& text : opts.deny_connect) {
+#if ALLOX_TRACKING
+    auto r = bpf::parse_guard_rule(text);
+    if (!r)
+      return make_error(errc::invalid_argument,
+                        "--deny-connect: " + message_of(r.error()));
+    texts.push_back(r->text());
+#else
+    texts.push_back(text);
+#endif
+  }
+  return texts;
+}
+
+/// What the egress broker never connects to, whatever a session's policy:
+/// the refused destinations, so that proxy mode is no way around the
+/// connect guard. Loopback stands for all of 127.0.0.0/8, as in the
+/// guard's programs.
+expected<std::vector<net::rule>>
+daemon_destinations(const daemon::options& opts) {
+  auto texts = refused_destinations(opts);
+  if (!texts)
+    return texts.error();
   std::vector<net::rule> out;
-  for (auto text : texts) {
+  for (auto text : *texts) {
     if (text.rfind("127.0.0.1:", 0) == 0)
       text = "127.0.0.0/8" + text.substr(9);
     auto r = net::parse_rule(text);
     if (!r)
-      return make_error(errc::invalid_argument, message_of(r.error()));
+      return make_error(errc::invalid_argument,
+                        "--deny-connect: " + message_of(r.error()));
     out.push_back(std::move(*r));
   }
   return out;
@@ -278,23 +301,14 @@ expected<guard_handle> guard_connections(const daemon::options& opts,
     return guard_handle{};
   }
 #if ALLOX_TRACKING
+  auto texts = refused_destinations(opts);
+  if (!texts)
+    return texts.error();
   std::vector<bpf::guard_rule> rules;
-  for (const auto& where : {opts.listen, opts.metrics_listen}) {
-    if (where.empty())
-      continue;
-    auto hp = http::parse_listen(where);
-    if (!hp)
-      return hp.error();
-    auto more = bpf::listen_rules(hp->first, hp->second);
-    if (!more)
-      return more.error();
-    rules.insert(rules.end(), more->begin(), more->end());
-  }
-  for (const auto& text : opts.deny_connect) {
+  for (const auto& text : *texts) {
     auto r = bpf::parse_guard_rule(text);
     if (!r)
-      return make_error(errc::invalid_argument,
-                        "--deny-connect: " + message_of(r.error()));
+      return r.error();
     rules.push_back(*r);
   }
   auto guard = bpf::connect_guard::attach(exec.cgroups.root(), rules);

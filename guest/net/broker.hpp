@@ -21,6 +21,7 @@
 
 #include "guest/net/egress_rules.hpp"
 #include "guest/os/unique_fd.hpp"
+#include "messages/commands/network.hpp"
 #include "messages/errors.hpp"
 
 #include <atomic>
@@ -31,21 +32,8 @@
 
 namespace allox::net {
 
-/// One connection attempt, as audited.
-struct egress_event {
-  std::string host;
-  uint16_t port = 0;
-  /// The address connected to (or the first refused one).
-  std::string address;
-  bool allowed = false;
-  /// "tunnel" (CONNECT) or "http".
-  std::string kind;
-  /// Why it was refused or failed; empty when it was relayed.
-  std::string error;
-  uint64_t bytes_sent = 0;     ///< sandbox -> destination
-  uint64_t bytes_received = 0; ///< destination -> sandbox
-  uint64_t duration_ms = 0;
-};
+/// One connection attempt, as audited (the message its session gets).
+using egress_event = cmd::egress_attempt;
 
 /// A session's live counters, written by the loop, read by anyone.
 struct egress_counters {

@@ -44,6 +44,9 @@ static void audit(conn* c) {
   if (c->audited || c->ev.host.empty())
     return;
   c->audited = true;
+  c->ev.timestamp_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
   c->ev.duration_ms = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::steady_clock::now() - c->started)

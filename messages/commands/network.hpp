@@ -21,15 +21,19 @@ struct network_status {
 /// One connection attempt through the session's proxy (from the broker's
 /// loop thread), audited as `network.connect`.
 struct egress_attempt {
+  /// When it was refused or ended.
   int64_t timestamp_ns = 0;
   std::string host;
   uint16_t port = 0;
+  /// The address connected to (or the first refused one).
   std::string address;
   bool allowed = false;
+  /// "tunnel" (CONNECT) or "http".
   std::string kind;
+  /// Why it was refused or failed; empty when it was relayed.
   std::string error;
-  uint64_t bytes_sent = 0;
-  uint64_t bytes_received = 0;
+  uint64_t bytes_sent = 0;     ///< sandbox -> destination
+  uint64_t bytes_received = 0; ///< destination -> sandbox
   uint64_t duration_ms = 0;
 };
 
