@@ -109,6 +109,7 @@ caf::result<json::value> handle_process_start(self_ptr self,
   spec.events_socket = cfg.events_socket;
   spec.turn_client = cfg.turn_client;
   spec.share_client = cfg.share_client;
+  spec.network_client = cfg.network_client;
   spec.gid = cfg.sandbox_gid;
   job.argv = sandbox::bwrap_argv(spec);
   job.owned_trees = {spec.current, spec.shared};

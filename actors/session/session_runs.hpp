@@ -31,6 +31,8 @@ struct exec_config {
   std::string events_socket;
   std::string turn_client;
   std::string share_client;
+  /// allox-network, bound into proxy-mode runs (empty: not installed).
+  std::string network_client;
   std::string bwrap_path = "/usr/bin/bwrap";
   bool kill_on_rollback = false;
   std::string boot_id;

@@ -238,11 +238,12 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
     return make_error(errc::invalid_argument,
                       "allox-sandbox-init not found; pass --sandbox-init");
   cfg->events_socket = cfg->audit_root + "/events.sock";
-  // allox-turn and allox-share, the endpoint's clients inside runs: next
-  // to the init.
+  // The tools bound into runs (allox-turn and allox-share, the event
+  // endpoint's clients, and proxy mode's allox-network): next to the init.
   auto dir = cfg->init_path.substr(0, cfg->init_path.rfind('/'));
   for (auto [name, into] : {std::pair{"/allox-turn", &cfg->turn_client},
-                            std::pair{"/allox-share", &cfg->share_client}})
+                            std::pair{"/allox-share", &cfg->share_client},
+                            std::pair{"/allox-network", &cfg->network_client}})
     if (::access((dir + name).c_str(), X_OK) == 0)
       *into = dir + name;
   cfg->bwrap_path = opts.bwrap;

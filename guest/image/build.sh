@@ -62,12 +62,13 @@ declare -A dest=(
   [allox-sandbox-init]=/usr/libexec/allox
   [allox-turn]=/usr/libexec/allox
   [allox-share]=/usr/libexec/allox
+  [allox-network]=/usr/libexec/allox
   [allox-guest-bootstrap]=/usr/sbin
   [allox-process-tracker]=/usr/libexec/allox
   [allox]=/usr/bin
   [alloxctl]=/usr/bin
 )
-required=(allox-workspace-daemon allox-sandbox-init allox-turn allox-share)
+required=(allox-workspace-daemon allox-sandbox-init allox-turn allox-share allox-network)
 declare -A found=()
 for name in "${!dest[@]}"; do
   path=$(find "$build" -type f -perm -u+x -name "$name" -not -path '*/CMakeFiles/*' 2>/dev/null | sort | head -n1)

@@ -24,8 +24,12 @@ std::vector<std::string> bwrap_argv(const spec& s) {
   // The event endpoint (guest/http/event_endpoint.hpp) and its clients.
   if (!s.events_socket.empty())
     a.insert(a.end(), {"--ro-bind", s.events_socket, events_socket_path});
-  if (!s.turn_client.empty() || !s.share_client.empty())
+  bool connector = s.proxy_network && !s.network_client.empty();
+  if (!s.turn_client.empty() || !s.share_client.empty() || connector)
     a.insert(a.end(), {"--dir", "/run/allox/bin"});
+  if (connector)
+    a.insert(a.end(),
+             {"--ro-bind", s.network_client, "/run/allox/bin/allox-network"});
   if (!s.turn_client.empty())
     a.insert(a.end(),
              {"--ro-bind", s.turn_client, "/run/allox/bin/allox-turn"});

@@ -36,6 +36,8 @@ struct spec {
   std::string events_socket;
   std::string turn_client;
   std::string share_client;
+  /// Proxy mode's TCP connector (bound only with proxy_network).
+  std::string network_client;
   /// The sandbox user; 0:0 keeps the prototype's uid 0 (no capabilities).
   uid_t uid = 0;
   gid_t gid = 0;

@@ -285,6 +285,23 @@ print(head.split(b"\r\n")[0].decode(), got == b"HALF" * 50000)
     CHECK(st.at("connections").at("bytes_received").as_int64() == 200000);
   }
 
+  SUBCASE("allox-network carries a raw TCP stream, and reports a refusal") {
+    auto echo = port_text(www.echo_port);
+    expect_ok(c.rpc(
+        "session.configure",
+        with(ids("a", "s"), {{"egress", egress({"127.0.0.1:" + echo})}})));
+    auto r = run_sh(c, "s",
+                    "printf 'raw bytes' | /run/allox/bin/allox-network connect "
+                    "127.0.0.1 " +
+                        echo +
+                        "; echo; /run/allox/bin/allox-network connect "
+                        "example.org 22 </dev/null; echo \"exit $?\"");
+    CHECK(r.out == "RAW BYTES\nexit 1\n");
+    CHECK(r.err.find("allox-network: HTTP/1.1 403 Forbidden: example.org:22 "
+                     "refused by the egress policy: not on the egress "
+                     "allowlist") != std::string::npos);
+  }
+
   SUBCASE("a host off the allowlist, a private address reached by name and "
           "a direct connection are refused") {
     // localhost resolves to 127.0.0.1: a name rule alone never reaches a
