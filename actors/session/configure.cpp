@@ -7,6 +7,16 @@
 
 namespace allox::session_facets {
 
+/// The session's own settings as stored (an empty object for none).
+static json::object stored_settings(self_ptr self) {
+  const auto& text = self->state.init.row.exec_settings;
+  if (!text)
+    return {};
+  boost::system::error_code ec;
+  auto v = json::parse(*text, ec);
+  return !ec && v.is_object() ? v.as_object() : json::object{};
+}
+
 json::object effective_settings(self_ptr self) {
   const auto& cfg = *self->state.runs.config;
   json::object limits;
@@ -14,29 +24,18 @@ json::object effective_settings(self_ptr self) {
     limits[k] = v;
   std::string network = cfg.default_network;
   json::object egress{{"allow", json::array{}}, {"deny", json::array{}}};
-  const auto& text = self->state.init.row.exec_settings;
-  if (text) {
-    boost::system::error_code ec;
-    auto v = json::parse(*text, ec);
-    if (!ec && v.is_object()) {
-      if (auto* n = v.as_object().if_contains("network"); n && n->is_string())
-        network = std::string{n->get_string()};
-      if (auto* e = v.as_object().if_contains("egress"); e && e->is_object())
-        for (const auto& kv : e->as_object())
-          egress[kv.key()] = kv.value();
-      if (auto* l = v.as_object().if_contains("limits"); l && l->is_object())
-        for (const auto& kv : l->as_object())
-          limits[kv.key()] = kv.value();
-    }
-  }
   int64_t max_runs = 1;
-  if (text) {
-    boost::system::error_code ec;
-    auto v = json::parse(*text, ec);
-    if (!ec && v.is_object())
-      if (auto* m = v.as_object().if_contains("max_runs"); m && m->is_int64())
-        max_runs = m->as_int64();
-  }
+  auto own = stored_settings(self);
+  if (auto* n = own.if_contains("network"); n && n->is_string())
+    network = std::string{n->get_string()};
+  if (auto* e = own.if_contains("egress"); e && e->is_object())
+    for (const auto& kv : e->as_object())
+      egress[kv.key()] = kv.value();
+  if (auto* l = own.if_contains("limits"); l && l->is_object())
+    for (const auto& kv : l->as_object())
+      limits[kv.key()] = kv.value();
+  if (auto* m = own.if_contains("max_runs"); m && m->is_int64())
+    max_runs = m->as_int64();
   return json::object{{"network", network},
                       {"egress", std::move(egress)},
                       {"limits", std::move(limits)},
@@ -56,13 +55,7 @@ caf::result<json::value> handle_configure(self_ptr self,
     return no_execution();
   if (auto err = require_alive(self))
     return err;
-  json::object settings;
-  if (st.init.row.exec_settings) {
-    boost::system::error_code ec;
-    auto v = json::parse(*st.init.row.exec_settings, ec);
-    if (!ec && v.is_object())
-      settings = v.as_object();
-  }
+  auto settings = stored_settings(self);
   if (c.reset)
     settings = {};
   auto mode_before = effective_settings(self).at("network");
@@ -78,8 +71,8 @@ caf::result<json::value> handle_configure(self_ptr self,
           json::object{{"allow", std::move(allow)}, {"deny", std::move(deny)}};
     }
   }
-  if (auto* e = settings.if_contains("egress"))
-    if (auto err = check_egress(json::object{{"egress", *e}}))
+  if (auto* e = settings.if_contains("egress"); e && e->is_object())
+    if (auto err = check_egress(e->as_object()))
       return err;
   // Runs live in the namespace of their mode: switching under them would
   // leave them without the network they started with.

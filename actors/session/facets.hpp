@@ -566,8 +566,9 @@ caf::result<json::value> handle_share_access(self_ptr self,
 
 // -- network (network.cpp) ----------------------------------------------------
 
-/// Refuses an egress policy whose rules do not parse (invalid_argument).
-caf::error check_egress(const json::object& settings);
+/// Refuses an egress object {allow, deny} whose rules do not parse
+/// (invalid_argument).
+caf::error check_egress(const json::object& egress);
 
 /// Proxy mode: makes the session's namespace and attaches it to the
 /// broker, unless it has one; the namespace runs join.

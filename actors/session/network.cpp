@@ -24,8 +24,8 @@ std::vector<std::string> strings_of(const json::object& o, const char* key) {
   return out;
 }
 
-expected<net::egress_policy> policy_of(const json::object& settings) {
-  const auto& egress = settings.at("egress").as_object();
+/// The policy of an egress object {allow, deny}.
+expected<net::egress_policy> egress_policy_of(const json::object& egress) {
   return net::egress_policy::parse(strings_of(egress, "allow"),
                                    strings_of(egress, "deny"));
 }
@@ -57,8 +57,8 @@ void flush_egress(self_ptr self) {
 
 } // namespace
 
-caf::error check_egress(const json::object& settings) {
-  auto p = policy_of(settings);
+caf::error check_egress(const json::object& egress) {
+  auto p = egress_policy_of(egress);
   return p ? caf::none : p.error();
 }
 
@@ -70,7 +70,8 @@ expected<std::shared_ptr<os::unique_fd>> ensure_proxy(self_ptr self) {
   if (!cfg.broker)
     return make_error(errc::unsupported,
                       "proxy networking is not available on this daemon");
-  auto policy = policy_of(effective_settings(self));
+  auto policy =
+      egress_policy_of(effective_settings(self).at("egress").as_object());
   if (!policy)
     return policy.error();
   // About a millisecond, once per session and mode change: unshare and
@@ -107,7 +108,7 @@ void apply_network_settings(self_ptr self) {
     st.proxy.reset(); // detaches: the broker closes its connections
     return;
   }
-  if (auto p = policy_of(settings))
+  if (auto p = egress_policy_of(settings.at("egress").as_object()))
     st.proxy->broker->set_policy(st.proxy->key, std::move(*p));
 }
 

@@ -24,7 +24,6 @@ struct broker::impl {
   std::mutex mu;
   std::vector<std::function<void()>> queue;
   std::map<std::string, proxy::site*> sites;
-  std::atomic<uint64_t>* open = nullptr;
   std::vector<rule> forbidden;
 };
 
@@ -235,7 +234,6 @@ void on_accept(uv_stream_t* listener, int status) {
   s->conns.insert(c);
   s->counters->open.fetch_add(1);
   s->counters->total.fetch_add(1);
-  s->all_open->fetch_add(1);
   c->client = new_handle<uv_tcp_t>(c);
   uv_tcp_init(listener->loop, c->client);
   c->timer = new_handle<uv_timer_t>(c);
@@ -283,7 +281,6 @@ expected<std::shared_ptr<broker>> broker::start(std::vector<rule> forbidden) {
   std::shared_ptr<broker> b{new broker};
   auto* i = b->impl_.get();
   i->forbidden = std::move(forbidden);
-  i->open = &b->open_;
   if (int rc = uv_loop_init(&i->loop); rc != 0)
     return make_error(errc::internal,
                       std::string{"egress broker loop: "} + uv_strerror(rc));
@@ -339,9 +336,7 @@ std::shared_ptr<const egress_counters> broker::attach(const std::string& key,
       i->sites.erase(it);
     }
     auto* s = new site;
-    s->all_open = i->open;
     s->forbidden = &i->forbidden;
-    s->key = key;
     s->policy = std::move(p);
     s->events = std::move(events);
     s->counters = counters;

@@ -72,9 +72,6 @@ public:
   /// Stops serving `key` and closes its connections.
   void detach(const std::string& key);
 
-  /// Connections open over every session.
-  uint64_t open_connections() const { return open_.load(); }
-
   struct impl;
 
 private:
@@ -82,7 +79,6 @@ private:
   void post(std::function<void()> work);
 
   std::unique_ptr<impl> impl_;
-  std::atomic<uint64_t> open_{0};
 };
 
 } // namespace allox::net

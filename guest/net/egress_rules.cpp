@@ -51,42 +51,40 @@ prefix v6_prefix(std::initializer_list<uint8_t> lead, int len) {
 
 // -- addresses ----------------------------------------------------------------
 
+/// The 128-bit form of an in_addr (4 bytes) or in6_addr (16 bytes); an
+/// IPv4-mapped IPv6 address is the IPv4 address.
+static address address_of(const void* raw, size_t size) {
+  address a;
+  if (size == 4) {
+    a.bytes[10] = a.bytes[11] = 0xff;
+    std::memcpy(&a.bytes[12], raw, 4);
+  } else {
+    std::memcpy(a.bytes.data(), raw, 16);
+  }
+  static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  a.v4 = std::memcmp(a.bytes.data(), mapped, 12) == 0;
+  return a;
+}
+
 bool address::parse(const std::string& text, address& out) {
-  out = address{};
   in_addr v4{};
-  if (::inet_pton(AF_INET, text.c_str(), &v4) == 1) {
-    out.v4 = true;
-    out.bytes[10] = out.bytes[11] = 0xff;
-    std::memcpy(&out.bytes[12], &v4, 4);
-    return true;
-  }
   in6_addr v6{};
-  if (::inet_pton(AF_INET6, text.c_str(), &v6) == 1) {
-    std::memcpy(out.bytes.data(), &v6, 16);
-    // An IPv4-mapped address is the IPv4 address.
-    static const uint8_t mapped[12] = {0, 0, 0, 0, 0,    0,
-                                       0, 0, 0, 0, 0xff, 0xff};
-    out.v4 = std::memcmp(out.bytes.data(), mapped, 12) == 0;
-    return true;
-  }
-  return false;
+  if (::inet_pton(AF_INET, text.c_str(), &v4) == 1)
+    out = address_of(&v4, 4);
+  else if (::inet_pton(AF_INET6, text.c_str(), &v6) == 1)
+    out = address_of(&v6, 16);
+  else
+    return false;
+  return true;
 }
 
 address address::from(const sockaddr* sa) {
-  address a;
-  if (sa->sa_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
-    a.v4 = true;
-    a.bytes[10] = a.bytes[11] = 0xff;
-    std::memcpy(&a.bytes[12], &in->sin_addr, 4);
-  } else if (sa->sa_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
-    std::memcpy(a.bytes.data(), &in6->sin6_addr, 16);
-    static const uint8_t mapped[12] = {0, 0, 0, 0, 0,    0,
-                                       0, 0, 0, 0, 0xff, 0xff};
-    a.v4 = std::memcmp(a.bytes.data(), mapped, 12) == 0;
-  }
-  return a;
+  if (sa->sa_family == AF_INET)
+    return address_of(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, 4);
+  if (sa->sa_family == AF_INET6)
+    return address_of(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr,
+                      16);
+  return address{};
 }
 
 std::string address::text() const {

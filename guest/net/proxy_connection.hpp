@@ -70,11 +70,8 @@ struct conn {
 
 /// One session's proxy socket.
 struct site {
-  /// Connections open over every session (the broker's).
-  std::atomic<uint64_t>* all_open = nullptr;
   /// Destinations refused whatever the policy (the broker's).
   const std::vector<rule>* forbidden = nullptr;
-  std::string key;
   uv_tcp_t listener{};
   bool listener_open = false;
   bool closing = false;
@@ -82,13 +79,6 @@ struct site {
   broker::sink events;
   std::shared_ptr<egress_counters> counters;
   std::set<conn*> conns;
-};
-
-struct write_op {
-  uv_write_t req{};
-  conn* c = nullptr;
-  char* data = nullptr;
-  bool close_after = false;
 };
 
 /// Frees a site once it is closing, its listener closed and no
@@ -112,12 +102,6 @@ Handle* new_handle(conn* c) {
 /// Closes every handle of the connection (audited once); it is freed once
 /// they are.
 void finish(conn* c);
-/// Writes `data` (malloc'd, taken over) to `dst`; `close_after` finishes
-/// the connection once it is written.
-void send(conn* c, uv_stream_t* dst, char* data, size_t len,
-          bool close_after = false);
-void send_copy(conn* c, uv_stream_t* dst, const std::string& text,
-               bool close_after = false);
 /// Answers the client with an error status and closes.
 void refuse(conn* c, int status, const std::string& reason);
 /// Connected: the tunnel's 200 or the forwarded request, then bytes both

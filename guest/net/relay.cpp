@@ -1,7 +1,6 @@
 // The egress broker's byte relay and connection lifecycle: the proxy's own
-// answers (writes that own their buffers), the relay spliced through a
-// pipe per direction with half-closes passed on, and one audit record per
-// attempt at the end.
+// error answers, the relay spliced through a pipe per direction with
+// half-closes passed on, and one audit record per attempt at the end.
 #include "guest/net/proxy_connection.hpp"
 
 #include <cerrno>
@@ -63,7 +62,6 @@ void finish(conn* c) {
   audit(c);
   auto& counters = *c->owner->counters;
   counters.open.fetch_sub(1);
-  c->owner->all_open->fetch_sub(1);
   if (c->resolving)
     uv_cancel(reinterpret_cast<uv_req_t*>(&c->resolver));
   // A poll handle stops watching as it closes: the duplicates and the
@@ -79,42 +77,19 @@ void finish(conn* c) {
   close_handle(reinterpret_cast<uv_handle_t*>(c->upstream));
 }
 
-static void on_written(uv_write_t* req, int status) {
-  auto* op = reinterpret_cast<write_op*>(req);
+/// The proxy's own answer on its way to the client; the connection ends
+/// once it is written (or cannot be).
+struct answer_op {
+  uv_write_t req{};
+  conn* c = nullptr;
+  std::string text;
+};
+
+static void on_answered(uv_write_t* req, int) {
+  auto* op = reinterpret_cast<answer_op*>(req);
   auto* c = op->c;
-  std::free(op->data);
-  bool close_after = op->close_after;
   delete op;
-  if (c->closing)
-    return;
-  if (status < 0 || close_after)
-    finish(c);
-}
-
-/// Writes `data` (malloc'd, taken over) to `dst`.
-void send(conn* c, uv_stream_t* dst, char* data, size_t len, bool close_after) {
-  auto* op = new write_op;
-  op->c = c;
-  op->data = data;
-  op->close_after = close_after;
-  auto buf = uv_buf_init(data, static_cast<unsigned>(len));
-  if (uv_write(&op->req, dst, &buf, 1, on_written) != 0) {
-    std::free(data);
-    delete op;
-    finish(c);
-  }
-}
-
-void send_copy(conn* c, uv_stream_t* dst, const std::string& text,
-               bool close_after) {
-  if (text.empty()) {
-    if (close_after)
-      finish(c);
-    return;
-  }
-  auto* data = static_cast<char*>(std::malloc(text.size()));
-  std::memcpy(data, text.data(), text.size());
-  send(c, dst, data, text.size(), close_after);
+  finish(c);
 }
 
 /// Answers the client with an error status and closes.
@@ -125,12 +100,19 @@ void refuse(conn* c, int status, const std::string& reason) {
                        : status == 504 ? "Gateway Timeout"
                                        : "Bad Gateway";
   auto body = reason + "\n";
-  send_copy(c, reinterpret_cast<uv_stream_t*>(c->client),
-            "HTTP/1.1 " + std::to_string(status) + " " + phrase +
-                "\r\nContent-Type: text/plain\r\nContent-Length: " +
-                std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
-                body,
-            true);
+  auto* op = new answer_op;
+  op->c = c;
+  op->text = "HTTP/1.1 " + std::to_string(status) + " " + phrase +
+             "\r\nContent-Type: text/plain\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
+             body;
+  auto buf =
+      uv_buf_init(op->text.data(), static_cast<unsigned>(op->text.size()));
+  if (uv_write(&op->req, reinterpret_cast<uv_stream_t*>(c->client), &buf, 1,
+               on_answered) != 0) {
+    delete op;
+    finish(c);
+  }
 }
 
 namespace {
