@@ -15,7 +15,8 @@ tools on the same file system, in the same run:
     baseline checkpoint).
 Usage (root): bench/files.py [build-dir]   (default build/release)
 BENCH_SAMPLES=N sets the samples of the fork cells (default 30); the
-transfers take BENCH_TRANSFERS=N samples each (default 3).
+transfers take BENCH_TRANSFERS=N samples each (default 3). BENCH_PARTS
+picks parts, comma-separated, of: file, tree, fork (default all three).
 """
 import http.client, json, os, random, shutil, signal, subprocess, sys
 import tempfile, time
@@ -25,6 +26,7 @@ build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
 daemon_bin = os.path.join(build, "guest", "allox-workspace-daemon")
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "30"))
 TRANSFERS = int(os.environ.get("BENCH_TRANSFERS", "3"))
+PARTS = os.environ.get("BENCH_PARTS", "file,tree,fork").split(",")
 GIB = 1 << 30
 
 work = tempfile.mkdtemp(prefix="allox-bench-")
@@ -119,108 +121,117 @@ try:
         root, "agents", "bench", "workspace", "sessions", s, "current")
     scratch = os.path.join(root, "scratch")
     os.makedirs(scratch)
-    big = os.path.join(scratch, "big.bin")
-    with open(big, "wb") as f:
-        for _ in range(GIB >> 24):
-            f.write(os.urandom(1 << 24))
-    settle()
     print(f"## Run {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, "
           f"medians of {TRANSFERS} samples (transfers) and {SAMPLES} (fork)\n")
+    if "file" in PARTS:
+        big = os.path.join(scratch, "big.bin")
+        with open(big, "wb") as f:
+            for _ in range(GIB >> 24):
+                f.write(os.urandom(1 << 24))
+        settle()
 
-    print("### One 1 GiB file\n")
-    out = os.path.join(scratch, "out.bin")
-    sh(f"curl -sSf -T {big} {url('big.bin')}")  # for the first download
-    t = interleaved({
-        "upload": lambda i: f"curl -sSf -T {big} {url(f'big{i}.bin')}",
-        "download": f"curl -sSf -o {out} {url('big.bin')}",
-        "cp": f"cp --reflink=never {big} {out}",
-        "cp+fsync": f"cp --reflink=never {big} {out} && sync {out}",
-    }, TRANSFERS, before={"cp": f"rm -f {out}", "cp+fsync": f"rm -f {out}"})
-    mibs = lambda s: GIB / s / (1 << 20)
-    print("| operation | seconds | MiB/s | / cp | / cp+fsync |")
-    print("|---|---|---|---|---|")
-    for name in ("upload", "download", "cp", "cp+fsync"):
-        print(f"| {name} | {t[name]:.2f} | {mibs(t[name]):.0f} | "
-              f"{t['cp'] / t[name]:.2f} | {t['cp+fsync'] / t[name]:.2f} |")
-    os.unlink(big)
-    os.unlink(out)
-    settle()
+        print("### One 1 GiB file\n")
+        out = os.path.join(scratch, "out.bin")
+        sh(f"curl -sSf -T {big} {url('big.bin')}")  # for the first download
+        # Each sample starts with no output file and nothing dirty: the
+        # write-back of one sample (cp leaves 1 GiB of it) is not charged
+        # to the next.
+        clean = f"rm -f {out} && sync"
+        t = interleaved({
+            "upload": lambda i: f"curl -sSf -T {big} {url(f'big{i}.bin')}",
+            "download": f"curl -sSf -o {out} {url('big.bin')}",
+            "cp": f"cp --reflink=never {big} {out}",
+            "cp+fsync": f"cp --reflink=never {big} {out} && sync {out}",
+        }, TRANSFERS, before={name: clean for name in
+                              ("upload", "download", "cp", "cp+fsync")})
+        mibs = lambda s: GIB / s / (1 << 20)
+        print("| operation | seconds | MiB/s | / cp | / cp+fsync |")
+        print("|---|---|---|---|---|")
+        for name in ("upload", "download", "cp", "cp+fsync"):
+            print(f"| {name} | {t[name]:.2f} | {mibs(t[name]):.0f} | "
+                  f"{t['cp'] / t[name]:.2f} | {t['cp+fsync'] / t[name]:.2f} |")
+        os.unlink(big)
+        os.unlink(out)
+        settle()
 
-    print("\n### A 20,000-file tree as a tar stream\n")
-    src = os.path.join(scratch, "tree")
-    populate(src, 20000, b"some file content\n")
-    dst = os.path.join(scratch, "copy")
-    sh(f"tar -C {src} -cf - . | curl -sSf -T - "
-       f"-H 'Content-Type: application/x-tar' {url('tree')}")
-    settle()
-    t = interleaved({
-        # Into a new directory each time, as tar -x below: replacing a
-        # tree also removes the old one before it answers.
-        "upload": lambda i: f"tar -C {src} -cf - . | curl -sSf -T - "
-                            f"-H 'Content-Type: application/x-tar' "
-                            f"{url(f'tree{i}')}",
-        "download": f"curl -sSf {url('tree')} | tar -C {dst} -xf -",
-        "tar": f"tar -C {src} -cf - . | tar -C {dst} -xf -",
-    }, TRANSFERS, before={"download": f"rm -rf {dst} && mkdir {dst}",
-                          "tar": f"rm -rf {dst} && mkdir {dst}"})
-    print("| operation | seconds | files/s | / `tar -c \\| tar -x` |")
-    print("|---|---|---|---|")
-    for name in ("upload", "download", "tar"):
-        print(f"| {name} | {t[name]:.2f} | {20000 / t[name]:.0f} | "
-              f"{t['tar'] / t[name]:.2f} |")
-    shutil.rmtree(src)
-    shutil.rmtree(dst, ignore_errors=True)
-    settle()
+    if "tree" in PARTS:
+        print("\n### A 20,000-file tree as a tar stream\n")
+        src = os.path.join(scratch, "tree")
+        populate(src, 20000, b"some file content\n")
+        dst = os.path.join(scratch, "copy")
+        sh(f"tar -C {src} -cf - . | curl -sSf -T - "
+           f"-H 'Content-Type: application/x-tar' {url('tree')}")
+        settle()
+        t = interleaved({
+            # Into a new directory each time, as tar -x below: replacing a
+            # tree also removes the old one before it answers.
+            "upload": lambda i: f"tar -C {src} -cf - . | curl -sSf -T - "
+                                f"-H 'Content-Type: application/x-tar' "
+                                f"{url(f'tree{i}')}",
+            "download": f"curl -sSf {url('tree')} | tar -C {dst} -xf -",
+            "tar": f"tar -C {src} -cf - . | tar -C {dst} -xf -",
+        }, TRANSFERS, before={"download": f"rm -rf {dst} && mkdir {dst}",
+                              "tar": f"rm -rf {dst} && mkdir {dst}"})
+        print("| operation | seconds | files/s | / `tar -c \\| tar -x` |")
+        print("|---|---|---|---|")
+        for name in ("upload", "download", "tar"):
+            print(f"| {name} | {t[name]:.2f} | {20000 / t[name]:.0f} | "
+                  f"{t['tar'] / t[name]:.2f} |")
+        shutil.rmtree(src)
+        shutil.rmtree(dst, ignore_errors=True)
+        settle()
 
-    print("\n### session.fork from a checkpoint, by tree size\n")
-    cli_dir = os.path.join(root, "cli-forks")
-    os.makedirs(cli_dir)
-    sizes = (0, 100000)
-    for files in sizes:
-        s = f"f{files}"
-        rpc("session.create", agent_id="bench", session_id=s)
-        populate(os.path.join(current(s), "tree"), files)
-        rpc("checkpoint.create", agent_id="bench", session_id=s,
-            checkpoint_id="base")
-    settle()
-    cps = lambda s: os.path.join(root, "agents", "bench", "workspace",
-                                 "sessions", s, "checkpoints")
-    def snapshot(src, dst, *flags):
-        subprocess.run(["btrfs", "subvolume", "snapshot", *flags, src, dst],
-                       stdout=subprocess.DEVNULL, check=True)
-
-    samples = {}
-    for i in range(SAMPLES + 2):
-        for k, files in enumerate(sizes):
+    if "fork" in PARTS:
+        print("\n### session.fork from a checkpoint, by tree size\n")
+        cli_dir = os.path.join(root, "cli-forks")
+        os.makedirs(cli_dir)
+        sizes = (0, 100000)
+        for files in sizes:
             s = f"f{files}"
-            order = ("rpc", "cli", "cli2")
-            shift = (i + k) % len(order)
-            for what in order[shift:] + order[:shift]:
-                t0 = time.perf_counter()
-                if what == "rpc":
-                    rpc("session.fork", agent_id="bench", session_id=s,
-                        checkpoint_id="base", new_session_id=f"{s}-k{i}")
-                else:
-                    new = os.path.join(cli_dir, f"{s}-{what}-{i}")
-                    snapshot(os.path.join(cps(s), "base"), new)
-                    # The fork's own kernel work: its current/ and the
-                    # read-only baseline checkpoint of it.
-                    if what == "cli2":
-                        snapshot(new, new + "-baseline", "-r")
-                if i >= 2:  # two warm-up rounds
-                    samples.setdefault((what, files), []).append(
-                        (time.perf_counter() - t0) * 1000)
-    print("| files in the checkpoint | session.fork (RPC) p50 | "
-          "`btrfs subvolume snapshot` (CLI) p50 | RPC / CLI | "
-          "two CLI snapshots (current/ + baseline) p50 | RPC / two |")
-    print("|---|---|---|---|---|---|")
-    p50 = {key: median(v) for key, v in samples.items()}
-    for files in sizes:
-        r, c, c2 = (p50[(w, files)] for w in ("rpc", "cli", "cli2"))
-        print(f"| {files:,} | {r:.2f} ms | {c:.2f} ms | {r / c:.2f} | "
-              f"{c2:.2f} ms | {r / c2:.2f} |")
-    print(f"\nFlatness: fork p50 at 100,000 files / at 0 = "
-          f"{p50[('rpc', 100000)] / p50[('rpc', 0)]:.2f}.")
+            rpc("session.create", agent_id="bench", session_id=s)
+            populate(os.path.join(current(s), "tree"), files)
+            rpc("checkpoint.create", agent_id="bench", session_id=s,
+                checkpoint_id="base")
+        settle()
+        cps = lambda s: os.path.join(root, "agents", "bench", "workspace",
+                                     "sessions", s, "checkpoints")
+        def snapshot(src, dst, *flags):
+            subprocess.run(["btrfs", "subvolume", "snapshot", *flags, src, dst],
+                           stdout=subprocess.DEVNULL, check=True)
+
+        samples = {}
+        for i in range(SAMPLES + 2):
+            for k, files in enumerate(sizes):
+                s = f"f{files}"
+                order = ("rpc", "cli", "cli2")
+                shift = (i + k) % len(order)
+                for what in order[shift:] + order[:shift]:
+                    t0 = time.perf_counter()
+                    if what == "rpc":
+                        rpc("session.fork", agent_id="bench", session_id=s,
+                            checkpoint_id="base", new_session_id=f"{s}-k{i}")
+                    else:
+                        new = os.path.join(cli_dir, f"{s}-{what}-{i}")
+                        snapshot(os.path.join(cps(s), "base"), new)
+                        # The fork's own kernel work: its current/ and the
+                        # read-only baseline checkpoint of it.
+                        if what == "cli2":
+                            snapshot(new, new + "-baseline", "-r")
+                    if i >= 2:  # two warm-up rounds
+                        samples.setdefault((what, files), []).append(
+                            (time.perf_counter() - t0) * 1000)
+        print("| files in the checkpoint | session.fork (RPC) p50 | "
+              "`btrfs subvolume snapshot` (CLI) p50 | RPC / CLI | "
+              "two CLI snapshots (current/ + baseline) p50 | RPC / two |")
+        print("|---|---|---|---|---|---|")
+        p50 = {key: median(v) for key, v in samples.items()}
+        for files in sizes:
+            r, c, c2 = (p50[(w, files)] for w in ("rpc", "cli", "cli2"))
+            print(f"| {files:,} | {r:.2f} ms | {c:.2f} ms | {r / c:.2f} | "
+                  f"{c2:.2f} ms | {r / c2:.2f} |")
+        print(f"\nFlatness: fork p50 at 100,000 files / at 0 = "
+              f"{p50[('rpc', 100000)] / p50[('rpc', 0)]:.2f}.")
+
 finally:
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=60)

@@ -15,6 +15,12 @@ the session's runs, the endpoint client among them, are frozen for the
 snapshot).
 Usage (root): bench/turns.py [build-dir]   (default build/release)
 BENCH_SAMPLES=N sets the samples per cell (default 200).
+BENCH_KEEP=N runs with retention, as a long-lived session would: policy
+keep_auto=N for the turn checkpoints, and the plain checkpoint.create and
+CLI cells delete (untimed, before their next sample) all but their last N.
+Without it (0, the default) every checkpoint stays, and after some
+hundreds of snapshots of the same 10,000-file tree each new one costs the
+kernel more (the CLI's as much as the daemon's).
 """
 import os, subprocess, sys, time
 
@@ -23,6 +29,7 @@ from benchlib import Daemon, cell, interleaved, populate
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "200"))
+KEEP = int(os.environ.get("BENCH_KEEP", "0"))
 BLOCK = 10
 
 # Inside the sandbox: argv[1] turn.end calls over the endpoint, one
@@ -112,7 +119,8 @@ try:
         s = f"s{files}"
         rpc("session.create", agent_id="bench", session_id=s)
         populate(current(s), files)
-    rpc("policy.set", agent_id="bench", auto_checkpoint_turns=True)
+    rpc("policy.set", agent_id="bench", auto_checkpoint_turns=True,
+        **({"keep_auto": KEEP} if KEEP else {}))
     os.sync()
     subprocess.run(["btrfs", "filesystem", "sync", root], check=True,
                    stdout=subprocess.DEVNULL)
@@ -126,27 +134,50 @@ try:
                 raise RuntimeError(f"turn.end: {r}")
         return run
 
+    made = {}  # cell -> what it made, oldest first (for BENCH_KEEP)
+
     def create(s):
-        return lambda i: rpc("checkpoint.create", agent_id="bench",
-                             session_id=s)
+        def run(i):
+            r = rpc("checkpoint.create", agent_id="bench", session_id=s)
+            made.setdefault(("create", s), []).append(r["checkpoint_id"])
+        return run
 
     def cli(s):
         def run(i):
+            path = os.path.join(cli_dir, f"{s}-{i}-{time.monotonic_ns()}")
             subprocess.run(["btrfs", "subvolume", "snapshot", "-r", current(s),
-                            os.path.join(cli_dir, f"{s}-{i}-"
-                                         f"{time.monotonic_ns()}")],
-                           stdout=subprocess.DEVNULL, check=True)
+                            path], stdout=subprocess.DEVNULL, check=True)
+            made.setdefault(("cli", s), []).append(path)
         return run
 
-    fns = {}
+    def trim(what, s):
+        """Untimed, before a sample: all but the last KEEP of a cell go."""
+        def run(i):
+            old = made.get((what, s), [])
+            while KEEP and len(old) > KEEP:
+                victim = old.pop(0)
+                if what == "cli":
+                    subprocess.run(["btrfs", "subvolume", "delete", victim],
+                                   stdout=subprocess.DEVNULL, check=True)
+                else:
+                    rpc("checkpoint.delete", agent_id="bench", session_id=s,
+                        checkpoint_id=victim)
+        return run
+
+    fns, before = {}, {}
     for files in sizes:
         s = f"s{files}"
         fns[("turn", files)] = turn_end(s)
         fns[("create", files)] = create(s)
         fns[("cli", files)] = cli(s)
-    stats = interleaved(fns, SAMPLES)
+        before[("turn", files)] = lambda i: None
+        before[("create", files)] = trim("create", s)
+        before[("cli", files)] = trim("cli", s)
+    stats = interleaved(fns, SAMPLES, before=before)
     print(f"## Run {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, "
-          f"{SAMPLES} samples per cell, times in ms (p50 / p99)\n")
+          f"{SAMPLES} samples per cell, times in ms (p50 / p99), "
+          + (f"keep_auto {KEEP} (and the last {KEEP} of each other cell)\n"
+             if KEEP else "every checkpoint kept\n"))
     print("| files in current/ | turn.end -> checkpoint committed (RPC) | "
           "checkpoint.create (RPC) | `btrfs subvolume snapshot -r` (CLI) | "
           "turn.end / CLI (p50) |")
