@@ -61,7 +61,8 @@ std::vector<std::string> fenced_runs(self_ptr self, const std::string& sid) {
 }
 
 void spawn_session(self_ptr self, session_entry& e,
-                   std::vector<checkpoint_row> checkpoints) {
+                   std::vector<checkpoint_row> checkpoints,
+                   std::vector<std::string> unsynced) {
   session_init init{e.row,
                     std::move(checkpoints),
                     e.restarts,
@@ -72,6 +73,7 @@ void spawn_session(self_ptr self, session_entry& e,
                     self->address()};
   init.agent_policy = self->state.init.row.policy;
   init.agents = self->state.init.parent;
+  init.unsynced_intents = std::move(unsynced);
   e.handle =
       self->spawn<caf::linked + caf::monitored>(session, std::move(init));
   e.status = child_status::running;

@@ -18,9 +18,12 @@ audit_event audit(const std::string& op, const std::string& agent_id,
 /// The runs that fence session `sid` (interrupted by a restart).
 std::vector<std::string> fenced_runs(self_ptr self, const std::string& sid);
 
-/// Spawns the actor of session `e` with its checkpoints.
+/// Spawns the actor of session `e` with its checkpoints; `unsynced` names
+/// those whose rows are not yet durable in the catalog (their intent
+/// records are), for the session's idle work to sync.
 void spawn_session(self_ptr self, session_entry& e,
-                   std::vector<checkpoint_row> checkpoints);
+                   std::vector<checkpoint_row> checkpoints,
+                   std::vector<std::string> unsynced = {});
 
 /// session.fork (agent_fork.cpp).
 caf::result<json::value> handle_session_fork(self_ptr self,

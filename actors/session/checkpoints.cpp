@@ -484,8 +484,10 @@ handle_checkpoint_delete(self_ptr self, const cmd::checkpoint_delete& c) {
 // -- session.fork (the source's part) -----------------------------------------
 
 // A checkpoint is read-only and never changes, but checkpoint.delete could
-// remove it: the snapshot is a step on this session's lane, so it comes
-// wholly before or after a deletion's (which then fails it cleanly).
+// remove it: the snapshots are a step on this session's lane, so they come
+// wholly before or after a deletion's (which then fails them cleanly).
+// Both the new current/ and the baseline are snapshots of the checkpoint,
+// taken at once (store::snapshot_fork).
 caf::result<json::value> handle_fork_into(self_ptr self,
                                           const cmd::session_fork_into& c) {
   if (auto err = require_alive(self))
@@ -495,12 +497,16 @@ caf::result<json::value> handle_fork_into(self_ptr self,
     return id.error();
   auto source = self->state.init.paths.checkpoint(
       self->state.agent_id(), self->state.session_id(), *id);
-  auto target = c.target;
   auto rp = self->make_response_promise<json::value>();
   mutation_step(
       self,
-      [source, target, id = *id]() -> expected<json::value> {
-        if (auto err = os::create_snapshot(source, target, false))
+      [source, dir = c.target, baseline = c.baseline, id = *id,
+       faults = self->state.faults.take(
+           "session.fork")]() mutable -> expected<json::value> {
+        if (auto err = store::snapshot_fork(source, dir, baseline))
+          return err;
+        faults.trigger("session.fork.before_rename");
+        if (auto err = store::finish_fork(dir))
           return err;
         return json::value(json::object{{"checkpoint_id", id}});
       },

@@ -266,7 +266,10 @@ session_actor::behavior_type session(session_facets::self_ptr self,
   for (const auto& id : init.interrupted_runs)
     self->state.leases["run:" + id] = os::now_ns();
   self->state.runs.interrupted = std::move(init.interrupted_runs);
+  self->state.unsynced_intents = std::move(init.unsynced_intents);
   self->state.init = std::move(init);
+  if (!self->state.unsynced_intents.empty())
+    arm_idle_work(self);
   self->state.started = std::chrono::steady_clock::now();
   load_turns(self);
   load_share(self);

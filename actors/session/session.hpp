@@ -51,6 +51,9 @@ struct session_init {
   /// The AGENTS actor, through which share.* requests reach their target
   /// session (actors/session/share.cpp).
   caf::actor_addr agents{};
+  /// Checkpoints whose rows were committed unsynced, their intent records
+  /// still on disk (a fork's baseline): synced by the idle work.
+  std::vector<std::string> unsynced_intents{};
 };
 
 /// A session's turn lifecycle (actors/session/turns.cpp): the reference

@@ -56,6 +56,39 @@ size_t purge_trash(const std::string& dir) {
   return purged;
 }
 
+/// What a crash in session.fork left in a session directory without a
+/// row (actors/agent_fork.cpp): the fork's marks are the baseline's intent
+/// record and .fork-current. With both snapshots made, only the rename to
+/// current/ was lost: it is finished. Otherwise the fork never completed
+/// and its directory goes. A directory with current/, or without a mark
+/// (a session.create that stopped early), is left alone.
+enum class fork_leftover { none, completed, aborted };
+
+expected<fork_leftover> recover_fork(const layout& paths, const std::string& a,
+                                     const std::string& s) {
+  auto dir = paths.session_dir(a, s);
+  if (os::kind_of(paths.current(a, s)) != os::entry_kind::missing)
+    return fork_leftover::none;
+  bool staged = os::kind_of(dir + "/" + std::string{fork_current_name}) !=
+                os::entry_kind::missing;
+  auto listed = os::list_dir(paths.checkpoints_dir(a, s));
+  auto names = listed ? std::move(*listed) : std::vector<std::string>{};
+  auto intents = create_intents(names);
+  if (!staged && intents.empty())
+    return fork_leftover::none;
+  bool baseline = std::any_of(intents.begin(), intents.end(), [&](auto& id) {
+    return std::find(names.begin(), names.end(), id) != names.end();
+  });
+  if (staged && baseline) {
+    if (auto err = finish_fork(dir))
+      return err;
+    return fork_leftover::completed;
+  }
+  if (auto err = finish_deletion(dir, paths.sessions_dir(a)))
+    return err;
+  return fork_leftover::aborted;
+}
+
 bool phase_at_least_prepared(const std::string& phase) {
   return phase == "prepared" || phase == "old_moved" || phase == "committed";
 }
@@ -394,9 +427,13 @@ expected<reconcile_result> reconcile(const layout& paths,
     finished.emplace_back(session_key(s.agent_id, s.session_id));
   }
 
-  // A fork's journal goes with its session row in one commit, so one left
-  // means the fork never completed: its half-made session goes.
-  json::array aborted_forks;
+  // A fork journal (written by releases before forks kept their record in
+  // the baseline's intent) goes with its session row in one commit, so one
+  // left means the fork never completed: its half-made session goes.
+  json::array aborted_forks, recovered_forks;
+  std::set<std::pair<std::string, std::string>> with_row;
+  for (const auto& s : rows.sessions)
+    with_row.insert({s.agent_id, s.session_id});
   for (const auto& j : rows.journals) {
     if (j.op != "fork")
       continue;
@@ -442,6 +479,24 @@ expected<reconcile_result> reconcile(const layout& paths,
         continue;
       if (os::kind_of(paths.session_dir(a, s)) != os::entry_kind::directory)
         continue;
+      if (with_row.count({a, s}) == 0) {
+        auto fork = recover_fork(paths, a, s);
+        if (!fork)
+          return fork.error();
+        if (*fork == fork_leftover::aborted) {
+          r.changes.audit.push_back(
+              event("session.fork.aborted", a, s, {{"origin", "recovery"}}));
+          aborted_forks.emplace_back(session_key(a, s));
+          log::warn("reconcile", "fork into " + session_key(a, s) +
+                                     " did not complete; removed");
+          continue;
+        }
+        if (*fork == fork_leftover::completed) {
+          r.changes.audit.push_back(
+              event("session.fork.recovered", a, s, {{"origin", "recovery"}}));
+          recovered_forks.emplace_back(session_key(a, s));
+        }
+      }
       auto j = journals.find({a, s});
       auto swap =
           recover_swap(paths, a, s, j == journals.end() ? nullptr : j->second);
@@ -537,6 +592,7 @@ expected<reconcile_result> reconcile(const layout& paths,
   r.summary["forgotten"] = std::move(forgotten);
   r.summary["finished_deletions"] = std::move(finished);
   r.summary["aborted_forks"] = std::move(aborted_forks);
+  r.summary["recovered_forks"] = std::move(recovered_forks);
   r.summary["purged_trash"] = purged;
   return r;
 }

@@ -9,8 +9,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <future>
+#include <thread>
 
 namespace allox::store {
 
@@ -56,6 +59,35 @@ int64_t snapshot_generation(const std::string& path) {
   if (btrfs_util_subvolume_info(path.c_str(), 0, &info) != BTRFS_UTIL_OK)
     return 0;
   return static_cast<int64_t>(info.otransid);
+}
+
+caf::error snapshot_fork(const std::string& checkpoint,
+                         const std::string& session_dir,
+                         const std::string& baseline) {
+  auto staged = session_dir + "/" + std::string{fork_current_name};
+  // Both ioctls must join the same transaction before either commits it,
+  // so both threads start from a common gate (the second one's start-up
+  // is what would otherwise let the first commit alone).
+  std::atomic<int> ready{0};
+  auto gate = [&ready] {
+    ready.fetch_add(1);
+    while (ready.load() < 2)
+      std::this_thread::yield();
+  };
+  // std::async's future joins in its destructor, whatever happens here.
+  auto second = std::async(std::launch::async, [&] {
+    gate();
+    return os::create_snapshot(checkpoint, baseline, true);
+  });
+  gate();
+  auto first = os::create_snapshot(checkpoint, staged, false);
+  auto other = second.get();
+  return first ? first : other;
+}
+
+caf::error finish_fork(const std::string& session_dir) {
+  return os::rename_path(session_dir + "/" + std::string{fork_current_name},
+                         session_dir + "/current");
 }
 
 caf::error delete_checkpoint(const layout& paths, const std::string& a,

@@ -37,6 +37,21 @@ expected<int64_t> snapshot_entry(const layout& paths, const std::string& a,
                                  const std::string& s, const std::string& name,
                                  const std::string& id);
 
+/// A fork's new current/ and its baseline, both snapshots of the read-only
+/// `checkpoint`, taken at once from two threads: in different directories,
+/// Btrfs commits the two in one transaction, where one after the other
+/// costs two commits. current/ is made as <session_dir>/.fork-current
+/// (writable), the baseline read-only at `baseline`; both are durable when
+/// this returns. finish_fork then renames .fork-current to current/, so a
+/// current/ never exists without its baseline.
+caf::error snapshot_fork(const std::string& checkpoint,
+                         const std::string& session_dir,
+                         const std::string& baseline);
+
+/// Renames <session_dir>/.fork-current to current/ (not synced: start-up
+/// recovery finishes the rename when a crash lost it).
+caf::error finish_fork(const std::string& session_dir);
+
 /// Deletes checkpoints/<id> (missing is fine).
 caf::error delete_checkpoint(const layout& paths, const std::string& a,
                              const std::string& s, const std::string& id);

@@ -93,7 +93,11 @@ struct session_fork_into {
   static inline const char* name = "session.fork";
   session_ref session;
   std::string checkpoint_id;
+  /// The new session's directory: its current/ and baseline come from the
+  /// checkpoint.
   std::string target;
+  /// The baseline's path under target's checkpoints/.
+  std::string baseline;
 };
 
 template <class Inspector>
@@ -134,7 +138,7 @@ typename Inspector::result_type inspect(Inspector& f, session_rollback& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_fork_into& x) {
   return f(caf::meta::type_name("session_fork_into"), x.session,
-           x.checkpoint_id, x.target);
+           x.checkpoint_id, x.target, x.baseline);
 }
 
 } // namespace allox::cmd

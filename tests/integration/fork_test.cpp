@@ -4,12 +4,16 @@
 #include "tests/fixtures/runs.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 
+#include "guest/os/fs.hpp"
+
 #include <doctest/doctest.h>
 
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 using namespace allox;
 using namespace allox::test;
@@ -54,6 +58,20 @@ TEST_CASE("fork: a new session from a checkpoint, and the two never see each "
   CHECK(list.at("head") == base.at("checkpoint_id"));
   CHECK(base.at("metadata").at("forked_from").at("checkpoint_id") == "c1");
   CHECK(base.at("origin") == "allox-control-plane");
+  // The baseline's row was committed unsynced, its intent record the
+  // durable copy: the new session's idle work syncs the row and drops it.
+  auto records = [&] {
+    int n = 0;
+    auto names =
+        os::list_dir(d.root() + "/agents/a/workspace/sessions/t/checkpoints");
+    REQUIRE(names);
+    for (const auto& name : *names)
+      n += name.rfind(".creating-", 0) == 0;
+    return n;
+  };
+  for (int i = 0; i < 100 && records() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  CHECK(records() == 0);
   write_file(d.current("a", "t") + "/only-t.txt", "t");
   write_file(d.current("a", "s") + "/only-s.txt", "s");
   CHECK(::access((d.current("a", "s") + "/only-t.txt").c_str(), F_OK) != 0);
@@ -121,19 +139,25 @@ TEST_CASE("fork: a crash at any step leaves no new session or a whole one") {
                   with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
   struct point_case {
     const char* point;
+    const char* session; // the actor the point is in: agent or source
     bool complete;
   };
   int n = 0;
-  for (auto [point, complete] :
-       {point_case{"session.fork.before_baseline", false},
-        point_case{"session.fork.before_commit", false},
-        point_case{"session.fork.after_commit", true}}) {
+  for (auto [point, session, complete] :
+       {point_case{"session.fork.before_snapshots", "", false},
+        // Both snapshots made: start-up finishes the rename.
+        point_case{"session.fork.before_rename", "s", true},
+        // No row yet: start-up adopts it, the baseline from its record.
+        point_case{"session.fork.before_commit", "", true},
+        point_case{"session.fork.after_commit", "", true}}) {
     std::string point_name{point};
     CAPTURE(point_name);
     auto target = "f" + std::to_string(n++);
-    expect_ok(
-        c.rpc("debug.fault",
-              {{"agent_id", "a"}, {"point", point}, {"effect", "crash"}}));
+    json::object fault{
+        {"agent_id", "a"}, {"point", point}, {"effect", "crash"}};
+    if (*session != '\0')
+      fault["session_id"] = session;
+    expect_ok(c.rpc("debug.fault", fault));
     c.try_rpc("session.fork", with(ids("a", "s"), {{"new_session_id", target},
                                                    {"checkpoint_id", "c1"}}));
     CHECK(d.wait_exit(std::chrono::seconds{10}) == 128 + SIGKILL);

@@ -288,7 +288,7 @@ TEST_CASE("recovery: an interrupted checkpoint deletion is finished") {
   REQUIRE(r->checkpoints.size() == 1);
   CHECK(r->checkpoints[0].checkpoint_id == "target");
   CHECK_FALSE(r->checkpoints[0].parent_id); // re-parented
-  CHECK_FALSE(only_session(*r).head); // the deleted head had no parent
+  CHECK_FALSE(only_session(*r).head);       // the deleted head had no parent
 }
 
 TEST_CASE("recovery: rows without snapshots are missing - snapshots without "
@@ -388,4 +388,83 @@ TEST_CASE("recovery: a record whose parent is no longer the head becomes a "
       CHECK(c.parent_id == "old"s);
     }
   CHECK(found);
+}
+
+// A fork's session directory as a crash may leave it (actors/agent_fork.cpp):
+// the baseline's record always; optionally the baseline snapshot and the
+// new current/ under its staging name.
+namespace {
+
+void half_made_fork(const store::layout& l, bool baseline, bool staged) {
+  mkdirs(l.checkpoints_dir("a", "f"));
+  auto row = intent("base", "");
+  row.session_id = "f";
+  row.parent_id = caf::none;
+  row.metadata = R"({"forked_from":{"session_id":"s","checkpoint_id":"c"}})";
+  REQUIRE_FALSE(store::write_create_intent(l, row));
+  if (baseline)
+    mkdirs(l.checkpoint("a", "f", "base"));
+  if (staged)
+    mkdirs(l.session_dir("a", "f") + "/" +
+           std::string{store::fork_current_name} + "/data");
+}
+
+catalog_snapshot agent_only() {
+  catalog_snapshot rows;
+  rows.agents.push_back({"a", 1, false});
+  return rows;
+}
+
+} // namespace
+
+TEST_CASE("recovery: a fork with both snapshots is finished and adopted with "
+          "its baseline") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  mkdirs(l.agent_shared("a"));
+  half_made_fork(l, true, true);
+  auto r = store::reconcile(l, agent_only());
+  REQUIRE(r);
+  CHECK(exists(l.current("a", "f") + "/data"));
+  CHECK_FALSE(exists(l.session_dir("a", "f") + "/" +
+                     std::string{store::fork_current_name}));
+  CHECK(strings(r->summary.at("recovered_forks")) ==
+        std::vector<std::string>{"a/f"});
+  REQUIRE(r->sessions.size() == 1);
+  CHECK(r->sessions[0].head == "base"s);
+  REQUIRE(r->checkpoints.size() == 1);
+  CHECK(r->checkpoints[0].metadata->find("forked_from") != std::string::npos);
+}
+
+TEST_CASE("recovery: a fork without both snapshots is removed") {
+  for (auto [baseline, staged] :
+       {std::pair{false, false}, std::pair{true, false},
+        std::pair{false, true}}) {
+    CAPTURE(baseline);
+    CAPTURE(staged);
+    test::temp_dir dir;
+    store::layout l{dir.path()};
+    mkdirs(l.agent_shared("a"));
+    half_made_fork(l, baseline, staged);
+    auto r = store::reconcile(l, agent_only());
+    REQUIRE(r);
+    CHECK_FALSE(exists(l.session_dir("a", "f")));
+    CHECK(strings(r->summary.at("aborted_forks")) ==
+          std::vector<std::string>{"a/f"});
+    CHECK(r->sessions.empty());
+    CHECK(audited(*r, "session.fork.aborted", "recovery"));
+  }
+}
+
+TEST_CASE("recovery: a session directory without current/ and without a "
+          "fork's marks is left alone") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  mkdirs(l.agent_shared("a"));
+  mkdirs(l.checkpoints_dir("a", "half"));
+  auto r = store::reconcile(l, agent_only());
+  REQUIRE(r);
+  CHECK(exists(l.checkpoints_dir("a", "half")));
+  CHECK(r->sessions.empty());
+  CHECK(r->summary.at("aborted_forks").as_array().empty());
 }
