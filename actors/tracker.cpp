@@ -31,6 +31,9 @@ using self_ptr = tracker_actor::stateful_pointer<tracker_state>;
 /// How often pending drains are checked.
 constexpr std::chrono::milliseconds drain_tick{5};
 
+/// How long the reader gathers a burst of events into one batch.
+constexpr int batch_interval_ms = 10;
+
 /// The session's view of one decoded event.
 process_record to_record(const tracking::process_event& ev,
                          const std::string& boot_id) {
@@ -351,9 +354,10 @@ tracker(tracker_actor::stateful_pointer<tracker_state> self,
         tracker_init init) {
   self->state.init = std::move(init);
   // A burst of events reaches the sessions as a few batches, not one
-  // message per kernel wakeup (docs/benchmarks.md).
+  // message per kernel wakeup (docs/benchmarks.md); a run's drain does not
+  // wait for its batch to be due (the reader is hurried).
   if (self->state.init.reader.min_batch_interval_ms == 0)
-    self->state.init.reader.min_batch_interval_ms = 2;
+    self->state.init.reader.min_batch_interval_ms = batch_interval_ms;
   self->state.started = std::chrono::steady_clock::now();
   start_probe(self);
   // A session that ends takes its runs' tracking with it.
@@ -406,6 +410,9 @@ tracker(tracker_actor::stateful_pointer<tracker_state> self,
         auto rp = self->make_response_promise<trace_summary>();
         if (it->second.drains.empty())
           it->second.drain_started = std::chrono::steady_clock::now();
+        // The run's last events may be waiting for their batch.
+        if (st.reader && !drained(self, it->second, cookie))
+          st.reader->hurry();
         it->second.drains.push_back(rp);
         it->second.deadline =
             std::chrono::steady_clock::now() + st.init.drain_deadline;

@@ -30,6 +30,8 @@ namespace {
 
 /// --wakeup-kib: the probe's wakeup_bytes.
 uint32_t wakeup_bytes = 0;
+/// reader_options::min_batch_interval_ms (the daemon's TRACKER uses 10).
+int batch_ms = 0;
 
 double seconds_since(clock_type::time_point t) {
   return std::chrono::duration<double>(clock_type::now() - t).count();
@@ -89,13 +91,15 @@ struct tracker {
     if (!p)
       throw std::runtime_error(message_of(p.error()));
     probe = std::move(*p);
+    tracking::reader_options ropts;
+    ropts.min_batch_interval_ms = batch_ms;
     auto r = tracking::ring_reader::start(
         *probe,
         [this](tracking::event_batch b) {
           events += b.events.size();
           batches += 1;
         },
-        nullptr);
+        nullptr, std::move(ropts));
     if (!r)
       throw std::runtime_error(message_of(r.error()));
     reader = std::move(*r);
@@ -103,6 +107,7 @@ struct tracker {
   /// Waits until every record the kernel produced for `cookie` arrived.
   double drain(uint64_t cookie, uint64_t base) {
     auto t0 = clock_type::now();
+    reader->hurry(); // as the TRACKER does when a run ends
     while (seconds_since(t0) < 30) {
       auto c = probe->counters(cookie);
       if (c && events - base >= c->produced)
@@ -302,6 +307,9 @@ int main(int argc, char** argv) {
   app.add_option("--wakeup-kib", wakeup_kib,
                  "wake the reader only at this much data (0: kernel default)")
       ->capture_default_str();
+  app.add_option("--batch-ms", batch_ms,
+                 "gather events into batches this long (0: one per wakeup)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   uint32_t ring = ring_kib * 1024;
   wakeup_bytes = wakeup_kib * 1024;
@@ -310,10 +318,11 @@ int main(int argc, char** argv) {
     auto stats = bpf::enable_run_time_stats();
     if (!stats)
       throw std::runtime_error(message_of(stats.error()));
-    std::printf("Ring %u KiB, reader woken %s\n\n", ring_kib,
+    std::printf("Ring %u KiB, reader woken %s, batches of %d ms\n\n", ring_kib,
                 wakeup_kib == 0
                     ? "by the kernel's default"
-                    : ("at " + std::to_string(wakeup_kib) + " KiB").c_str());
+                    : ("at " + std::to_string(wakeup_kib) + " KiB").c_str(),
+                batch_ms);
     std::printf("#### Burst (ring %u KiB)\n\n", ring_kib);
     std::printf("| load | script ran | to last event | records | received "
                 "| events/s | BPF per call | loss |\n"

@@ -9,7 +9,8 @@ the order alternates between rounds. Reported per mode: the loop's own time
 (measured inside the run with `date +%s%N`), process.start to the
 process.wait reply, and, tracked, the events received and lost, whether the
 trace was complete, and the daemon's CPU time (utime + stime from
-/proc/<pid>/stat) over the run, as CPU per 1,000 events/s.
+/proc/<pid>/stat) over the run, as CPU per 1,000 events/s, and its
+wake-ups (the voluntary context switches of its threads) over the run.
 
 Usage (root): bench/tracking.py [build-dir]   (default build/release)
 Also: process.start + process.wait of /bin/true in both, BENCH_SAMPLES
@@ -17,7 +18,7 @@ times each, alternating.
 Environment: BENCH_ROUNDS (default 7), BENCH_LOOP (default 3000),
 BENCH_SAMPLES (default 50).
 """
-import http.client, json, os, random, shutil, signal, statistics
+import glob, http.client, json, os, random, shutil, signal, statistics
 import subprocess, sys, tempfile, time
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
@@ -73,10 +74,24 @@ class Daemon:
         fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / TICKS
 
+    def switches(self):
+        """Voluntary context switches of all the daemon's threads: its
+        wake-ups (threads that ended meanwhile drop out)."""
+        total = {}
+        for status in glob.glob(f"/proc/{self.proc.pid}/task/*/status"):
+            try:
+                for line in open(status):
+                    if line.startswith("voluntary_ctxt_switches"):
+                        total[status] = int(line.split()[1])
+            except OSError:
+                pass
+        return total
+
     def run_loop(self):
         script = (f"date +%s%N; i=0; while [ $i -lt {LOOP} ]; do /bin/true; "
                   f"i=$((i+1)); done; date +%s%N")
         cpu0 = self.cpu()
+        sw0 = self.switches()
         t0 = time.monotonic()
         row = self.rpc("process.start", agent_id="a", session_id="s",
                        argv=["sh", "-c", script], timeout=600)
@@ -85,10 +100,13 @@ class Daemon:
                            run_id=row["run_id"], timeout_ms=60000)
         t1 = time.monotonic()
         cpu1 = self.cpu()
+        sw1 = self.switches()
+        wakeups = sum(v - sw0[k] for k, v in sw1.items() if k in sw0)
         out = self.rpc("process.output", agent_id="a", session_id="s",
                        run_id=row["run_id"], stream="stdout")["data"].split()
         loop_s = (int(out[1]) - int(out[0])) / 1e9
         return {"loop": loop_s, "rpc": t1 - t0, "cpu": cpu1 - cpu0,
+                "wakeups": wakeups,
                 "events": row.get("event_count", 0),
                 "lost": row.get("events_lost", 0),
                 "complete": row.get("trace_complete"), "state": row["state"]}
@@ -124,6 +142,7 @@ def main():
                 results[mode].append(res)
                 print(f"round {r + 1} {mode:8}: loop {res['loop']:.3f} s, "
                       f"rpc {res['rpc']:.3f} s, daemon cpu {res['cpu']:.2f} s, "
+                      f"wake-ups {res['wakeups']}, "
                       f"events {res['events']}, lost {res['lost']}, "
                       f"complete {res['complete']}, {res['state']}",
                       flush=True)
@@ -136,15 +155,16 @@ def main():
             d.close()
     print()
     print("| mode | loop best | loop median | start to wait reply (median) "
-          "| daemon CPU per run (median) |")
-    print("|---|---|---|---|---|")
+          "| daemon CPU per run (median) | daemon wake-ups per run (median) |")
+    print("|---|---|---|---|---|---|")
     med = {}
     for mode, rs in results.items():
         loops = [x["loop"] for x in rs]
         med[mode] = statistics.median(loops)
         print(f"| {mode} | {min(loops):.3f} s | {med[mode]:.3f} s | "
               f"{statistics.median(x['rpc'] for x in rs):.3f} s | "
-              f"{statistics.median(x['cpu'] for x in rs):.2f} s |")
+              f"{statistics.median(x['cpu'] for x in rs):.2f} s | "
+              f"{statistics.median(x['wakeups'] for x in rs):.0f} |")
     best = {m: min(x["loop"] for x in rs) for m, rs in results.items()}
     print()
     print(f"tracking on / off: median {med['ebpf'] / med['disabled']:.3f}, "

@@ -58,9 +58,29 @@ ring_reader::~ring_reader() {
 }
 
 void ring_reader::stop() {
-  stop_ = true;
+  {
+    std::lock_guard<std::mutex> guard{wake_mtx_};
+    stop_ = true;
+  }
+  wake_cv_.notify_one();
   if (thread_.joinable())
     thread_.join();
+}
+
+void ring_reader::hurry() {
+  {
+    std::lock_guard<std::mutex> guard{wake_mtx_};
+    hurry_ = true;
+  }
+  wake_cv_.notify_one();
+}
+
+bool ring_reader::wait_for_batch(std::chrono::steady_clock::time_point due) {
+  std::unique_lock<std::mutex> lock{wake_mtx_};
+  wake_cv_.wait_until(lock, due, [this] { return hurry_ || stop_.load(); });
+  bool hurried = hurry_;
+  hurry_ = false;
+  return hurried;
 }
 
 reader_counters ring_reader::counters() const {
@@ -125,21 +145,22 @@ void ring_reader::run() {
     auto last_flush = clock::now();
     while (!stop_) {
       opts_.faults.trigger("tracking.reader.poll");
-      int timeout = opts_.poll_timeout_ms;
+      int n = 0;
+      bool hurried = false;
       if (!pending_.empty()) {
-        // Events wait for their batch: wake up when it is due.
-        // Rounded up: waking early would spin until the batch is due.
-        auto due_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                          last_flush + interval - clock::now())
-                          .count();
-        auto due = (due_us + 999) / 1000;
-        timeout = static_cast<int>(
-            std::max<int64_t>(0, std::min<int64_t>(timeout, due)));
-      }
-      int n = ring_buffer__poll(ring_, timeout);
-      // Records the kernel did not wake us for (wakeup_bytes) wait here.
-      if (n >= 0 && !handler_error_)
+        // Events wait for their batch. Sleep rather than poll until it is
+        // due: the kernel wakes the reader only for a record submitted
+        // while the reader had read everything, so records left in the
+        // ring meanwhile cost no wakeup (an irq_work, a self-IPI: a VM
+        // exit here) and no pass through this loop each.
+        hurried = wait_for_batch(last_flush + interval);
         n = ring_buffer__consume(ring_);
+      } else {
+        n = ring_buffer__poll(ring_, opts_.poll_timeout_ms);
+        // Records the kernel did not wake us for (wakeup_bytes) wait here.
+        if (n >= 0 && !handler_error_)
+          n = ring_buffer__consume(ring_);
+      }
       if (handler_error_)
         std::rethrow_exception(handler_error_);
       if (n < 0 && n != -EINTR) {
@@ -149,7 +170,7 @@ void ring_reader::run() {
         break;
       }
       auto now = clock::now();
-      if (pending_.empty() || now - last_flush >= interval) {
+      if (pending_.empty() || hurried || now - last_flush >= interval) {
         if (!pending_.empty())
           last_flush = now;
         flush(true);

@@ -9,6 +9,8 @@
 #include "guest/tracking/events.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -61,6 +63,10 @@ public:
   /// are consumed and handed over first. Idempotent.
   void stop();
 
+  /// Hands the events waiting for their batch over now instead of when
+  /// the batch is due (a run's drain waits for them). Any thread.
+  void hurry();
+
   /// A snapshot of the counters.
   reader_counters counters() const;
 
@@ -73,6 +79,8 @@ private:
 
   static int on_record(void* ctx, void* data, size_t size);
   void run();
+  /// Sleeps until `due`, stop() or hurry(); true when hurried.
+  bool wait_for_batch(std::chrono::steady_clock::time_point due);
   /// Hands the pending events over if there are any, or if `always` and
   /// the counters changed since the last batch.
   void flush(bool always);
@@ -91,6 +99,9 @@ private:
   reader_counters counters_;
   std::exception_ptr handler_error_;
   std::atomic<bool> stop_{false};
+  std::mutex wake_mtx_;
+  std::condition_variable wake_cv_;
+  bool hurry_ = false; // guarded by wake_mtx_
   std::atomic<bool> running_{false};
   std::thread thread_;
 };

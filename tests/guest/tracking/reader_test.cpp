@@ -361,6 +361,28 @@ TEST_CASE("tracking: with lazy wakeups every record still arrives") {
         errc::invalid_argument);
 }
 
+TEST_CASE("tracking: a burst waits for its batch, and hurry() hands it over "
+          "at once") {
+  tracking::reader_options ropts;
+  ropts.min_batch_interval_ms = 3000;
+  collector c{{}, ropts};
+  scratch_cgroup group;
+  constexpr uint64_t cookie = 112;
+  REQUIRE_FALSE(c.probe().track(group.id(), cookie));
+  CHECK(group.run(shell("/bin/true; /bin/true")) == 0);
+  // Nine records within a few ms: at most the first goes before its batch
+  // is due, three seconds after the last one.
+  std::this_thread::sleep_for(std::chrono::milliseconds{300});
+  CHECK(c.of(cookie).size() < 9);
+  auto t0 = std::chrono::steady_clock::now();
+  c.hurry();
+  REQUIRE(eventually([&] { return c.of(cookie).size() == 9; },
+                     std::chrono::milliseconds{1000}));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds{500});
+  CHECK(contiguous(c.of(cookie)));
+  REQUIRE(c.drain(cookie, group));
+}
+
 TEST_CASE("tracking: a full tasks map is a counted loss") {
   bpf::probe_options opts;
   opts.max_tasks = 4;

@@ -64,6 +64,9 @@ public:
   /// Starts the reader (when the constructor did not).
   void start_reader(tracking::reader_options ropts = {});
 
+  /// ring_reader::hurry().
+  void hurry() { reader_->hurry(); }
+
   /// The events of one run so far, in arrival order.
   std::vector<tracking::process_event> of(uint64_t cookie) const;
   /// Every event so far.
