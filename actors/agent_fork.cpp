@@ -53,9 +53,8 @@ void abort_fork(self_ptr self, job_ptr job, caf::error err) {
   const auto& aid = st.init.row.agent_id;
   const auto& sid = job->cmd.new_session_id;
   ++st.failures;
-  st.sessions.erase(sid);
   auto paths = st.init.paths;
-  // Refused for an existing current/: that directory is not the fork's.
+  // Refused for an existing directory: that one is not the fork's.
   bool ours = code_of(err) != errc::already_exists;
   run_blocking(self,
                [paths, aid, sid, ours]() -> expected<json::value> {
@@ -67,10 +66,16 @@ void abort_fork(self_ptr self, job_ptr job, caf::error err) {
                })
       .then(
           // The error is answered once the half-made session is gone, so
-          // a caller never sees a refused fork's directory.
-          [job, err](json::value&) mutable { job->rp.deliver(std::move(err)); },
-          [job, err](caf::error&) mutable {
+          // a caller never sees a refused fork's directory; the id stays
+          // taken until then, so a new session of that id cannot lose its
+          // directory to this clean-up.
+          [self, sid, job, err](json::value&) mutable {
+            self->state.sessions.erase(sid);
+            job->rp.deliver(std::move(err));
+          },
+          [self, sid, job, err](caf::error&) mutable {
             // Start-up removes what is left (no row, no current/).
+            self->state.sessions.erase(sid);
             job->rp.deliver(std::move(err));
           });
 }
@@ -153,9 +158,7 @@ checkpoint_row baseline_row(const std::string& aid, const job_ptr& job) {
 }
 
 /// The new session's directories and the baseline's intent record (its
-/// current/ and baseline come from the source). A directory without
-/// current/ is what an earlier fork or create left half-made, with no
-/// row (the id would be taken otherwise): it is replaced.
+/// current/ and baseline come from the source).
 void prepare(self_ptr self, job_ptr job) {
   auto paths = self->state.init.paths;
   auto aid = self->state.init.row.agent_id;
@@ -165,13 +168,12 @@ void prepare(self_ptr self, job_ptr job) {
       self,
       [paths, aid, sid, row = job->baseline,
        faults = job->faults]() mutable -> expected<json::value> {
+        // Whatever is there is not this fork's (start-up removes a crashed
+        // fork's leftovers, a failed one removes its own).
         auto dir = paths.session_dir(aid, sid);
-        if (os::kind_of(paths.current(aid, sid)) != os::entry_kind::missing)
+        if (os::kind_of(dir) != os::entry_kind::missing)
           return make_error(errc::already_exists,
                             "session already exists: " + session_key(aid, sid));
-        if (os::kind_of(dir) != os::entry_kind::missing)
-          if (auto e = os::remove_tree(dir))
-            return e;
         if (auto e = os::ensure_managed_dir(dir, 0755, "session workspace"))
           return e;
         if (auto e = os::ensure_managed_dir(paths.checkpoints_dir(aid, sid),

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace allox::store {
@@ -56,35 +57,73 @@ size_t purge_trash(const std::string& dir) {
   return purged;
 }
 
-/// What a crash in session.fork left in a session directory without a
-/// row (actors/agent_fork.cpp): the fork's marks are the baseline's intent
-/// record and .fork-current. With both snapshots made, only the rename to
-/// current/ was lost: it is finished. Otherwise the fork never completed
-/// and its directory goes. A directory with current/, or without a mark
-/// (a session.create that stopped early), is left alone.
+/// What a crash in session.fork left (actors/agent_fork.cpp), known by
+/// its shape: the session directory holds only checkpoints/ and perhaps
+/// .fork-current, and checkpoints/ only one intent record whose row says
+/// forked_from and perhaps that checkpoint's snapshot. Anything else (a
+/// session's own checkpoints, a session.create that stopped early) is not
+/// a fork's leftover.
+struct fork_shape {
+  bool staged = false;   // .fork-current exists
+  bool baseline = false; // the record's snapshot exists
+};
+
+std::optional<fork_shape>
+fork_shape_of(const layout& paths, const std::string& a, const std::string& s) {
+  auto top = os::list_dir(paths.session_dir(a, s));
+  auto cps = os::list_dir(paths.checkpoints_dir(a, s));
+  if (!top || !cps)
+    return std::nullopt;
+  fork_shape shape;
+  for (const auto& n : *top) {
+    if (n == fork_current_name)
+      shape.staged = true;
+    else if (n != "checkpoints")
+      return std::nullopt;
+  }
+  auto intents = create_intents(*cps);
+  if (intents.size() != 1)
+    return std::nullopt;
+  const auto& id = intents.front();
+  for (const auto& n : *cps) {
+    if (n == id)
+      shape.baseline = true;
+    else if (n != std::string{creating_prefix} + id)
+      return std::nullopt;
+  }
+  auto row = read_create_intent(paths, a, s, id);
+  if (!row || !row->metadata)
+    return std::nullopt;
+  boost::system::error_code ec;
+  auto meta = json::parse(*row->metadata, ec);
+  if (ec || !meta.is_object() || !meta.as_object().contains("forked_from"))
+    return std::nullopt;
+  return shape;
+}
+
+/// A session directory without current/ after a crash in session.fork:
+/// with both snapshots made, only the rename to current/ was lost (it is
+/// not synced, so a catalog synced later may hold the session's row too):
+/// it is finished. Without a row, a fork that never got both snapshots
+/// goes. Whatever is not a fork's leftover is left alone.
 enum class fork_leftover { none, completed, aborted };
 
 expected<fork_leftover> recover_fork(const layout& paths, const std::string& a,
-                                     const std::string& s) {
-  auto dir = paths.session_dir(a, s);
+                                     const std::string& s, bool has_row) {
   if (os::kind_of(paths.current(a, s)) != os::entry_kind::missing)
     return fork_leftover::none;
-  bool staged = os::kind_of(dir + "/" + std::string{fork_current_name}) !=
-                os::entry_kind::missing;
-  auto listed = os::list_dir(paths.checkpoints_dir(a, s));
-  auto names = listed ? std::move(*listed) : std::vector<std::string>{};
-  auto intents = create_intents(names);
-  if (!staged && intents.empty())
+  auto shape = fork_shape_of(paths, a, s);
+  if (!shape)
     return fork_leftover::none;
-  bool baseline = std::any_of(intents.begin(), intents.end(), [&](auto& id) {
-    return std::find(names.begin(), names.end(), id) != names.end();
-  });
-  if (staged && baseline) {
-    if (auto err = finish_fork(dir))
+  if (shape->staged && shape->baseline) {
+    if (auto err = finish_fork(paths.session_dir(a, s)))
       return err;
     return fork_leftover::completed;
   }
-  if (auto err = finish_deletion(dir, paths.sessions_dir(a)))
+  if (has_row)
+    return fork_leftover::none;
+  if (auto err =
+          finish_deletion(paths.session_dir(a, s), paths.sessions_dir(a)))
     return err;
   return fork_leftover::aborted;
 }
@@ -479,8 +518,8 @@ expected<reconcile_result> reconcile(const layout& paths,
         continue;
       if (os::kind_of(paths.session_dir(a, s)) != os::entry_kind::directory)
         continue;
-      if (with_row.count({a, s}) == 0) {
-        auto fork = recover_fork(paths, a, s);
+      {
+        auto fork = recover_fork(paths, a, s, with_row.count({a, s}) > 0);
         if (!fork)
           return fork.error();
         if (*fork == fork_leftover::aborted) {

@@ -456,15 +456,50 @@ TEST_CASE("recovery: a fork without both snapshots is removed") {
   }
 }
 
-TEST_CASE("recovery: a session directory without current/ and without a "
-          "fork's marks is left alone") {
+TEST_CASE("recovery: a fork whose rename was lost is finished even when the "
+          "catalog already holds its row") {
   test::temp_dir dir;
   store::layout l{dir.path()};
   mkdirs(l.agent_shared("a"));
+  half_made_fork(l, true, true);
+  auto rows = agent_only();
+  rows.sessions.push_back({"a", "f", 1, false, "base", {}});
+  auto r = store::reconcile(l, rows);
+  REQUIRE(r);
+  CHECK(exists(l.current("a", "f") + "/data"));
+  REQUIRE(r->sessions.size() == 1);
+  CHECK(r->summary.at("forgotten").as_array().empty());
+  // Without its baseline it is not finished, and with a row never removed.
+  test::temp_dir dir2;
+  store::layout l2{dir2.path()};
+  mkdirs(l2.agent_shared("a"));
+  half_made_fork(l2, false, true);
+  REQUIRE(store::reconcile(l2, rows));
+  CHECK(exists(l2.session_dir("a", "f") + "/" +
+               std::string{store::fork_current_name}));
+}
+
+TEST_CASE("recovery: a session directory without current/ that is not shaped "
+          "as a fork's leftover is left alone") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  mkdirs(l.agent_shared("a"));
+  // A session.create that stopped early.
   mkdirs(l.checkpoints_dir("a", "half"));
+  // A session whose current/ is gone but whose checkpoints are real: a
+  // stale record beside another checkpoint.
+  half_made_fork(l, true, false);
+  mkdirs(l.checkpoint("a", "f", "older"));
+  // A record that is not a fork's.
+  mkdirs(l.checkpoints_dir("a", "c"));
+  auto plain = intent("cp", "");
+  plain.session_id = "c";
+  REQUIRE_FALSE(store::write_create_intent(l, plain));
   auto r = store::reconcile(l, agent_only());
   REQUIRE(r);
   CHECK(exists(l.checkpoints_dir("a", "half")));
+  CHECK(exists(l.checkpoint("a", "f", "older")));
+  CHECK(exists(l.checkpoints_dir("a", "c")));
   CHECK(r->sessions.empty());
   CHECK(r->summary.at("aborted_forks").as_array().empty());
 }
