@@ -200,8 +200,13 @@ void check_drains(self_ptr self) {
   }
   for (auto cookie : done)
     finish_drain(self, cookie);
-  if (waiting)
+  if (waiting) {
+    // A run's last records may have reached the ring after the reader
+    // was last hurried: they must not wait for their batch either.
+    if (st.reader)
+      st.reader->hurry();
     arm_tick(self);
+  }
 }
 
 void schedule_restart(self_ptr self) {
@@ -410,12 +415,11 @@ tracker(tracker_actor::stateful_pointer<tracker_state> self,
         auto rp = self->make_response_promise<trace_summary>();
         if (it->second.drains.empty())
           it->second.drain_started = std::chrono::steady_clock::now();
-        // The run's last events may be waiting for their batch.
-        if (st.reader && !drained(self, it->second, cookie))
-          st.reader->hurry();
         it->second.drains.push_back(rp);
         it->second.deadline =
             std::chrono::steady_clock::now() + st.init.drain_deadline;
+        // Hurries the reader while the drain waits: the run's last events
+        // may be waiting for their batch.
         check_drains(self);
         return rp;
       },

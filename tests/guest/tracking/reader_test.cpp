@@ -383,6 +383,29 @@ TEST_CASE("tracking: a burst waits for its batch, and hurry() hands it over "
   REQUIRE(c.drain(cookie, group));
 }
 
+TEST_CASE("tracking: a long batch interval does not make a small ring lose "
+          "records") {
+  bpf::probe_options opts;
+  opts.ring_bytes = 16 * 1024; // about 90 records
+  tracking::reader_options ropts;
+  ropts.min_batch_interval_ms = 3000;
+  collector c{opts, ropts};
+  scratch_cgroup group;
+  constexpr uint64_t cookie = 113;
+  REQUIRE_FALSE(c.probe().track(group.id(), cookie));
+  // About 600 records within a fraction of the interval.
+  CHECK(group.run(shell("i=0; while [ $i -lt 200 ]; do /bin/true; "
+                        "i=$((i+1)); done")) == 0);
+  c.hurry();
+  REQUIRE(c.drain(cookie, group));
+  auto events = c.of(cookie);
+  CHECK(events.size() == 603);
+  CHECK(contiguous(events));
+  auto losses = c.probe().losses();
+  REQUIRE(losses);
+  CHECK(losses->total() == 0);
+}
+
 TEST_CASE("tracking: a full tasks map is a counted loss") {
   bpf::probe_options opts;
   opts.max_tasks = 4;
