@@ -15,7 +15,7 @@
 // the new session's idle work later syncs the rows and drops the record.
 // After a crash, start-up finishes a lost rename, adopts the session with
 // its baseline row from the record, and removes a fork whose snapshots
-// were never both made (guest/store/reconcile.cpp): a fork is either
+// were never both made (guest/store/fork_recovery.cpp): a fork is either
 // complete or absent. The source is never changed (beyond the checkpoint
 // taken when none was given) and keeps running.
 #include "actors/agent_detail.hpp"

@@ -39,7 +39,7 @@ struct layout {
 inline constexpr std::string_view trash_prefix = ".trash-";
 
 /// A fork's new current/ until it is complete: made beside its baseline,
-/// renamed to current/ once both snapshots exist (guest/store/reconcile.cpp
+/// renamed to current/ once both snapshots exist (guest/store/fork_recovery.cpp
 /// finishes the rename after a crash).
 inline constexpr std::string_view fork_current_name = ".fork-current";
 

@@ -6,6 +6,7 @@
 #include "guest/os/fs.hpp"
 #include "guest/store/checkpoint_dag.hpp"
 #include "guest/store/create_intent.hpp"
+#include "guest/store/fork_recovery.hpp"
 #include "guest/store/workspace_ops.hpp"
 #include "messages/ids.hpp"
 
@@ -29,17 +30,6 @@ audit_event event(const std::string& op, const std::string& a,
   return {os::now_ns(), op, a, s, json::serialize(fields)};
 }
 
-// Moves a directory whose deletion was interrupted into the trash and
-// purges it.
-caf::error finish_deletion(const std::string& dir, const std::string& parent) {
-  if (os::kind_of(dir) == os::entry_kind::missing)
-    return caf::none;
-  auto trash = parent + "/" + std::string{trash_prefix} + random_hex_token();
-  if (auto err = os::rename_path(dir, trash))
-    return err;
-  return os::remove_tree(trash);
-}
-
 size_t purge_trash(const std::string& dir) {
   size_t purged = 0;
   auto names = os::list_dir(dir);
@@ -55,77 +45,6 @@ size_t purge_trash(const std::string& dir) {
       ++purged;
   }
   return purged;
-}
-
-/// What a crash in session.fork left (actors/agent_fork.cpp), known by
-/// its shape: the session directory holds only checkpoints/ and perhaps
-/// .fork-current, and checkpoints/ only one intent record whose row says
-/// forked_from and perhaps that checkpoint's snapshot. Anything else (a
-/// session's own checkpoints, a session.create that stopped early) is not
-/// a fork's leftover.
-struct fork_shape {
-  bool staged = false;   // .fork-current exists
-  bool baseline = false; // the record's snapshot exists
-};
-
-std::optional<fork_shape>
-fork_shape_of(const layout& paths, const std::string& a, const std::string& s) {
-  auto top = os::list_dir(paths.session_dir(a, s));
-  auto cps = os::list_dir(paths.checkpoints_dir(a, s));
-  if (!top || !cps)
-    return std::nullopt;
-  fork_shape shape;
-  for (const auto& n : *top) {
-    if (n == fork_current_name)
-      shape.staged = true;
-    else if (n != "checkpoints")
-      return std::nullopt;
-  }
-  auto intents = create_intents(*cps);
-  if (intents.size() != 1)
-    return std::nullopt;
-  const auto& id = intents.front();
-  for (const auto& n : *cps) {
-    if (n == id)
-      shape.baseline = true;
-    else if (n != std::string{creating_prefix} + id)
-      return std::nullopt;
-  }
-  auto row = read_create_intent(paths, a, s, id);
-  if (!row || !row->metadata)
-    return std::nullopt;
-  boost::system::error_code ec;
-  auto meta = json::parse(*row->metadata, ec);
-  if (ec || !meta.is_object() || !meta.as_object().contains("forked_from"))
-    return std::nullopt;
-  return shape;
-}
-
-/// A session directory without current/ after a crash in session.fork:
-/// with both snapshots made, only the rename to current/ was lost (it is
-/// not synced, so a catalog synced later may hold the session's row too):
-/// it is finished. Without a row, a fork that never got both snapshots
-/// goes. Whatever is not a fork's leftover is left alone.
-enum class fork_leftover { none, completed, aborted };
-
-expected<fork_leftover> recover_fork(const layout& paths, const std::string& a,
-                                     const std::string& s, bool has_row) {
-  if (os::kind_of(paths.current(a, s)) != os::entry_kind::missing)
-    return fork_leftover::none;
-  auto shape = fork_shape_of(paths, a, s);
-  if (!shape)
-    return fork_leftover::none;
-  if (shape->staged && shape->baseline) {
-    if (auto err = finish_fork(paths.session_dir(a, s)))
-      return err;
-    return fork_leftover::completed;
-  }
-  if (has_row)
-    return fork_leftover::none;
-  if (auto err =
-          finish_deletion(paths.session_dir(a, s), paths.sessions_dir(a)))
-    return err;
-  return fork_leftover::aborted;
 }
 
 bool phase_at_least_prepared(const std::string& phase) {
@@ -444,7 +363,7 @@ expected<reconcile_result> reconcile(const layout& paths,
     if (!a.deleting)
       continue;
     if (auto err =
-            finish_deletion(paths.agent_dir(a.agent_id), paths.agents_dir()))
+            remove_via_trash(paths.agent_dir(a.agent_id), paths.agents_dir()))
       return err;
     deleted_agents.insert(a.agent_id);
     r.changes.delete_agents.push_back(a.agent_id);
@@ -456,8 +375,8 @@ expected<reconcile_result> reconcile(const layout& paths,
   for (const auto& s : rows.sessions) {
     if (!s.deleting || deleted_agents.count(s.agent_id) > 0)
       continue;
-    if (auto err = finish_deletion(paths.session_dir(s.agent_id, s.session_id),
-                                   paths.sessions_dir(s.agent_id)))
+    if (auto err = remove_via_trash(paths.session_dir(s.agent_id, s.session_id),
+                                    paths.sessions_dir(s.agent_id)))
       return err;
     deleted_sessions.insert({s.agent_id, s.session_id});
     r.changes.delete_sessions.push_back({s.agent_id, s.session_id});
@@ -479,7 +398,7 @@ expected<reconcile_result> reconcile(const layout& paths,
     if (deleted_agents.count(j.agent_id) == 0) {
       auto dir = paths.session_dir(j.agent_id, j.session_id);
       if (os::kind_of(dir) != os::entry_kind::missing)
-        if (auto err = finish_deletion(dir, paths.sessions_dir(j.agent_id)))
+        if (auto err = remove_via_trash(dir, paths.sessions_dir(j.agent_id)))
           return err;
     }
     deleted_sessions.insert({j.agent_id, j.session_id});

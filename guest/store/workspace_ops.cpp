@@ -2,6 +2,7 @@
 
 #include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
+#include "messages/ids.hpp"
 
 #include <btrfsutil.h>
 #include <dirent.h>
@@ -88,6 +89,15 @@ caf::error snapshot_fork(const std::string& checkpoint,
 caf::error finish_fork(const std::string& session_dir) {
   return os::rename_path(session_dir + "/" + std::string{fork_current_name},
                          session_dir + "/current");
+}
+
+caf::error remove_via_trash(const std::string& dir, const std::string& parent) {
+  if (os::kind_of(dir) == os::entry_kind::missing)
+    return caf::none;
+  auto trash = parent + "/" + std::string{trash_prefix} + random_hex_token();
+  if (auto err = os::rename_path(dir, trash))
+    return err;
+  return os::remove_tree(trash);
 }
 
 caf::error delete_checkpoint(const layout& paths, const std::string& a,

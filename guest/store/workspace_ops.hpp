@@ -52,6 +52,11 @@ caf::error snapshot_fork(const std::string& checkpoint,
 /// recovery finishes the rename when a crash lost it).
 caf::error finish_fork(const std::string& session_dir);
 
+/// Moves `dir` (missing is fine) into the trash of `parent` and purges
+/// it: a crash halfway leaves a trash entry, which start-up purges, never
+/// half a directory under its own name.
+caf::error remove_via_trash(const std::string& dir, const std::string& parent);
+
 /// Deletes checkpoints/<id> (missing is fine).
 caf::error delete_checkpoint(const layout& paths, const std::string& a,
                              const std::string& s, const std::string& id);
