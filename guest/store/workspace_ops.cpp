@@ -10,11 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <future>
-#include <thread>
 
 namespace allox::store {
 
@@ -66,21 +64,10 @@ caf::error snapshot_fork(const std::string& checkpoint,
                          const std::string& session_dir,
                          const std::string& baseline) {
   auto staged = session_dir + "/" + std::string{fork_current_name};
-  // Both ioctls must join the same transaction before either commits it,
-  // so both threads start from a common gate (the second one's start-up
-  // is what would otherwise let the first commit alone).
-  std::atomic<int> ready{0};
-  auto gate = [&ready] {
-    ready.fetch_add(1);
-    while (ready.load() < 2)
-      std::this_thread::yield();
-  };
   // std::async's future joins in its destructor, whatever happens here.
   auto second = std::async(std::launch::async, [&] {
-    gate();
     return os::create_snapshot(checkpoint, baseline, true);
   });
-  gate();
   auto first = os::create_snapshot(checkpoint, staged, false);
   auto other = second.get();
   return first ? first : other;
