@@ -123,6 +123,7 @@ process_probe::open(probe_options opts) {
   skel->rodata->exit_has_group_dead = probe->group_dead_arg_;
   skel->rodata->debug = probe->opts_.debug;
   skel->rodata->wakeup_bytes = probe->opts_.wakeup_bytes;
+  skel->rodata->batch_wakeup_bytes = probe->opts_.ring_bytes / 4;
 
   struct sizing {
     bpf_map* map;
@@ -323,6 +324,12 @@ expected<os::unique_fd> enable_run_time_stats() {
 
 int process_probe::ring_fd() const {
   return bpf_map__fd(skel_->maps.events);
+}
+
+void process_probe::set_reader_batching(bool on) {
+  // The programs read it with a volatile load on every submit.
+  __atomic_store_n(&skel_->bss->reader_batching, on ? 1U : 0U,
+                   __ATOMIC_SEQ_CST);
 }
 
 expected<uint64_t> cgroup_id(const std::string& path) {

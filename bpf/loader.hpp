@@ -128,6 +128,12 @@ public:
   /// The ring buffer map, for ring_buffer__new.
   int ring_fd() const;
 
+  /// The reader gathers a batch and leaves records in the ring until it is
+  /// due (on) or reads as they come (off). While on, the programs wake it
+  /// only once a quarter of the ring is in use (unless wakeup_bytes is
+  /// set, which always rules). Any thread; no system call.
+  void set_reader_batching(bool on);
+
   /// Whether the kernel passes sched_process_exit its `group_dead`
   /// argument (otherwise the program reads signal->live).
   bool exit_has_group_dead() const { return group_dead_arg_; }

@@ -45,6 +45,18 @@ const volatile bool debug = false;
  * ring; the reader then finds the rest at its next poll timeout. A wakeup
  * is an irq_work, which in a VM costs more than the rest of the program. */
 const volatile __u32 wakeup_bytes = 0;
+/* While the reader gathers a batch (reader_batching below), it is woken
+ * only once this many bytes wait: a quarter of the ring. */
+const volatile __u32 batch_wakeup_bytes = 0;
+
+/* -- shared with the reader (.bss, mapped into user space) ------------ */
+
+/* Non-zero while the reader sleeps until its batch is due, the records so
+ * far left unread in the ring. The kernel's own rule (wake a reader that
+ * has caught up) would then wake it for nothing, or, once it catches up
+ * again, for every record; instead it is woken when the ring fills past
+ * batch_wakeup_bytes, and otherwise wakes when the batch is due. */
+__u32 reader_batching = 0;
 
 /* -- maps ------------------------------------------------------------- */
 
@@ -153,12 +165,18 @@ static __always_inline void fill_header(struct allox_event_header *h,
   h->process.reserved = 0;
 }
 
-/* Flags for bpf_ringbuf_submit under the wakeup_bytes setting. */
+/* Flags for bpf_ringbuf_submit: the wakeup_bytes setting, or the reader's
+ * batching. */
 static __always_inline __u64 submit_flags(void)
 {
-  if (!wakeup_bytes)
-    return 0;
-  return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes
+  __u32 threshold = wakeup_bytes;
+
+  if (!threshold) {
+    if (!*(volatile __u32 *)&reader_batching)
+      return 0;
+    threshold = batch_wakeup_bytes;
+  }
+  return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= threshold
              ? BPF_RB_FORCE_WAKEUP
              : BPF_RB_NO_WAKEUP;
 }

@@ -3,6 +3,7 @@
 #include "guest/log.hpp"
 
 #include <bpf/libbpf.h>
+#include <uv.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -14,10 +15,6 @@ namespace allox::tracking {
 
 namespace {
 
-/// How long records may stay unread while a batch waits: a 256 KiB ring
-/// holds about 1,400 of them, so a burst may reach 700,000 events/s.
-constexpr std::chrono::milliseconds max_unread{2};
-
 bool same(const decode_counters& a, const decode_counters& b) {
   return a.truncated == b.truncated && a.bad_abi == b.bad_abi &&
          a.unknown_type == b.unknown_type &&
@@ -25,7 +22,19 @@ bool same(const decode_counters& a, const decode_counters& b) {
          a.unknown_cookie == b.unknown_cookie;
 }
 
+uv_handle_t* handle(void* h) { return static_cast<uv_handle_t*>(h); }
+
 } // namespace
+
+/// The loop and its handles: the ring buffer map's fd, stop()/hurry(),
+/// the periodic check and the waiting batch's deadline.
+struct ring_reader::loop {
+  uv_loop_t uv{};
+  uv_poll_t ring{};
+  uv_async_t wake{};
+  uv_timer_t tick{};
+  uv_timer_t due{};
+};
 
 ring_reader::ring_reader(bpf::process_probe& probe, batch_handler on_batch,
                          failure_handler on_failure, reader_options opts)
@@ -48,6 +57,30 @@ ring_reader::start(bpf::process_probe& probe, batch_handler on_batch,
                               nullptr);
   if (r->ring_ == nullptr)
     return sys_error("create the ring buffer reader");
+  // The handles are set up here and used only by the reader thread from
+  // now on (uv_async_send aside, which is thread-safe).
+  auto l = std::make_unique<loop>();
+  if (int rc = uv_loop_init(&l->uv); rc != 0)
+    return make_error(errc::internal,
+                      std::string{"process event reader loop: "} +
+                          uv_strerror(rc));
+  if (int rc = uv_poll_init(&l->uv, &l->ring, probe.ring_fd()); rc != 0) {
+    uv_loop_close(&l->uv);
+    return make_error(errc::internal,
+                      std::string{"watch the BPF ring buffer: "} +
+                          uv_strerror(rc));
+  }
+  uv_async_init(&l->uv, &l->wake, [](uv_async_t* a) {
+    auto* self = static_cast<ring_reader*>(a->data);
+    self->guarded([self] { self->on_wake(); });
+  });
+  uv_timer_init(&l->uv, &l->tick);
+  uv_timer_init(&l->uv, &l->due);
+  for (auto* h : {handle(&l->ring), handle(&l->wake), handle(&l->tick),
+                  handle(&l->due)})
+    h->data = r.get();
+  r->loop_ = std::move(l);
+  r->loop_open_ = true;
   r->running_ = true;
   r->thread_ = std::thread{[raw = r.get()] {
     raw->run();
@@ -62,29 +95,21 @@ ring_reader::~ring_reader() {
 }
 
 void ring_reader::stop() {
+  stop_ = true;
   {
     std::lock_guard<std::mutex> guard{wake_mtx_};
-    stop_ = true;
+    if (loop_open_)
+      uv_async_send(&loop_->wake);
   }
-  wake_cv_.notify_one();
   if (thread_.joinable())
     thread_.join();
 }
 
 void ring_reader::hurry() {
-  {
-    std::lock_guard<std::mutex> guard{wake_mtx_};
-    hurry_ = true;
-  }
-  wake_cv_.notify_one();
-}
-
-bool ring_reader::wait_for_batch(std::chrono::steady_clock::time_point due) {
-  std::unique_lock<std::mutex> lock{wake_mtx_};
-  wake_cv_.wait_until(lock, due, [this] { return hurry_ || stop_.load(); });
-  bool hurried = hurry_;
-  hurry_ = false;
-  return hurried;
+  hurry_ = true;
+  std::lock_guard<std::mutex> guard{wake_mtx_};
+  if (loop_open_)
+    uv_async_send(&loop_->wake);
 }
 
 reader_counters ring_reader::counters() const {
@@ -99,7 +124,7 @@ int ring_reader::on_record(void* ctx, void* data, size_t size) {
     try {
       self->flush(false);
     } catch (...) {
-      // Stops this poll; run() reports it.
+      // Stops this consume; consume() rethrows it.
       self->handler_error_ = std::current_exception();
       return -ECANCELED;
     }
@@ -137,71 +162,138 @@ void ring_reader::flush(bool always) {
   on_batch_(std::move(batch));
 }
 
-void ring_reader::run() {
-  caf::error failure;
-  try {
-    // The first batch (possibly empty) tells the owner the reader runs and
-    // what the kernel lost before.
+void ring_reader::consume() {
+  int n = ring_buffer__consume(ring_);
+  if (handler_error_)
+    std::rethrow_exception(handler_error_);
+  if (n < 0)
+    throw std::runtime_error(std::string{"read the BPF ring buffer: "} +
+                             std::strerror(-n));
+}
+
+void ring_reader::on_readable() {
+  opts_.faults.trigger("tracking.reader.poll");
+  consume();
+  if (pending_.empty() || batching_)
+    return;
+  using clock = std::chrono::steady_clock;
+  auto interval = std::chrono::milliseconds{opts_.min_batch_interval_ms};
+  auto now = clock::now();
+  if (interval.count() == 0 || now - last_flush_ >= interval) {
+    // The first events after a quiet spell go at once.
+    last_flush_ = now;
     flush(true);
-    using clock = std::chrono::steady_clock;
-    const auto interval =
-        std::chrono::milliseconds{opts_.min_batch_interval_ms};
-    auto last_flush = clock::now();
-    while (!stop_) {
-      opts_.faults.trigger("tracking.reader.poll");
-      int n = 0;
-      bool hurried = false;
-      if (!pending_.empty()) {
-        // Events wait for their batch. Sleep rather than poll until it is
-        // due: the kernel wakes the reader only for a record submitted
-        // while the reader had read everything, so records left in the
-        // ring meanwhile cost no wakeup (an irq_work, a self-IPI: a VM
-        // exit here) and no pass through this loop each.
-        // In slices, reading what came meanwhile into the batch: the ring
-        // then only has to hold a slice's worth of records, not a batch's.
-        hurried = wait_for_batch(
-            std::min(last_flush + interval, clock::now() + max_unread));
-        n = ring_buffer__consume(ring_);
-      } else {
-        n = ring_buffer__poll(ring_, opts_.poll_timeout_ms);
-        // Records the kernel did not wake us for (wakeup_bytes) wait here.
-        if (n >= 0 && !handler_error_)
-          n = ring_buffer__consume(ring_);
-      }
-      if (handler_error_)
-        std::rethrow_exception(handler_error_);
-      if (n < 0 && n != -EINTR) {
-        failure = make_error(errc::internal,
-                             std::string{"poll the BPF ring buffer: "} +
-                                 std::strerror(-n));
-        break;
-      }
-      auto now = clock::now();
-      if (pending_.empty() || hurried || now - last_flush >= interval) {
-        if (!pending_.empty())
-          last_flush = now;
-        flush(true);
-      }
-    }
-    if (!failure) {
-      // Whatever the kernel submitted before stop() still goes out.
-      (void)ring_buffer__consume(ring_);
-      if (handler_error_)
-        std::rethrow_exception(handler_error_);
-      flush(true);
-    }
-  } catch (const std::exception& e) {
-    failure = make_error(errc::internal,
-                         std::string{"process event reader: "} + e.what());
-  } catch (...) {
-    failure = make_error(errc::internal, "process event reader: unknown "
-                                         "exception");
+    return;
   }
+  // The rest of the batch waits in the ring. Reading records as they come
+  // would let each one wake the reader (the kernel wakes a reader that has
+  // caught up: an irq_work, a self-IPI, a VM exit here); left in the ring
+  // they wake nothing until a quarter of it is in use.
+  batching_ = true;
+  probe_.set_reader_batching(true);
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(
+      last_flush_ + interval - now);
+  uv_timer_start(&loop_->due,
+                 [](uv_timer_t* t) {
+                   auto* self = static_cast<ring_reader*>(t->data);
+                   self->guarded([self] { self->finish_batch(); });
+                 },
+                 static_cast<uint64_t>(std::max<int64_t>(left.count(), 1)), 0);
+}
+
+void ring_reader::finish_batch() {
+  if (batching_) {
+    // Off first, then read: a record submitted after this read was
+    // submitted with the kernel's own rule and wakes the reader.
+    batching_ = false;
+    probe_.set_reader_batching(false);
+    uv_timer_stop(&loop_->due);
+  }
+  consume();
+  if (!pending_.empty())
+    last_flush_ = std::chrono::steady_clock::now();
+  flush(true);
+}
+
+void ring_reader::on_tick() {
+  opts_.faults.trigger("tracking.reader.poll");
+  if (batching_)
+    return;
+  // Records left under the probe's wakeup_bytes, and the loss counters.
+  consume();
+  finish_batch();
+}
+
+void ring_reader::on_wake() {
+  if (stop_) {
+    uv_stop(&loop_->uv);
+    return;
+  }
+  if (hurry_.exchange(false))
+    finish_batch();
+}
+
+void ring_reader::guarded(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    fail(std::string{"process event reader: "} + e.what());
+  } catch (...) {
+    fail("process event reader: unknown exception");
+  }
+}
+
+void ring_reader::fail(std::string message) {
+  if (!failure_)
+    failure_ = make_error(errc::internal, std::move(message));
+  uv_stop(&loop_->uv);
+}
+
+void ring_reader::run() {
+  auto& l = *loop_;
+  // The first batch (possibly empty) tells the owner the reader runs and
+  // what the kernel lost before.
+  guarded([this] { flush(true); });
+  if (!failure_) {
+    uv_poll_start(&l.ring, UV_READABLE, [](uv_poll_t* p, int status, int) {
+      auto* self = static_cast<ring_reader*>(p->data);
+      if (status < 0)
+        self->fail(std::string{"wait on the BPF ring buffer: "} +
+                   uv_strerror(status));
+      else
+        self->guarded([self] { self->on_readable(); });
+    });
+    auto every = static_cast<uint64_t>(std::max(opts_.poll_timeout_ms, 1));
+    uv_timer_start(
+        &l.tick,
+        [](uv_timer_t* t) {
+          auto* self = static_cast<ring_reader*>(t->data);
+          self->guarded([self] { self->on_tick(); });
+        },
+        every, every);
+    // stop() before this point left its wakeup pending: the loop ends at
+    // once.
+    uv_run(&l.uv, UV_RUN_DEFAULT);
+  }
+  if (!failure_) {
+    // Whatever the kernel submitted before stop() still goes out.
+    guarded([this] { finish_batch(); });
+  }
+  probe_.set_reader_batching(false);
+  {
+    std::lock_guard<std::mutex> guard{wake_mtx_};
+    loop_open_ = false;
+  }
+  for (auto* h :
+       {handle(&l.ring), handle(&l.wake), handle(&l.tick), handle(&l.due)})
+    uv_close(h, nullptr);
+  while (uv_loop_close(&l.uv) == UV_EBUSY)
+    uv_run(&l.uv, UV_RUN_DEFAULT);
   running_ = false;
-  if (failure) {
-    log::error("tracking", message_of(failure));
+  if (failure_) {
+    log::error("tracking", message_of(failure_));
     if (on_failure_)
-      on_failure_(failure);
+      on_failure_(failure_);
   }
 }
 

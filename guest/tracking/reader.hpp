@@ -1,6 +1,7 @@
-// The ring reader: one thread that polls the probe's ring buffer, decodes
-// the records and hands them over in batches. CAF-free: the owner decides
-// where batches go (an actor integration forwards them as messages).
+// The ring reader: one thread running a libuv loop that waits on the
+// probe's ring buffer, decodes the records and hands them over in batches.
+// CAF-free: the owner decides where batches go (an actor integration
+// forwards them as messages).
 #pragma once
 
 #include "bpf/loader.hpp"
@@ -10,7 +11,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -21,8 +21,9 @@ struct ring_buffer; // libbpf
 namespace allox::tracking {
 
 struct reader_options {
-  /// How long one ring_buffer__poll waits; bounds the latency of stop()
-  /// and, with the probe's wakeup_bytes, of a record.
+  /// How long one wait for the first record of a batch lasts: bounds the
+  /// latency of a record under the probe's wakeup_bytes, and how often an
+  /// idle reader checks the kernel's loss counters.
   int poll_timeout_ms = 20;
   /// A batch is handed over at this many events, or when a poll returns.
   size_t max_batch = 4096;
@@ -30,7 +31,9 @@ struct reader_options {
   /// that arrive within this long of the last batch wait (up to
   /// max_batch) and go together: a burst costs the owner one message per
   /// interval instead of one per kernel wakeup, and an event after a quiet
-  /// spell still goes at once.
+  /// spell still goes at once. While a batch waits its records stay in the
+  /// ring, and the probe wakes the reader early only when a quarter of
+  /// the ring is in use (process_probe::set_reader_batching).
   int min_batch_interval_ms = 0;
   /// Fault point "tracking.reader.poll", fired on the reader thread before
   /// each poll: `throw` ends the reader as a failed poll would, `delay`
@@ -38,7 +41,7 @@ struct reader_options {
   fault_set faults;
 };
 
-/// Polls a process_probe's ring buffer on its own thread.
+/// Reads a process_probe's ring buffer on its own thread.
 class ring_reader {
 public:
   /// Called on the reader thread for every batch: with events, or with
@@ -79,8 +82,24 @@ private:
 
   static int on_record(void* ctx, void* data, size_t size);
   void run();
-  /// Sleeps until `due`, stop() or hurry(); true when hurried.
-  bool wait_for_batch(std::chrono::steady_clock::time_point due);
+  /// Reads every record in the ring into the pending batch.
+  void consume();
+  /// The kernel woke the reader: read the ring, and hand the batch over
+  /// or let it wait for its interval.
+  void on_readable();
+  /// The periodic check: fault point, records under wakeup_bytes, the
+  /// kernel's loss counters.
+  void on_tick();
+  /// stop() or hurry() asked for attention.
+  void on_wake();
+  /// Ends a waiting batch: the kernel goes back to waking the reader as
+  /// soon as a record comes, the rest of the ring is read, and the batch
+  /// handed over.
+  void finish_batch();
+  /// Runs a callback's work; an exception ends the loop as a failure.
+  void guarded(const std::function<void()>& fn);
+  /// Ends the loop with this failure (the first one counts).
+  void fail(std::string message);
   /// Hands the pending events over if there are any, or if `always` and
   /// the counters changed since the last batch.
   void flush(bool always);
@@ -99,9 +118,17 @@ private:
   reader_counters counters_;
   std::exception_ptr handler_error_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> hurry_{false};
+  /// The reader thread's libuv loop and handles (reader.cpp).
+  struct loop;
+  std::unique_ptr<loop> loop_;
+  /// Guards uv_async_send against the loop's end.
   std::mutex wake_mtx_;
-  std::condition_variable wake_cv_;
-  bool hurry_ = false; // guarded by wake_mtx_
+  bool loop_open_ = false; // guarded by wake_mtx_
+  /// A batch waits (its records partly in the ring) until its timer.
+  bool batching_ = false;
+  std::chrono::steady_clock::time_point last_flush_;
+  caf::error failure_;
   std::atomic<bool> running_{false};
   std::thread thread_;
 };
