@@ -1,6 +1,7 @@
 #include "actors/session/process_map.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <string>
 #include <utility>
@@ -48,6 +49,90 @@ void apply_event(json::object& processes, json::object& row,
     p["signal"] = opt(e.signal);
     p["exited_ns"] = e.time_ns;
   }
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  bool plain = std::none_of(s.begin(), s.end(), [](char c) {
+    return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
+  });
+  if (plain) {
+    out += '"';
+    out += s;
+    out += '"';
+    return;
+  }
+  json::serializer sr;
+  sr.reset(json::string_view{s.data(), s.size()});
+  char buf[256];
+  while (!sr.done())
+    out += sr.read(buf);
+}
+
+namespace {
+
+template <class Int>
+void append_number(std::string& out, Int v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  out.append(buf, end);
+}
+
+void append_field(std::string& out, std::string_view name, uint64_t v) {
+  out += name;
+  append_number(out, v);
+}
+
+void append_optional(std::string& out, std::string_view name,
+                     const caf::optional<int64_t>& v) {
+  out += name;
+  if (v)
+    append_number(out, *v);
+  else
+    out += "null";
+}
+
+} // namespace
+
+std::string event_line_ids(std::string_view run_id, std::string_view session_id,
+                           std::string_view agent_id) {
+  std::string out = ",\"run_id\":";
+  append_json_string(out, run_id);
+  out += ",\"session_id\":";
+  append_json_string(out, session_id);
+  out += ",\"agent_id\":";
+  append_json_string(out, agent_id);
+  return out;
+}
+
+void append_event_line(std::string& out, uint64_t seq, const process_record& e,
+                       int64_t ppid, std::string_view ids) {
+  append_field(out, "{\"seq\":", seq);
+  out += ",\"event\":";
+  append_json_string(out, e.event);
+  append_field(out, ",\"pid\":", e.pid);
+  append_field(out, ",\"tid\":", e.tid);
+  out += ",\"comm\":";
+  append_json_string(out, e.comm);
+  append_field(out, ",\"ns\":", e.time_ns);
+  out += ",\"process_id\":";
+  append_json_string(out, e.process_id);
+  append_field(out, ",\"kernel_seq\":", e.kernel_seq);
+  out += ids;
+  out += ",\"ppid\":";
+  append_number(out, ppid);
+  if (e.root)
+    out += ",\"root\":true";
+  if (e.event == "fork") {
+    out += ",\"parent_process_id\":";
+    append_json_string(out, e.parent_process_id);
+  } else if (e.event == "exec") {
+    out += ",\"filename\":";
+    append_json_string(out, e.filename);
+  } else if (e.event == "exit") {
+    append_optional(out, ",\"exit_code\":", e.exit_code);
+    append_optional(out, ",\"signal\":", e.signal);
+  }
+  out += "}\n";
 }
 
 /// The nested tree below `id`.

@@ -7,6 +7,8 @@
 #include "messages/json.hpp"
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace allox::session_facets {
 
@@ -21,6 +23,22 @@ json::value opt(const caf::optional<int64_t>& v);
 /// its exec or exit (its fork lost) is added then.
 void apply_event(json::object& processes, json::object& row,
                  const process_record& e);
+
+/// Appends `s` to `out` as a JSON string (Boost.JSON's escaping).
+void append_json_string(std::string& out, std::string_view s);
+
+/// The fields every event line of a run ends with, rendered once per
+/// batch: `,"run_id":…,"session_id":…,"agent_id":…`.
+std::string event_line_ids(std::string_view run_id, std::string_view session_id,
+                           std::string_view agent_id);
+
+/// Appends one line of the run's events.jsonl (the object process.events
+/// returns) and its newline to `out`: written field by field rather than
+/// built as a json::object, because it runs for every event of every
+/// tracked run. `ppid` is the process's parent pid (the map's, for events
+/// after its fork); `ids` comes from event_line_ids.
+void append_event_line(std::string& out, uint64_t seq, const process_record& e,
+                       int64_t ppid, std::string_view ids);
 
 /// The process map nested by parent: the top processes (those whose
 /// parent is not the run's), each `{process_id, pid, ppid, comm,

@@ -44,39 +44,6 @@ caf::error append(const std::string& path, const std::string& text) {
   return caf::none;
 }
 
-/// The event as process.events returns it (one line of events.jsonl).
-json::object event_json(self_ptr self, const std::string& run_id, uint64_t seq,
-                        const process_record& e,
-                        const json::object& processes) {
-  json::object o{{"seq", seq},
-                 {"event", e.event},
-                 {"pid", e.pid},
-                 {"tid", e.tid},
-                 {"comm", e.comm},
-                 {"ns", e.time_ns},
-                 {"process_id", e.process_id},
-                 {"kernel_seq", e.kernel_seq},
-                 {"run_id", run_id},
-                 {"session_id", self->state.session_id()},
-                 {"agent_id", self->state.agent_id()}};
-  auto ppid = int64_t{e.ppid};
-  if (e.event != "fork")
-    if (const auto* p = processes.if_contains(e.process_id))
-      ppid = p->as_object().at("ppid").to_number<int64_t>();
-  o["ppid"] = ppid;
-  if (e.root)
-    o["root"] = true;
-  if (e.event == "fork")
-    o["parent_process_id"] = e.parent_process_id;
-  if (e.event == "exec")
-    o["filename"] = e.filename;
-  if (e.event == "exit") {
-    o["exit_code"] = opt(e.exit_code);
-    o["signal"] = opt(e.signal);
-  }
-  return o;
-}
-
 } // namespace
 
 bool tracking_on(self_ptr self) {
@@ -95,7 +62,12 @@ uint64_t new_cookie() {
 
 void on_event_batch(self_ptr self, const process_event_batch& b) {
   auto& st = self->state;
-  std::map<std::string, std::string> lines;
+  // Per run of the batch: its events.jsonl lines and their common tail.
+  struct lines_of_run {
+    std::string ids;
+    std::string text;
+  };
+  std::map<std::string, lines_of_run> lines;
   for (const auto& e : b.events) {
     auto c = st.runs.by_cookie.find(e.cookie);
     if (c == st.runs.by_cookie.end())
@@ -110,17 +82,23 @@ void on_event_batch(self_ptr self, const process_event_batch& b) {
     auto seq = ++run.events;
     ++st.runs.events_received;
     row["event_count"] = static_cast<int64_t>(seq);
-    auto& text = lines[c->second];
-    text += json::serialize(event_json(self, c->second, seq, e, processes));
-    text += '\n';
+    auto& out = lines[c->second];
+    if (out.ids.empty())
+      out.ids = event_line_ids(c->second, st.session_id(), st.agent_id());
+    // The parent of a process is the one its fork named.
+    auto ppid = int64_t{e.ppid};
+    if (e.event != "fork")
+      if (const auto* p = processes.if_contains(e.process_id))
+        ppid = p->as_object().at("ppid").to_number<int64_t>();
+    append_event_line(out.text, seq, e, ppid, out.ids);
   }
   const auto& cfg = *st.runs.config;
-  for (auto& [id, text] : lines) {
+  for (auto& [id, run_lines] : lines) {
     auto path = run_dir(cfg, id) + "/events.jsonl";
     auto key = st.key();
     read_step(
         self,
-        [path, text = std::move(text)]() -> expected<json::value> {
+        [path, text = std::move(run_lines.text)]() -> expected<json::value> {
           if (auto err = append(path, text))
             return err;
           return json::value(nullptr);

@@ -164,3 +164,45 @@ TEST_CASE("process map: a process whose fork was not seen is added by its "
   CHECK(tree.size() == 1);
   CHECK(all_exited(row));
 }
+
+TEST_CASE("process map: an events.jsonl line is the JSON object of the event, "
+          "strings escaped") {
+  auto ids = event_line_ids("r\"1", "s", "a");
+  auto fork = fork_of(11, 200, 10, 100, "we\"ird\n\x01name", true);
+  auto exec = exec_of(11, 200, 12, "/usr/bin/caf\xc3\xa9 \\ tab\t", 300);
+  auto killed = exit_of(11, 200, 400, caf::none, 9);
+  std::string text;
+  append_event_line(text, 1, fork, 10, ids);
+  append_event_line(text, 2, exec, 10, ids);
+  append_event_line(text, 3, killed, 10, ids);
+  // Each line is what Boost.JSON makes of the same object, field order
+  // included.
+  auto expected = [&](uint64_t seq, const process_record& e) {
+    json::object o{{"seq", seq},
+                   {"event", e.event},
+                   {"pid", e.pid},
+                   {"tid", e.tid},
+                   {"comm", e.comm},
+                   {"ns", e.time_ns},
+                   {"process_id", e.process_id},
+                   {"kernel_seq", e.kernel_seq},
+                   {"run_id", "r\"1"},
+                   {"session_id", "s"},
+                   {"agent_id", "a"},
+                   {"ppid", 10}};
+    if (e.root)
+      o["root"] = true;
+    if (e.event == "fork")
+      o["parent_process_id"] = e.parent_process_id;
+    if (e.event == "exec")
+      o["filename"] = e.filename;
+    if (e.event == "exit") {
+      o["exit_code"] = opt(e.exit_code);
+      o["signal"] = opt(e.signal);
+    }
+    return json::serialize(o) + "\n";
+  };
+  CHECK(text == expected(1, fork) + expected(2, exec) + expected(3, killed));
+  auto first = json::parse(text.substr(0, text.find('\n'))).as_object();
+  CHECK(first.at("comm") == "we\"ird\n\x01name");
+}
