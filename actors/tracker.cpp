@@ -339,7 +339,10 @@ void on_batch(self_ptr self, const reader_batch& rb) {
     ++it->second.received;
     ++st.events_received;
     auto& entry = out[it->second.session.address()];
-    entry.first = it->second.session;
+    if (!entry.first) {
+      entry.first = it->second.session;
+      entry.second.events.reserve(batch.events.size());
+    }
     entry.second.events.push_back(to_record(ev, batch.boot_id));
   }
   for (auto& [addr, entry] : out)

@@ -7,6 +7,7 @@
 
 #include "guest/net/broker.hpp"
 #include "guest/os/cgroup.hpp"
+#include "guest/os/unique_fd.hpp"
 #include "guest/store/run_recovery.hpp"
 #include "messages/actors.hpp"
 
@@ -82,6 +83,14 @@ inline const char* const limit_files[] = {"memory.max", "pids.max", "cpu.max"};
 caf::error check_limit(const exec_config& cfg, const std::string& name,
                        const std::string& value);
 
+/// A tracked run's events.jsonl, opened by its first append and kept open
+/// until the run's trace is settled. Used only by jobs on the session's
+/// read lane, which run one at a time.
+struct event_log {
+  std::string path;
+  os::unique_fd fd;
+};
+
 /// One run as the session knows it.
 struct run_state {
   /// The process.get result; persisted in the catalog's runs table on
@@ -116,6 +125,8 @@ struct run_state {
   bool trace_failed = false;
   /// Ended, waiting for the TRACKER's drain before its row is final.
   bool draining = false;
+  /// Where its events go; null until the first batch and once settled.
+  std::shared_ptr<event_log> events_file;
 };
 
 /// The session's runs: those alive and those finished since the actor

@@ -26,19 +26,22 @@ namespace allox::session_facets {
 
 namespace {
 
-/// Appends `text` to the file at `path` in one write.
-caf::error append(const std::string& path, const std::string& text) {
-  os::unique_fd fd{
-      ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
-  if (!fd)
-    return make_error(errc::internal, "cannot open " + path);
+/// Appends `text` to the run's events.jsonl in one write, opening it on
+/// the first.
+caf::error append(event_log& log, const std::string& text) {
+  if (!log.fd) {
+    log.fd.reset(::open(log.path.c_str(),
+                        O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+    if (!log.fd)
+      return make_error(errc::internal, "cannot open " + log.path);
+  }
   size_t done = 0;
   while (done < text.size()) {
-    auto n = ::write(fd.get(), text.data() + done, text.size() - done);
+    auto n = ::write(log.fd.get(), text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
-      return make_error(errc::internal, "cannot write " + path);
+      return make_error(errc::internal, "cannot write " + log.path);
     done += static_cast<size_t>(n);
   }
   return caf::none;
@@ -64,6 +67,7 @@ void on_event_batch(self_ptr self, const process_event_batch& b) {
   auto& st = self->state;
   // Per run of the batch: its events.jsonl lines and their common tail.
   struct lines_of_run {
+    std::shared_ptr<event_log> log;
     std::string ids;
     std::string text;
   };
@@ -83,8 +87,13 @@ void on_event_batch(self_ptr self, const process_event_batch& b) {
     ++st.runs.events_received;
     row["event_count"] = static_cast<int64_t>(seq);
     auto& out = lines[c->second];
-    if (out.ids.empty())
+    if (!out.log) {
+      if (!run.events_file)
+        run.events_file = std::make_shared<event_log>(event_log{
+            run_dir(*st.runs.config, c->second) + "/events.jsonl", {}});
+      out.log = run.events_file;
       out.ids = event_line_ids(c->second, st.session_id(), st.agent_id());
+    }
     // The parent of a process is the one its fork named.
     auto ppid = int64_t{e.ppid};
     if (e.event != "fork")
@@ -92,14 +101,13 @@ void on_event_batch(self_ptr self, const process_event_batch& b) {
         ppid = p->as_object().at("ppid").to_number<int64_t>();
     append_event_line(out.text, seq, e, ppid, out.ids);
   }
-  const auto& cfg = *st.runs.config;
   for (auto& [id, run_lines] : lines) {
-    auto path = run_dir(cfg, id) + "/events.jsonl";
     auto key = st.key();
     read_step(
         self,
-        [path, text = std::move(run_lines.text)]() -> expected<json::value> {
-          if (auto err = append(path, text))
+        [log = std::move(run_lines.log),
+         text = std::move(run_lines.text)]() -> expected<json::value> {
+          if (auto err = append(*log, text))
             return err;
           return json::value(nullptr);
         },
@@ -169,6 +177,8 @@ void drain_run(self_ptr self, const std::string& id,
       return;
     auto& run = it->second;
     auto& row = run.row;
+    // Its last append holds the file until the lane has run it.
+    run.events_file.reset();
     // A run that never started has no trace to lose (its start failed,
     // which its row says); it does not fence the session.
     bool ran = !row.at("root_pid").is_null();

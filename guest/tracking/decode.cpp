@@ -1,5 +1,6 @@
 #include "guest/tracking/decode.hpp"
 
+#include <charconv>
 #include <cstring>
 #include <fstream>
 
@@ -49,11 +50,16 @@ size_t expected_size(uint16_t type) {
 } // namespace
 
 std::string process_identity::str(std::string_view boot_id) const {
-  std::string out{boot_id};
-  out += ':';
-  out += std::to_string(start_ns);
-  out += ':';
-  out += std::to_string(tgid);
+  // One allocation: this runs twice for every fork of a tracked run.
+  char start[24];
+  char pid[12];
+  auto start_end = std::to_chars(start, start + sizeof(start), start_ns).ptr;
+  auto pid_end = std::to_chars(pid, pid + sizeof(pid), tgid).ptr;
+  std::string out;
+  out.reserve(boot_id.size() + 2 + static_cast<size_t>(start_end - start) +
+              static_cast<size_t>(pid_end - pid));
+  out.append(boot_id).append(1, ':').append(start, start_end);
+  out.append(1, ':').append(pid, pid_end);
   return out;
 }
 

@@ -22,7 +22,9 @@ bool same(const decode_counters& a, const decode_counters& b) {
          a.unknown_cookie == b.unknown_cookie;
 }
 
-uv_handle_t* handle(void* h) { return static_cast<uv_handle_t*>(h); }
+uv_handle_t* handle(void* h) {
+  return static_cast<uv_handle_t*>(h);
+}
 
 } // namespace
 
@@ -76,8 +78,8 @@ ring_reader::start(bpf::process_probe& probe, batch_handler on_batch,
   });
   uv_timer_init(&l->uv, &l->tick);
   uv_timer_init(&l->uv, &l->due);
-  for (auto* h : {handle(&l->ring), handle(&l->wake), handle(&l->tick),
-                  handle(&l->due)})
+  for (auto* h :
+       {handle(&l->ring), handle(&l->wake), handle(&l->tick), handle(&l->due)})
     h->data = r.get();
   r->loop_ = std::move(l);
   r->loop_open_ = true;
@@ -191,14 +193,15 @@ void ring_reader::on_readable() {
   // they wake nothing until a quarter of it is in use.
   batching_ = true;
   probe_.set_reader_batching(true);
-  auto left = std::chrono::ceil<std::chrono::milliseconds>(
-      last_flush_ + interval - now);
-  uv_timer_start(&loop_->due,
-                 [](uv_timer_t* t) {
-                   auto* self = static_cast<ring_reader*>(t->data);
-                   self->guarded([self] { self->finish_batch(); });
-                 },
-                 static_cast<uint64_t>(std::max<int64_t>(left.count(), 1)), 0);
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(last_flush_ +
+                                                           interval - now);
+  uv_timer_start(
+      &loop_->due,
+      [](uv_timer_t* t) {
+        auto* self = static_cast<ring_reader*>(t->data);
+        self->guarded([self] { self->finish_batch(); });
+      },
+      static_cast<uint64_t>(std::max<int64_t>(left.count(), 1)), 0);
 }
 
 void ring_reader::finish_batch() {
