@@ -265,19 +265,11 @@ expected<run_counters> process_probe::counters(uint64_t cookie) const {
 }
 
 expected<loss_counters> process_probe::losses() const {
-  auto cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0)
-    return make_error(errc::internal, "count the possible CPUs");
-  std::vector<uint64_t> per_cpu(static_cast<size_t>(cpus));
+  // The programs count with atomic adds into the mapped .bss.
   loss_counters out;
-  for (uint32_t cause = 0; cause < ALLOX_LOSS_CAUSES; ++cause) {
-    if (bpf_map__lookup_elem(skel_->maps.losses, &cause, sizeof(cause),
-                             per_cpu.data(), per_cpu.size() * sizeof(uint64_t),
-                             0) != 0)
-      return sys_error("read the BPF map losses");
-    for (auto n : per_cpu)
-      out.by_cause[cause] += n;
-  }
+  for (size_t cause = 0; cause < ALLOX_LOSS_CAUSES; ++cause)
+    out.by_cause[cause] =
+        __atomic_load_n(&skel_->bss->loss_counts[cause], __ATOMIC_RELAXED);
   return out;
 }
 

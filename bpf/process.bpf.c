@@ -58,6 +58,12 @@ const volatile __u32 batch_wakeup_bytes = 0;
  * batch_wakeup_bytes, and otherwise wakes when the batch is due. */
 __u32 reader_batching = 0;
 
+/* Records not delivered, by enum allox_loss_cause. In .bss rather than a
+ * per-CPU map: the reader reads them with every batch, and a load from
+ * the mapping costs no system call, while a loss (the only writer) is
+ * rare enough for a shared atomic counter. */
+__u64 loss_counts[ALLOX_LOSS_CAUSES] = {};
+
 /* -- maps ------------------------------------------------------------- */
 
 /* cgroup id -> run cookie. Sized by the loader. */
@@ -84,15 +90,6 @@ struct {
   __type(value, struct allox_task);
 } tasks SEC(".maps");
 
-/* Records not delivered, by enum allox_loss_cause; user space sums the
- * CPUs. */
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, ALLOX_LOSS_CAUSES);
-  __type(key, __u32);
-  __type(value, __u64);
-} losses SEC(".maps");
-
 /* The records. Its size is set by the loader. */
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -105,10 +102,8 @@ struct {
  * and, when the run is known, in the run's counters. */
 static __always_inline void count_loss(__u32 cause, struct allox_run *run)
 {
-  __u64 *n = bpf_map_lookup_elem(&losses, &cause);
-
-  if (n)
-    *n += 1; /* per-CPU slot: no other writer */
+  if (cause < ALLOX_LOSS_CAUSES)
+    __sync_fetch_and_add(&loss_counts[cause], 1);
   if (run)
     __sync_fetch_and_add(&run->lost, 1);
   if (debug)

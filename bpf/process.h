@@ -40,8 +40,8 @@ enum allox_event_flag {
   ALLOX_FLAG_FILENAME_TRUNCATED = 1u << 1,
 };
 
-/* Why an event was not delivered; the index into the `losses` map
- * (pinned). */
+/* Why an event was not delivered; the index into the `loss_counts`
+ * array (pinned). */
 enum allox_loss_cause {
   /* The ring buffer had no room for a record of that type. */
   ALLOX_LOSS_RINGBUF_FORK = 0,
