@@ -169,6 +169,13 @@ def main():
     print()
     print(f"tracking on / off: median {med['ebpf'] / med['disabled']:.3f}, "
           f"best {best['ebpf'] / best['disabled']:.3f} (target <= 1.05)")
+    # Each round runs both modes back to back: the ratio within a round
+    # is the least disturbed by the machine's drift between rounds.
+    paired = sorted(on["loop"] / off["loop"]
+                    for on, off in zip(results["ebpf"], results["disabled"]))
+    print(f"per round, tracked / untracked: median "
+          f"{statistics.median(paired):.3f}, mean {statistics.mean(paired):.3f}, "
+          f"range {paired[0]:.3f} to {paired[-1]:.3f}")
     on = results["ebpf"]
     rates = [x["events"] / x["loop"] for x in on]
     per_k = [(x["cpu"] / x["loop"]) / (x["events"] / x["loop"] / 1000)
