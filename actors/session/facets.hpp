@@ -299,6 +299,12 @@ const json::object* known_row(self_ptr self, const std::string& id);
 void row_of(self_ptr self, const std::string& id,
             std::function<void(json::object)> next, fail_fn fail);
 
+/// Like row_of, but `next` only looks at the row while it runs: a run in
+/// memory is not copied (a tracked run's row holds its whole process map,
+/// thousands of entries, and clients poll these queries).
+void row_view_of(self_ptr self, const std::string& id,
+                 std::function<void(const json::object&)> next, fail_fn fail);
+
 // -- run worker and run rows (run_worker.cpp) ---------------------------------
 
 /// The directory of run `id`'s logs.

@@ -94,6 +94,16 @@ void row_of(self_ptr self, const std::string& id,
   with_row(self, id, std::move(next), std::move(fail));
 }
 
+void row_view_of(self_ptr self, const std::string& id,
+                 std::function<void(const json::object&)> next, fail_fn fail) {
+  if (const auto* row = known_row(self, id)) {
+    next(*row);
+    return;
+  }
+  with_row(
+      self, id, [next](json::object row) { next(row); }, std::move(fail));
+}
+
 const json::object* known_row(self_ptr self, const std::string& id) {
   auto& runs = self->state.runs.runs;
   auto it = runs.find(id);
@@ -143,12 +153,12 @@ caf::result<json::value> handle_process_list(self_ptr self,
         json::value next = nullptr;
         if (!page.runs.empty())
           next = page.runs.back().run_id;
-        rp.deliver(json::value(
-            json::object{{"agent_id", self->state.agent_id()},
-                         {"session_id", self->state.session_id()},
-                         {"runs", std::move(rows)},
-                         {"has_more", page.has_more},
-                         {"next_cursor", std::move(next)}}));
+        rp.deliver(
+            json::value(json::object{{"agent_id", self->state.agent_id()},
+                                     {"session_id", self->state.session_id()},
+                                     {"runs", std::move(rows)},
+                                     {"has_more", page.has_more},
+                                     {"next_cursor", std::move(next)}}));
       },
       [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;
@@ -180,9 +190,9 @@ caf::result<json::value> handle_process_output(self_ptr self,
     return no_execution();
   auto path = run_dir(*st.runs.config, c.run_id) + "/" + c.stream + ".log";
   auto rp = self->make_response_promise<json::value>();
-  with_row(
+  row_view_of(
       self, c.run_id,
-      [self, rp, path, c](json::object row) mutable {
+      [self, rp, path, c](const json::object& row) mutable {
         auto state = row.at("state");
         read_step(
             self,
@@ -191,15 +201,14 @@ caf::result<json::value> handle_process_output(self_ptr self,
               auto size = read_slice(path, c.offset, c.limit, data);
               auto next = c.offset + static_cast<int64_t>(data.size());
               bool finished = state != "starting" && state != "running";
-              return json::value(
-                  json::object{{"run_id", c.run_id},
-                               {"stream", c.stream},
-                               {"offset", c.offset},
-                               {"next_offset", next},
-                               {"size", size},
-                               {"data", valid_utf8(data)},
-                               {"eof", finished && next >= size},
-                               {"state", state}});
+              return json::value(json::object{{"run_id", c.run_id},
+                                              {"stream", c.stream},
+                                              {"offset", c.offset},
+                                              {"next_offset", next},
+                                              {"size", size},
+                                              {"data", valid_utf8(data)},
+                                              {"eof", finished && next >= size},
+                                              {"state", state}});
             },
             [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
             [rp](caf::error err) mutable { rp.deliver(std::move(err)); });

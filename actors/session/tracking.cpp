@@ -219,9 +219,9 @@ caf::result<json::value> handle_process_events(self_ptr self,
     return no_execution();
   auto path = run_dir(*st.runs.config, c.run_id) + "/events.jsonl";
   auto rp = self->make_response_promise<json::value>();
-  row_of(
+  row_view_of(
       self, c.run_id,
-      [self, rp, path, c](json::object row) mutable {
+      [self, rp, path, c](const json::object& row) mutable {
         auto state = row.at("state");
         auto complete = row.at("trace_complete");
         read_step(
