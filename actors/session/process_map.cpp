@@ -14,8 +14,8 @@ json::value opt(const caf::optional<int64_t>& v) {
 }
 
 /// Applies one event to the run's process map.
-void apply_event(json::object& processes, json::object& row,
-                 const process_record& e) {
+json::object& apply_event(json::object& processes, json::object& row,
+                          const process_record& e) {
   auto* found = processes.if_contains(e.process_id);
   if (found == nullptr) {
     json::value parent = nullptr;
@@ -49,6 +49,7 @@ void apply_event(json::object& processes, json::object& row,
     p["signal"] = opt(e.signal);
     p["exited_ns"] = e.time_ns;
   }
+  return p;
 }
 
 void append_json_string(std::string& out, std::string_view s) {

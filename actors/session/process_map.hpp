@@ -20,9 +20,10 @@ json::value opt(const caf::optional<int64_t>& v);
 /// parent is the run's), an exec appends its filename and comm (a thread's
 /// exec keeps the process), an exit ends it with its code or signal. The
 /// root's id goes to `row["root_process_id"]`. A process first seen by
-/// its exec or exit (its fork lost) is added then.
-void apply_event(json::object& processes, json::object& row,
-                 const process_record& e);
+/// its exec or exit (its fork lost) is added then. Returns the process's
+/// entry.
+json::object& apply_event(json::object& processes, json::object& row,
+                          const process_record& e);
 
 /// Appends `s` to `out` as a JSON string (Boost.JSON's escaping).
 void append_json_string(std::string& out, std::string_view s);

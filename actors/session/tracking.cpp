@@ -65,42 +65,52 @@ uint64_t new_cookie() {
 
 void on_event_batch(self_ptr self, const process_event_batch& b) {
   auto& st = self->state;
-  // Per run of the batch: its events.jsonl lines and their common tail.
+  // Per run of the batch: where its events go, their events.jsonl lines
+  // and the lines' common tail. The row's fields are looked up once per
+  // batch, not per event.
   struct lines_of_run {
+    run_state* run = nullptr;
+    json::object* processes = nullptr;
     std::shared_ptr<event_log> log;
     std::string ids;
     std::string text;
   };
   std::map<std::string, lines_of_run> lines;
+  uint64_t last_cookie = 0;
+  lines_of_run* out = nullptr;
   for (const auto& e : b.events) {
-    auto c = st.runs.by_cookie.find(e.cookie);
-    if (c == st.runs.by_cookie.end())
-      continue;
-    auto it = st.runs.runs.find(c->second);
-    if (it == st.runs.runs.end())
-      continue;
-    auto& run = it->second;
-    auto& row = run.row;
-    auto& processes = row["processes"].as_object();
-    apply_event(processes, row, e);
-    auto seq = ++run.events;
-    ++st.runs.events_received;
-    row["event_count"] = static_cast<int64_t>(seq);
-    auto& out = lines[c->second];
-    if (!out.log) {
-      if (!run.events_file)
-        run.events_file = std::make_shared<event_log>(event_log{
-            run_dir(*st.runs.config, c->second) + "/events.jsonl", {}});
-      out.log = run.events_file;
-      out.ids = event_line_ids(c->second, st.session_id(), st.agent_id());
+    if (out == nullptr || e.cookie != last_cookie) {
+      out = nullptr;
+      auto c = st.runs.by_cookie.find(e.cookie);
+      if (c == st.runs.by_cookie.end())
+        continue;
+      auto it = st.runs.runs.find(c->second);
+      if (it == st.runs.runs.end())
+        continue;
+      last_cookie = e.cookie;
+      out = &lines[c->second];
+      if (out->run == nullptr) {
+        auto& run = it->second;
+        out->run = &run;
+        out->processes = &run.row["processes"].as_object();
+        if (!run.events_file)
+          run.events_file = std::make_shared<event_log>(event_log{
+              run_dir(*st.runs.config, c->second) + "/events.jsonl", {}});
+        out->log = run.events_file;
+        out->ids = event_line_ids(c->second, st.session_id(), st.agent_id());
+      }
     }
+    auto& process = apply_event(*out->processes, out->run->row, e);
+    auto seq = ++out->run->events;
+    ++st.runs.events_received;
     // The parent of a process is the one its fork named.
-    auto ppid = int64_t{e.ppid};
-    if (e.event != "fork")
-      if (const auto* p = processes.if_contains(e.process_id))
-        ppid = p->as_object().at("ppid").to_number<int64_t>();
-    append_event_line(out.text, seq, e, ppid, out.ids);
+    auto ppid = e.event == "fork" ? int64_t{e.ppid}
+                                  : process.at("ppid").to_number<int64_t>();
+    append_event_line(out->text, seq, e, ppid, out->ids);
   }
+  for (auto& entry : lines)
+    entry.second.run->row["event_count"] =
+        static_cast<int64_t>(entry.second.run->events);
   for (auto& [id, run_lines] : lines) {
     auto key = st.key();
     read_step(
