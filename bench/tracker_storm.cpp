@@ -30,7 +30,7 @@ namespace {
 
 /// --wakeup-kib: the probe's wakeup_bytes.
 uint32_t wakeup_bytes = 0;
-/// reader_options::min_batch_interval_ms (the daemon's TRACKER uses 10).
+/// reader_options::min_batch_interval_ms (the daemon's TRACKER uses 20).
 int batch_ms = 0;
 
 double seconds_since(clock_type::time_point t) {
