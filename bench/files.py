@@ -3,7 +3,8 @@
 
 Against the daemon on a fresh loop-backed store, side by side with the raw
 tools on the same file system, in the same run:
-  - PUT and GET /v1/files/... of one 1 GiB file (curl) against
+  - PUT and GET /v1/files/... of one 1 GiB file (curl, and alloxctl
+    file upload/download) against
     `cp --reflink=never` of the same file (cp on Btrfs would otherwise
     clone the extents and copy nothing), also followed by an fsync, since
     an upload is synced before it is answered;
@@ -24,6 +25,7 @@ import tempfile, time
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
 daemon_bin = os.path.join(build, "guest", "allox-workspace-daemon")
+ctl_bin = os.path.join(build, "cli", "alloxctl")
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "30"))
 TRANSFERS = int(os.environ.get("BENCH_TRANSFERS", "3"))
 PARTS = os.environ.get("BENCH_PARTS", "file,tree,fork").split(",")
@@ -110,7 +112,8 @@ def populate(base, files, content=b"x"):
 
 
 try:
-    for _ in range(500):
+    # Formatting and mounting a 16 GiB image can take seconds.
+    for _ in range(3000):
         try:
             rpc("agent.list")
             break
@@ -137,17 +140,24 @@ try:
         # write-back of one sample (cp leaves 1 GiB of it) is not charged
         # to the next.
         clean = f"rm -f {out} && sync"
+        ctl = (f"{ctl_bin} --url http://127.0.0.1:{port} --agent bench "
+               f"--session s file")
+        names = ("upload", "download", "alloxctl upload", "alloxctl download",
+                 "cp", "cp+fsync")
         t = interleaved({
             "upload": lambda i: f"curl -sSf -T {big} {url(f'big{i}.bin')}",
             "download": f"curl -sSf -o {out} {url('big.bin')}",
+            "alloxctl upload":
+                lambda i: f"{ctl} upload {big} --path ctl{i}.bin >/dev/null",
+            "alloxctl download":
+                f"{ctl} download big.bin --to {out} >/dev/null",
             "cp": f"cp --reflink=never {big} {out}",
             "cp+fsync": f"cp --reflink=never {big} {out} && sync {out}",
-        }, TRANSFERS, before={name: clean for name in
-                              ("upload", "download", "cp", "cp+fsync")})
+        }, TRANSFERS, before={name: clean for name in names})
         mibs = lambda s: GIB / s / (1 << 20)
         print("| operation | seconds | MiB/s | / cp | / cp+fsync |")
         print("|---|---|---|---|---|")
-        for name in ("upload", "download", "cp", "cp+fsync"):
+        for name in names:
             print(f"| {name} | {t[name]:.2f} | {mibs(t[name]):.0f} | "
                   f"{t['cp'] / t[name]:.2f} | {t['cp+fsync'] / t[name]:.2f} |")
         os.unlink(big)
