@@ -35,9 +35,10 @@ struct reader_options {
   /// ring, and the probe wakes the reader early only when a quarter of
   /// the ring is in use (process_probe::set_reader_batching).
   int min_batch_interval_ms = 0;
-  /// Fault point "tracking.reader.poll", fired on the reader thread before
-  /// each poll: `throw` ends the reader as a failed poll would, `delay`
-  /// stalls it (the ring fills up).
+  /// Fault point "tracking.reader.poll", fired on the reader thread when
+  /// the kernel wakes it and at every tick, before it reads the ring:
+  /// `throw` ends the reader as a failed read would, `delay` stalls it (the
+  /// ring fills up).
   fault_set faults;
 };
 
