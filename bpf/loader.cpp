@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -224,18 +225,10 @@ expected<run_counters> process_probe::untrack(uint64_t cgroup) {
   // The run's processes that are still alive (it should have none) stop
   // being tracked: collect them first, the walk restarts on deletion.
   std::vector<uint32_t> stale;
-  uint32_t key = 0;
-  uint32_t* prev = nullptr;
-  allox_task task{};
-  for (uint32_t steps = 0; steps <= opts_.max_tasks; ++steps) {
-    if (bpf_map__get_next_key(skel_->maps.tasks, prev, &key, sizeof(key)) != 0)
-      break;
-    if (bpf_map__lookup_elem(skel_->maps.tasks, &key, sizeof(key), &task,
-                             sizeof(task), 0) == 0 &&
-        task.cookie == cookie)
-      stale.push_back(key);
-    prev = &key;
-  }
+  each_task([&](uint32_t tgid, const allox_task& task) {
+    if (task.cookie == cookie)
+      stale.push_back(tgid);
+  });
   for (auto tgid : stale)
     (void)bpf_map__delete_elem(skel_->maps.tasks, &tgid, sizeof(tgid), 0);
   allox_run r{};
@@ -275,19 +268,61 @@ expected<loss_counters> process_probe::losses() const {
 
 size_t process_probe::live_processes(uint64_t cookie) const {
   size_t n = 0;
-  uint32_t key = 0;
-  uint32_t* prev = nullptr;
-  allox_task task{};
-  for (uint32_t steps = 0; steps <= opts_.max_tasks; ++steps) {
-    if (bpf_map__get_next_key(skel_->maps.tasks, prev, &key, sizeof(key)) != 0)
-      break;
-    if (bpf_map__lookup_elem(skel_->maps.tasks, &key, sizeof(key), &task,
-                             sizeof(task), 0) == 0 &&
-        task.cookie == cookie)
+  each_task([&](uint32_t, const allox_task& task) {
+    if (task.cookie == cookie)
       ++n;
-    prev = &key;
-  }
+  });
   return n;
+}
+
+void process_probe::each_task(
+    const std::function<void(uint32_t, const allox_task&)>& f) const {
+  // Batched: a walk key by key costs two system calls per live process of
+  // every tracked run, and every run's end walks (on the TRACKER, where
+  // every other run's drain waits).
+  int fd = bpf_map__fd(skel_->maps.tasks);
+  std::vector<uint32_t> keys;
+  std::vector<allox_task> values;
+  uint32_t cursor = 0;
+  bool batched = true;
+  for (bool first = true;; first = false) {
+    auto count = static_cast<uint32_t>(task_batch);
+    auto at = keys.size();
+    keys.resize(at + count);
+    values.resize(at + count);
+    int rc = bpf_map_lookup_batch(fd, first ? nullptr : &cursor, &cursor,
+                                  keys.data() + at, values.data() + at, &count,
+                                  nullptr);
+    int err = rc < 0 ? errno : 0;
+    keys.resize(at + count);
+    values.resize(at + count);
+    if (rc < 0 && err == ENOENT)
+      break; // the end of the map
+    if (rc < 0 || keys.size() > opts_.max_tasks) {
+      batched = false;
+      break;
+    }
+  }
+  if (!batched) {
+    // The kernel refused a batch (a bucket larger than a batch, say): walk
+    // key by key instead.
+    keys.clear();
+    values.clear();
+    uint32_t key = 0;
+    uint32_t* prev = nullptr;
+    allox_task task{};
+    for (uint32_t steps = 0; steps <= opts_.max_tasks; ++steps) {
+      if (bpf_map_get_next_key(fd, prev, &key) != 0)
+        break;
+      if (bpf_map_lookup_elem(fd, &key, &task) == 0) {
+        keys.push_back(key);
+        values.push_back(task);
+      }
+      prev = &key;
+    }
+  }
+  for (size_t i = 0; i < keys.size(); ++i)
+    f(keys[i], values[i]);
 }
 
 std::vector<program_stats> process_probe::stats() const {

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -140,8 +141,16 @@ public:
 
   const probe_options& options() const { return opts_; }
 
+  /// Entries of the tasks map read per system call by each_task.
+  static constexpr size_t task_batch = 256;
+
 private:
   process_probe() = default;
+
+  /// Calls `f(tgid, task)` for every entry of the tasks map, read in
+  /// batches of task_batch.
+  void
+  each_task(const std::function<void(uint32_t, const allox_task&)>& f) const;
 
   allox_process* skel_ = nullptr;
   probe_options opts_;

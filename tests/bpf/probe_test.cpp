@@ -2,6 +2,8 @@
 // points, tracking bookkeeping. Needs root.
 #include "bpf/loader.hpp"
 
+#include "guest/os/cgroup.hpp"
+#include "tests/fixtures/wait.hpp"
 #include "tests/guest/tracking/tracking_fixture.hpp"
 
 #include <doctest/doctest.h>
@@ -68,4 +70,36 @@ TEST_CASE("probe: a cgroup's id is its cgroupfs inode") {
   REQUIRE(::stat(group.path().c_str(), &st) == 0);
   CHECK(group.id() == static_cast<uint64_t>(st.st_ino));
   CHECK_FALSE(bpf::cgroup_id("/nonexistent/cgroup"));
+}
+
+TEST_CASE("probe: untracking a run drops its live processes from the "
+          "kernel, and only its own") {
+  auto opened = bpf::process_probe::open();
+  REQUIRE(opened);
+  auto& probe = **opened;
+  test::scratch_cgroup many;
+  test::scratch_cgroup few;
+  REQUIRE_FALSE(probe.track(many.id(), 21));
+  REQUIRE_FALSE(probe.track(few.id(), 22));
+  // More live processes than one batch of the walk holds.
+  constexpr size_t sleepers = bpf::process_probe::task_batch + 44;
+  auto big =
+      many.start(test::shell("i=0; while [ $i -lt " + std::to_string(sleepers) +
+                             " ]; do sleep 60 & i=$((i+1)); done; wait"));
+  auto small = few.start(test::shell("sleep 60 & sleep 60 & wait"));
+  REQUIRE(test::eventually(
+      [&] {
+        return probe.live_processes(21) == sleepers + 1 &&
+               probe.live_processes(22) == 3;
+      },
+      std::chrono::seconds{20}));
+  REQUIRE(probe.untrack(many.id()));
+  CHECK(probe.live_processes(21) == 0);
+  CHECK(probe.live_processes(22) == 3);
+  REQUIRE(probe.untrack(few.id()));
+  CHECK(probe.live_processes(22) == 0);
+  (void)os::kill_group(many.path());
+  (void)os::kill_group(few.path());
+  CHECK(sandbox::wait_child(big) != 0);
+  CHECK(sandbox::wait_child(small) != 0);
 }
