@@ -66,11 +66,9 @@ uint64_t new_cookie() {
 void on_event_batch(self_ptr self, const process_event_batch& b) {
   auto& st = self->state;
   // Per run of the batch: where its events go, their events.jsonl lines
-  // and the lines' common tail. The row's fields are looked up once per
-  // batch, not per event.
+  // and the lines' common tail, found once per batch, not per event.
   struct lines_of_run {
     run_state* run = nullptr;
-    json::object* processes = nullptr;
     std::shared_ptr<event_log> log;
     std::string ids;
     std::string text;
@@ -92,7 +90,6 @@ void on_event_batch(self_ptr self, const process_event_batch& b) {
       if (out->run == nullptr) {
         auto& run = it->second;
         out->run = &run;
-        out->processes = &run.row["processes"].as_object();
         if (!run.events_file)
           run.events_file = std::make_shared<event_log>(event_log{
               run_dir(*st.runs.config, c->second) + "/events.jsonl", {}});
@@ -100,7 +97,10 @@ void on_event_batch(self_ptr self, const process_event_batch& b) {
         out->ids = event_line_ids(c->second, st.session_id(), st.agent_id());
       }
     }
-    auto& process = apply_event(*out->processes, out->run->row, e);
+    // Looked up per event: the root's event adds a field to the row,
+    // which may move the row's values (a pointer kept across would dangle).
+    auto& row = out->run->row;
+    auto& process = apply_event(row["processes"].as_object(), row, e);
     auto seq = ++out->run->events;
     ++st.runs.events_received;
     // The parent of a process is the one its fork named.
