@@ -223,7 +223,6 @@ void ring_reader::on_tick() {
   if (batching_)
     return;
   // Records left under the probe's wakeup_bytes, and the loss counters.
-  consume();
   finish_batch();
 }
 
