@@ -74,6 +74,7 @@ void spawn_session(self_ptr self, session_entry& e,
   init.agent_policy = self->state.init.row.policy;
   init.agents = self->state.init.parent;
   init.unsynced_intents = std::move(unsynced);
+  init.baseline_ready = e.baseline_ready;
   e.handle =
       self->spawn<caf::linked + caf::monitored>(session, std::move(init));
   e.status = child_status::running;

@@ -7,6 +7,7 @@
 #include "guest/faults.hpp"
 #include "guest/store/layout.hpp"
 #include "messages/actors.hpp"
+#include "messages/fork_signal.hpp"
 
 #include <chrono>
 #include <deque>
@@ -76,6 +77,9 @@ struct session_entry {
   uint32_t restarts = 0;
   std::deque<std::chrono::steady_clock::time_point> recent_failures;
   child_status status = child_status::running;
+  /// A forked session's baseline, still being made when the fork answered:
+  /// every spawn of the session waits for it (messages/fork_signal.hpp).
+  fork_ready baseline_ready{};
 };
 
 struct agent_state {

@@ -3,23 +3,29 @@
 // baseline checkpoint that records where it came from.
 //
 //   [no checkpoint given: checkpoint.create on the source]
-//   -> worker: the new session's directory, checkpoints/ and the
-//      baseline's intent record (guest/store/create_intent.hpp)
-//   -> SOURCE (its lane): the checkpoint snapshotted at once into the new
-//      .fork-current and checkpoints/<baseline>; .fork-current -> current/
-//   -> METADATA (not synced): session row, baseline row, head, audit
-//   -> spawn the session actor -> reply
+//   -> SOURCE (its lane): the new session's directory, checkpoints/ and
+//      the baseline's intent record (guest/store/create_intent.hpp); the
+//      checkpoint snapshotted as its current/ -> answered
+//   -> METADATA (not synced, not waited for): session row, baseline row,
+//      head, audit
+//   -> spawn the session actor (its lane waits for the baseline) -> reply
+//   -> SOURCE (its lane's next step, queued with the first): the baseline,
+//      a read-only snapshot of the same checkpoint (messages/fork_signal.hpp)
 //
-// Nothing waits for a catalog sync: the snapshots' transaction commit
-// makes the intent record durable with them, as for checkpoint.create, and
-// the new session's idle work later syncs the rows and drops the record.
-// After a crash, start-up finishes a lost rename, adopts the session with
-// its baseline row from the record, and removes a fork whose snapshots
-// were never both made (guest/store/fork_recovery.cpp): a fork is either
-// complete or absent. The source is never changed (beyond the checkpoint
-// taken when none was given) and keeps running.
+// The reply waits for one snapshot: snapshots are created one at a time
+// by the kernel, each with its own transaction commit, and the baseline
+// is the second. Nothing waits for the catalog: the first snapshot's
+// commit makes the intent record durable with it, as for
+// checkpoint.create, and the new session's idle work later syncs the rows
+// and drops the record. After a crash, start-up takes a missing baseline
+// from the checkpoint, adopts the session with its baseline row from the
+// record, and removes a fork whose current/ was never made
+// (guest/store/fork_recovery.cpp): a fork is either complete or absent.
+// The source is never changed (beyond the checkpoint taken when none was
+// given) and keeps running.
 #include "actors/agent_detail.hpp"
 #include "actors/blocking.hpp"
+#include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/store/create_intent.hpp"
@@ -42,6 +48,11 @@ struct fork_job {
   promise rp;
   /// Fault points armed for session.fork (tests).
   fault_set faults;
+  /// The baseline's outcome, once the source has been asked for it.
+  fork_ready baseline_ready;
+  /// Told when the fork is answered or has failed (dropped untold: failed);
+  /// the source makes the baseline after it.
+  std::shared_ptr<fork_signal> answered = std::make_shared<fork_signal>();
 };
 
 using job_ptr = std::shared_ptr<fork_job>;
@@ -56,8 +67,14 @@ void abort_fork(self_ptr self, job_ptr job, caf::error err) {
   auto paths = st.init.paths;
   // Refused for an existing directory: that one is not the fork's.
   bool ours = code_of(err) != errc::already_exists;
+  job->answered->tell(err);
   run_blocking(self,
-               [paths, aid, sid, ours]() -> expected<json::value> {
+               [paths, aid, sid, ours,
+                ready = job->baseline_ready]() -> expected<json::value> {
+                 // The source's lane may still be making the baseline in
+                 // this directory.
+                 if (ready.valid())
+                   ready.wait();
                  auto dir = paths.session_dir(aid, sid);
                  if (ours && os::kind_of(dir) != os::entry_kind::missing)
                    if (auto e = os::remove_tree(dir))
@@ -100,26 +117,41 @@ void commit_fork(self_ptr self, job_ptr job) {
              {"source_session_id", job->cmd.session.session_id},
              {"checkpoint_id", job->checkpoint_id},
              {"baseline_checkpoint_id", job->baseline.checkpoint_id}}));
+  // Answered without waiting for the catalog: the first snapshot's commit
+  // made the intent record durable, and start-up recovery adopts the fork
+  // from it. The write goes first, so it comes before any of the new
+  // session's own writes.
   self->request(st.init.metadata, caf::infinite, atom::write_v, std::move(w))
       .then(
-          [self, job, sid](caf::ok_atom) {
+          [job](caf::ok_atom) {
             job->faults.trigger("session.fork.after_commit");
-            auto& e = self->state.sessions[sid];
-            spawn_session(self, e, {job->baseline},
-                          {job->baseline.checkpoint_id});
-            store::checkpoint_dag dag{{job->baseline},
-                                      job->baseline.checkpoint_id};
-            auto r = describe_session(e.row, dag);
-            r["forked_from"] =
-                json::object{{"session_id", job->cmd.session.session_id},
-                             {"checkpoint_id", job->checkpoint_id}};
-            job->rp.deliver(json::value(std::move(r)));
           },
-          [self, job](caf::error& err) { abort_fork(self, job, err); });
+          [self, sid](caf::error& err) {
+            // Without its rows the session is not served until start-up
+            // recovery adopts it from its intent record.
+            log::error("agent",
+                       "fork into " + sid + ": catalog write failed (" +
+                           message_of(err) + "); not served until restart");
+            auto it = self->state.sessions.find(sid);
+            if (it == self->state.sessions.end() || !it->second.handle)
+              return;
+            auto handle = std::move(it->second.handle);
+            it->second.handle = nullptr;
+            it->second.status = child_status::failed;
+            self->send_exit(handle, caf::exit_reason::user_shutdown);
+          });
+  entry.baseline_ready = job->baseline_ready;
+  spawn_session(self, entry, {job->baseline}, {job->baseline.checkpoint_id});
+  store::checkpoint_dag dag{{job->baseline}, job->baseline.checkpoint_id};
+  auto r = describe_session(entry.row, dag);
+  r["forked_from"] = json::object{{"session_id", job->cmd.session.session_id},
+                                  {"checkpoint_id", job->checkpoint_id}};
+  job->rp.deliver(json::value(std::move(r)));
+  job->answered->tell(caf::none);
 }
 
-/// The source snapshots its checkpoint into the new session's current/ and
-/// baseline.
+/// The source makes the new session's directory, snapshots its checkpoint
+/// into the new current/, then (after the reply) into the baseline.
 void snapshot_from_source(self_ptr self, job_ptr job) {
   auto& st = self->state;
   auto it = st.sessions.find(job->cmd.session.session_id);
@@ -129,12 +161,13 @@ void snapshot_from_source(self_ptr self, job_ptr job) {
                                  "session does not exist: " +
                                      session_key(st.init.row.agent_id,
                                                  job->cmd.session.session_id)));
-  auto paths = st.init.paths;
-  const auto& aid = st.init.row.agent_id;
-  const auto& sid = job->cmd.new_session_id;
   cmd::session_fork_into into{
-      job->cmd.session, job->checkpoint_id, paths.session_dir(aid, sid),
-      paths.checkpoint(aid, sid, job->baseline.checkpoint_id)};
+      job->cmd.session, job->checkpoint_id, job->baseline,
+      job->answered->ready(),
+      // The agent keeps only the waiting end: should the source drop the
+      // command unhandled, the signal tells its waiters so.
+      std::make_shared<fork_signal>()};
+  job->baseline_ready = into.baseline_made->ready();
   self->request(it->second.handle, caf::infinite, std::move(into))
       .then([self, job](json::value&) { commit_fork(self, job); },
             [self, job](caf::error& err) { abort_fork(self, job, err); });
@@ -157,35 +190,10 @@ checkpoint_row baseline_row(const std::string& aid, const job_ptr& job) {
   return b;
 }
 
-/// The new session's directories and the baseline's intent record (its
-/// current/ and baseline come from the source).
+/// Names the baseline, then hands the fork to the source.
 void prepare(self_ptr self, job_ptr job) {
-  auto paths = self->state.init.paths;
-  auto aid = self->state.init.row.agent_id;
-  auto sid = job->cmd.new_session_id;
-  job->baseline = baseline_row(aid, job);
-  run_blocking(
-      self,
-      [paths, aid, sid, row = job->baseline,
-       faults = job->faults]() mutable -> expected<json::value> {
-        // Whatever is there is not this fork's (start-up removes a crashed
-        // fork's leftovers, a failed one removes its own).
-        auto dir = paths.session_dir(aid, sid);
-        if (os::kind_of(dir) != os::entry_kind::missing)
-          return make_error(errc::already_exists,
-                            "session already exists: " + session_key(aid, sid));
-        if (auto e = os::ensure_managed_dir(dir, 0755, "session workspace"))
-          return e;
-        if (auto e = os::ensure_managed_dir(paths.checkpoints_dir(aid, sid),
-                                            0755, "checkpoint directory"))
-          return e;
-        if (auto e = store::write_create_intent(paths, row))
-          return e;
-        faults.trigger("session.fork.before_snapshots");
-        return json::value();
-      })
-      .then([self, job](json::value&) { snapshot_from_source(self, job); },
-            [self, job](caf::error& err) { abort_fork(self, job, err); });
+  job->baseline = baseline_row(self->state.init.row.agent_id, job);
+  snapshot_from_source(self, job);
 }
 
 /// Without a checkpoint_id the source's current/ is checkpointed first,

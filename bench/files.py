@@ -12,8 +12,9 @@ tools on the same file system, in the same run:
     `curl | tar -x`) against `tar -c | tar -x`;
   - session.fork from a checkpoint of 0 and of 100,000 files against
     `btrfs subvolume snapshot` of the same checkpoint from the CLI (and
-    against the two snapshots a fork makes: current/ and its read-only
-    baseline checkpoint).
+    against the two snapshots a fork makes: current/, answered, and its
+    read-only baseline checkpoint, made after the reply); 30 ms untimed
+    after every sample let the baseline finish.
 Usage (root): bench/files.py [build-dir]   (default build/release)
 BENCH_SAMPLES=N sets the samples of the fork cells (default 30); the
 transfers take BENCH_TRANSFERS=N samples each (default 3). BENCH_PARTS
@@ -230,6 +231,9 @@ try:
                     if i >= 2:  # two warm-up rounds
                         samples.setdefault((what, files), []).append(
                             (time.perf_counter() - t0) * 1000)
+                    # Untimed: a fork's baseline snapshot follows its
+                    # reply; it must not delay the next sample's commit.
+                    time.sleep(0.03)
         print("| files in the checkpoint | session.fork (RPC) p50 | "
               "`btrfs subvolume snapshot` (CLI) p50 | RPC / CLI | "
               "two CLI snapshots (current/ + baseline) p50 | RPC / two |")

@@ -11,7 +11,9 @@
 #include "guest/store/workspace_ops.hpp"
 #include "messages/checkpoint_params.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -483,11 +485,28 @@ handle_checkpoint_delete(self_ptr self, const cmd::checkpoint_delete& c) {
 
 // -- session.fork (the source's part) -----------------------------------------
 
+namespace {
+
+/// Drops the baselines already made from forks_out.
+void prune_forks_out(self_ptr self) {
+  auto& out = self->state.forks_out;
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [](const fork_ready& f) {
+                             return f.wait_for(std::chrono::seconds{0}) ==
+                                    std::future_status::ready;
+                           }),
+            out.end());
+}
+
+} // namespace
+
 // A checkpoint is read-only and never changes, but checkpoint.delete could
-// remove it: the snapshots are a step on this session's lane, so they come
-// wholly before or after a deletion's (which then fails them cleanly).
-// Both the new current/ and the baseline are snapshots of the checkpoint,
-// taken at once (store::snapshot_fork).
+// remove it: the snapshots are steps on this session's lane, so they come
+// wholly before or after a deletion's (which then fails them cleanly). The
+// new current/ is made and answered first; the baseline is the lane's very
+// next step (queued with the first, so no deletion comes between), made
+// once the agent has answered the fork and told to the new session
+// through `baseline_made`.
 caf::result<json::value> handle_fork_into(self_ptr self,
                                           const cmd::session_fork_into& c) {
   if (auto err = require_alive(self))
@@ -495,23 +514,66 @@ caf::result<json::value> handle_fork_into(self_ptr self,
   auto id = self->state.dag.resolve(c.checkpoint_id);
   if (!id)
     return id.error();
-  auto source = self->state.init.paths.checkpoint(
-      self->state.agent_id(), self->state.session_id(), *id);
+  const auto& paths = self->state.init.paths;
+  auto source =
+      paths.checkpoint(self->state.agent_id(), self->state.session_id(), *id);
+  const auto& row = c.baseline;
+  auto dir = paths.session_dir(row.agent_id, row.session_id);
   auto rp = self->make_response_promise<json::value>();
+  auto faults =
+      std::make_shared<fault_set>(self->state.faults.take("session.fork"));
+  // current/ made: written by the first step, read by the second (one
+  // lane thread).
+  auto staged = std::make_shared<bool>(false);
   mutation_step(
       self,
-      [source, dir = c.target, baseline = c.baseline, id = *id,
-       faults = self->state.faults.take(
-           "session.fork")]() mutable -> expected<json::value> {
-        if (auto err = store::snapshot_fork(source, dir, baseline))
+      [paths, row, source, dir, id = *id, faults,
+       staged]() -> expected<json::value> {
+        if (auto err = store::prepare_fork(paths, row))
           return err;
-        faults.trigger("session.fork.before_rename");
-        if (auto err = store::finish_fork(dir))
+        faults->trigger("session.fork.before_snapshots");
+        if (auto err = store::make_fork_current(source, dir))
           return err;
+        *staged = true;
         return json::value(json::object{{"checkpoint_id", id}});
       },
       [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
       [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
+  if (!c.baseline_made)
+    return rp;
+  self->state.forks_out.push_back(c.baseline_made->ready());
+  auto baseline =
+      paths.checkpoint(row.agent_id, row.session_id, row.checkpoint_id);
+  mutation_step(
+      self,
+      [source, baseline, answered = c.answered, made = c.baseline_made, faults,
+       staged]() -> expected<json::value> {
+        if (!*staged) {
+          made->tell(make_error(errc::internal, "the fork was not made"));
+          return json::value();
+        }
+        // The fork's catalog write and reply first: this commit would
+        // hold up the catalog's writes to the same filesystem.
+        if (answered.valid())
+          if (auto err = answered.get()) {
+            made->tell(err); // failed: its directory is being removed
+            return json::value();
+          }
+        faults->trigger("session.fork.before_baseline");
+        auto err = os::create_snapshot(source, baseline, true);
+        made->tell(err);
+        if (err)
+          return err;
+        return json::value();
+      },
+      [self](json::value&) { prune_forks_out(self); },
+      [self, baseline](caf::error err) {
+        // The new session fences itself on this; start-up recovery takes
+        // the baseline from the checkpoint.
+        log::error("session", self->state.key() + ": fork baseline " +
+                                  baseline + " not made: " + message_of(err));
+        prune_forks_out(self);
+      });
   return rp;
 }
 

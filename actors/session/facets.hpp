@@ -60,8 +60,10 @@ void end_mutation(self_ptr self);
 /// A mutation ended in `err`: counted, the session freed, the caller told.
 void mutation_failed(self_ptr self, promise& rp, caf::error err);
 
-/// A catalog write failed: fences the session until start-up recovery.
-void fence(self_ptr self, const caf::error& err);
+/// A catalog write failed (or `what` else did): fences the session until
+/// start-up recovery.
+void fence(self_ptr self, const caf::error& err,
+           std::string_view what = "metadata write failed");
 
 // -- deferred work (checkpoints.cpp) ------------------------------------------
 

@@ -32,6 +32,11 @@ caf::result<json::value> handle_delete(self_ptr self,
   auto row = st.init.row;
   auto paths = st.init.paths;
   auto faults = std::make_shared<fault_set>(st.faults.take("session.delete"));
+  // Fork baselines still being made, into this session or out of its
+  // checkpoints, are made before the directory moves away.
+  auto baselines = st.forks_out;
+  if (st.init.baseline_ready.valid())
+    baselines.push_back(st.init.baseline_ready);
   auto fail = [self, rp](caf::error err) mutable {
     self->state.phase = session_phase::idle;
     self->state.mutation.clear();
@@ -52,7 +57,9 @@ caf::result<json::value> handle_delete(self_ptr self,
       [=]() mutable {
         blocking(
             self,
-            [row, paths, trash, faults]() -> expected<json::value> {
+            [row, paths, trash, faults, baselines]() -> expected<json::value> {
+              for (const auto& made : baselines)
+                made.wait();
               faults->trigger("session.delete.before_rename");
               auto dir = paths.session_dir(row.agent_id, row.session_id);
               if (auto err = os::rename_path(dir, trash))

@@ -145,10 +145,10 @@ void mutation_failed(self_ptr self, promise& rp, caf::error err) {
 
 /// A catalog write failed: the store may be mid-operation, so nothing else
 /// may touch the session until start-up recovery has run.
-void fence(self_ptr self, const caf::error& err) {
+void fence(self_ptr self, const caf::error& err, std::string_view what) {
   auto& st = self->state;
   st.phase = session_phase::fenced;
-  st.fence_reason = "metadata write failed: " + message_of(err);
+  st.fence_reason = std::string{what} + ": " + message_of(err);
   st.mutation.clear();
   log::error("session", st.key() + " fenced: " + st.fence_reason);
 }
@@ -270,6 +270,18 @@ session_actor::behavior_type session(session_facets::self_ptr self,
   self->state.init = std::move(init);
   if (!self->state.unsynced_intents.empty())
     arm_idle_work(self);
+  // A fork's baseline still being made on its source's lane: this lane's
+  // first step waits for it, so every mutation queues behind it.
+  if (auto made = self->state.init.baseline_ready; made.valid())
+    mutation_step(
+        self,
+        [made]() -> expected<json::value> {
+          if (auto err = made.get())
+            return err;
+          return json::value();
+        },
+        [](json::value&) {},
+        [self](caf::error err) { fence(self, err, "fork baseline not made"); });
   self->state.started = std::chrono::steady_clock::now();
   load_turns(self);
   load_share(self);

@@ -13,6 +13,7 @@
 #include "guest/store/checkpoint_dag.hpp"
 #include "guest/store/layout.hpp"
 #include "messages/actors.hpp"
+#include "messages/fork_signal.hpp"
 #include "messages/policy.hpp"
 #include "messages/share.hpp"
 
@@ -54,6 +55,10 @@ struct session_init {
   /// Checkpoints whose rows were committed unsynced, their intent records
   /// still on disk (a fork's baseline): synced by the idle work.
   std::vector<std::string> unsynced_intents{};
+  /// A forked session's baseline, made on the source's lane after the
+  /// fork's reply: the lane's first step waits for it, and session.delete
+  /// too (messages/fork_signal.hpp). Invalid otherwise.
+  fork_ready baseline_ready{};
 };
 
 /// A session's turn lifecycle (actors/session/turns.cpp): the reference
@@ -137,6 +142,13 @@ struct session_state {
   /// When deferred work was last noted (arm_idle_work, after each mutation
   /// step); idle_work waits until the session has been idle for idle_delay.
   std::chrono::steady_clock::time_point last_mutation;
+
+  // -- fork baselines (checkpoints.cpp, lifecycle.cpp) ----------------------
+
+  /// Baselines of forks from this session's checkpoints, still being made
+  /// on its lane after their reply: session.delete waits for them before
+  /// it moves the checkpoints away.
+  std::vector<fork_ready> forks_out;
 
   // -- runtime: leases, background executions, reset (runtime.cpp) ---------
 

@@ -38,9 +38,9 @@ struct layout {
 /// Prefix of directories being deleted; never a valid id, so never listed.
 inline constexpr std::string_view trash_prefix = ".trash-";
 
-/// A fork's new current/ until it is complete: made beside its baseline,
-/// renamed to current/ once both snapshots exist (guest/store/fork_recovery.cpp
-/// finishes the rename after a crash).
+/// Where forks of earlier releases staged their new current/ until both
+/// snapshots existed; start-up recovery still finishes such a fork
+/// (guest/store/fork_recovery.cpp).
 inline constexpr std::string_view fork_current_name = ".fork-current";
 
 } // namespace allox::store

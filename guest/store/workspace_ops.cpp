@@ -2,6 +2,7 @@
 
 #include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
+#include "guest/store/create_intent.hpp"
 #include "messages/ids.hpp"
 
 #include <btrfsutil.h>
@@ -12,7 +13,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <future>
 
 namespace allox::store {
 
@@ -60,17 +60,24 @@ int64_t snapshot_generation(const std::string& path) {
   return static_cast<int64_t>(info.otransid);
 }
 
-caf::error snapshot_fork(const std::string& checkpoint,
-                         const std::string& session_dir,
-                         const std::string& baseline) {
-  auto staged = session_dir + "/" + std::string{fork_current_name};
-  // std::async's future joins in its destructor, whatever happens here.
-  auto second = std::async(std::launch::async, [&] {
-    return os::create_snapshot(checkpoint, baseline, true);
-  });
-  auto first = os::create_snapshot(checkpoint, staged, false);
-  auto other = second.get();
-  return first ? first : other;
+caf::error prepare_fork(const layout& paths, const checkpoint_row& row) {
+  auto dir = paths.session_dir(row.agent_id, row.session_id);
+  if (os::kind_of(dir) != os::entry_kind::missing)
+    return make_error(errc::already_exists,
+                      "session already exists: " +
+                          session_key(row.agent_id, row.session_id));
+  if (auto err = os::ensure_managed_dir(dir, 0755, "session workspace"))
+    return err;
+  if (auto err = os::ensure_managed_dir(
+          paths.checkpoints_dir(row.agent_id, row.session_id), 0755,
+          "checkpoint directory"))
+    return err;
+  return write_create_intent(paths, row);
+}
+
+caf::error make_fork_current(const std::string& checkpoint,
+                             const std::string& session_dir) {
+  return os::create_snapshot(checkpoint, session_dir + "/current", false);
 }
 
 caf::error finish_fork(const std::string& session_dir) {

@@ -6,6 +6,7 @@
 
 #include "guest/store/layout.hpp"
 #include "messages/errors.hpp"
+#include "messages/records.hpp"
 
 #include <string>
 #include <vector>
@@ -37,19 +38,25 @@ expected<int64_t> snapshot_entry(const layout& paths, const std::string& a,
                                  const std::string& s, const std::string& name,
                                  const std::string& id);
 
-/// A fork's new current/ and its baseline, both snapshots of the read-only
-/// `checkpoint`, taken at once from two threads: in different directories,
-/// Btrfs commits the two in one transaction, where one after the other
-/// costs two commits. current/ is made as <session_dir>/.fork-current
-/// (writable), the baseline read-only at `baseline`; both are durable when
-/// this returns. finish_fork then renames .fork-current to current/, so a
-/// current/ never exists without its baseline.
-caf::error snapshot_fork(const std::string& checkpoint,
-                         const std::string& session_dir,
-                         const std::string& baseline);
+/// A fork's new session directory with its checkpoints/ and the intent
+/// record of its baseline `row` (guest/store/create_intent.hpp), before
+/// any snapshot. Refused with already_exists when the directory exists:
+/// whatever is there is not this fork's (start-up removes a crashed fork's
+/// leftovers, a failed one removes its own).
+caf::error prepare_fork(const layout& paths, const checkpoint_row& row);
 
-/// Renames <session_dir>/.fork-current to current/ (not synced: start-up
-/// recovery finishes the rename when a crash lost it).
+/// A fork's new current/: a writable snapshot of the read-only `checkpoint`
+/// at <session_dir>/current, durable when this returns (its transaction
+/// commit). The baseline, a read-only snapshot of the same checkpoint, is
+/// taken after (snapshot creation holds a filesystem-wide lock through its
+/// commit, so two snapshots always cost two commits); start-up recovery
+/// takes it from the checkpoint when a crash came first
+/// (guest/store/fork_recovery.hpp).
+caf::error make_fork_current(const std::string& checkpoint,
+                             const std::string& session_dir);
+
+/// Renames <session_dir>/.fork-current, where forks of earlier releases
+/// staged their current/, to current/ (start-up recovery).
 caf::error finish_fork(const std::string& session_dir);
 
 /// Moves `dir` (missing is fine) into the trash of `parent` and purges

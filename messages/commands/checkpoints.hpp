@@ -4,11 +4,13 @@
 #pragma once
 
 #include "messages/checkpoint_params.hpp"
+#include "messages/fork_signal.hpp"
 #include "messages/records.hpp"
 
 #include <caf/meta/type_name.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace allox::params {
@@ -85,19 +87,25 @@ struct session_rollback {
   bool after_reset = false;
 };
 
-/// Sent by the AGENT for session.fork: a writable snapshot of one of this
-/// session's checkpoints becomes `target` (the new session's current/),
-/// taken on this session's lane so no checkpoint.delete can race it.
-/// Replies {checkpoint_id} (the id resolved).
+/// Sent by the AGENT for session.fork: on this session's lane, the new
+/// session's directory and its baseline's intent record, then a writable
+/// snapshot of one of this session's checkpoints as its current/, and a
+/// read-only one as its baseline, so no checkpoint.delete can race them.
+/// Replies {checkpoint_id} (the id resolved) once current/ is made; the
+/// baseline follows once `answered` is ready.
 struct session_fork_into {
   static inline const char* name = "session.fork";
   session_ref session;
   std::string checkpoint_id;
-  /// The new session's directory: its current/ and baseline come from the
-  /// checkpoint.
-  std::string target;
-  /// The baseline's path under target's checkpoints/.
-  std::string baseline;
+  /// The new session's baseline row (its agent, session and id name the
+  /// directories made).
+  checkpoint_row baseline;
+  /// Ready once the fork is answered, or has failed: the baseline waits
+  /// for it. Told by the agent (local only: not inspected, never
+  /// serialized, as baseline_made).
+  fork_ready answered;
+  /// Told once the baseline is made.
+  std::shared_ptr<fork_signal> baseline_made;
 };
 
 template <class Inspector>
@@ -138,7 +146,7 @@ typename Inspector::result_type inspect(Inspector& f, session_rollback& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_fork_into& x) {
   return f(caf::meta::type_name("session_fork_into"), x.session,
-           x.checkpoint_id, x.target, x.baseline);
+           x.checkpoint_id, x.baseline);
 }
 
 } // namespace allox::cmd

@@ -4,6 +4,7 @@
 #include "tests/fixtures/runs.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 
+#include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
 
 #include <doctest/doctest.h>
@@ -144,9 +145,10 @@ TEST_CASE("fork: a crash at any step leaves no new session or a whole one") {
   };
   int n = 0;
   for (auto [point, session, complete] :
-       {point_case{"session.fork.before_snapshots", "", false},
-        // Both snapshots made: start-up finishes the rename.
-        point_case{"session.fork.before_rename", "s", true},
+       {point_case{"session.fork.before_snapshots", "s", false},
+        // current/ made and answered (or about to be), the baseline not
+        // yet: start-up takes it from the checkpoint.
+        point_case{"session.fork.before_baseline", "s", true},
         // No row yet: start-up adopts it, the baseline from its record.
         point_case{"session.fork.before_commit", "", true},
         point_case{"session.fork.after_commit", "", true}}) {
@@ -182,4 +184,81 @@ TEST_CASE("fork: a crash at any step leaves no new session or a whole one") {
       CHECK(file_in(d, target, "f.txt") == "data");
     }
   }
+}
+
+TEST_CASE("fork: a baseline lost in a crash is taken from the fork's own tree "
+          "when its checkpoint is gone too") {
+  daemon_process d;
+  d.start();
+  auto& c = d.client();
+  if (!fault_injection_built(c))
+    return; // release build
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  write_file(d.current("a", "s") + "/f.txt", "data");
+  expect_ok(c.rpc("checkpoint.create",
+                  with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
+  expect_ok(c.rpc("debug.fault", {{"agent_id", "a"},
+                                  {"session_id", "s"},
+                                  {"point", "session.fork.before_baseline"},
+                                  {"effect", "crash"}}));
+  c.try_rpc("session.fork", with(ids("a", "s"), {{"new_session_id", "t"},
+                                                 {"checkpoint_id", "c1"}}));
+  CHECK(d.wait_exit(std::chrono::seconds{10}) == 128 + SIGKILL);
+  REQUIRE_FALSE(os::remove_tree(
+      d.root() + "/agents/a/workspace/sessions/s/checkpoints/c1"));
+  d.start();
+  CHECK(file_in(d, "t", "f.txt") == "data");
+  auto l = expect_ok(c.rpc("checkpoint.list", ids("a", "t")));
+  REQUIRE(l.at("checkpoints").as_array().size() == 1);
+  auto base = l.at("checkpoints").as_array()[0].at("checkpoint_id");
+  CHECK(read_file(d.root() + "/agents/a/workspace/sessions/t/checkpoints/" +
+                  std::string{base.as_string()} + "/f.txt") == "data");
+  // A session like any other.
+  write_file(d.current("a", "t") + "/f.txt", "changed");
+  expect_ok(c.rpc("session.rollback",
+                  with(ids("a", "t"), {{"checkpoint_id", base}})));
+  CHECK(file_in(d, "t", "f.txt") == "data");
+}
+
+TEST_CASE("fork: what follows the reply at once waits for the baseline") {
+  daemon_process d;
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  write_file(d.current("a", "s") + "/f.txt", "data");
+  expect_ok(c.rpc("checkpoint.create",
+                  with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
+  // Each right after the reply, while the source makes the baseline.
+  for (int i = 0; i < 4; ++i) {
+    auto t = "t" + std::to_string(i);
+    auto base =
+        fork(c, "s", t, {{"checkpoint_id", "c1"}}).at("checkpoint_head");
+    expect_ok(c.rpc("session.rollback",
+                    with(ids("a", t), {{"checkpoint_id", base}})));
+    CHECK(file_in(d, t, "f.txt") == "data");
+  }
+  for (int i = 0; i < 4; ++i) {
+    auto t = "f" + std::to_string(i);
+    auto base =
+        fork(c, "s", t, {{"checkpoint_id", "c1"}}).at("checkpoint_head");
+    fork(c, t, t + "-again", {{"checkpoint_id", base}});
+    CHECK(file_in(d, t + "-again", "f.txt") == "data");
+  }
+  for (int i = 0; i < 4; ++i) {
+    auto t = "d" + std::to_string(i);
+    fork(c, "s", t, {{"checkpoint_id", "c1"}});
+    expect_ok(c.rpc("session.delete", ids("a", t)));
+  }
+  auto v = fork(c, "s", "v", {{"checkpoint_id", "c1"}});
+  expect_ok(c.rpc("checkpoint.delete",
+                  with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
+  CHECK(read_file(d.root() + "/agents/a/workspace/sessions/v/checkpoints/" +
+                  std::string{v.at("checkpoint_head").as_string()} +
+                  "/f.txt") == "data");
+  // Nothing left behind by the deleted sessions.
+  auto names = os::list_dir(d.root() + "/agents/a/workspace/sessions");
+  REQUIRE(names);
+  for (const auto& name : *names)
+    CHECK(name[0] != '.');
+  CHECK(names->size() == 14); // s, t0-3, f0-3 and their forks, v
 }
