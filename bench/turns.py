@@ -4,8 +4,13 @@
 Against the daemon on a fresh loop-backed store: `turn.end` over RPC until
 its checkpoint is committed (the reply comes after the snapshot), with
 current/ holding 0 and 10,000 files, side by side with a plain
-checkpoint.create and with `btrfs subvolume snapshot -r` run from the CLI on
-the same trees, in interleaved rounds. Target: p99 <= 15 ms at 10,000 files.
+checkpoint.create, with `btrfs subvolume snapshot -r` run from the CLI and
+with the snapshot ioctl itself (no process started), in interleaved rounds.
+Each cell snapshots its own session's tree, all four trees alike: on this
+kernel a snapshot of a tree whose root has hundreds of children costs more
+with every snapshot taken of that tree before (docs/benchmarks.md, "Turns"),
+so cells sharing one tree would charge each other. Target: p99 <= 15 ms at
+10,000 files.
 
 Then over the in-guest event endpoint: a client inside the session's
 sandbox sends turn.end on /run/allox/events.sock and times each reply, in
@@ -16,13 +21,14 @@ snapshot).
 Usage (root): bench/turns.py [build-dir]   (default build/release)
 BENCH_SAMPLES=N sets the samples per cell (default 200).
 BENCH_KEEP=N runs with retention, as a long-lived session would: policy
-keep_auto=N for the turn checkpoints, and the plain checkpoint.create and
-CLI cells delete (untimed, before their next sample) all but their last N.
-Without it (0, the default) every checkpoint stays, and after some
-hundreds of snapshots of the same 10,000-file tree each new one costs the
-kernel more (the CLI's as much as the daemon's).
+keep_auto=N for the turn checkpoints, and the checkpoint.create, CLI and
+ioctl cells delete (untimed, before their next sample) all but their last
+N. Without it (0, the default) every checkpoint stays. Either way each
+new snapshot of the 10,000-file tree costs the kernel more than the one
+before (deleted snapshots release their share only when the cleaner gets
+to them, within about 30 s).
 """
-import os, subprocess, sys, time
+import fcntl, os, struct, subprocess, sys, time
 
 from benchlib import Daemon, cell, interleaved, populate
 
@@ -115,10 +121,12 @@ try:
     current = lambda s: os.path.join(
         root, "agents", "bench", "workspace", "sessions", s, "current")
     sizes = (0, 10000)
+    cells = ("turn", "create", "cli", "ioctl")
     for files in sizes:
-        s = f"s{files}"
-        rpc("session.create", agent_id="bench", session_id=s)
-        populate(current(s), files)
+        for what in cells:
+            s = f"{what}{files}"
+            rpc("session.create", agent_id="bench", session_id=s)
+            populate(current(s), files)
     rpc("policy.set", agent_id="bench", auto_checkpoint_turns=True,
         **({"keep_auto": KEEP} if KEEP else {}))
     os.sync()
@@ -150,13 +158,30 @@ try:
             made.setdefault(("cli", s), []).append(path)
         return run
 
+    def ioctl(s):
+        """BTRFS_IOC_SNAP_CREATE_V2, read-only: the kernel's own cost."""
+        def run(i):
+            name = f"{s}-{i}-{time.monotonic_ns()}"
+            src = os.open(current(s), os.O_RDONLY | os.O_DIRECTORY)
+            dst = os.open(cli_dir, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                args = bytearray(struct.pack("qQQ32s4040s", src, 0, 1 << 1,
+                                             b"", name.encode()))
+                fcntl.ioctl(dst, 0x50009417, args, True)
+            finally:
+                os.close(src)
+                os.close(dst)
+            made.setdefault(("ioctl", s), []).append(
+                os.path.join(cli_dir, name))
+        return run
+
     def trim(what, s):
         """Untimed, before a sample: all but the last KEEP of a cell go."""
         def run(i):
             old = made.get((what, s), [])
             while KEEP and len(old) > KEEP:
                 victim = old.pop(0)
-                if what == "cli":
+                if what in ("cli", "ioctl"):
                     subprocess.run(["btrfs", "subvolume", "delete", victim],
                                    stdout=subprocess.DEVNULL, check=True)
                 else:
@@ -166,13 +191,13 @@ try:
 
     fns, before = {}, {}
     for files in sizes:
-        s = f"s{files}"
-        fns[("turn", files)] = turn_end(s)
-        fns[("create", files)] = create(s)
-        fns[("cli", files)] = cli(s)
+        fns[("turn", files)] = turn_end(f"turn{files}")
+        fns[("create", files)] = create(f"create{files}")
+        fns[("cli", files)] = cli(f"cli{files}")
+        fns[("ioctl", files)] = ioctl(f"ioctl{files}")
         before[("turn", files)] = lambda i: None
-        before[("create", files)] = trim("create", s)
-        before[("cli", files)] = trim("cli", s)
+        for what in ("create", "cli", "ioctl"):
+            before[(what, files)] = trim(what, f"{what}{files}")
     stats = interleaved(fns, SAMPLES, before=before)
     print(f"## Run {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, "
           f"{SAMPLES} samples per cell, times in ms (p50 / p99), "
@@ -180,13 +205,13 @@ try:
              if KEEP else "every checkpoint kept\n"))
     print("| files in current/ | turn.end -> checkpoint committed (RPC) | "
           "checkpoint.create (RPC) | `btrfs subvolume snapshot -r` (CLI) | "
-          "turn.end / CLI (p50) |")
-    print("|---|---|---|---|---|")
+          "snapshot ioctl | turn.end / CLI (p50) | turn.end / ioctl (p50) |")
+    print("|---|---|---|---|---|---|---|")
     for files in sizes:
-        turn, plain, base = (stats[(what, files)]
-                             for what in ("turn", "create", "cli"))
+        turn, plain, base, raw = (stats[(what, files)] for what in cells)
         print(f"| {files:,} | {cell(*turn)} | {cell(*plain)} | {cell(*base)} "
-              f"| {turn[0] / base[0]:.2f} |")
+              f"| {cell(*raw)} | {turn[0] / base[0]:.2f} "
+              f"| {turn[0] / raw[0]:.2f} |")
     p99 = stats[("turn", 10000)][1]
     print(f"\nTarget p99 <= 15 ms at 10,000 files: "
           f"{'met' if p99 <= 15 else 'not met'} ({p99:.2f} ms).")
@@ -197,7 +222,7 @@ try:
           "sandbox) | turn.end over RPC |")
     print("|---|---|---|")
     for files in sizes:
-        s = f"s{files}"
+        s = f"turn{files}"
         ep, over_rpc = endpoint_rounds(s, current(s))
         print(f"| {files:,} | {cell(*pct(ep))} | {cell(*pct(over_rpc))} |")
 finally:
