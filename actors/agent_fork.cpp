@@ -12,9 +12,9 @@
 //   -> SOURCE (its lane's next step, queued with the first): the baseline,
 //      a read-only snapshot of the same checkpoint (messages/fork_signal.hpp)
 //
-// The reply waits for one snapshot: snapshots are created one at a time
-// by the kernel, each with its own transaction commit, and the baseline
-// is the second. Nothing waits for the catalog: the first snapshot's
+// The reply waits for one snapshot: each snapshot ends in its own
+// transaction commit (even two taken at once), and the baseline is the
+// second. Nothing waits for the catalog: the first snapshot's
 // commit makes the intent record durable with it, as for
 // checkpoint.create, and the new session's idle work later syncs the rows
 // and drops the record. After a crash, start-up takes a missing baseline

@@ -117,7 +117,10 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
   return answer_blocking(
       self,
       [from_dir, to_dir, base, base_dir, cursor = c.cursor, limit = c.limit,
-       head]() mutable -> expected<json::value> {
+       head,
+       baseline = st.init.baseline_ready]() mutable -> expected<json::value> {
+        if (baseline.valid()) // a fork's baseline may still be being made
+          baseline.wait();
         if (!base_dir.empty())
           base = static_cast<uint64_t>(store::snapshot_generation(base_dir));
         os::diff_stats stats;
@@ -208,6 +211,29 @@ static void sync_intents(self_ptr self) {
       });
 }
 
+/// Drops the baselines already made from forks_out.
+static void prune_forks_out(self_ptr self) {
+  auto& out = self->state.forks_out;
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [](const fork_ready& f) {
+                             return f.wait_for(std::chrono::seconds{0}) ==
+                                    std::future_status::ready;
+                           }),
+            out.end());
+}
+
+bool fork_baselines_pending(self_ptr self) {
+  prune_forks_out(self);
+  const auto& mine = self->state.init.baseline_ready;
+  if (!self->state.forks_out.empty())
+    return true;
+  if (!mine.valid())
+    return false;
+  // Failed counts as pending: the session fences itself on it next.
+  return mine.wait_for(std::chrono::seconds{0}) != std::future_status::ready ||
+         mine.get();
+}
+
 /// Runs deferred work once the session has been idle for idle_delay,
 /// otherwise looks again later.
 void idle_work(self_ptr self) {
@@ -223,8 +249,13 @@ void idle_work(self_ptr self) {
     retire_lane(*st.read_lane);
     return;
   }
+  // A fork's baseline still being made, into this session or out of its
+  // checkpoints: the lane keeps its order (the baseline's step, or the
+  // step waiting for it, is queued on it) and the intent record its
+  // durability until the baseline exists.
   auto idle = std::chrono::steady_clock::now() - st.last_mutation;
-  if (st.phase != session_phase::idle || idle < idle_delay) {
+  if (st.phase != session_phase::idle || idle < idle_delay ||
+      fork_baselines_pending(self)) {
     st.idle_armed = true;
     self->delayed_send(self, idle_delay, atom::purge_v);
     return;
@@ -485,21 +516,6 @@ handle_checkpoint_delete(self_ptr self, const cmd::checkpoint_delete& c) {
 
 // -- session.fork (the source's part) -----------------------------------------
 
-namespace {
-
-/// Drops the baselines already made from forks_out.
-void prune_forks_out(self_ptr self) {
-  auto& out = self->state.forks_out;
-  out.erase(std::remove_if(out.begin(), out.end(),
-                           [](const fork_ready& f) {
-                             return f.wait_for(std::chrono::seconds{0}) ==
-                                    std::future_status::ready;
-                           }),
-            out.end());
-}
-
-} // namespace
-
 // A checkpoint is read-only and never changes, but checkpoint.delete could
 // remove it: the snapshots are steps on this session's lane, so they come
 // wholly before or after a deletion's (which then fails them cleanly). The
@@ -546,8 +562,8 @@ caf::result<json::value> handle_fork_into(self_ptr self,
       paths.checkpoint(row.agent_id, row.session_id, row.checkpoint_id);
   mutation_step(
       self,
-      [source, baseline, answered = c.answered, made = c.baseline_made, faults,
-       staged]() -> expected<json::value> {
+      [source, baseline, dir, answered = c.answered, made = c.baseline_made,
+       faults, staged]() -> expected<json::value> {
         if (!*staged) {
           made->tell(make_error(errc::internal, "the fork was not made"));
           return json::value();
@@ -561,6 +577,8 @@ caf::result<json::value> handle_fork_into(self_ptr self,
           }
         faults->trigger("session.fork.before_baseline");
         auto err = os::create_snapshot(source, baseline, true);
+        if (!err)
+          store::settle_fork(dir);
         made->tell(err);
         if (err)
           return err;

@@ -32,8 +32,6 @@ caf::result<json::value> handle_delete(self_ptr self,
   auto row = st.init.row;
   auto paths = st.init.paths;
   auto faults = std::make_shared<fault_set>(st.faults.take("session.delete"));
-  // Fork baselines still being made, into this session or out of its
-  // checkpoints, are made before the directory moves away.
   auto baselines = st.forks_out;
   if (st.init.baseline_ready.valid())
     baselines.push_back(st.init.baseline_ready);
@@ -52,65 +50,80 @@ caf::result<json::value> handle_delete(self_ptr self,
   mark.put_sessions.push_back(marked);
   auto trash = paths.sessions_dir(row.agent_id) + "/" +
                std::string{store::trash_prefix} + random_hex_token();
-  commit(
-      self, std::move(mark),
-      [=]() mutable {
-        blocking(
-            self,
-            [row, paths, trash, faults, baselines]() -> expected<json::value> {
-              for (const auto& made : baselines)
-                made.wait();
-              faults->trigger("session.delete.before_rename");
-              auto dir = paths.session_dir(row.agent_id, row.session_id);
-              if (auto err = os::rename_path(dir, trash))
-                return err;
-              if (auto err = os::fsync_dir(paths.sessions_dir(row.agent_id)))
-                return err;
-              faults->trigger("session.delete.after_rename");
-              return json::value();
-            },
-            [=](json::value&) mutable {
-              metadata_write done;
-              done.delete_sessions.push_back({row.agent_id, row.session_id});
-              done.audit.push_back(
-                  audit(self, "session.delete", {{"origin", origin}}));
-              commit(
-                  self, std::move(done),
-                  [=]() mutable {
-                    self->state.phase = session_phase::retired;
-                    // Space is reclaimed after the commit; a crash here leaves
-                    // only a trash directory for start-up to purge.
-                    blocking(
-                        self,
-                        [trash]() -> expected<json::value> {
-                          if (auto err = os::remove_tree(trash))
-                            log::warn("session",
-                                      "purging " + trash +
-                                          " failed: " + message_of(err));
-                          return json::value();
-                        },
-                        [=](json::value&) mutable {
-                          rp.deliver(json::value(result));
-                          self->quit();
-                        },
-                        [=](caf::error) mutable {
-                          rp.deliver(json::value(result));
-                          self->quit();
-                        });
-                  },
-                  fail);
-            },
-            [=](caf::error err) mutable {
-              // Nothing moved: clear the mark so a restart does not finish a
-              // deletion the caller saw fail.
-              metadata_write undo;
-              undo.put_sessions.push_back(row);
-              caf::anon_send(self->state.init.metadata, atom::write_v,
-                             std::move(undo));
-              fail(std::move(err));
-            });
+  // The deletion is marked (and so finished by start-up recovery) only
+  // once no baseline of a fork, into this session or out of its
+  // checkpoints, is still being made from or into its directory.
+  auto mark_and_move = [=]() mutable {
+    commit(
+        self, std::move(mark),
+        [=]() mutable {
+          blocking(
+              self,
+              [row, paths, trash, faults]() -> expected<json::value> {
+                faults->trigger("session.delete.before_rename");
+                auto dir = paths.session_dir(row.agent_id, row.session_id);
+                if (auto err = os::rename_path(dir, trash))
+                  return err;
+                if (auto err = os::fsync_dir(paths.sessions_dir(row.agent_id)))
+                  return err;
+                faults->trigger("session.delete.after_rename");
+                return json::value();
+              },
+              [=](json::value&) mutable {
+                metadata_write done;
+                done.delete_sessions.push_back({row.agent_id, row.session_id});
+                done.audit.push_back(
+                    audit(self, "session.delete", {{"origin", origin}}));
+                commit(
+                    self, std::move(done),
+                    [=]() mutable {
+                      self->state.phase = session_phase::retired;
+                      // Space is reclaimed after the commit; a crash here
+                      // leaves only a trash directory for start-up to purge.
+                      blocking(
+                          self,
+                          [trash]() -> expected<json::value> {
+                            if (auto err = os::remove_tree(trash))
+                              log::warn("session",
+                                        "purging " + trash +
+                                            " failed: " + message_of(err));
+                            return json::value();
+                          },
+                          [=](json::value&) mutable {
+                            rp.deliver(json::value(result));
+                            self->quit();
+                          },
+                          [=](caf::error) mutable {
+                            rp.deliver(json::value(result));
+                            self->quit();
+                          });
+                    },
+                    fail);
+              },
+              [=](caf::error err) mutable {
+                // Nothing moved: clear the mark so a restart does not finish a
+                // deletion the caller saw fail.
+                metadata_write undo;
+                undo.put_sessions.push_back(row);
+                caf::anon_send(self->state.init.metadata, atom::write_v,
+                               std::move(undo));
+                fail(std::move(err));
+              });
+        },
+        fail);
+  };
+  if (baselines.empty()) {
+    mark_and_move();
+    return rp;
+  }
+  blocking(
+      self,
+      [baselines]() -> expected<json::value> {
+        for (const auto& made : baselines)
+          made.wait();
+        return json::value();
       },
-      fail);
+      [mark_and_move](json::value&) mutable { mark_and_move(); }, fail);
   return rp;
 }
 

@@ -17,13 +17,15 @@ namespace {
 
 /// What a crash in session.fork left (actors/agent_fork.cpp), known by
 /// its shape: the session directory holds checkpoints/ and at most one of
-/// .fork-current and current/, and checkpoints/ only one intent record
-/// whose row says forked_from and perhaps that checkpoint's snapshot.
-/// Anything else (a session's own checkpoints, a session.create that
-/// stopped early) is not a fork's leftover.
+/// .fork-current (earlier releases) and current/, perhaps the fork's mark
+/// and an upload's marks; checkpoints/ holds only one intent record whose
+/// row says forked_from, and perhaps that checkpoint's snapshot. Anything
+/// else (a session's own checkpoints, a session.create that stopped
+/// early) is not a fork's leftover.
 struct fork_shape {
-  bool staged = false;   // .fork-current exists
+  bool staged = false;   // .fork-current exists (earlier releases)
   bool current = false;  // current/ exists
+  bool pending = false;  // the fork's mark exists
   bool baseline = false; // the record's snapshot exists
   std::string baseline_id;
   /// The checkpoint forked from, as the record names it.
@@ -42,7 +44,9 @@ fork_shape_of(const layout& paths, const std::string& a, const std::string& s) {
       shape.staged = true;
     else if (n == "current")
       shape.current = true;
-    else if (n != "checkpoints")
+    else if (n == fork_pending_name)
+      shape.pending = true;
+    else if (n != "checkpoints" && n != upload_marks_name)
       return std::nullopt;
   }
   if (shape.staged && shape.current)
@@ -77,8 +81,8 @@ fork_shape_of(const layout& paths, const std::string& a, const std::string& s) {
 }
 
 /// The baseline a crash kept from being made, from the checkpoint forked
-/// from; should that be gone, from the fork's own tree (the caller may
-/// have been answered: its session is kept).
+/// from; should that be gone, from the fork's own current/ (the caller
+/// may have been answered: its session is kept).
 caf::error make_baseline(const layout& paths, const std::string& a,
                          const std::string& s, const fork_shape& shape) {
   auto target = paths.checkpoint(a, s, shape.baseline_id);
@@ -91,11 +95,8 @@ caf::error make_baseline(const layout& paths, const std::string& a,
   }
   log::warn("reconcile", "fork " + session_key(a, s) +
                              ": the checkpoint it came from is gone; its "
-                             "baseline is taken from its own tree");
-  auto tree = shape.staged ? paths.session_dir(a, s) + "/" +
-                                 std::string{fork_current_name}
-                           : paths.current(a, s);
-  return os::create_snapshot(tree, target, true);
+                             "baseline is taken from its own current/");
+  return os::create_snapshot(paths.current(a, s), target, true);
 }
 
 } // namespace
@@ -105,24 +106,32 @@ expected<fork_leftover> recover_fork(const layout& paths, const std::string& a,
   auto shape = fork_shape_of(paths, a, s);
   if (!shape)
     return fork_leftover::none;
-  if (!shape->staged && !shape->current) {
-    // current/ never made: the fork was not answered.
-    if (has_row)
+  auto dir = paths.session_dir(a, s);
+  if (shape->current) {
+    // Only the fork's mark says the baseline is still to come: metadata
+    // naming forked_from is anyone's to write.
+    if (!shape->pending)
       return fork_leftover::none;
-    if (auto err =
-            remove_via_trash(paths.session_dir(a, s), paths.sessions_dir(a)))
-      return err;
-    return fork_leftover::aborted;
+    bool made = !shape->baseline;
+    if (made)
+      if (auto err = make_baseline(paths, a, s, *shape))
+        return err;
+    settle_fork(dir);
+    return made ? fork_leftover::completed : fork_leftover::none;
   }
-  if (shape->current && shape->baseline)
-    return fork_leftover::none; // whole: its record is settled as usual
-  if (!shape->baseline)
-    if (auto err = make_baseline(paths, a, s, *shape))
+  if (shape->staged && shape->baseline) {
+    // Earlier releases answered once both snapshots existed: only the
+    // rename (not synced) was lost.
+    if (auto err = finish_fork(dir))
       return err;
-  if (shape->staged)
-    if (auto err = finish_fork(paths.session_dir(a, s)))
-      return err;
-  return fork_leftover::completed;
+    return fork_leftover::completed;
+  }
+  // No current/: the fork was never answered.
+  if (has_row)
+    return fork_leftover::none;
+  if (auto err = remove_via_trash(dir, paths.sessions_dir(a)))
+    return err;
+  return fork_leftover::aborted;
 }
 
 } // namespace allox::store

@@ -14,13 +14,14 @@ namespace allox::store {
 /// What recover_fork did with a session directory.
 enum class fork_leftover { none, completed, aborted };
 
-/// A session directory as a crash in session.fork may leave it: once its
-/// current/ was made the caller may have been answered, so the fork is
-/// finished: its baseline (made after the reply) is taken from the
-/// checkpoint forked from (and an earlier release's staged .fork-current
-/// renamed to current/).
-/// Without current/ and without a row the fork goes. Whatever is not
-/// shaped as a fork's leftover is left alone.
+/// A session directory as a crash in session.fork may leave it. With
+/// current/ and the fork's mark the caller may have been answered: a
+/// missing baseline (made after the reply) is taken from the checkpoint
+/// forked from, and the mark goes. An earlier release's .fork-current
+/// beside its baseline is renamed to current/ (it answered once both
+/// existed; the rename is not synced, so a catalog synced later may hold
+/// the session's row too). Without current/ and without a row the fork
+/// goes. Whatever is not shaped as a fork's leftover is left alone.
 expected<fork_leftover> recover_fork(const layout& paths, const std::string& a,
                                      const std::string& s, bool has_row);
 

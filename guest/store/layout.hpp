@@ -43,4 +43,12 @@ inline constexpr std::string_view trash_prefix = ".trash-";
 /// (guest/store/fork_recovery.cpp).
 inline constexpr std::string_view fork_current_name = ".fork-current";
 
+/// A fork's mark, from before its current/ until its baseline exists:
+/// start-up recovery makes a missing baseline only where it finds one
+/// (guest/store/fork_recovery.cpp).
+inline constexpr std::string_view fork_pending_name = ".fork-pending";
+
+/// A session's marks of uploads in progress (guest/store/upload_marks.hpp).
+inline constexpr std::string_view upload_marks_name = ".uploads";
+
 } // namespace allox::store

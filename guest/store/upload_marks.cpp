@@ -63,7 +63,7 @@ caf::error clean_beside(const std::string& root_dir, const std::string& rel) {
 
 std::string uploads_dir(const layout& paths, const std::string& a,
                         const std::string& s) {
-  return paths.session_dir(a, s) + "/.uploads";
+  return paths.session_dir(a, s) + "/" + std::string{upload_marks_name};
 }
 
 expected<std::string> mark_upload(const std::string& dir, bool shared,

@@ -2,11 +2,13 @@
 
 #include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
+#include "guest/os/unique_fd.hpp"
 #include "guest/store/create_intent.hpp"
 #include "messages/ids.hpp"
 
 #include <btrfsutil.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,11 +70,21 @@ caf::error prepare_fork(const layout& paths, const checkpoint_row& row) {
                           session_key(row.agent_id, row.session_id));
   if (auto err = os::ensure_managed_dir(dir, 0755, "session workspace"))
     return err;
+  auto mark = dir + "/" + std::string{fork_pending_name};
+  os::unique_fd fd{
+      ::open(mark.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)};
+  if (!fd)
+    return sys_error("create " + mark);
   if (auto err = os::ensure_managed_dir(
           paths.checkpoints_dir(row.agent_id, row.session_id), 0755,
           "checkpoint directory"))
     return err;
   return write_create_intent(paths, row);
+}
+
+void settle_fork(const std::string& session_dir) {
+  auto mark = session_dir + "/" + std::string{fork_pending_name};
+  ::unlink(mark.c_str());
 }
 
 caf::error make_fork_current(const std::string& checkpoint,

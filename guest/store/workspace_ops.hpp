@@ -38,22 +38,27 @@ expected<int64_t> snapshot_entry(const layout& paths, const std::string& a,
                                  const std::string& s, const std::string& name,
                                  const std::string& id);
 
-/// A fork's new session directory with its checkpoints/ and the intent
-/// record of its baseline `row` (guest/store/create_intent.hpp), before
-/// any snapshot. Refused with already_exists when the directory exists:
-/// whatever is there is not this fork's (start-up removes a crashed fork's
-/// leftovers, a failed one removes its own).
+/// A fork's new session directory with its mark (fork_pending_name),
+/// its checkpoints/ and the intent record of its baseline `row`
+/// (guest/store/create_intent.hpp), before any snapshot. Refused with
+/// already_exists when the directory exists: whatever is there is not this
+/// fork's (start-up removes a crashed fork's leftovers, a failed one removes
+/// its own).
 caf::error prepare_fork(const layout& paths, const checkpoint_row& row);
 
 /// A fork's new current/: a writable snapshot of the read-only `checkpoint`
 /// at <session_dir>/current, durable when this returns (its transaction
 /// commit). The baseline, a read-only snapshot of the same checkpoint, is
-/// taken after (snapshot creation holds a filesystem-wide lock through its
-/// commit, so two snapshots always cost two commits); start-up recovery
-/// takes it from the checkpoint when a crash came first
+/// taken after (each snapshot ends in its own transaction commit, even two
+/// taken at once); start-up recovery takes it from the checkpoint when a
+/// crash came first
 /// (guest/store/fork_recovery.hpp).
 caf::error make_fork_current(const std::string& checkpoint,
                              const std::string& session_dir);
+
+/// A fork's baseline exists: its mark goes (not synced: start-up recovery
+/// removes a mark it finds beside the baseline).
+void settle_fork(const std::string& session_dir);
 
 /// Renames <session_dir>/.fork-current, where forks of earlier releases
 /// staged their current/, to current/ (start-up recovery).

@@ -262,3 +262,43 @@ TEST_CASE("fork: what follows the reply at once waits for the baseline") {
     CHECK(name[0] != '.');
   CHECK(names->size() == 14); // s, t0-3, f0-3 and their forks, v
 }
+
+TEST_CASE("fork: a baseline slower than the idle delay keeps the fork's "
+          "order and its record") {
+  daemon_process d;
+  d.start();
+  auto& c = d.client();
+  if (!fault_injection_built(c))
+    return; // release build
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  write_file(d.current("a", "s") + "/f.txt", "data");
+  expect_ok(c.rpc("checkpoint.create",
+                  with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
+  auto slow = [&] {
+    expect_ok(
+        c.rpc("debug.fault",
+              fault("a", "s", "session.fork.before_baseline", "delay", 2500)));
+  };
+  // The rollback waits behind the baseline, past the idle delay (1 s).
+  slow();
+  auto base =
+      fork(c, "s", "t", {{"checkpoint_id", "c1"}}).at("checkpoint_head");
+  write_file(d.current("a", "t") + "/f.txt", "changed");
+  expect_ok(c.rpc("session.rollback",
+                  with(ids("a", "t"), {{"checkpoint_id", base}})));
+  CHECK(file_in(d, "t", "f.txt") == "data");
+  // A crash after the idle delay, the baseline not yet made: the intent
+  // record is still there, and start-up makes the baseline.
+  slow();
+  fork(c, "s", "u", {{"checkpoint_id", "c1"}});
+  std::this_thread::sleep_for(std::chrono::milliseconds{1800});
+  d.crash();
+  d.start();
+  CHECK(file_in(d, "u", "f.txt") == "data");
+  auto l = expect_ok(c.rpc("checkpoint.list", ids("a", "u")));
+  REQUIRE(l.at("checkpoints").as_array().size() == 1);
+  auto id = std::string{
+      l.at("checkpoints").as_array()[0].at("checkpoint_id").as_string()};
+  CHECK(read_file(d.root() + "/agents/a/workspace/sessions/u/checkpoints/" +
+                  id + "/f.txt") == "data");
+}

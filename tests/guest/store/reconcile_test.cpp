@@ -436,11 +436,10 @@ TEST_CASE("recovery: a fork with both snapshots is finished and adopted with "
   CHECK(r->checkpoints[0].metadata->find("forked_from") != std::string::npos);
 }
 
-// A fork with current/ but no baseline is finished with a snapshot
-// (tests/integration/fork_test.cpp, on Btrfs).
-TEST_CASE("recovery: a fork whose current/ was never made is removed") {
+TEST_CASE("recovery: a fork without both snapshots is removed") {
   for (auto [baseline, staged] :
-       {std::pair{false, false}, std::pair{true, false}}) {
+       {std::pair{false, false}, std::pair{true, false},
+        std::pair{false, true}}) {
     CAPTURE(baseline);
     CAPTURE(staged);
     test::temp_dir dir;
@@ -470,13 +469,51 @@ TEST_CASE("recovery: a fork whose rename was lost is finished even when the "
   CHECK(exists(l.current("a", "f") + "/data"));
   REQUIRE(r->sessions.size() == 1);
   CHECK(r->summary.at("forgotten").as_array().empty());
-  // Without current/, with a row, it is never removed.
+  // Without its baseline it is not finished, and with a row never removed.
   test::temp_dir dir2;
   store::layout l2{dir2.path()};
   mkdirs(l2.agent_shared("a"));
-  half_made_fork(l2, true, false);
+  half_made_fork(l2, false, true);
   REQUIRE(store::reconcile(l2, rows));
-  CHECK(exists(l2.checkpoint("a", "f", "base")));
+  CHECK(exists(l2.session_dir("a", "f") + "/" +
+               std::string{store::fork_current_name}));
+}
+
+TEST_CASE("recovery: a fork with current/, its mark and its baseline loses "
+          "the mark and is adopted as usual") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  mkdirs(l.agent_shared("a"));
+  half_made_fork(l, true, false);
+  mkdirs(l.current("a", "f") + "/data");
+  auto mark =
+      l.session_dir("a", "f") + "/" + std::string{store::fork_pending_name};
+  test::write_file(mark, "");
+  auto r = store::reconcile(l, agent_only());
+  REQUIRE(r);
+  CHECK_FALSE(exists(mark));
+  CHECK(r->summary.at("recovered_forks").as_array().empty());
+  REQUIRE(r->sessions.size() == 1);
+  CHECK(r->sessions[0].head == "base"s);
+}
+
+// Metadata naming forked_from is anyone's to write (checkpoint.create):
+// without the fork's mark a session's unfinished creation is dropped as
+// any other, never completed from the checkpoint it names.
+TEST_CASE("recovery: without the fork's mark, an intent naming forked_from "
+          "is an unfinished checkpoint.create") {
+  test::temp_dir dir;
+  store::layout l{dir.path()};
+  mkdirs(l.agent_shared("a"));
+  half_made_fork(l, false, false);
+  mkdirs(l.current("a", "f") + "/data");
+  auto r = store::reconcile(l, agent_only());
+  REQUIRE(r);
+  CHECK(r->summary.at("recovered_forks").as_array().empty());
+  CHECK(r->summary.at("aborted_forks").as_array().empty());
+  CHECK_FALSE(exists(l.checkpoint("a", "f", "base")));
+  REQUIRE(r->sessions.size() == 1);
+  CHECK(r->checkpoints.empty());
 }
 
 TEST_CASE("recovery: a session directory without current/ that is not shaped "
