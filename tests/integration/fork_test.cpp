@@ -33,6 +33,15 @@ json::object fork(http_client& c, const std::string& from,
             with(with(ids("a", from), {{"new_session_id", to}}), extra)));
 }
 
+/// Session s with f.txt ("data") and its checkpoint c1.
+void source_with_checkpoint(daemon_process& d) {
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  write_file(d.current("a", "s") + "/f.txt", "data");
+  expect_ok(c.rpc("checkpoint.create",
+                  with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
+}
+
 } // namespace
 
 TEST_CASE("fork: a new session from a checkpoint, and the two never see each "
@@ -134,10 +143,7 @@ TEST_CASE("fork: a crash at any step leaves no new session or a whole one") {
   auto& c = d.client();
   if (!fault_injection_built(c))
     return; // release build
-  expect_ok(c.rpc("session.create", ids("a", "s")));
-  write_file(d.current("a", "s") + "/f.txt", "data");
-  expect_ok(c.rpc("checkpoint.create",
-                  with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
+  source_with_checkpoint(d);
   struct point_case {
     const char* point;
     const char* session; // the actor the point is in: agent or source
@@ -193,14 +199,9 @@ TEST_CASE("fork: a baseline lost in a crash is taken from the fork's own tree "
   auto& c = d.client();
   if (!fault_injection_built(c))
     return; // release build
-  expect_ok(c.rpc("session.create", ids("a", "s")));
-  write_file(d.current("a", "s") + "/f.txt", "data");
-  expect_ok(c.rpc("checkpoint.create",
-                  with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
-  expect_ok(c.rpc("debug.fault", {{"agent_id", "a"},
-                                  {"session_id", "s"},
-                                  {"point", "session.fork.before_baseline"},
-                                  {"effect", "crash"}}));
+  source_with_checkpoint(d);
+  expect_ok(c.rpc("debug.fault",
+                  fault("a", "s", "session.fork.before_baseline", "crash", 0)));
   c.try_rpc("session.fork", with(ids("a", "s"), {{"new_session_id", "t"},
                                                  {"checkpoint_id", "c1"}}));
   CHECK(d.wait_exit(std::chrono::seconds{10}) == 128 + SIGKILL);
@@ -224,10 +225,7 @@ TEST_CASE("fork: what follows the reply at once waits for the baseline") {
   daemon_process d;
   d.start();
   auto& c = d.client();
-  expect_ok(c.rpc("session.create", ids("a", "s")));
-  write_file(d.current("a", "s") + "/f.txt", "data");
-  expect_ok(c.rpc("checkpoint.create",
-                  with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
+  source_with_checkpoint(d);
   // Each right after the reply, while the source makes the baseline.
   for (int i = 0; i < 4; ++i) {
     auto t = "t" + std::to_string(i);
@@ -270,10 +268,7 @@ TEST_CASE("fork: a baseline slower than the idle delay keeps the fork's "
   auto& c = d.client();
   if (!fault_injection_built(c))
     return; // release build
-  expect_ok(c.rpc("session.create", ids("a", "s")));
-  write_file(d.current("a", "s") + "/f.txt", "data");
-  expect_ok(c.rpc("checkpoint.create",
-                  with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
+  source_with_checkpoint(d);
   auto slow = [&] {
     expect_ok(
         c.rpc("debug.fault",
