@@ -80,6 +80,10 @@ struct session_entry {
   /// A forked session's baseline, still being made when the fork answered:
   /// every spawn of the session waits for it (messages/fork_signal.hpp).
   fork_ready baseline_ready{};
+  /// Baselines of forks from this session's checkpoints, made on its lane:
+  /// a respawned session (its old lane may still be making one) waits for
+  /// them as the first did.
+  std::vector<fork_ready> forks_out{};
 };
 
 struct agent_state {

@@ -168,6 +168,8 @@ void snapshot_from_source(self_ptr self, job_ptr job) {
       // command unhandled, the signal tells its waiters so.
       std::make_shared<fork_signal>()};
   job->baseline_ready = into.baseline_made->ready();
+  drop_ready(it->second.forks_out);
+  it->second.forks_out.push_back(job->baseline_ready);
   self->request(it->second.handle, caf::infinite, std::move(into))
       .then([self, job](json::value&) { commit_fork(self, job); },
             [self, job](caf::error& err) { abort_fork(self, job, err); });

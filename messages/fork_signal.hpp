@@ -13,14 +13,27 @@
 
 #include "messages/errors.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <future>
 #include <utility>
+#include <vector>
 
 namespace allox {
 
 /// The waiters' end: ready with the step's outcome (none when it was
 /// done). Waited for on worker threads only.
 using fork_ready = std::shared_future<caf::error>;
+
+/// Drops the steps already done from `pending`.
+inline void drop_ready(std::vector<fork_ready>& pending) {
+  pending.erase(std::remove_if(pending.begin(), pending.end(),
+                               [](const fork_ready& f) {
+                                 return f.wait_for(std::chrono::seconds{0}) ==
+                                        std::future_status::ready;
+                               }),
+                pending.end());
+}
 
 /// The end of whoever runs the step. Tells its outcome once; dropped
 /// untold (the step never ran: its actor or lane went away), it tells an

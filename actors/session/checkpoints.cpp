@@ -11,7 +11,6 @@
 #include "guest/store/workspace_ops.hpp"
 #include "messages/checkpoint_params.hpp"
 
-#include <algorithm>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -211,19 +210,8 @@ static void sync_intents(self_ptr self) {
       });
 }
 
-/// Drops the baselines already made from forks_out.
-static void prune_forks_out(self_ptr self) {
-  auto& out = self->state.forks_out;
-  out.erase(std::remove_if(out.begin(), out.end(),
-                           [](const fork_ready& f) {
-                             return f.wait_for(std::chrono::seconds{0}) ==
-                                    std::future_status::ready;
-                           }),
-            out.end());
-}
-
 bool fork_baselines_pending(self_ptr self) {
-  prune_forks_out(self);
+  drop_ready(self->state.forks_out);
   const auto& mine = self->state.init.baseline_ready;
   if (!self->state.forks_out.empty())
     return true;
@@ -584,13 +572,13 @@ caf::result<json::value> handle_fork_into(self_ptr self,
           return err;
         return json::value();
       },
-      [self](json::value&) { prune_forks_out(self); },
+      [self](json::value&) { drop_ready(self->state.forks_out); },
       [self, baseline](caf::error err) {
         // The new session fences itself on this; start-up recovery takes
         // the baseline from the checkpoint.
         log::error("session", self->state.key() + ": fork baseline " +
                                   baseline + " not made: " + message_of(err));
-        prune_forks_out(self);
+        drop_ready(self->state.forks_out);
       });
   return rp;
 }

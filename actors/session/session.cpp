@@ -267,6 +267,7 @@ session_actor::behavior_type session(session_facets::self_ptr self,
     self->state.leases["run:" + id] = os::now_ns();
   self->state.runs.interrupted = std::move(init.interrupted_runs);
   self->state.unsynced_intents = std::move(init.unsynced_intents);
+  self->state.forks_out = std::move(init.forks_out);
   self->state.init = std::move(init);
   if (!self->state.unsynced_intents.empty())
     arm_idle_work(self);

@@ -59,6 +59,9 @@ struct session_init {
   /// fork's reply: the lane's first step waits for it, and session.delete
   /// too (messages/fork_signal.hpp). Invalid otherwise.
   fork_ready baseline_ready{};
+  /// Baselines of forks from this session's checkpoints still being made
+  /// (by an earlier incarnation's lane, after a restart).
+  std::vector<fork_ready> forks_out{};
 };
 
 /// A session's turn lifecycle (actors/session/turns.cpp): the reference
