@@ -75,8 +75,7 @@ void spawn_session(self_ptr self, session_entry& e,
   init.agents = self->state.init.parent;
   init.unsynced_intents = std::move(unsynced);
   init.baseline_ready = e.baseline_ready;
-  drop_ready(e.forks_out);
-  init.forks_out = e.forks_out;
+  init.forks_out = drop_ready(e.forks_out);
   e.handle =
       self->spawn<caf::linked + caf::monitored>(session, std::move(init));
   e.status = child_status::running;

@@ -25,14 +25,15 @@ namespace allox {
 /// done). Waited for on worker threads only.
 using fork_ready = std::shared_future<caf::error>;
 
-/// Drops the steps already done from `pending`.
-inline void drop_ready(std::vector<fork_ready>& pending) {
+/// Drops the steps already done from `pending`, and returns it.
+inline std::vector<fork_ready>& drop_ready(std::vector<fork_ready>& pending) {
   pending.erase(std::remove_if(pending.begin(), pending.end(),
                                [](const fork_ready& f) {
                                  return f.wait_for(std::chrono::seconds{0}) ==
                                         std::future_status::ready;
                                }),
                 pending.end());
+  return pending;
 }
 
 /// The end of whoever runs the step. Tells its outcome once; dropped

@@ -210,7 +210,9 @@ static void sync_intents(self_ptr self) {
       });
 }
 
-bool fork_baselines_pending(self_ptr self) {
+/// True while a fork's baseline is being made into this session or out of
+/// its checkpoints, or failed to be (the session fences itself next).
+static bool fork_baselines_pending(self_ptr self) {
   drop_ready(self->state.forks_out);
   const auto& mine = self->state.init.baseline_ready;
   if (!self->state.forks_out.empty())

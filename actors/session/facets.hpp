@@ -67,10 +67,6 @@ void fence(self_ptr self, const caf::error& err,
 
 // -- deferred work (checkpoints.cpp) ------------------------------------------
 
-/// True while a fork's baseline is being made into this session or out of
-/// its checkpoints (session.delete and the deferred work wait for them).
-bool fork_baselines_pending(self_ptr self);
-
 /// Notes a mutation and makes sure deferred work runs after it.
 void arm_idle_work(self_ptr self);
 
