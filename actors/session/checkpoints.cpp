@@ -528,19 +528,18 @@ caf::result<json::value> handle_fork_into(self_ptr self,
   auto rp = self->make_response_promise<json::value>();
   auto faults =
       std::make_shared<fault_set>(self->state.faults.take("session.fork"));
-  // current/ made: written by the first step, read by the second (one
-  // lane thread).
-  auto staged = std::make_shared<bool>(false);
+  // Written by the first step, read by the second (one lane thread).
+  auto current_made = std::make_shared<bool>(false);
   mutation_step(
       self,
       [paths, row, source, dir, id = *id, faults,
-       staged]() -> expected<json::value> {
+       current_made]() -> expected<json::value> {
         if (auto err = store::prepare_fork(paths, row))
           return err;
         faults->trigger("session.fork.before_snapshots");
         if (auto err = store::make_fork_current(source, dir))
           return err;
-        *staged = true;
+        *current_made = true;
         return json::value(json::object{{"checkpoint_id", id}});
       },
       [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
@@ -553,8 +552,8 @@ caf::result<json::value> handle_fork_into(self_ptr self,
   mutation_step(
       self,
       [source, baseline, dir, answered = c.answered, made = c.baseline_made,
-       faults, staged]() -> expected<json::value> {
-        if (!*staged) {
+       faults, current_made]() -> expected<json::value> {
+        if (!*current_made) {
           made->tell(make_error(errc::internal, "the fork was not made"));
           return json::value();
         }

@@ -35,8 +35,7 @@ struct fork_shape {
 std::optional<fork_shape>
 fork_shape_of(const layout& paths, const std::string& a, const std::string& s) {
   auto top = os::list_dir(paths.session_dir(a, s));
-  auto cps = os::list_dir(paths.checkpoints_dir(a, s));
-  if (!top || !cps)
+  if (!top)
     return std::nullopt;
   fork_shape shape;
   for (const auto& n : *top) {
@@ -49,7 +48,13 @@ fork_shape_of(const layout& paths, const std::string& a, const std::string& s) {
     else if (n != "checkpoints" && n != upload_marks_name)
       return std::nullopt;
   }
-  if (shape.staged && shape.current)
+  // With current/, only the fork's mark says the baseline is still to
+  // come (metadata naming forked_from is anyone's to write); every live
+  // session stops here, before its checkpoints are listed.
+  if ((shape.current && !shape.pending) || (shape.staged && shape.current))
+    return std::nullopt;
+  auto cps = os::list_dir(paths.checkpoints_dir(a, s));
+  if (!cps)
     return std::nullopt;
   auto intents = create_intents(*cps);
   if (intents.size() != 1)
@@ -108,10 +113,6 @@ expected<fork_leftover> recover_fork(const layout& paths, const std::string& a,
     return fork_leftover::none;
   auto dir = paths.session_dir(a, s);
   if (shape->current) {
-    // Only the fork's mark says the baseline is still to come: metadata
-    // naming forked_from is anyone's to write.
-    if (!shape->pending)
-      return fork_leftover::none;
     bool made = !shape->baseline;
     if (made)
       if (auto err = make_baseline(paths, a, s, *shape))
