@@ -181,7 +181,9 @@ caf::result<json::value> handle_policy_set(self_ptr self,
   if (auto err = require_alive(self))
     return err;
   auto& st = self->state;
-  auto before = st.own_policy;
+  // Kept as its catalog text: GCC 12 warns, wrongly, that a copy of
+  // caf::optional fields captured by value may be uninitialised.
+  auto before = serialize_policy(st.own_policy);
   st.own_policy = apply(st.own_policy, c.change);
   metadata_write w;
   w.set_policies.push_back(
@@ -198,7 +200,7 @@ caf::result<json::value> handle_policy_set(self_ptr self,
         rp.deliver(json::value(describe(self)));
       },
       [self, rp, before](caf::error err) mutable {
-        self->state.own_policy = before;
+        self->state.own_policy = parse_policy(before);
         rp.deliver(std::move(err));
       });
   return rp;

@@ -121,7 +121,10 @@ else
   fi
   say "mmdebstrap $suite (cold: downloads the packages)"
   rm -f "$base.part"
+  # force-unsafe-io: dpkg skips its fsync per unpacked file; the tree ends
+  # up in a tar that is renamed into place only when mmdebstrap succeeds.
   mmdebstrap --mode=root --variant=minbase --format=tar \
+    --dpkgopt=force-unsafe-io \
     --include="$(IFS=,; echo "${packages[*]}")" \
     --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' \

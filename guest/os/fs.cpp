@@ -93,4 +93,26 @@ int64_t now_ns() {
       .count();
 }
 
+// Relative paths work too. A parent can vanish between two steps when
+// its owner removes it (an agent being deleted, a test cleaning up), so ENOENT
+// starts over from the top a few times before it counts as an error.
+caf::error make_dirs(const std::string& path) {
+  constexpr int attempts = 8;
+  for (int attempt = 1;; ++attempt) {
+    bool vanished = false;
+    for (size_t pos = 0; pos != std::string::npos;) {
+      pos = path.find('/', pos + 1);
+      auto part = path.substr(0, pos);
+      if (::mkdir(part.c_str(), 0755) == 0 || errno == EEXIST)
+        continue;
+      if (errno != ENOENT || attempt == attempts)
+        return sys_error("mkdir " + part);
+      vanished = true;
+      break;
+    }
+    if (!vanished)
+      return caf::none;
+  }
+}
+
 } // namespace allox::os

@@ -24,6 +24,9 @@ caf::error require_managed_dir(const std::string& path,
 caf::error ensure_managed_dir(const std::string& path, unsigned mode,
                               const std::string& label);
 
+/// mkdir -p with mode 0755: every missing component of `path`.
+caf::error make_dirs(const std::string& path);
+
 /// fsync(2) on a directory, so renames and creations inside it are durable.
 caf::error fsync_dir(const std::string& path);
 

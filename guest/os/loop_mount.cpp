@@ -1,5 +1,6 @@
 #include "guest/os/loop_mount.hpp"
 
+#include "guest/os/fs.hpp"
 #include "guest/os/mountinfo.hpp"
 #include "guest/os/unique_fd.hpp"
 
@@ -29,20 +30,6 @@ std::string real_path(const std::string& p) {
   if (realpath(p.c_str(), buf) == nullptr)
     return p;
   return buf;
-}
-
-caf::error make_dirs(const std::string& path) {
-  std::string cur;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    cur = path.substr(0, pos);
-    if (cur.empty())
-      continue;
-    if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST)
-      return sys_error("mkdir " + cur);
-  }
-  return caf::none;
 }
 
 // Formatting happens once per image, at start-up; there is no library for

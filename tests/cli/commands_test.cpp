@@ -24,7 +24,7 @@ struct step {
 std::map<std::string, step> scenario(const std::string& format) {
   daemon_process d{with_execution()};
   d.start();
-  ctl c{"http://127.0.0.1:" + std::to_string(d.port())};
+  ctl_process c{"http://127.0.0.1:" + std::to_string(d.port())};
   std::map<std::string, step> out;
   std::string run_id, sleeper, lease, reset;
   auto go = [&](const std::string& name, const std::vector<std::string>& args) {
@@ -112,8 +112,8 @@ std::map<std::string, step> scenario(const std::string& format) {
   go("agent-delete", {"agent", "delete", "b"});
   go("error-not-found", {"session", "describe", "nope"});
   go("session-fork", {"session", "fork", "s3"});
-  go("checkpoint-restore", {"checkpoint", "restore", "c1", "--new-session",
-                            "s4"});
+  go("checkpoint-restore",
+     {"checkpoint", "restore", "c1", "--new-session", "s4"});
   go("clear", {"clear"});
   return out;
 }

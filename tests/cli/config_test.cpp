@@ -120,7 +120,7 @@ TEST_CASE("config: yaml quotes what would read back as something else") {
 }
 
 TEST_CASE("config: alloxctl config init, set, show and path") {
-  allox::test::ctl c;
+  allox::test::ctl_process c;
   auto path = c.config_path();
   CHECK(c.run({"config", "path"}).out == path + "\n");
   REQUIRE(c.run({"config", "init"}).code == 0);

@@ -18,7 +18,7 @@ TEST_CASE("context: session commands follow use, and --agent/--session "
           "override it") {
   daemon_process d{with_token("secret")};
   d.start();
-  ctl c{"http://127.0.0.1:" + std::to_string(d.port())};
+  ctl_process c{"http://127.0.0.1:" + std::to_string(d.port())};
   // No token: the daemon's 401, exit 1.
   auto denied = c.run({"agent", "list"});
   CHECK(denied.code == 1);
@@ -66,7 +66,7 @@ TEST_CASE("context: session commands follow use, and --agent/--session "
 TEST_CASE("context: failures are one line with documented exit codes") {
   daemon_process d;
   d.start();
-  ctl c{"http://127.0.0.1:" + std::to_string(d.port())};
+  ctl_process c{"http://127.0.0.1:" + std::to_string(d.port())};
   REQUIRE(c.run({"use", "a/s"}).code == 0);
   auto missing = c.run({"session", "describe"});
   CHECK(missing.code == 1);
@@ -104,7 +104,7 @@ TEST_CASE("context: failures are one line with documented exit codes") {
   CHECK(run.code == 1);
   CHECK(run.err.find("(code: unsupported)") != std::string::npos);
   // Nobody listening: one line, exit 3.
-  ctl gone{"http://127.0.0.1:" + std::to_string(free_port())};
+  ctl_process gone{"http://127.0.0.1:" + std::to_string(free_port())};
   auto r = gone.run({"agent", "list"});
   CHECK(r.code == 3);
   CHECK(r.err.rfind("alloxctl: cannot reach the daemon at http://127.0.0.1:",
@@ -119,11 +119,11 @@ TEST_CASE("context: failures are one line with documented exit codes") {
 TEST_CASE("context: checkpoint watch prints changes until Ctrl-C") {
   daemon_process d;
   d.start();
-  ctl c{"http://127.0.0.1:" + std::to_string(d.port())};
+  ctl_process c{"http://127.0.0.1:" + std::to_string(d.port())};
   REQUIRE(c.run({"session", "create", "--agent", "a", "s"}).code == 0);
   REQUIRE(c.run({"use", "a/s"}).code == 0);
   REQUIRE(c.run({"checkpoint", "create", "c1"}).code == 0);
-  ctl w{"http://127.0.0.1:" + std::to_string(d.port())};
+  ctl_process w{"http://127.0.0.1:" + std::to_string(d.port())};
   w.start({"-o", "json", "--agent", "a", "--session", "s", "checkpoint",
            "watch", "--interval", "0.1"});
   CHECK(w.read_until(R"("event":"head")", std::chrono::seconds{10})
@@ -143,7 +143,7 @@ TEST_CASE("context: checkpoint watch prints changes until Ctrl-C") {
 TEST_CASE("context: files go up and come down byte for byte") {
   daemon_process d;
   d.start();
-  ctl c{"http://127.0.0.1:" + std::to_string(d.port())};
+  ctl_process c{"http://127.0.0.1:" + std::to_string(d.port())};
   REQUIRE(c.run({"session", "create", "--agent", "a", "s"}).code == 0);
   REQUIRE(c.run({"use", "a/s"}).code == 0);
   test::temp_dir local;
@@ -156,8 +156,9 @@ TEST_CASE("context: files go up and come down byte for byte") {
   test::write_file(local / "tree/sub/x.txt", "x");
   test::write_file(local / "tree/y.txt", "y");
   CHECK(c.run({"file", "upload", local / "blob", "--path", "blob"}).code == 0);
-  CHECK(c.run({"file", "upload", local / "tree", "--path", "tree", "-r"}).code ==
-        0);
+  CHECK(
+      c.run({"file", "upload", local / "tree", "--path", "tree", "-r"}).code ==
+      0);
   CHECK(c.run({"file", "write", "note.txt", "--data", "hello"}).code == 0);
   auto cat = c.run({"file", "cat", "note.txt"});
   CHECK(cat.code == 0);
@@ -173,7 +174,8 @@ TEST_CASE("context: files go up and come down byte for byte") {
   // So do trees: one tar stream each way.
   CHECK(ops("file.upload").size() == 2);
   CHECK(ops("file.download").size() == 1);
-  auto down = c.run({"file", "download", "tree", "--to", local / "tree2", "-r"});
+  auto down =
+      c.run({"file", "download", "tree", "--to", local / "tree2", "-r"});
   INFO(down.err);
   CHECK(down.code == 0);
   CHECK(ops("file.download").size() == 2);

@@ -21,13 +21,13 @@
 
 namespace allox::test {
 
-ctl::ctl(std::string url) : dir_("allox-ctl-") {
+ctl_process::ctl_process(std::string url) : dir_("allox-ctl-") {
   config_ = dir_ / "config.toml";
   if (!url.empty())
     env["ALLOX_URL"] = url;
 }
 
-void ctl::start(const std::vector<std::string>& args) {
+void ctl_process::start(const std::vector<std::string>& args) {
   REQUIRE(pid_ < 0);
   int out[2], err[2];
   REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
@@ -89,8 +89,8 @@ void pump(int& out_fd, int& err_fd, std::string& out, std::string& err,
 
 } // namespace
 
-std::string ctl::read_until(const std::string& text,
-                            std::chrono::milliseconds timeout) {
+std::string ctl_process::read_until(const std::string& text,
+                                    std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (out_.find(text) == std::string::npos && out_fd_ >= 0 &&
          std::chrono::steady_clock::now() < deadline)
@@ -98,12 +98,12 @@ std::string ctl::read_until(const std::string& text,
   return out_;
 }
 
-void ctl::signal(int sig) {
+void ctl_process::signal(int sig) {
   REQUIRE(pid_ > 0);
   ::kill(pid_, sig);
 }
 
-ctl_result ctl::finish(std::chrono::milliseconds timeout) {
+ctl_result ctl_process::finish(std::chrono::milliseconds timeout) {
   REQUIRE(pid_ > 0);
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while ((out_fd_ >= 0 || err_fd_ >= 0) &&
@@ -135,8 +135,8 @@ ctl_result ctl::finish(std::chrono::milliseconds timeout) {
   return r;
 }
 
-ctl_result ctl::run(const std::vector<std::string>& args,
-                    std::chrono::milliseconds timeout) {
+ctl_result ctl_process::run(const std::vector<std::string>& args,
+                            std::chrono::milliseconds timeout) {
   start(args);
   return finish(timeout);
 }

@@ -20,10 +20,10 @@ struct ctl_result {
   std::string err;
 };
 
-class ctl {
+class ctl_process {
 public:
   /// `url` becomes ALLOX_URL (empty: none).
-  explicit ctl(std::string url = {});
+  explicit ctl_process(std::string url = {});
 
   /// Runs `alloxctl args...` to the end (at most `timeout`).
   ctl_result run(const std::vector<std::string>& args,

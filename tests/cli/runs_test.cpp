@@ -19,7 +19,7 @@ std::string url(const daemon_process& d) {
 }
 
 /// Session a/s, made the context of `c`.
-void use_session(ctl& c) {
+void use_session(ctl_process& c) {
   REQUIRE(c.run({"session", "create", "--agent", "a", "s"}).code == 0);
   REQUIRE(c.run({"use", "a/s"}).code == 0);
 }
@@ -30,7 +30,7 @@ TEST_CASE("runs: run exits with the run's exit code and keeps stdout and "
           "stderr apart") {
   daemon_process d{with_execution()};
   d.start();
-  ctl c{url(d)};
+  ctl_process c{url(d)};
   use_session(c);
   auto status = c.run({"-o", "json", "process", "status"});
   CHECK(status.code == 0);
@@ -61,7 +61,7 @@ TEST_CASE("runs: run exits with the run's exit code and keeps stdout and "
 TEST_CASE("runs: output appears while the run is still running") {
   daemon_process d{with_execution()};
   d.start();
-  ctl c{url(d)};
+  ctl_process c{url(d)};
   use_session(c);
   auto t0 = std::chrono::steady_clock::now();
   c.start({"run", "--", "sh", "-c", "echo first; sleep 3; echo second"});
@@ -70,7 +70,7 @@ TEST_CASE("runs: output appears while the run is still running") {
   CHECK(seen == "first\n");
   // Well before the run's 3 s sleep ends.
   CHECK(waited < 2500ms);
-  ctl ps{url(d)};
+  ctl_process ps{url(d)};
   auto rows = ps.run({"-o", "json", "--agent", "a", "--session", "s", "ps"});
   CHECK(rows.out.find(R"("state": "running")") != std::string::npos);
   auto r = c.finish(20s);
@@ -81,7 +81,7 @@ TEST_CASE("runs: output appears while the run is still running") {
 TEST_CASE("runs: Ctrl-C stops the run, shows what it wrote, and exits 130") {
   daemon_process d{with_execution()};
   d.start();
-  ctl c{url(d)};
+  ctl_process c{url(d)};
   use_session(c);
   c.start({"run", "--", "sh", "-c", "echo ready; sleep 60"});
   REQUIRE(c.read_until("ready\n", 10s) == "ready\n");
@@ -97,7 +97,7 @@ TEST_CASE("runs: Ctrl-C stops the run, shows what it wrote, and exits 130") {
 TEST_CASE("runs: logs -f follows a run started elsewhere to its end") {
   daemon_process d{with_execution()};
   d.start();
-  ctl c{url(d)};
+  ctl_process c{url(d)};
   use_session(c);
   auto started = c.run({"-o", "json", "run", "-d", "--", "sh", "-c",
                         "echo a; sleep 1; echo b >&2; echo c"});

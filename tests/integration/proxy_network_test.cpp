@@ -152,11 +152,12 @@ void expect_invalid(const http_response& r, const std::string& why) {
 }
 
 /// Runs `script` in session a/`s`; {exit code, stdout, stderr}.
-struct ran {
+struct script_result {
   int64_t code;
   std::string out, err;
 };
-ran run_sh(http_client& c, const std::string& s, const std::string& script) {
+script_result run_script(http_client& c, const std::string& s,
+                         const std::string& script) {
   auto id = run_id(sh(c, "a", s, script));
   auto row = wait_done(c, "a", s, id);
   return {row.at("root_exit_code").as_int64(), output(c, "a", s, id),
@@ -208,7 +209,7 @@ TEST_CASE("proxy network: a download through the proxy reaches an allowed "
       with(ids("a", "s"), {{"path", "ca.pem"}, {"data", www.certificate()}})));
 
   SUBCASE("HTTPS by name and plain HTTP by address are relayed") {
-    auto r = run_sh(
+    auto r = run_script(
         c, "s",
         "echo $HTTPS_PROXY $NO_PROXY; " +
             curl("https://localhost:" + tls + "/blob", "/workspace/tls.bin") +
@@ -255,12 +256,12 @@ TEST_CASE("proxy network: a download through the proxy reaches an allowed "
     expect_ok(c.rpc(
         "session.configure",
         with(ids("a", "s"), {{"egress", egress({"127.0.0.1:" + echo})}})));
-    auto r = run_sh(c, "s",
-                    R"(python3 -c '
+    auto r = run_script(c, "s",
+                        R"(python3 -c '
 import socket
 s = socket.create_connection(("127.0.0.1", 3128))
 s.sendall(b"CONNECT 127.0.0.1:)" +
-                        echo + R"( HTTP/1.1\r\n\r\n" + b"half" * 50000)
+                            echo + R"( HTTP/1.1\r\n\r\n" + b"half" * 50000)
 head = b""
 while not head.endswith(b"\r\n\r\n"):
     head += s.recv(1)
@@ -290,12 +291,13 @@ print(head.split(b"\r\n")[0].decode(), got == b"HALF" * 50000)
     expect_ok(c.rpc(
         "session.configure",
         with(ids("a", "s"), {{"egress", egress({"127.0.0.1:" + echo})}})));
-    auto r = run_sh(c, "s",
-                    "printf 'raw bytes' | /run/allox/bin/allox-network connect "
-                    "127.0.0.1 " +
-                        echo +
-                        "; echo; /run/allox/bin/allox-network connect "
-                        "example.org 22 </dev/null; echo \"exit $?\"");
+    auto r =
+        run_script(c, "s",
+                   "printf 'raw bytes' | /run/allox/bin/allox-network connect "
+                   "127.0.0.1 " +
+                       echo +
+                       "; echo; /run/allox/bin/allox-network connect "
+                       "example.org 22 </dev/null; echo \"exit $?\"");
     CHECK(r.out == "RAW BYTES\nexit 1\n");
     CHECK(r.err.find("allox-network: HTTP/1.1 403 Forbidden: example.org:22 "
                      "refused by the egress policy: not on the egress "
@@ -312,15 +314,15 @@ print(head.split(b"\r\n")[0].decode(), got == b"HALF" * 50000)
               with(ids("a", "s"),
                    {{"egress", egress({"localhost:" + tls, "*.example.org:443"},
                                       {"bad.example.org:*"})}})));
-    auto r =
-        run_sh(c, "s",
-               curl("https://localhost:" + tls + "/blob", "/dev/null") + "; " +
-                   curl("https://bad.example.org/", "/dev/null") + "; " +
-                   curl("https://api.example.com/", "/dev/null") + "; " +
-                   curl("http://127.0.0.1:" + plain + "/blob", "/dev/null") +
-                   "; python3 -c 'import socket; "
-                   "socket.create_connection((\"127.0.0.1\", " +
-                   tls + "), 3)' 2>&1 | tail -1");
+    auto r = run_script(
+        c, "s",
+        curl("https://localhost:" + tls + "/blob", "/dev/null") + "; " +
+            curl("https://bad.example.org/", "/dev/null") + "; " +
+            curl("https://api.example.com/", "/dev/null") + "; " +
+            curl("http://127.0.0.1:" + plain + "/blob", "/dev/null") +
+            "; python3 -c 'import socket; "
+            "socket.create_connection((\"127.0.0.1\", " +
+            tls + "), 3)' 2>&1 | tail -1");
     INFO(r.err);
     std::istringstream lines{r.out};
     std::vector<std::string> got;
@@ -357,11 +359,11 @@ print(head.split(b"\r\n")[0].decode(), got == b"HALF" * 50000)
         c.rpc("session.configure",
               with(ids("a", "s"), {{"egress", egress({"127.0.0.0/8:*"})}})));
     auto rpc = "127.0.0.1:" + port_text(d.port());
-    auto r2 =
-        run_sh(c, "s",
-               curl("https://127.0.0.1:" + tls + "/blob", "/dev/null") + "; " +
-                   curl("http://" + rpc + "/health", "/dev/null") + "; " +
-                   curl("-p http://" + rpc + "/health", "/dev/null"));
+    auto r2 = run_script(
+        c, "s",
+        curl("https://127.0.0.1:" + tls + "/blob", "/dev/null") + "; " +
+            curl("http://" + rpc + "/health", "/dev/null") + "; " +
+            curl("-p http://" + rpc + "/health", "/dev/null"));
     CHECK(r2.out == "200 200\n000 403\n403 000\n");
     auto own = "own service 127.0.0.0/8:" + port_text(d.port()) +
                " is never reachable";
@@ -387,7 +389,7 @@ TEST_CASE("proxy network: runs of a session share its namespace, other "
   auto st = expect_ok(c.rpc("network.status", ids("a", "s1")));
   CHECK(st.at("active") == false); // made at the first run
   auto inode = [&](const std::string& s) {
-    auto r = run_sh(c, s, "stat -L -c %i /proc/self/ns/net");
+    auto r = run_script(c, s, "stat -L -c %i /proc/self/ns/net");
     REQUIRE(r.code == 0);
     return std::stoll(r.out);
   };
@@ -398,9 +400,9 @@ TEST_CASE("proxy network: runs of a session share its namespace, other "
   CHECK(st.at("active") == true);
   CHECK(st.at("namespace_inode").as_int64() == first);
   // Only loopback, and the proxy listening on it.
-  auto r = run_sh(c, "s1",
-                  "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; "
-                  "grep -c '0100007F:0C38 00000000:0000 0A' /proc/net/tcp");
+  auto r = run_script(c, "s1",
+                      "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; "
+                      "grep -c '0100007F:0C38 00000000:0000 0A' /proc/net/tcp");
   CHECK(r.out == "lo\n1\n");
   // network.configure (the prototype's action) answers with the status.
   auto back = expect_ok(c.rpc("network.configure",

@@ -3,6 +3,7 @@
 // (test_turn_lifecycle.py), policy precedence and persistence, keep_auto,
 // checkpoints after successful runs and on an interval.
 #include "tests/fixtures/daemon.hpp"
+#include "tests/fixtures/json_text.hpp"
 #include "tests/fixtures/runs.hpp"
 #include "tests/fixtures/session_files.hpp"
 #include "tests/fixtures/wait.hpp"
@@ -52,10 +53,6 @@ struct turns {
     return out;
   }
 };
-
-std::string str(const json::value& v) {
-  return std::string{v.as_string()};
-}
 
 /// The keys of an object, sorted.
 std::set<std::string> keys(const json::object& o) {

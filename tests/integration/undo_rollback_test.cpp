@@ -3,6 +3,7 @@
 // undoes the first, it counts against keep_auto, and a crash while it is
 // being kept leaves it complete or absent, never the head.
 #include "tests/fixtures/daemon.hpp"
+#include "tests/fixtures/json_text.hpp"
 #include "tests/fixtures/session_files.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 #include "tests/fixtures/wait.hpp"
@@ -16,10 +17,6 @@ using namespace allox;
 using namespace allox::test;
 
 namespace {
-
-std::string str(const json::value& v) {
-  return std::string{v.as_string()};
-}
 
 /// A session "s" of agent "a" with c1 ("1") as the head and "2" in
 /// current/, under `policy`.

@@ -2,16 +2,14 @@
 // the prototype's validation messages, the agent id checked first.
 #include "messages/commands/decode.hpp"
 #include "messages/params.hpp"
+#include "tests/fixtures/json_text.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace allox;
+using allox::test::obj;
 
 namespace {
-
-json::object obj(const char* text) {
-  return json::parse(text).as_object();
-}
 
 template <class T>
 std::string error_of(const expected<T>& r) {

@@ -1,15 +1,13 @@
 #include "messages/checkpoint_params.hpp"
+#include "tests/fixtures/json_text.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace allox;
+using allox::test::obj;
 using namespace std::string_literals;
 
 namespace {
-
-json::object obj(const char* text) {
-  return json::parse(text).as_object();
-}
 
 std::string error_of(const caf::error& e) {
   return message_of(e);

@@ -1,16 +1,10 @@
 #include "messages/params.hpp"
+#include "tests/fixtures/json_text.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace allox;
-
-namespace {
-
-json::object obj(const char* text) {
-  return json::parse(text).as_object();
-}
-
-} // namespace
+using allox::test::obj;
 
 TEST_CASE("params: required strings") {
   auto p = obj(R"({"a":"x","empty":"","num":3})");

@@ -16,7 +16,7 @@ using namespace std::string_literals;
 
 namespace {
 
-checkpoint_row sample(const std::string& id) {
+checkpoint_row sample_row(const std::string& id) {
   checkpoint_row row;
   row.agent_id = "a";
   row.session_id = "s";
@@ -37,7 +37,7 @@ TEST_CASE("create intent: a row survives the round trip") {
   test::temp_dir dir;
   store::layout l{dir.path()};
   make_checkpoints_dir(l);
-  auto row = sample("cp-1");
+  auto row = sample_row("cp-1");
   row.message = ""s; // empty, not null
   row.metadata = R"({"k":[1,2]})";
   row.pinned = true;
@@ -66,14 +66,14 @@ TEST_CASE("create intent: large rows are split and a rewrite drops stale "
   test::temp_dir dir{"allox-test-", "/dev/shm"};
   store::layout l{dir.path()};
   make_checkpoints_dir(l);
-  auto big = sample("big");
+  auto big = sample_row("big");
   big.message = std::string(4 * store::intent_chunk_bytes + 17, 'm');
   REQUIRE_FALSE(store::write_create_intent(l, big));
   auto back = store::read_create_intent(l, "a", "s", "big");
   REQUIRE(back);
   CHECK(back->message == big.message);
   // An earlier attempt left more chunks than the new row has.
-  auto small = sample("big");
+  auto small = sample_row("big");
   small.origin = "retry";
   REQUIRE_FALSE(store::write_create_intent(l, small));
   back = store::read_create_intent(l, "a", "s", "big");
@@ -86,7 +86,7 @@ TEST_CASE("create intent: a damaged record is an error, not a row") {
   test::temp_dir dir;
   store::layout l{dir.path()};
   make_checkpoints_dir(l);
-  REQUIRE_FALSE(store::write_create_intent(l, sample("x")));
+  REQUIRE_FALSE(store::write_create_intent(l, sample_row("x")));
   auto path = store::intent_path(l, "a", "s", "x");
   std::string junk = "{\"checkpoint_id\":";
   REQUIRE(::setxattr(path.c_str(), "trusted.allox.intent.0", junk.data(),
@@ -95,7 +95,7 @@ TEST_CASE("create intent: a damaged record is an error, not a row") {
   REQUIRE_FALSE(r);
   CHECK(code_of(r.error()) == errc::invalid_argument);
   // A record naming another checkpoint is refused too.
-  REQUIRE_FALSE(store::write_create_intent(l, sample("y")));
+  REQUIRE_FALSE(store::write_create_intent(l, sample_row("y")));
   REQUIRE(::rename(store::intent_path(l, "a", "s", "y").c_str(),
                    store::intent_path(l, "a", "s", "z").c_str()) == 0);
   auto other = store::read_create_intent(l, "a", "s", "z");
