@@ -459,6 +459,10 @@ caf::result<json::value> handle_unfence(self_ptr self,
 caf::result<json::value> handle_delete(self_ptr self,
                                        const cmd::session_delete& c);
 
+/// agent.delete's retirement (`retire` false: its undo); waits for the
+/// baselines of forks into or out of this session.
+caf::result<caf::ok_atom> handle_retire(self_ptr self, bool retire);
+
 // -- turns (turns.cpp) --------------------------------------------------------
 
 /// Restores the turn state and policies from the actor's init (its row).

@@ -1,5 +1,5 @@
 // The lifecycle facet of the SESSION actor: session.delete, after which
-// the actor quits.
+// the actor quits, and the retirement agent.delete asks of each session.
 #include "actors/session/facets.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
@@ -11,8 +11,22 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace allox::session_facets {
+
+namespace {
+
+/// Baselines of forks into this session (its own) and out of its
+/// checkpoints that are still being made.
+std::vector<fork_ready> pending_baselines(session_state& st) {
+  auto pending = drop_ready(st.forks_out);
+  if (st.init.baseline_ready.valid())
+    pending.push_back(st.init.baseline_ready);
+  return drop_ready(pending);
+}
+
+} // namespace
 
 // -- session.delete -----------------------------------------------------------
 
@@ -32,9 +46,7 @@ caf::result<json::value> handle_delete(self_ptr self,
   auto row = st.init.row;
   auto paths = st.init.paths;
   auto faults = std::make_shared<fault_set>(st.faults.take("session.delete"));
-  auto baselines = st.forks_out;
-  if (st.init.baseline_ready.valid())
-    baselines.push_back(st.init.baseline_ready);
+  auto baselines = pending_baselines(st);
   auto fail = [self, rp](caf::error err) mutable {
     self->state.phase = session_phase::idle;
     self->state.mutation.clear();
@@ -124,6 +136,37 @@ caf::result<json::value> handle_delete(self_ptr self,
         return json::value();
       },
       [mark_and_move](json::value&) mutable { mark_and_move(); }, fail);
+  return rp;
+}
+
+// -- retirement (agent.delete) -----------------------------------------------
+
+// A retired session takes no further commands; agent.delete then removes
+// the agent's directory. So the answer waits, off the actor's thread, for
+// any baseline still being made from or into this session's directory.
+caf::result<caf::ok_atom> handle_retire(self_ptr self, bool retire) {
+  auto& st = self->state;
+  if (!retire) {
+    if (st.phase == session_phase::retired)
+      st.phase = session_phase::idle;
+    return caf::ok_atom_v;
+  }
+  if (auto err = require_mutable(self))
+    return err;
+  st.phase = session_phase::retired;
+  auto baselines = pending_baselines(st);
+  if (baselines.empty())
+    return caf::ok_atom_v;
+  auto rp = self->make_response_promise<caf::ok_atom>();
+  blocking(
+      self,
+      [baselines]() -> expected<json::value> {
+        for (const auto& made : baselines)
+          made.wait();
+        return json::value();
+      },
+      [rp](json::value&) mutable { rp.deliver(caf::ok_atom_v); },
+      [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;
 }
 

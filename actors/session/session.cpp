@@ -323,18 +323,7 @@ session_actor::behavior_type session(session_facets::self_ptr self,
         self->state.faults.arm(fault{c.point, c.effect, c.millis});
         return json_reply(json::object{{"armed", true}});
       },
-      [self](atom::retire, bool retire) -> caf::result<caf::ok_atom> {
-        auto& st = self->state;
-        if (!retire) {
-          if (st.phase == session_phase::retired)
-            st.phase = session_phase::idle;
-          return caf::ok_atom_v;
-        }
-        if (auto err = require_mutable(self))
-          return err;
-        st.phase = session_phase::retired;
-        return caf::ok_atom_v;
-      },
+      [self](atom::retire, bool retire) { return handle_retire(self, retire); },
       // -- checkpoints (checkpoints.cpp, rollback.cpp) ----------------------
       [self](const cmd::checkpoint_list& c) {
         return serve(self, c, handle_checkpoint_list);

@@ -297,3 +297,30 @@ TEST_CASE("fork: a baseline slower than the idle delay keeps the fork's "
   CHECK(read_file(d.root() + "/agents/a/workspace/sessions/u/checkpoints/" +
                   id + "/f.txt") == "data");
 }
+
+TEST_CASE("fork: agent.delete right after a fork waits for its baseline") {
+  daemon_process d;
+  d.start();
+  auto& c = d.client();
+  if (!fault_injection_built(c))
+    return; // release build
+  source_with_checkpoint(d);
+  expect_ok(c.rpc("debug.fault", fault("a", "s", "session.fork.before_baseline",
+                                       "delay", 1500)));
+  fork(c, "s", "t", {{"checkpoint_id", "c1"}});
+  // The baseline is made before the agent's directory goes: a snapshot
+  // must not land in a tree being removed. So the answer comes after the
+  // baseline's delay, not at once.
+  auto started = std::chrono::steady_clock::now();
+  expect_ok(c.rpc("agent.delete", ids("a")));
+  CHECK(std::chrono::steady_clock::now() - started >=
+        std::chrono::milliseconds{1000});
+  CHECK(d.log().find("not made") == std::string::npos);
+  CHECK(os::kind_of(d.root() + "/agents/a") == os::entry_kind::missing);
+  d.crash();
+  d.start();
+  auto agents = expect_ok(c.rpc("agent.list"));
+  for (const auto& id : agents.at("agent_ids").as_array())
+    CHECK(id.as_string() != "a");
+  CHECK(os::kind_of(d.root() + "/agents/a") == os::entry_kind::missing);
+}
