@@ -70,8 +70,9 @@ void fault_set::trigger(std::string_view point) {
     auto f = std::move(*it);
     armed_.erase(it);
     log::warn("fault", "firing " + f.effect + " at " + f.point);
+    std::this_thread::sleep_for(std::chrono::milliseconds(f.millis));
     if (f.effect == "delay") {
-      std::this_thread::sleep_for(std::chrono::milliseconds(f.millis));
+      // slept
     } else if (f.effect == "throw") {
       throw std::runtime_error("injected fault at " + f.point);
     } else {

@@ -14,9 +14,9 @@
 namespace allox {
 
 struct fault {
-  std::string point;  // e.g. "session.delete.before_rename"
-  std::string effect; // "delay", "throw" or "crash"
-  uint32_t millis = 0;
+  std::string point;   // e.g. "session.delete.before_rename"
+  std::string effect;  // "delay", "throw" or "crash"
+  uint32_t millis = 0; // slept first, for "throw" and "crash" too
 };
 
 /// True when this build can inject faults.
@@ -37,8 +37,8 @@ public:
   /// a blocking job can carry them to its worker thread.
   fault_set take(std::string_view prefix);
 
-  /// Fires the fault armed for `point`, if any: sleeps, throws
-  /// std::runtime_error, or kills the whole process with SIGKILL.
+  /// Fires the fault armed for `point`, if any: sleeps, then throws
+  /// std::runtime_error or kills the whole process with SIGKILL.
   void trigger(std::string_view point);
 
   bool empty() const { return armed_.empty(); }

@@ -98,7 +98,16 @@ void blocking(self_ptr self, Job job, Next next, fail_fn fail) {
 /// The lane is retired once the session has been idle (idle_work).
 template <class Job, class Next>
 void mutation_step(self_ptr self, Job job, Next next, fail_fn fail) {
-  run_on_lane(self, *self->state.lane, std::move(job))
+  // A fork's first step waits for its baseline and fences the session if
+  // that failed; steps queued before the fence landed fail here instead.
+  auto gated = [made = self->state.init.baseline_ready,
+                job = std::move(job)]() mutable -> expected<json::value> {
+    if (made.valid())
+      if (auto err = made.get())
+        return conflict("fork baseline not made: " + message_of(err));
+    return job();
+  };
+  run_on_lane(self, *self->state.lane, std::move(gated))
       .then(
           [self, next](json::value& v) mutable {
             arm_idle_work(self);

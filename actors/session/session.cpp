@@ -272,17 +272,17 @@ session_actor::behavior_type session(session_facets::self_ptr self,
   if (!self->state.unsynced_intents.empty())
     arm_idle_work(self);
   // A fork's baseline still being made on its source's lane: this lane's
-  // first step waits for it, so every mutation queues behind it.
+  // first step waits for it (mutation_step), so every mutation queues
+  // behind it.
   if (auto made = self->state.init.baseline_ready; made.valid())
     mutation_step(
-        self,
-        [made]() -> expected<json::value> {
-          if (auto err = made.get())
-            return err;
-          return json::value();
-        },
+        self, []() -> expected<json::value> { return json::value(); },
         [](json::value&) {},
-        [self](caf::error err) { fence(self, err, "fork baseline not made"); });
+        [self](caf::error err) {
+          fence(self, err, "first step");
+          // Settled: what runs after session.unfence need not wait.
+          self->state.init.baseline_ready = {};
+        });
   self->state.started = std::chrono::steady_clock::now();
   load_turns(self);
   load_share(self);

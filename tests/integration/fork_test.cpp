@@ -324,3 +324,33 @@ TEST_CASE("fork: agent.delete right after a fork waits for its baseline") {
     CHECK(id.as_string() != "a");
   CHECK(os::kind_of(d.root() + "/agents/a") == os::entry_kind::missing);
 }
+
+TEST_CASE("fork: steps queued behind a baseline that failed do not run") {
+  daemon_process d;
+  d.start();
+  auto& c = d.client();
+  if (!fault_injection_built(c))
+    return; // release build
+  source_with_checkpoint(d);
+  // The baseline fails 1.5 s after the reply; until then the new session
+  // takes commands, which queue behind it.
+  expect_ok(c.rpc("debug.fault", fault("a", "s", "session.fork.before_baseline",
+                                       "throw", 1500)));
+  fork(c, "s", "t", {{"checkpoint_id", "c1"}});
+  write_file(d.current("a", "t") + "/f.txt", "changed");
+  auto queued = c.rpc("checkpoint.create",
+                      with(ids("a", "t"), {{"checkpoint_id", "c2"}}));
+  expect_error(queued, 400, "conflict");
+  CHECK(
+      os::kind_of(d.root() + "/agents/a/workspace/sessions/t/checkpoints/c2") ==
+      os::entry_kind::missing);
+  // Fenced now; start-up recovery makes the baseline from c1.
+  expect_error(c.rpc("checkpoint.create", ids("a", "t")), 400, "conflict");
+  d.crash();
+  d.start();
+  auto l = expect_ok(c.rpc("checkpoint.list", ids("a", "t")));
+  REQUIRE(l.at("checkpoints").as_array().size() == 1);
+  expect_ok(c.rpc("checkpoint.create",
+                  with(ids("a", "t"), {{"checkpoint_id", "c2"}})));
+  CHECK(file_in(d, "t", "f.txt") == "changed");
+}
