@@ -26,6 +26,25 @@ std::vector<fork_ready> pending_baselines(session_state& st) {
   return drop_ready(pending);
 }
 
+/// Runs `next` on this actor once no baseline of `st` is being made: at
+/// once when none is, else after a worker has waited for them.
+template <class Next>
+void after_baselines(self_ptr self, Next next, fail_fn fail) {
+  auto baselines = pending_baselines(self->state);
+  if (baselines.empty()) {
+    next();
+    return;
+  }
+  blocking(
+      self,
+      [baselines]() -> expected<json::value> {
+        for (const auto& made : baselines)
+          made.wait();
+        return json::value();
+      },
+      [next](json::value&) mutable { next(); }, std::move(fail));
+}
+
 } // namespace
 
 // -- session.delete -----------------------------------------------------------
@@ -46,7 +65,6 @@ caf::result<json::value> handle_delete(self_ptr self,
   auto row = st.init.row;
   auto paths = st.init.paths;
   auto faults = std::make_shared<fault_set>(st.faults.take("session.delete"));
-  auto baselines = pending_baselines(st);
   auto fail = [self, rp](caf::error err) mutable {
     self->state.phase = session_phase::idle;
     self->state.mutation.clear();
@@ -124,18 +142,7 @@ caf::result<json::value> handle_delete(self_ptr self,
         },
         fail);
   };
-  if (baselines.empty()) {
-    mark_and_move();
-    return rp;
-  }
-  blocking(
-      self,
-      [baselines]() -> expected<json::value> {
-        for (const auto& made : baselines)
-          made.wait();
-        return json::value();
-      },
-      [mark_and_move](json::value&) mutable { mark_and_move(); }, fail);
+  after_baselines(self, mark_and_move, fail);
   return rp;
 }
 
@@ -154,18 +161,9 @@ caf::result<caf::ok_atom> handle_retire(self_ptr self, bool retire) {
   if (auto err = require_mutable(self))
     return err;
   st.phase = session_phase::retired;
-  auto baselines = pending_baselines(st);
-  if (baselines.empty())
-    return caf::ok_atom_v;
   auto rp = self->make_response_promise<caf::ok_atom>();
-  blocking(
-      self,
-      [baselines]() -> expected<json::value> {
-        for (const auto& made : baselines)
-          made.wait();
-        return json::value();
-      },
-      [rp](json::value&) mutable { rp.deliver(caf::ok_atom_v); },
+  after_baselines(
+      self, [rp]() mutable { rp.deliver(caf::ok_atom_v); },
       [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;
 }

@@ -42,6 +42,14 @@ void source_with_checkpoint(daemon_process& d) {
                   with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
 }
 
+/// The next fork from s makes its baseline `millis` after its reply, or
+/// with `effect` "throw" fails it then.
+void baseline_after(http_client& c, int millis,
+                    const std::string& effect = "delay") {
+  expect_ok(c.rpc("debug.fault", fault("a", "s", "session.fork.before_baseline",
+                                       effect, millis)));
+}
+
 } // namespace
 
 TEST_CASE("fork: a new session from a checkpoint, and the two never see each "
@@ -269,13 +277,8 @@ TEST_CASE("fork: a baseline slower than the idle delay keeps the fork's "
   if (!fault_injection_built(c))
     return; // release build
   source_with_checkpoint(d);
-  auto slow = [&] {
-    expect_ok(
-        c.rpc("debug.fault",
-              fault("a", "s", "session.fork.before_baseline", "delay", 2500)));
-  };
   // The rollback waits behind the baseline, past the idle delay (1 s).
-  slow();
+  baseline_after(c, 2500);
   auto base =
       fork(c, "s", "t", {{"checkpoint_id", "c1"}}).at("checkpoint_head");
   write_file(d.current("a", "t") + "/f.txt", "changed");
@@ -284,7 +287,7 @@ TEST_CASE("fork: a baseline slower than the idle delay keeps the fork's "
   CHECK(file_in(d, "t", "f.txt") == "data");
   // A crash after the idle delay, the baseline not yet made: the intent
   // record is still there, and start-up makes the baseline.
-  slow();
+  baseline_after(c, 2500);
   fork(c, "s", "u", {{"checkpoint_id", "c1"}});
   std::this_thread::sleep_for(std::chrono::milliseconds{1800});
   d.crash();
@@ -305,8 +308,7 @@ TEST_CASE("fork: agent.delete right after a fork waits for its baseline") {
   if (!fault_injection_built(c))
     return; // release build
   source_with_checkpoint(d);
-  expect_ok(c.rpc("debug.fault", fault("a", "s", "session.fork.before_baseline",
-                                       "delay", 1500)));
+  baseline_after(c, 1500);
   fork(c, "s", "t", {{"checkpoint_id", "c1"}});
   // The baseline is made before the agent's directory goes: a snapshot
   // must not land in a tree being removed. So the answer comes after the
@@ -334,8 +336,7 @@ TEST_CASE("fork: steps queued behind a baseline that failed do not run") {
   source_with_checkpoint(d);
   // The baseline fails 1.5 s after the reply; until then the new session
   // takes commands, which queue behind it.
-  expect_ok(c.rpc("debug.fault", fault("a", "s", "session.fork.before_baseline",
-                                       "throw", 1500)));
+  baseline_after(c, 1500, "throw");
   fork(c, "s", "t", {{"checkpoint_id", "c1"}});
   write_file(d.current("a", "t") + "/f.txt", "changed");
   auto queued = c.rpc("checkpoint.create",

@@ -1,0 +1,146 @@
+// Part of facets.hpp, included only there: the runs facet (runs.cpp,
+// run_queries.cpp, run_worker.cpp) as session.cpp and the other facets
+// see it.
+#pragma once
+
+namespace allox::session_facets {
+
+// -- runs (runs.cpp, run_queries.cpp) -----------------------------------------
+
+/// process.start: takes the lease, records the run and spawns its worker;
+/// answers once the run has started (or failed to).
+caf::result<json::value> handle_process_start(self_ptr self,
+                                              const cmd::process_start& c);
+
+/// process.get: a run's row, live or from the catalog.
+caf::result<json::value> handle_process_get(self_ptr self,
+                                            const cmd::process_get& c);
+
+/// process.list: the session's runs from the catalog, all or a page.
+caf::result<json::value> handle_process_list(self_ptr self,
+                                             const cmd::process_list& c);
+
+/// process.stop: kills one run; answers once it has ended.
+caf::result<json::value> handle_process_stop(self_ptr self,
+                                             const cmd::process_stop& c);
+
+/// process.wait: the run's row once it has ended, or at the timeout.
+caf::result<json::value> handle_process_wait(self_ptr self,
+                                             const cmd::process_wait& c);
+
+/// process.input: writes to a live run's stdin pipe or terminal.
+caf::result<json::value> handle_process_input(self_ptr self,
+                                              const cmd::process_input& c);
+
+/// process.resize: a live terminal run's new size.
+caf::result<json::value> handle_process_resize(self_ptr self,
+                                               const cmd::process_resize& c);
+
+/// A process.wait reached its timeout: answers it with the current row.
+void on_wait_timeout(self_ptr self, const std::string& id, uint64_t waiter);
+
+/// A live stream's subscription: registers its sink on an active run;
+/// replies {row, dir}.
+caf::result<json::value>
+handle_process_subscribe(self_ptr self, const cmd::process_subscribe& c);
+
+/// process.output: a range of a run's stdout or stderr log.
+caf::result<json::value> handle_process_output(self_ptr self,
+                                               const cmd::process_output& c);
+
+/// Kills the run's whole tree (cgroup.kill) with a stop reason, and calls
+/// `then` once the run has ended.
+void kill_run(self_ptr self, const std::string& id, const std::string& reason,
+              std::function<void()> then);
+
+/// Kills every live run with a stop reason, and calls `then` with their ids
+/// once all of them have ended.
+void kill_runs(self_ptr self, const std::string& reason,
+               std::function<void(json::array)> then);
+
+/// The run worker reported that the run's root process started.
+void on_run_started(self_ptr self, const std::string& id, int64_t pid);
+
+/// The run worker reported the end of the run (and whether its cgroup
+/// emptied); a tracked run is drained at the TRACKER first.
+void on_run_finished(self_ptr self, const run_finished& e);
+
+/// The run's row is final: the lease goes (unless the run fences the
+/// session); then (after_run) waiters are answered, the row is persisted.
+void finish_run(self_ptr self, const std::string& id);
+
+/// Answers a finished run's waiters (with `strict_failure` instead of the
+/// row when a strict automatic checkpoint failed), persists its row and
+/// runs its on_end continuations.
+void answer_run(self_ptr self, const std::string& id,
+                const caf::error& strict_failure);
+
+/// At an orderly stop: kills the live runs and records them as stopped.
+void shutdown_runs(self_ptr self);
+
+/// The row of a run this actor knows, or null (an earlier lifetime's).
+const json::object* known_row(self_ptr self, const std::string& id);
+
+/// Calls `next(row)` with a run's row: from memory, or from the catalog
+/// (checked to belong to this session); errors go to `fail`.
+void row_of(self_ptr self, const std::string& id,
+            std::function<void(json::object)> next, fail_fn fail);
+
+/// Like row_of, but `next` only looks at the row while it runs: a run in
+/// memory is not copied (a tracked run's row holds its whole process map,
+/// thousands of entries, and clients poll these queries).
+void row_view_of(self_ptr self, const std::string& id,
+                 std::function<void(const json::object&)> next, fail_fn fail);
+
+// -- run worker and run rows (run_worker.cpp) ---------------------------------
+
+/// The directory of run `id`'s logs.
+std::string run_dir(const exec_config& cfg, const std::string& id);
+
+/// Writes a run row to the catalog (batched, not synced).
+void persist_run(self_ptr self, const json::object& row);
+
+/// The row of a new run, in state `starting`.
+json::object new_run_row(self_ptr self, const std::string& id,
+                         const std::string& group);
+
+/// What a run worker needs to prepare and start one run.
+struct run_launch {
+  std::string run_id;
+  std::vector<std::string> argv;
+  /// The run's cgroup: the session's, or its own below it (max_runs > 1).
+  std::string group;
+  /// Where the session's limits are written: the session's group.
+  std::string limits_group;
+  std::vector<std::pair<std::string, std::string>> limits;
+  /// The daemon's cgroup subtree (controllers are enabled from there).
+  std::string tree_root;
+  /// The run's log directory.
+  std::string dir;
+  /// Trees the run's user must own (current/, shared/), handed over
+  /// before the spawn when their top is not its (guest/os/ownership.hpp).
+  std::vector<std::string> owned_trees;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  /// The run's stdin (a pipe's read end or a terminal), if it has one.
+  std::shared_ptr<os::unique_fd> stdin_fd;
+  /// A terminal run: the master, whose output the worker copies to the
+  /// stdout log.
+  std::shared_ptr<os::unique_fd> terminal;
+  /// A tracked run: the TRACKER must attribute the run's cgroup to
+  /// `cookie` before the worker spawns.
+  tracker_actor tracker;
+  uint64_t cookie = 0;
+  /// Proxy mode: the session's network namespace, joined before bwrap.
+  std::shared_ptr<os::unique_fd> netns;
+};
+
+/// The thread of one run: prepares its logs and cgroup, has a tracked
+/// run's cgroup tracked by the TRACKER, waits to be told to start
+/// (`atom::run`, once its row is durable) or not (`atom::retire`), starts
+/// bwrap inside the cgroup once both happened, waits for the whole tree
+/// and reports `started`/`finished`.
+caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
+                         run_launch job);
+
+} // namespace allox::session_facets
