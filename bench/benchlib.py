@@ -68,6 +68,15 @@ class Daemon:
                 pass
 
 
+def p50_p99(xs):
+    """The nearest-rank p50 and p99 of the samples: the values at ranks
+    ceil(n/2) and ceil(0.99 n) in ascending order. (Taking int(0.99 n) as
+    an index reads one rank too high: the maximum of 100 samples.)"""
+    xs = sorted(xs)
+    at = lambda percent: xs[max(0, -(-percent * len(xs) // 100) - 1)]
+    return at(50), at(99)
+
+
 def interleaved(fns, n, warmup=3, before=None, rounds=None):
     """Measures several operations in rounds, one sample of each per round,
     starting each round one place further along, so that drift in the file
@@ -97,11 +106,7 @@ def interleaved(fns, n, warmup=3, before=None, rounds=None):
             samples[name].append((time.perf_counter() - t) * 1000)
     if rounds is not None:
         rounds.update({name: list(v) for name, v in samples.items()})
-    stats = {}
-    for name, v in samples.items():
-        v.sort()
-        stats[name] = (v[len(v) // 2], v[min(len(v) - 1, int(len(v) * 0.99))])
-    return stats
+    return {name: p50_p99(v) for name, v in samples.items()}
 
 
 def cell(p50, p99):

@@ -16,7 +16,7 @@ sizes, dirty, many, diff) runs only those sections.
 """
 import json, os, subprocess, sys, time
 
-from benchlib import Daemon, cell, interleaved, populate
+from benchlib import Daemon, cell, interleaved, p50_p99, populate
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
@@ -43,8 +43,7 @@ def timed(fn, n=SAMPLES, warmup=3):
         t = time.perf_counter()
         fn(i)
         xs.append((time.perf_counter() - t) * 1000)
-    xs.sort()
-    return xs[len(xs) // 2], xs[min(len(xs) - 1, int(len(xs) * 0.99))]
+    return p50_p99(xs)
 
 
 def settle():

@@ -13,7 +13,7 @@ Usage (root): bench/freeze.py [build-dir]   (default build/release)
 import os, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import Daemon, cell  # noqa: E402
+from benchlib import Daemon, cell, p50_p99  # noqa: E402
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
@@ -35,10 +35,6 @@ with open('/workspace/gaps.txt', 'w') as f:
         f.write(f"{a} {b}\n")
 """
 
-
-def pct(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2], xs[min(len(xs) - 1, int(len(xs) * 0.99))]
 
 
 def longest_gap(gaps, a, b):
@@ -98,12 +94,12 @@ def main():
               f"{SAMPLES} checkpoints, times in ms (p50 / p99)\n")
         print("| what | p50 / p99 |\n|---|---|")
         print(f"| longest pause of a running process during a live "
-              f"checkpoint | {cell(*pct(paused))} |")
+              f"checkpoint | {cell(*p50_p99(paused))} |")
         print(f"| longest pause in as long a window without one | "
-              f"{cell(*pct(quiet))} |")
+              f"{cell(*p50_p99(quiet))} |")
         print(f"| checkpoint.create, runs live (frozen for the snapshot) | "
-              f"{cell(*pct(live))} |")
-        print(f"| checkpoint.create, no run | {cell(*pct(idle))} |")
+              f"{cell(*p50_p99(live))} |")
+        print(f"| checkpoint.create, no run | {cell(*p50_p99(idle))} |")
     finally:
         d.stop()
 

@@ -13,17 +13,13 @@ BENCH_SAMPLES=N per batch (default 20), BENCH_BATCHES=N (default 3).
 """
 import os, sys, time
 
-from benchlib import Daemon, cell
+from benchlib import Daemon, cell, p50_p99
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "20"))
 BATCHES = int(os.environ.get("BENCH_BATCHES", "3"))
 
-
-def pct(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2], xs[min(len(xs) - 1, int(len(xs) * 0.99))]
 
 
 d = Daemon(build, "4G", prefix="allox-bench-live-", execution=True)
@@ -66,6 +62,6 @@ try:
     print("| call | a run alive (live checkpoint) | no run |")
     print("|---|---|---|")
     for w in whats:
-        print(f"| {w} | {cell(*pct(live[w]))} | {cell(*pct(idle[w]))} |")
+        print(f"| {w} | {cell(*p50_p99(live[w]))} | {cell(*p50_p99(idle[w]))} |")
 finally:
     d.stop()

@@ -13,6 +13,8 @@ Usage (root): bench/runs.py [build-dir]   (default build/release)
 import concurrent.futures, http.client, json, os, random, shutil, signal
 import socket, subprocess, sys, tempfile, threading, time
 
+from benchlib import p50_p99
+
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
 daemon_bin = os.path.join(build, "guest", "allox-workspace-daemon")
@@ -53,10 +55,6 @@ class Client:
                 self.conn = None
         raise RuntimeError("daemon unreachable")
 
-
-def pct(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2], xs[min(len(xs) - 1, int(len(xs) * 0.99))]
 
 
 def run_to_end(c, agent, session, argv):
@@ -135,9 +133,9 @@ try:
 
     for _ in range(3):
         run_to_end(c, "bench", "s", ["/bin/true"])
-    rpc = pct([run_to_end(c, "bench", "s", ["/bin/true"])[0]
+    rpc = p50_p99([run_to_end(c, "bench", "s", ["/bin/true"])[0]
                for _ in range(SAMPLES)])
-    polled = pct([run_to_end_polling(c, "bench", "s", ["/bin/true"])[0]
+    polled = p50_p99([run_to_end_polling(c, "bench", "s", ["/bin/true"])[0]
                   for _ in range(SAMPLES)])
     # The daemon's sandbox, built by hand: the same mounts (the event
     # endpoint and its client too), the syscall filter and the sandbox
@@ -186,10 +184,10 @@ try:
     # interleaved with the full one so drift in the machine hits both.
     bwrap, bare = sandbox(True, True), sandbox(False, False)
     both = [(timed(bwrap), timed(bare)) for _ in range(SAMPLES)]
-    raw = pct([a for a, _ in both])
-    raw_nofilter = pct([b for _, b in both])
+    raw = p50_p99([a for a, _ in both])
+    raw_nofilter = p50_p99([b for _, b in both])
     shutil.rmtree(bare_ws, ignore_errors=True)
-    plain = pct([timed(["/bin/true"]) for _ in range(SAMPLES)])
+    plain = p50_p99([timed(["/bin/true"]) for _ in range(SAMPLES)])
     print("### process.start to the final state of /bin/true\n")
     print("| what | p50 / p99 |\n|---|---|")
     print(f"| process.start + process.wait (RPC) | "
@@ -209,8 +207,8 @@ try:
 
     print("### The run's exit to the process.wait reply and the SSE end\n")
     notices = [exit_to_notice(c, current) for _ in range(SAMPLES)]
-    w = pct([n[0] for n in notices])
-    e = pct([n[1] for n in notices])
+    w = p50_p99([n[0] for n in notices])
+    e = p50_p99([n[1] for n in notices])
     print("| notice | p50 / p99 |\n|---|---|")
     print(f"| process.wait reply | {w[0]:.2f} / {w[1]:.2f} |")
     print(f"| SSE `event: end` | {e[0]:.2f} / {e[1]:.2f} |\n")
@@ -228,7 +226,7 @@ try:
     with concurrent.futures.ThreadPoolExecutor(50) as ex:
         results = list(ex.map(one, range(50)))
     wall = (time.perf_counter() - t0) * 1000
-    lat = pct([ms for ms, _ in results])
+    lat = p50_p99([ms for ms, _ in results])
     errors = sum(1 for _, state in results if state != "completed")
     print(f"| runs | errors | p50 / p99 | wall time |\n|---|---|---|---|")
     print(f"| 50 | {errors} | {lat[0]:.1f} / {lat[1]:.1f} | {wall:.0f} ms |\n")
@@ -254,7 +252,7 @@ try:
                   checkpoint_id="k", kill_processes=True)
         kills.append((time.perf_counter() - t) * 1000)
         assert len(r["terminated_process_runs"]) == 1, r
-    k = pct(kills)
+    k = p50_p99(kills)
     print(f"| processes killed per rollback | samples | p50 / p99 |")
     print(f"|---|---|---|\n| {n} | {len(kills)} | {k[0]:.1f} / {k[1]:.1f} |")
 finally:

@@ -21,6 +21,8 @@ BENCH_SAMPLES (default 50).
 import glob, http.client, json, os, random, shutil, signal, statistics
 import subprocess, sys, tempfile, time
 
+from benchlib import p50_p99
+
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
 daemon_bin = os.path.join(build, "guest", "allox-workspace-daemon")
@@ -189,10 +191,9 @@ def main():
     off_cpu = statistics.median(x["cpu"] for x in results["disabled"])
     print(f"daemon CPU per run, untracked: {off_cpu:.2f} s")
     for mode, xs in lat.items():
-        xs.sort()
+        p50, p99 = p50_p99(xs)
         print(f"process.start + process.wait of /bin/true, {mode}: p50 "
-              f"{xs[len(xs) // 2]:.2f} ms, p99 "
-              f"{xs[min(len(xs) - 1, int(len(xs) * 0.99))]:.2f} ms")
+              f"{p50:.2f} ms, p99 {p99:.2f} ms")
 
 
 if __name__ == "__main__":

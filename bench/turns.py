@@ -30,7 +30,7 @@ to them, within about 30 s).
 """
 import fcntl, os, struct, subprocess, sys, time
 
-from benchlib import Daemon, cell, interleaved, populate
+from benchlib import Daemon, cell, interleaved, p50_p99, populate
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
@@ -65,10 +65,6 @@ for i in range(n):
 open(out, "w").write("\n".join(f"{x:.4f}" for x in times))
 """
 
-
-def pct(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2], xs[min(len(xs) - 1, int(len(xs) * 0.99))]
 
 
 def wait_run(run):
@@ -224,6 +220,6 @@ try:
     for files in sizes:
         s = f"turn{files}"
         ep, over_rpc = endpoint_rounds(s, current(s))
-        print(f"| {files:,} | {cell(*pct(ep))} | {cell(*pct(over_rpc))} |")
+        print(f"| {files:,} | {cell(*p50_p99(ep))} | {cell(*p50_p99(over_rpc))} |")
 finally:
     daemon.stop()
