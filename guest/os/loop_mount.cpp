@@ -34,8 +34,17 @@ std::string real_path(const std::string& p) {
 
 // Formatting happens once per image, at start-up; there is no library for
 // it, so this one step runs mkfs.btrfs.
+//
+// Metadata is kept once (`-m single`), not twice as mkfs.btrfs defaults to
+// on one device. Both copies would sit in the same image file on the same
+// host disk, so the second guards against no failure of that disk, while
+// every transaction commit (each checkpoint) writes all of its tree
+// blocks twice: one copy makes a snapshot of a 10,000-file tree about a
+// fifth faster (docs/benchmarks.md, "Turns"). Checksums still catch a
+// damaged block.
 caf::error format_btrfs(const std::string& image) {
-  const char* argv[] = {"mkfs.btrfs", "-q", "-f", image.c_str(), nullptr};
+  const char* argv[] = {"mkfs.btrfs", "-q",          "-f",   "-m",
+                        "single",     image.c_str(), nullptr};
   pid_t pid = 0;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -79,7 +88,13 @@ expected<attached_loop> attach(const std::string& image) {
       return sys_error("open " + device);
     loop_config config{};
     config.fd = static_cast<uint32_t>(file.get());
-    config.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+    // Direct I/O: the store's blocks go to the image file without a second
+    // copy in the page cache of the file system holding the image. Each
+    // block would otherwise be cached twice, and every flush of the store
+    // (each transaction commit, each fsync) would first write that second
+    // copy out. The kernel falls back to buffered I/O where the image's
+    // file system cannot do direct I/O.
+    config.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
     std::strncpy(reinterpret_cast<char*>(config.info.lo_file_name),
                  image.c_str(), LO_NAME_SIZE - 1);
     if (ioctl(loop.get(), LOOP_CONFIGURE, &config) == 0)

@@ -14,8 +14,10 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cstdio>
 #include <functional>
 #include <future>
+#include <memory>
 #include <thread>
 #include <unistd.h>
 
@@ -63,6 +65,25 @@ TEST_CASE("lifecycle: state survives a clean restart - SIGTERM unmounts and "
   CHECK(expect_ok(c.rpc("agent.list")).at("agent_ids") ==
         json::array{"a", "b"});
   CHECK(d.log().find("store unmounted") != std::string::npos);
+}
+
+TEST_CASE("lifecycle: the embedded store's loop device does direct I/O and "
+          "its metadata is kept once") {
+  daemon_process d;
+  d.start();
+  auto dev = os::loop_device_for(d.image());
+  REQUIRE_FALSE(dev.empty());
+  auto sys = "/sys/block/" + dev.substr(dev.rfind('/') + 1) + "/loop/dio";
+  CHECK(read_file(sys) == "1\n");
+  std::unique_ptr<FILE, int (*)(FILE*)> df{
+      ::popen(("btrfs filesystem df " + d.root()).c_str(), "r"), ::pclose};
+  REQUIRE(df != nullptr);
+  std::string out;
+  char buf[512];
+  while (auto n = std::fread(buf, 1, sizeof buf, df.get()))
+    out.append(buf, n);
+  CHECK(out.find("Metadata, single") != std::string::npos);
+  CHECK(out.find("DUP") == std::string::npos);
 }
 
 TEST_CASE("lifecycle: after SIGKILL the daemon adopts its mount and "
