@@ -29,22 +29,27 @@ expected<catalog> catalog::open(const std::string& path) {
     return err;
   if (auto err = result.migrate())
     return err;
+  result.stmts_ = std::make_unique<statement_cache>(result.db_);
   return result;
 }
 
 catalog::catalog(catalog&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)), durable_(other.durable_) {}
+    : db_(std::exchange(other.db_, nullptr)), stmts_(std::move(other.stmts_)),
+      durable_(other.durable_) {}
 
 catalog& catalog::operator=(catalog&& other) noexcept {
   if (this != &other) {
+    stmts_.reset();
     sqlite3_close_v2(db_);
     db_ = std::exchange(other.db_, nullptr);
+    stmts_ = std::move(other.stmts_);
     durable_ = other.durable_;
   }
   return *this;
 }
 
 catalog::~catalog() {
+  stmts_.reset(); // its statements first: then the connection closes at once
   sqlite3_close_v2(db_);
 }
 
@@ -191,61 +196,68 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
     exec("ROLLBACK");
     return err;
   };
-  statement put_agent{db_, "INSERT INTO agents (agent_id, created_ns, deleting)"
-                           " VALUES (?1, ?2, ?3) ON CONFLICT (agent_id) DO "
-                           "UPDATE SET deleting = excluded.deleting"};
-  statement del_agent_sessions{db_, "DELETE FROM sessions WHERE agent_id = ?1"};
+  statement put_agent{*stmts_,
+                      "INSERT INTO agents (agent_id, created_ns, deleting)"
+                      " VALUES (?1, ?2, ?3) ON CONFLICT (agent_id) DO "
+                      "UPDATE SET deleting = excluded.deleting"};
+  statement del_agent_sessions{*stmts_,
+                               "DELETE FROM sessions WHERE agent_id = ?1"};
   statement del_agent_checkpoints{
-      db_, "DELETE FROM checkpoints WHERE agent_id = ?1"};
-  statement del_agent_journals{db_, "DELETE FROM journals WHERE agent_id = ?1"};
+      *stmts_, "DELETE FROM checkpoints WHERE agent_id = ?1"};
+  statement del_agent_journals{*stmts_,
+                               "DELETE FROM journals WHERE agent_id = ?1"};
   statement del_session_checkpoints{
-      db_, "DELETE FROM checkpoints WHERE agent_id = ?1 AND session_id = ?2"};
+      *stmts_,
+      "DELETE FROM checkpoints WHERE agent_id = ?1 AND session_id = ?2"};
   statement del_session_journal{
-      db_, "DELETE FROM journals WHERE agent_id = ?1 AND session_id = ?2"};
+      *stmts_, "DELETE FROM journals WHERE agent_id = ?1 AND session_id = ?2"};
   statement put_checkpoint{
-      db_,
+      *stmts_,
       "INSERT OR REPLACE INTO checkpoints (agent_id, session_id, "
       "checkpoint_id, created_at_ns, origin, message, pinned, metadata, "
       "missing, parent_id, generation) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
       "?8, ?9, ?10, ?11)"};
   statement del_checkpoint{
-      db_, "DELETE FROM checkpoints WHERE agent_id = ?1 AND session_id = ?2 "
-           "AND checkpoint_id = ?3"};
+      *stmts_,
+      "DELETE FROM checkpoints WHERE agent_id = ?1 AND session_id = ?2 "
+      "AND checkpoint_id = ?3"};
   statement set_head{
-      db_,
+      *stmts_,
       "UPDATE sessions SET head = ?3 WHERE agent_id = ?1 AND session_id = ?2"};
   statement set_settings{
-      db_, "UPDATE sessions SET exec_settings = ?3 WHERE agent_id = ?1 AND "
-           "session_id = ?2"};
+      *stmts_, "UPDATE sessions SET exec_settings = ?3 WHERE agent_id = ?1 AND "
+               "session_id = ?2"};
   statement set_turn_state{
-      db_, "UPDATE sessions SET turn_state = ?3 WHERE agent_id = ?1 AND "
-           "session_id = ?2"};
+      *stmts_, "UPDATE sessions SET turn_state = ?3 WHERE agent_id = ?1 AND "
+               "session_id = ?2"};
   statement set_session_policy{
-      db_, "UPDATE sessions SET policy = ?3 WHERE agent_id = ?1 AND "
-           "session_id = ?2"};
+      *stmts_, "UPDATE sessions SET policy = ?3 WHERE agent_id = ?1 AND "
+               "session_id = ?2"};
   statement set_agent_policy{
-      db_, "UPDATE agents SET policy = ?2 WHERE agent_id = ?1"};
+      *stmts_, "UPDATE agents SET policy = ?2 WHERE agent_id = ?1"};
   statement set_share_policy{
-      db_, "UPDATE sessions SET share_policy = ?3 WHERE agent_id = ?1 AND "
-           "session_id = ?2"};
+      *stmts_, "UPDATE sessions SET share_policy = ?3 WHERE agent_id = ?1 AND "
+               "session_id = ?2"};
   statement put_journal{
-      db_, "INSERT OR REPLACE INTO journals (agent_id, session_id, op, phase, "
-           "checkpoint_id, restore_name, discard_name, scrub_runtime, origin, "
-           "payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"};
-  statement del_agent{db_, "DELETE FROM agents WHERE agent_id = ?1"};
+      *stmts_,
+      "INSERT OR REPLACE INTO journals (agent_id, session_id, op, phase, "
+      "checkpoint_id, restore_name, discard_name, scrub_runtime, origin, "
+      "payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"};
+  statement del_agent{*stmts_, "DELETE FROM agents WHERE agent_id = ?1"};
   statement put_session{
-      db_,
+      *stmts_,
       "INSERT INTO sessions (agent_id, session_id, created_ns, deleting, "
       "head) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (agent_id, session_id) "
       "DO UPDATE SET deleting = excluded.deleting"};
   statement del_session{
-      db_, "DELETE FROM sessions WHERE agent_id = ?1 AND session_id = ?2"};
-  statement mark_imported{db_,
+      *stmts_, "DELETE FROM sessions WHERE agent_id = ?1 AND session_id = ?2"};
+  statement mark_imported{*stmts_,
                           "INSERT OR REPLACE INTO meta (key, value) VALUES "
                           "('prototype_imported', strftime('%s','now'))"};
-  statement put_audit{db_, "INSERT INTO audit (timestamp_ns, op, agent_id, "
-                           "session_id, fields) VALUES (?1, ?2, ?3, ?4, ?5)"};
-  run_writer_statements runs{db_};
+  statement put_audit{*stmts_,
+                      "INSERT INTO audit (timestamp_ns, op, agent_id, "
+                      "session_id, fields) VALUES (?1, ?2, ?3, ?4, ?5)"};
+  run_writer_statements runs{*stmts_};
   if (!runs.ok())
     return fail("prepare");
   if (!put_agent || !del_agent_sessions || !del_agent || !put_session ||

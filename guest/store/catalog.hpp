@@ -16,6 +16,8 @@ struct sqlite3;
 
 namespace allox::store {
 
+class statement_cache;
+
 class catalog {
 public:
   /// Opens (creating if needed) and migrates the database at `path`.
@@ -52,6 +54,8 @@ private:
   caf::error exec(const char* sql);
   caf::error migrate();
   sqlite3* db_ = nullptr;
+  /// The writes' statements, prepared once.
+  std::unique_ptr<statement_cache> stmts_;
   bool durable_ = true; // synchronous=FULL in force
 };
 

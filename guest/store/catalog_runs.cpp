@@ -23,18 +23,19 @@ std::string select_runs(const char* rest) {
 } // namespace
 
 struct run_writer_statements::impl {
-  explicit impl(sqlite3* handle)
-      : db(handle),
-        put(db, "INSERT OR REPLACE INTO runs (run_id, agent_id, session_id, "
-                "created_ns, state, fences, row) VALUES (?1, ?2, ?3, ?4, ?5, "
-                "?6, ?7)"),
-        release(db, "UPDATE runs SET fences = 0, row = json_set(row, "
-                    "'$.session_fenced', json('false')) WHERE run_id = ?1"),
-        del_session(db,
+  explicit impl(statement_cache& cache)
+      : db(cache.db()),
+        put(cache,
+            "INSERT OR REPLACE INTO runs (run_id, agent_id, session_id, "
+            "created_ns, state, fences, row) VALUES (?1, ?2, ?3, ?4, ?5, "
+            "?6, ?7)"),
+        release(cache, "UPDATE runs SET fences = 0, row = json_set(row, "
+                       "'$.session_fenced', json('false')) WHERE run_id = ?1"),
+        del_session(cache,
                     "DELETE FROM runs WHERE agent_id = ?1 AND session_id = ?2"),
-        del_agent(db, "DELETE FROM runs WHERE agent_id = ?1"),
-        mark(db, "INSERT OR REPLACE INTO meta (key, value) VALUES "
-                 "('runs_imported', strftime('%s','now'))") {}
+        del_agent(cache, "DELETE FROM runs WHERE agent_id = ?1"),
+        mark(cache, "INSERT OR REPLACE INTO meta (key, value) VALUES "
+                    "('runs_imported', strftime('%s','now'))") {}
   sqlite3* db;
   statement put;
   statement release;
@@ -43,8 +44,8 @@ struct run_writer_statements::impl {
   statement mark;
 };
 
-run_writer_statements::run_writer_statements(sqlite3* db)
-    : impl_(std::make_unique<impl>(db)) {}
+run_writer_statements::run_writer_statements(statement_cache& cache)
+    : impl_(std::make_unique<impl>(cache)) {}
 
 run_writer_statements::~run_writer_statements() = default;
 

@@ -14,10 +14,12 @@ struct sqlite3;
 
 namespace allox::store {
 
+class statement_cache;
+
 /// The statements that write runs inside one catalog transaction.
 class run_writer_statements {
 public:
-  explicit run_writer_statements(sqlite3* db);
+  explicit run_writer_statements(statement_cache& cache);
   ~run_writer_statements();
 
   /// False when a statement could not be prepared.
