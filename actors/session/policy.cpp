@@ -82,19 +82,22 @@ std::string iso_now() {
 // failed deletion stops the pruning.
 void prune(self_ptr self, std::function<void(json::array)> done) {
   auto keep = policy_of(self).keep_auto;
-  std::vector<checkpoint_row> autos;
-  for (auto& row : self->state.dag.rows())
-    if (automatic(row) && !row.missing)
-      autos.push_back(std::move(row));
-  if (keep <= 0 || static_cast<int64_t>(autos.size()) <= keep)
+  if (keep <= 0)
     return done({});
-  std::sort(autos.begin(), autos.end(), [](const auto& a, const auto& b) {
-    return a.created_at_ns < b.created_at_ns;
+  // Creation time and id of each automatic checkpoint: every turn end
+  // comes here, so the rows are looked at, not copied.
+  std::vector<std::pair<int64_t, std::string>> autos;
+  self->state.dag.each([&autos](const checkpoint_row& row) {
+    if (automatic(row) && !row.missing)
+      autos.emplace_back(row.created_at_ns, row.checkpoint_id);
   });
+  if (static_cast<int64_t>(autos.size()) <= keep)
+    return done({});
+  std::sort(autos.begin(), autos.end()); // oldest first
   autos.resize(autos.size() - static_cast<size_t>(keep));
   auto victims = std::make_shared<std::vector<std::string>>();
-  for (auto& row : autos)
-    victims->push_back(row.checkpoint_id);
+  for (auto& [created, id] : autos)
+    victims->push_back(std::move(id));
   auto deleted = std::make_shared<json::array>();
   auto step = std::make_shared<std::function<void(size_t)>>();
   *step = [self, victims, deleted, done, step](size_t i) {

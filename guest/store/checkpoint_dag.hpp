@@ -56,6 +56,13 @@ public:
   /// Every row, by id.
   std::vector<checkpoint_row> rows() const;
 
+  /// Calls `f(row)` for every row, by id, without copying them.
+  template <class F>
+  void each(F&& f) const {
+    for (const auto& entry : rows_)
+      f(entry.second);
+  }
+
   /// The latest checkpoint both `a` and `b` descend from (either may be
   /// that ancestor itself); none if they share no ancestor.
   caf::optional<std::string> common_ancestor(const std::string& a,
