@@ -74,8 +74,11 @@ void spawn_session(self_ptr self, session_entry& e,
   init.agent_policy = self->state.init.row.policy;
   init.agents = self->state.init.parent;
   init.unsynced_intents = std::move(unsynced);
-  init.baseline_ready = e.baseline_ready;
-  init.forks_out = drop_ready(e.forks_out);
+  auto& forks = self->state.init.forks->sessions;
+  if (auto f = forks.find(e.row.session_id); f != forks.end()) {
+    init.baseline_ready = f->second.baseline_ready;
+    init.forks_out = drop_ready(f->second.forks_out);
+  }
   e.handle =
       self->spawn<caf::linked + caf::monitored>(session, std::move(init));
   e.status = child_status::running;
@@ -216,6 +219,7 @@ handle_session_delete(self_ptr self, const cmd::session_delete_request& c) {
       .then(
           [self, rp, sid](json::value& result) mutable {
             self->state.sessions.erase(sid);
+            self->state.init.forks->sessions.erase(sid);
             rp.deliver(std::move(result));
           },
           [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });

@@ -12,10 +12,30 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace allox {
+
+/// The baselines of forks still being made, by session of one agent. The
+/// AGENTS actor keeps it in the agent's slot and hands it to each AGENT it
+/// spawns, so that the replacement of an agent that failed mid-fork
+/// spawns its sessions waiting for them as the first did (the old lanes
+/// go on making them). Only the running AGENT touches it.
+struct fork_ledger {
+  struct pending {
+    /// The session's own baseline, still being made when its fork
+    /// answered: every spawn of the session waits for it
+    /// (messages/fork_signal.hpp).
+    fork_ready baseline_ready{};
+    /// Baselines of forks from this session's checkpoints, made on its
+    /// lane: a respawned session (its old lane may still be making one)
+    /// waits for them as the first did.
+    std::vector<fork_ready> forks_out{};
+  };
+  std::map<std::string, pending> sessions;
+};
 
 struct agent_init {
   agent_row row;
@@ -29,6 +49,8 @@ struct agent_init {
   std::shared_ptr<const exec_config> exec;
   /// session id -> runs interrupted by a restart (they fence the session).
   std::map<std::string, std::vector<std::string>> fenced_runs;
+  /// Outlives this actor (see fork_ledger).
+  std::shared_ptr<fork_ledger> forks = std::make_shared<fork_ledger>();
 };
 
 /// Where a supervised child (a session of an AGENT, an agent of AGENTS)
@@ -77,13 +99,6 @@ struct session_entry {
   uint32_t restarts = 0;
   std::deque<std::chrono::steady_clock::time_point> recent_failures;
   child_status status = child_status::running;
-  /// A forked session's baseline, still being made when the fork answered:
-  /// every spawn of the session waits for it (messages/fork_signal.hpp).
-  fork_ready baseline_ready{};
-  /// Baselines of forks from this session's checkpoints, made on its lane:
-  /// a respawned session (its old lane may still be making one) waits for
-  /// them as the first did.
-  std::vector<fork_ready> forks_out{};
 };
 
 struct agent_state {

@@ -88,11 +88,13 @@ void abort_fork(self_ptr self, job_ptr job, caf::error err) {
           // directory to this clean-up.
           [self, sid, job, err](json::value&) mutable {
             self->state.sessions.erase(sid);
+            self->state.init.forks->sessions.erase(sid);
             job->rp.deliver(std::move(err));
           },
           [self, sid, job, err](caf::error&) mutable {
             // Start-up removes what is left (no row, no current/).
             self->state.sessions.erase(sid);
+            self->state.init.forks->sessions.erase(sid);
             job->rp.deliver(std::move(err));
           });
 }
@@ -140,7 +142,7 @@ void commit_fork(self_ptr self, job_ptr job) {
             it->second.status = child_status::failed;
             self->send_exit(handle, caf::exit_reason::user_shutdown);
           });
-  entry.baseline_ready = job->baseline_ready;
+  st.init.forks->sessions[sid].baseline_ready = job->baseline_ready;
   spawn_session(self, entry, {job->baseline}, {job->baseline.checkpoint_id});
   store::checkpoint_dag dag{{job->baseline}, job->baseline.checkpoint_id};
   auto r = describe_session(entry.row, dag);
@@ -168,8 +170,9 @@ void snapshot_from_source(self_ptr self, job_ptr job) {
       // command unhandled, the signal tells its waiters so.
       std::make_shared<fork_signal>()};
   job->baseline_ready = into.baseline_made->ready();
-  drop_ready(it->second.forks_out);
-  it->second.forks_out.push_back(job->baseline_ready);
+  auto& out = st.init.forks->sessions[it->first].forks_out;
+  drop_ready(out);
+  out.push_back(job->baseline_ready);
   self->request(it->second.handle, caf::infinite, std::move(into))
       .then([self, job](json::value&) { commit_fork(self, job); },
             [self, job](caf::error& err) { abort_fork(self, job, err); });

@@ -68,7 +68,8 @@ void spawn_agent(self_ptr self, agent_slot& slot,
                  std::map<std::string, std::vector<std::string>> fenced = {}) {
   agent_init init{slot.row,        std::move(sessions), std::move(checkpoints),
                   slot.restarts,   self->state.paths,   self->state.metadata,
-                  self->address(), self->state.exec,    std::move(fenced)};
+                  self->address(), self->state.exec,    std::move(fenced),
+                  slot.forks};
   slot.handle =
       self->spawn<caf::linked + caf::monitored>(agent, std::move(init));
   slot.status = child_status::running;

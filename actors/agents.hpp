@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct agent_slot {
   uint32_t restarts = 0;
   std::deque<std::chrono::steady_clock::time_point> recent_failures;
   child_status status = child_status::running;
+  /// Handed to every AGENT spawned for this slot.
+  std::shared_ptr<fork_ledger> forks = std::make_shared<fork_ledger>();
 };
 
 /// A request for an agent that is being created: called once the agent

@@ -355,3 +355,37 @@ TEST_CASE("fork: steps queued behind a baseline that failed do not run") {
                   with(ids("a", "t"), {{"checkpoint_id", "c2"}})));
   CHECK(file_in(d, "t", "f.txt") == "changed");
 }
+
+TEST_CASE("fork: an agent actor that fails mid-fork hands the pending "
+          "baseline to its replacement") {
+  daemon_process d;
+  d.start();
+  auto& c = d.client();
+  if (!fault_injection_built(c))
+    return; // release build
+  source_with_checkpoint(d);
+  baseline_after(c, 1500);
+  auto base =
+      fork(c, "s", "t", {{"checkpoint_id", "c1"}}).at("checkpoint_head");
+  // The AGENT fails while the source's lane still makes the baseline; its
+  // replacement spawns s and t again from the catalog.
+  expect_ok(c.rpc("debug.fault", fault("a", "", "agent.describe", "throw")));
+  expect_error(c.rpc("agent.describe", ids("a")), 500, "internal");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{1};
+  while (c.rpc("agent.describe", ids("a")).status != 200 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  // The new t waits for the baseline as the first one did: the rollback to
+  // it finds it made.
+  write_file(d.current("a", "t") + "/f.txt", "changed");
+  auto rb =
+      c.rpc("session.rollback", with(ids("a", "t"), {{"checkpoint_id", base}}));
+  INFO(rb.body);
+  expect_ok(rb);
+  CHECK(file_in(d, "t", "f.txt") == "data");
+  // So does the new s for the baseline made on its old lane: a checkpoint
+  // of s does not race it.
+  expect_ok(c.rpc("checkpoint.create",
+                  with(ids("a", "s"), {{"checkpoint_id", "c2"}})));
+  CHECK(d.log().find("not made") == std::string::npos);
+}
