@@ -4,7 +4,8 @@
 Against the daemon on a fresh loop-backed store, side by side with the raw
 tools on the same file system, in the same run:
   - PUT and GET /v1/files/... of one 1 GiB file (curl, and alloxctl
-    file upload/download) against
+    file upload/download; a GET to /dev/null too, the daemon's side
+    without the client's writes) against
     `cp --reflink=never` of the same file (cp on Btrfs would otherwise
     clone the extents and copy nothing), also followed by an fsync, since
     an upload is synced before it is answered;
@@ -143,11 +144,14 @@ try:
         clean = f"rm -f {out} && sync"
         ctl = (f"{ctl_bin} --url http://127.0.0.1:{port} --agent bench "
                f"--session s file")
-        names = ("upload", "download", "alloxctl upload", "alloxctl download",
-                 "cp", "cp+fsync")
+        names = ("upload", "download", "download to /dev/null",
+                 "alloxctl upload", "alloxctl download", "cp", "cp+fsync")
         t = interleaved({
             "upload": lambda i: f"curl -sSf -T {big} {url(f'big{i}.bin')}",
             "download": f"curl -sSf -o {out} {url('big.bin')}",
+            # The daemon's side alone: nothing written by the client.
+            "download to /dev/null":
+                f"curl -sSf -o /dev/null {url('big.bin')}",
             "alloxctl upload":
                 lambda i: f"{ctl} upload {big} --path ctl{i}.bin >/dev/null",
             "alloxctl download":
