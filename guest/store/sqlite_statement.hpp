@@ -59,6 +59,7 @@ public:
   }
   /// Borrows `sql` from `cache`, prepared once; reset (not finalized) when
   /// this handle goes, so the next user finds it unbound and not running.
+  /// Two handles of the same text alive at once would share one statement.
   statement(statement_cache& cache, const char* sql)
       : stmt_(cache.get(sql)), owned_(false) {}
   statement(const statement&) = delete;
