@@ -42,6 +42,16 @@ void source_with_checkpoint(daemon_process& d) {
                   with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
 }
 
+/// Starts `d` with session s and its checkpoint c1; false in a release
+/// build, which has no fault points.
+bool start_with_source(daemon_process& d) {
+  d.start();
+  if (!fault_injection_built(d.client()))
+    return false;
+  source_with_checkpoint(d);
+  return true;
+}
+
 /// The next fork from s makes its baseline `millis` after its reply, or
 /// with `effect` "throw" fails it then.
 void baseline_after(http_client& c, int millis,
@@ -147,11 +157,9 @@ TEST_CASE("fork: bad requests are refused and change nothing") {
 
 TEST_CASE("fork: a crash at any step leaves no new session or a whole one") {
   daemon_process d;
-  d.start();
-  auto& c = d.client();
-  if (!fault_injection_built(c))
+  if (!start_with_source(d))
     return; // release build
-  source_with_checkpoint(d);
+  auto& c = d.client();
   struct point_case {
     const char* point;
     const char* session; // the actor the point is in: agent or source
@@ -203,11 +211,9 @@ TEST_CASE("fork: a crash at any step leaves no new session or a whole one") {
 TEST_CASE("fork: a baseline lost in a crash is taken from the fork's own tree "
           "when its checkpoint is gone too") {
   daemon_process d;
-  d.start();
-  auto& c = d.client();
-  if (!fault_injection_built(c))
+  if (!start_with_source(d))
     return; // release build
-  source_with_checkpoint(d);
+  auto& c = d.client();
   expect_ok(c.rpc("debug.fault",
                   fault("a", "s", "session.fork.before_baseline", "crash", 0)));
   c.try_rpc("session.fork", with(ids("a", "s"), {{"new_session_id", "t"},
@@ -272,11 +278,9 @@ TEST_CASE("fork: what follows the reply at once waits for the baseline") {
 TEST_CASE("fork: a baseline slower than the idle delay keeps the fork's "
           "order and its record") {
   daemon_process d;
-  d.start();
-  auto& c = d.client();
-  if (!fault_injection_built(c))
+  if (!start_with_source(d))
     return; // release build
-  source_with_checkpoint(d);
+  auto& c = d.client();
   // The rollback waits behind the baseline, past the idle delay (1 s).
   baseline_after(c, 2500);
   auto base =
@@ -303,11 +307,9 @@ TEST_CASE("fork: a baseline slower than the idle delay keeps the fork's "
 
 TEST_CASE("fork: agent.delete right after a fork waits for its baseline") {
   daemon_process d;
-  d.start();
-  auto& c = d.client();
-  if (!fault_injection_built(c))
+  if (!start_with_source(d))
     return; // release build
-  source_with_checkpoint(d);
+  auto& c = d.client();
   baseline_after(c, 1500);
   fork(c, "s", "t", {{"checkpoint_id", "c1"}});
   // The baseline is made before the agent's directory goes: a snapshot
@@ -329,11 +331,9 @@ TEST_CASE("fork: agent.delete right after a fork waits for its baseline") {
 
 TEST_CASE("fork: steps queued behind a baseline that failed do not run") {
   daemon_process d;
-  d.start();
-  auto& c = d.client();
-  if (!fault_injection_built(c))
+  if (!start_with_source(d))
     return; // release build
-  source_with_checkpoint(d);
+  auto& c = d.client();
   // The baseline fails 1.5 s after the reply; until then the new session
   // takes commands, which queue behind it.
   baseline_after(c, 1500, "throw");
@@ -359,11 +359,9 @@ TEST_CASE("fork: steps queued behind a baseline that failed do not run") {
 TEST_CASE("fork: an agent actor that fails mid-fork hands the pending "
           "baseline to its replacement") {
   daemon_process d;
-  d.start();
-  auto& c = d.client();
-  if (!fault_injection_built(c))
+  if (!start_with_source(d))
     return; // release build
-  source_with_checkpoint(d);
+  auto& c = d.client();
   baseline_after(c, 1500);
   auto base =
       fork(c, "s", "t", {{"checkpoint_id", "c1"}}).at("checkpoint_head");
