@@ -1,16 +1,13 @@
 // The operator console (GET /ui) in a real headless Chromium against a
 // running daemon: the page loads, shows what the test created, and leaves
 // a screenshot in the build tree (console.png) as an artefact.
+#include "tests/fixtures/bulk_client.hpp"
 #include "tests/fixtures/daemon.hpp"
 #include "tests/fixtures/runs.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <string>
 
 using namespace allox;
@@ -20,15 +17,7 @@ namespace {
 
 /// Runs a shell command; its stdout (stderr is dropped).
 std::string capture(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>/dev/null").c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
-    out.append(buf.data(), n);
-  ::pclose(p);
-  return out;
+  return shell_output(cmd + " 2>/dev/null");
 }
 
 /// Chromium, headless, with time to poll the daemon a few times.

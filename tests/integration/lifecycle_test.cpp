@@ -1,5 +1,6 @@
 // Restarts, crashes, supervision, isolation of slow work, operator dumps
 // and clean shutdown.
+#include "tests/fixtures/bulk_client.hpp"
 #include "tests/fixtures/daemon.hpp"
 #include "tests/fixtures/session_files.hpp"
 
@@ -14,10 +15,8 @@
 #include <sys/socket.h>
 
 #include <atomic>
-#include <cstdio>
 #include <functional>
 #include <future>
-#include <memory>
 #include <thread>
 #include <unistd.h>
 
@@ -75,13 +74,7 @@ TEST_CASE("lifecycle: the embedded store's loop device does direct I/O and "
   REQUIRE_FALSE(dev.empty());
   auto sys = "/sys/block/" + dev.substr(dev.rfind('/') + 1) + "/loop/dio";
   CHECK(read_file(sys) == "1\n");
-  std::unique_ptr<FILE, int (*)(FILE*)> df{
-      ::popen(("btrfs filesystem df " + d.root()).c_str(), "r"), ::pclose};
-  REQUIRE(df != nullptr);
-  std::string out;
-  char buf[512];
-  while (auto n = std::fread(buf, 1, sizeof buf, df.get()))
-    out.append(buf, n);
+  auto out = shell_output("btrfs filesystem df " + d.root());
   CHECK(out.find("Metadata, single") != std::string::npos);
   CHECK(out.find("DUP") == std::string::npos);
 }
