@@ -12,6 +12,32 @@ namespace {
 
 using self_ptr = metadata_actor::stateful_pointer<metadata_state>;
 
+/// Copies the log into the database file. A failure leaves the log as it
+/// is (SQLite reads through it), so it is logged and the next tick tries
+/// again.
+void checkpoint(self_ptr self) {
+  auto& st = self->state;
+  if (auto err = st.db->checkpoint()) {
+    log::warn("metadata", message_of(err));
+    return;
+  }
+  ++st.wal_checkpoints;
+}
+
+/// After a commit: the log's bound reached, a checkpoint now; past the
+/// idle threshold, a tick that checkpoints once no commit came for a while.
+void after_commit(self_ptr self) {
+  auto& st = self->state;
+  st.last_commit = self->clock().now();
+  auto pages = st.db->wal_pages();
+  if (pages >= wal_max_pages) {
+    checkpoint(self);
+  } else if (pages >= wal_idle_pages && !st.checkpoint_armed) {
+    st.checkpoint_armed = true;
+    self->delayed_send(self, wal_idle, atom::tick_v);
+  }
+}
+
 void flush(self_ptr self) {
   auto& st = self->state;
   st.flush_pending = false;
@@ -23,11 +49,12 @@ void flush(self_ptr self) {
     batch.push_back(&w);
   auto began = std::chrono::steady_clock::now();
   auto err = st.db->apply(batch);
-  st.commit_seconds.observe(std::chrono::duration<double>(
-                                std::chrono::steady_clock::now() - began)
-                                .count());
+  st.commit_seconds.observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+          .count());
   ++st.commits;
   st.batches += st.queued.size();
+  after_commit(self);
   st.queued.clear();
   auto waiting = std::move(st.waiting);
   st.waiting.clear();
@@ -94,6 +121,22 @@ metadata(self_ptr self, std::shared_ptr<store::catalog> db, std::string path) {
         return rp;
       },
       [self](atom::flush) { flush(self); },
+      [self](atom::tick) {
+        auto& st = self->state;
+        st.checkpoint_armed = false;
+        auto quiet = self->clock().now() - st.last_commit;
+        if (quiet < wal_idle) {
+          st.checkpoint_armed = true;
+          self->delayed_send(
+              self,
+              std::chrono::duration_cast<std::chrono::milliseconds>(wal_idle -
+                                                                    quiet),
+              atom::tick_v);
+          return;
+        }
+        if (st.db->wal_pages() > 0)
+          checkpoint(self);
+      },
       [self](atom::audit, const audit_query& q) -> caf::result<json::value> {
         // A reader must see every write queued before its question.
         flush(self);
@@ -121,7 +164,9 @@ metadata(self_ptr self, std::shared_ptr<store::catalog> db, std::string path) {
         o["counters"] = json::object{{"commits", st.commits},
                                      {"batches", st.batches},
                                      {"failures", st.failures},
-                                     {"run_queries", st.run_queries}};
+                                     {"run_queries", st.run_queries},
+                                     {"wal_checkpoints", st.wal_checkpoints}};
+        o["wal_pages"] = st.db->wal_pages();
         o["commit_seconds"] = st.commit_seconds.to_json();
         o["uptime_ms"] = uptime_ms(st.started);
         return o;

@@ -46,6 +46,9 @@ using metadata_actor = caf::typed_actor<
     caf::replies_to<atom::write, metadata_write>::with<caf::ok_atom>,
     // Commits every queued batch in one transaction (sent to itself).
     caf::reacts_to<atom::flush>,
+    // Checkpoints the write-ahead log once no commit came for a while
+    // (sent to itself).
+    caf::reacts_to<atom::tick>,
     // Pages through the audit trail; replies {events, next_cursor, has_more}.
     caf::replies_to<atom::audit, audit_query>::with<json::value>,
     // One run by id, or a page of a session's runs.

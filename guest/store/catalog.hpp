@@ -42,6 +42,16 @@ public:
   /// (fsynced) unless every write says it need not be.
   caf::error apply(const std::vector<const metadata_write*>& writes);
 
+  /// Pages in the write-ahead log after the last commit (SQLite's count;
+  /// it starts over after a checkpoint).
+  int wal_pages() const { return *wal_pages_; }
+
+  /// Copies the write-ahead log into the database file, syncing both (a
+  /// passive checkpoint: it never waits for a reader). The next commit
+  /// writes the log from its start again. Commits never checkpoint on
+  /// their own: METADATA calls this.
+  caf::error checkpoint();
+
   /// One run, or a page of a session's runs (oldest first).
   expected<run_page> runs(const run_query& q);
 
@@ -57,6 +67,9 @@ private:
   /// The writes' statements, prepared once.
   std::unique_ptr<statement_cache> stmts_;
   bool durable_ = true; // synchronous=FULL in force
+  /// Set by SQLite's log hook after each commit; on the heap, because the
+  /// hook keeps its address while the catalog moves.
+  std::unique_ptr<int> wal_pages_;
 };
 
 } // namespace allox::store

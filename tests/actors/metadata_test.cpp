@@ -6,6 +6,7 @@
 #include "tests/fixtures/deterministic.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 
+#include <algorithm>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
@@ -143,6 +144,82 @@ TEST_CASE_FIXTURE(deterministic, "metadata: on the test scheduler it leaves "
   auto m = sys.spawn(metadata, shared, dir / "allox.db");
   sched.run();
   CHECK_FALSE(os::uses_batch_scheduling());
+  caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
+namespace {
+
+/// A write of a padded audit record: a few pages of log per commit.
+metadata_write padded_write(int64_t i) {
+  metadata_write w;
+  w.durable = false;
+  w.audit.push_back({i, "file.write", "a", "s",
+                     R"({"pad":")" + std::string(2000, 'x') + R"("})"});
+  return w;
+}
+
+/// The actor's wal_checkpoints counter.
+int64_t checkpoints_of(caf::scoped_actor& self, const metadata_actor& m,
+                       caf::scheduler::test_coordinator& sched) {
+  int64_t n = -1;
+  self->send(m, atom::dump_v);
+  sched.run();
+  self->receive(
+      [&](json::value& v) {
+        n = v.as_object()
+                .at("counters")
+                .as_object()
+                .at("wal_checkpoints")
+                .to_number<int64_t>();
+      },
+      caf::after(std::chrono::seconds{0}) >> [] { FAIL("no dump"); });
+  return n;
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(deterministic,
+                  "metadata: the write-ahead log is checkpointed once the "
+                  "catalog is idle, or at once at its bound") {
+  test::temp_dir dir;
+  auto shared = open_catalog(dir);
+  auto m = sys.spawn(metadata, shared, dir / "allox.db");
+  {
+    caf::scoped_actor self{sys};
+    int64_t i = 0;
+    auto write = [&] {
+      self->send(m, atom::write_v, padded_write(i++));
+      sched.run();
+      self->receive([](caf::ok_atom) {}, caf::after(std::chrono::seconds{0}) >>
+                                             [] { FAIL("no ack"); });
+    };
+    while (shared->wal_pages() <= wal_idle_pages)
+      write();
+    // Past SQLite's own threshold, yet no commit checkpointed.
+    write();
+    CHECK(shared->wal_pages() > wal_idle_pages);
+    sched.advance_time(wal_idle - std::chrono::milliseconds{200});
+    sched.run();
+    write(); // the catalog is busy again: the tick waits for quiet
+    sched.advance_time(std::chrono::milliseconds{200});
+    sched.run();
+    CHECK(shared->wal_pages() > wal_idle_pages);
+    CHECK(checkpoints_of(self, m, sched) == 0);
+    sched.advance_time(wal_idle);
+    sched.run();
+    CHECK(shared->wal_pages() == 0);
+    CHECK(checkpoints_of(self, m, sched) == 1);
+    // A load that never pauses: the checkpoint comes with the commit that
+    // reaches the bound, with no time passing.
+    int peak = 0;
+    do {
+      write();
+      peak = std::max(peak, shared->wal_pages());
+    } while (shared->wal_pages() != 0 && i < 20000);
+    CHECK(peak > wal_max_pages * 9 / 10); // not at the idle threshold
+    CHECK(checkpoints_of(self, m, sched) == 2);
+  }
   caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
   sched.run();
 }

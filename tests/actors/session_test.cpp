@@ -44,6 +44,7 @@ metadata_actor::behavior_type fake_metadata(catalog_ptr log) {
         return caf::ok_atom_v;
       },
       [](atom::flush) {},
+      [](atom::tick) {},
       [](atom::audit, const audit_query&) -> caf::result<json::value> {
         return json::value(json::object{});
       },

@@ -237,3 +237,36 @@ TEST_CASE("catalog: share policies survive reopening and a session's reload") {
   CHECK(one->sessions[0].share_policy ==
         R"({"enabled":true,"scope":".","permission":"write"})"s);
 }
+
+TEST_CASE("catalog: commits never checkpoint the write-ahead log, "
+          "checkpoint() does, and the log starts over") {
+  test::temp_dir dir;
+  auto db = store::catalog::open(dir / "allox.db");
+  REQUIRE(db);
+  auto wal = dir / "allox.db-wal";
+  // SQLite's automatic checkpoint would have run at 1,000 pages and the
+  // next commit would have started the log over.
+  int i = 0;
+  for (; db->wal_pages() <= 1200 && i < 5000; ++i) {
+    metadata_write w;
+    w.durable = false;
+    w.audit.push_back({i, "file.write", "a", "s",
+                       R"({"pad":")" + std::string(2000, 'x') + R"("})"});
+    REQUIRE_FALSE(db->apply({&w}));
+  }
+  CHECK(db->wal_pages() > 1200);
+  CHECK(std::filesystem::file_size(wal) > 1200u * 4096u);
+  REQUIRE_FALSE(db->checkpoint());
+  CHECK(db->wal_pages() == 0);
+  metadata_write one;
+  one.durable = false;
+  one.audit.push_back({i, "file.write", "a", "s", "{}"});
+  REQUIRE_FALSE(db->apply({&one}));
+  CHECK(db->wal_pages() > 0);
+  CHECK(db->wal_pages() < 10);
+  audit_query q;
+  q.limit = 1;
+  auto page = db->audit(q);
+  REQUIRE(page);
+  CHECK(page->as_object().at("has_more").as_bool());
+}
