@@ -7,6 +7,7 @@
 #include "guest/os/btrfs_diff.hpp"
 #include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
+#include "guest/store/catalog.hpp"
 #include "guest/store/create_intent.hpp"
 #include "guest/store/workspace_ops.hpp"
 #include "messages/checkpoint_params.hpp"
@@ -172,9 +173,12 @@ static json::object create_fields(const checkpoint_row& row) {
 
 // -- deferred work ------------------------------------------------------------
 
-/// Makes the rows of recent checkpoints durable with one catalog fsync,
-/// then removes their intent records (until then, the records are their
-/// durable copy).
+/// Makes the rows of recent checkpoints durable, then removes their intent
+/// records (until then, the records are their durable copy). The rows are
+/// committed already, unsynced: one fdatasync of the catalog's log on a
+/// worker makes them durable. METADATA goes on committing meanwhile; a
+/// synced commit there would hold up every write queued behind it,
+/// the turn states of this session's next turn.end among them.
 static void sync_intents(self_ptr self) {
   auto& st = self->state;
   if (st.unsynced_intents.empty())
@@ -183,27 +187,20 @@ static void sync_intents(self_ptr self) {
   for (auto& id : st.unsynced_intents)
     refs.push_back({st.agent_id(), st.session_id(), std::move(id)});
   st.unsynced_intents.clear();
-  metadata_write w; // durable
-  // Rewriting the current head gives the commit a page to sync.
-  w.set_heads.push_back({st.agent_id(), st.session_id(), st.dag.head()});
   auto paths = st.init.paths;
-  commit(
-      self, std::move(w),
-      [self, paths, refs]() {
-        blocking(
-            self,
-            [paths, refs]() -> expected<json::value> {
-              if (auto err = store::clear_create_intents(paths, refs))
-                return err;
-              return json::value();
-            },
-            [](json::value&) {},
-            [](caf::error err) {
-              // Harmless: start-up removes records whose row exists.
-              log::warn("session", message_of(err));
-            });
+  blocking(
+      self,
+      [paths, refs]() -> expected<json::value> {
+        if (auto err = store::catalog::sync_log(paths.database()))
+          return err;
+        if (auto err = store::clear_create_intents(paths, refs))
+          return err;
+        return json::value();
       },
+      [](json::value&) {},
       [self](caf::error err) {
+        // Harmless: start-up makes rows of the records left and removes
+        // those whose row it finds.
         log::warn("session",
                   self->state.key() +
                       ": cannot sync checkpoint rows: " + message_of(err));

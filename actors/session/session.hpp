@@ -244,7 +244,10 @@ struct session_state {
 inline constexpr std::chrono::milliseconds idle_delay{1000};
 
 /// Unsynced checkpoint rows that trigger a sync without waiting for idle.
-inline constexpr size_t max_unsynced_intents = 32;
+/// Their intent records are durable meanwhile, so this only bounds what
+/// start-up reads after a power cut; each such sync delays the snapshot it
+/// meets on the disk (docs/benchmarks.md, "Turns").
+inline constexpr size_t max_unsynced_intents = 256;
 
 session_actor::behavior_type
 session(session_actor::stateful_pointer<session_state> self, session_init init);

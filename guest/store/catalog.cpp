@@ -1,10 +1,15 @@
 #include "guest/store/catalog.hpp"
 
+#include "guest/os/unique_fd.hpp"
 #include "guest/store/catalog_runs.hpp"
 #include "guest/store/migrations.hpp"
 #include "guest/store/sqlite_statement.hpp"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <utility>
 
@@ -87,6 +92,18 @@ caf::error catalog::checkpoint() {
                                 &logged, &copied) != SQLITE_OK)
     return db_error(db_, "checkpoint of the write-ahead log");
   *wal_pages_ = logged - copied;
+  return caf::none;
+}
+
+caf::error catalog::sync_log(const std::string& path) {
+  auto log = path + "-wal";
+  os::unique_fd fd{::open(log.c_str(), O_RDONLY | O_CLOEXEC)};
+  // No log: the last connection closed, after copying it into the
+  // database file and syncing that.
+  if (!fd)
+    return errno == ENOENT ? caf::none : sys_error("open " + log);
+  if (::fdatasync(fd.get()) != 0)
+    return sys_error("sync " + log);
   return caf::none;
 }
 

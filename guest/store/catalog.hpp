@@ -52,6 +52,13 @@ public:
   /// their own: METADATA calls this.
   caf::error checkpoint();
 
+  /// Makes every transaction committed so far to the database at
+  /// `path` durable, including those committed unsynced: one fdatasync of
+  /// its write-ahead log, through a descriptor of its own. Safe from any
+  /// thread while the catalog commits on (whatever a checkpoint moved out
+  /// of the log, it synced in the database file first).
+  static caf::error sync_log(const std::string& path);
+
   /// One run, or a page of a session's runs (oldest first).
   expected<run_page> runs(const run_query& q);
 

@@ -270,3 +270,25 @@ TEST_CASE("catalog: commits never checkpoint the write-ahead log, "
   REQUIRE(page);
   CHECK(page->as_object().at("has_more").as_bool());
 }
+
+TEST_CASE("catalog: sync_log syncs the log of unsynced commits from another "
+          "descriptor, and finds nothing to do without a log") {
+  test::temp_dir dir;
+  auto path = dir / "allox.db";
+  {
+    auto db = store::catalog::open(path);
+    REQUIRE(db);
+    metadata_write w;
+    w.durable = false;
+    w.put_agents.push_back({"a", 1, false});
+    REQUIRE_FALSE(db->apply({&w}));
+    CHECK(std::filesystem::exists(path + "-wal"));
+    CHECK_FALSE(store::catalog::sync_log(path));
+  }
+  // The last connection closed: its log went into the database file.
+  CHECK_FALSE(std::filesystem::exists(path + "-wal"));
+  CHECK_FALSE(store::catalog::sync_log(path));
+  auto db = store::catalog::open(path);
+  REQUIRE(db);
+  CHECK(db->load()->agents.size() == 1);
+}
