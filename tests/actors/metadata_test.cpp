@@ -44,6 +44,33 @@ int batch_threads() {
   return n;
 }
 
+/// A write of a padded audit record: a few pages of log per commit.
+metadata_write padded_write(int64_t i) {
+  metadata_write w;
+  w.durable = false;
+  w.audit.push_back({i, "file.write", "a", "s",
+                     R"({"pad":")" + std::string(2000, 'x') + R"("})"});
+  return w;
+}
+
+/// One of the actor's counters, from its system.dump answer.
+int64_t counter_of(caf::scoped_actor& self, const metadata_actor& m,
+                   caf::scheduler::test_coordinator& sched, const char* name) {
+  int64_t n = -1;
+  self->send(m, atom::dump_v);
+  sched.run();
+  self->receive(
+      [&](json::value& v) {
+        n = v.as_object()
+                .at("counters")
+                .as_object()
+                .at(name)
+                .to_number<int64_t>();
+      },
+      caf::after(std::chrono::seconds{0}) >> [] { FAIL("no dump"); });
+  return n;
+}
+
 } // namespace
 
 TEST_CASE_FIXTURE(deterministic,
@@ -62,15 +89,8 @@ TEST_CASE_FIXTURE(deterministic,
       self->receive([&](caf::ok_atom) { ++acks; },
                     caf::after(std::chrono::seconds{0}) >> [] {});
     CHECK(acks == 3);
-    self->send(m, atom::dump_v);
-    sched.run();
-    self->receive(
-        [&](json::value& v) {
-          auto& counters = v.as_object().at("counters").as_object();
-          CHECK(counters.at("commits") == 1);
-          CHECK(counters.at("batches") == 3);
-        },
-        caf::after(std::chrono::seconds{0}) >> [] { FAIL("no dump"); });
+    CHECK(counter_of(self, m, sched, "commits") == 1);
+    CHECK(counter_of(self, m, sched, "batches") == 3);
     self->send(m, atom::load_v);
     sched.run();
     self->receive(
@@ -148,37 +168,6 @@ TEST_CASE_FIXTURE(deterministic, "metadata: on the test scheduler it leaves "
   sched.run();
 }
 
-namespace {
-
-/// A write of a padded audit record: a few pages of log per commit.
-metadata_write padded_write(int64_t i) {
-  metadata_write w;
-  w.durable = false;
-  w.audit.push_back({i, "file.write", "a", "s",
-                     R"({"pad":")" + std::string(2000, 'x') + R"("})"});
-  return w;
-}
-
-/// The actor's wal_checkpoints counter.
-int64_t checkpoints_of(caf::scoped_actor& self, const metadata_actor& m,
-                       caf::scheduler::test_coordinator& sched) {
-  int64_t n = -1;
-  self->send(m, atom::dump_v);
-  sched.run();
-  self->receive(
-      [&](json::value& v) {
-        n = v.as_object()
-                .at("counters")
-                .as_object()
-                .at("wal_checkpoints")
-                .to_number<int64_t>();
-      },
-      caf::after(std::chrono::seconds{0}) >> [] { FAIL("no dump"); });
-  return n;
-}
-
-} // namespace
-
 TEST_CASE_FIXTURE(deterministic,
                   "metadata: the write-ahead log is checkpointed once the "
                   "catalog is idle, or at once at its bound") {
@@ -205,11 +194,11 @@ TEST_CASE_FIXTURE(deterministic,
     sched.advance_time(std::chrono::milliseconds{200});
     sched.run();
     CHECK(shared->wal_pages() > wal_idle_pages);
-    CHECK(checkpoints_of(self, m, sched) == 0);
+    CHECK(counter_of(self, m, sched, "wal_checkpoints") == 0);
     sched.advance_time(wal_idle);
     sched.run();
     CHECK(shared->wal_pages() == 0);
-    CHECK(checkpoints_of(self, m, sched) == 1);
+    CHECK(counter_of(self, m, sched, "wal_checkpoints") == 1);
     // A load that never pauses: the checkpoint comes with the commit that
     // reaches the bound, with no time passing.
     int peak = 0;
@@ -218,7 +207,7 @@ TEST_CASE_FIXTURE(deterministic,
       peak = std::max(peak, shared->wal_pages());
     } while (shared->wal_pages() != 0 && i < 20000);
     CHECK(peak > wal_max_pages * 9 / 10); // not at the idle threshold
-    CHECK(checkpoints_of(self, m, sched) == 2);
+    CHECK(counter_of(self, m, sched, "wal_checkpoints") == 2);
   }
   caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
   sched.run();
