@@ -54,7 +54,6 @@ void flush(self_ptr self) {
           .count());
   ++st.commits;
   st.batches += st.queued.size();
-  after_commit(self);
   st.queued.clear();
   auto waiting = std::move(st.waiting);
   st.waiting.clear();
@@ -68,6 +67,8 @@ void flush(self_ptr self) {
     else
       rp.deliver(caf::ok_atom_v);
   }
+  // After the answers: a checkpoint due now delays the next commit only.
+  after_commit(self);
 }
 
 } // namespace
