@@ -17,11 +17,13 @@ using self_ptr = metadata_actor::stateful_pointer<metadata_state>;
 /// again.
 void checkpoint(self_ptr self) {
   auto& st = self->state;
-  if (auto err = st.db->checkpoint()) {
-    log::warn("metadata", message_of(err));
+  auto left = st.db->checkpoint();
+  if (!left) {
+    log::warn("metadata", message_of(left.error()));
     return;
   }
   ++st.wal_checkpoints;
+  st.wal_floor = *left > 0 ? st.db->wal_pages() : 0;
 }
 
 /// After a commit: the log's bound reached, a checkpoint now; past the
@@ -29,7 +31,7 @@ void checkpoint(self_ptr self) {
 void after_commit(self_ptr self) {
   auto& st = self->state;
   st.last_commit = self->clock().now();
-  auto pages = st.db->wal_pages();
+  auto pages = st.db->wal_pages() - st.wal_floor;
   if (pages >= wal_max_pages) {
     checkpoint(self);
   } else if (pages >= wal_idle_pages && !st.checkpoint_armed) {
@@ -135,7 +137,7 @@ metadata(self_ptr self, std::shared_ptr<store::catalog> db, std::string path) {
               atom::tick_v);
           return;
         }
-        if (st.db->wal_pages() > 0)
+        if (st.db->wal_pages() > st.wal_floor)
           checkpoint(self);
       },
       [self](atom::audit, const audit_query& q) -> caf::result<json::value> {

@@ -34,6 +34,10 @@ struct metadata_state {
   caf::actor_clock::time_point last_commit{};
   /// A tick is on its way to checkpoint the log once the catalog is idle.
   bool checkpoint_armed = false;
+  /// Log pages a checkpoint could not copy (a reader of an older state
+  /// held them): the thresholds count from here, so such a reader does not
+  /// turn every commit into a checkpoint.
+  int wal_floor = 0;
   /// How long each commit (one transaction) took, for /metrics.
   latency_histogram commit_seconds;
   std::chrono::steady_clock::time_point started;

@@ -85,14 +85,15 @@ caf::error catalog::exec(const char* sql) {
   return caf::none;
 }
 
-caf::error catalog::checkpoint() {
+expected<int> catalog::checkpoint() {
   int logged = 0;
   int copied = 0;
   if (sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE,
                                 &logged, &copied) != SQLITE_OK)
     return db_error(db_, "checkpoint of the write-ahead log");
-  *wal_pages_ = logged - copied;
-  return caf::none;
+  if (copied == logged)
+    *wal_pages_ = 0;
+  return logged - copied;
 }
 
 caf::error catalog::sync_log(const std::string& path) {

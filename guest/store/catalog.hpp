@@ -47,10 +47,12 @@ public:
   int wal_pages() const { return *wal_pages_; }
 
   /// Copies the write-ahead log into the database file, syncing both (a
-  /// passive checkpoint: it never waits for a reader). The next commit
-  /// writes the log from its start again. Commits never checkpoint on
-  /// their own: METADATA calls this.
-  caf::error checkpoint();
+  /// passive checkpoint: it never waits for a reader). Returns the pages it
+  /// could not copy: 0 unless another connection still reads an older
+  /// state, and then the log cannot start over yet. After a complete one,
+  /// the next commit writes the log from its start again. Commits never
+  /// checkpoint on their own: METADATA calls this.
+  expected<int> checkpoint();
 
   /// Makes every transaction committed so far to the database at
   /// `path` durable, including those committed unsynced: one fdatasync of

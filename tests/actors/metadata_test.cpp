@@ -212,3 +212,45 @@ TEST_CASE_FIXTURE(deterministic,
   caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
   sched.run();
 }
+
+TEST_CASE_FIXTURE(deterministic,
+                  "metadata: a reader that holds the log back does not turn "
+                  "every commit into a checkpoint") {
+  test::temp_dir dir;
+  auto shared = open_catalog(dir);
+  auto m = sys.spawn(metadata, shared, dir / "allox.db");
+  sqlite3* reader = nullptr;
+  {
+    caf::scoped_actor self{sys};
+    int64_t i = 0;
+    auto write = [&] {
+      self->send(m, atom::write_v, padded_write(i++));
+      sched.run();
+      self->receive([](caf::ok_atom) {}, caf::after(std::chrono::seconds{0}) >>
+                                             [] { FAIL("no ack"); });
+    };
+    write();
+    REQUIRE(sqlite3_open((dir / "allox.db").c_str(), &reader) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM audit;", nullptr,
+                         nullptr, nullptr) == SQLITE_OK);
+    while (counter_of(self, m, sched, "wal_checkpoints") == 0 && i < 20000)
+      write();
+    REQUIRE(counter_of(self, m, sched, "wal_checkpoints") == 1);
+    // The log could not start over. Another thousand pages of commits:
+    // no checkpoint, where each commit past the bound would have made one.
+    auto held = shared->wal_pages();
+    CHECK(held >= wal_max_pages);
+    while (shared->wal_pages() < held + wal_idle_pages)
+      write();
+    CHECK(counter_of(self, m, sched, "wal_checkpoints") == 1);
+    // The reader gone, the next bound's checkpoint empties the log.
+    sqlite3_exec(reader, "COMMIT;", nullptr, nullptr, nullptr);
+    sqlite3_close(reader);
+    reader = nullptr;
+    while (shared->wal_pages() != 0 && i < 40000)
+      write();
+    CHECK(counter_of(self, m, sched, "wal_checkpoints") == 2);
+  }
+  caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
+  sched.run();
+}

@@ -256,7 +256,9 @@ TEST_CASE("catalog: commits never checkpoint the write-ahead log, "
   }
   CHECK(db->wal_pages() > 1200);
   CHECK(std::filesystem::file_size(wal) > 1200u * 4096u);
-  REQUIRE_FALSE(db->checkpoint());
+  auto left = db->checkpoint();
+  REQUIRE(left);
+  CHECK(*left == 0);
   CHECK(db->wal_pages() == 0);
   metadata_write one;
   one.durable = false;
@@ -291,4 +293,38 @@ TEST_CASE("catalog: sync_log syncs the log of unsynced commits from another "
   auto db = store::catalog::open(path);
   REQUIRE(db);
   CHECK(db->load()->agents.size() == 1);
+}
+
+TEST_CASE("catalog: a checkpoint leaves what a reader of an older state "
+          "still needs, and says how much") {
+  test::temp_dir dir;
+  auto path = dir / "allox.db";
+  auto db = store::catalog::open(path);
+  REQUIRE(db);
+  auto write = [&](int64_t i) {
+    metadata_write w;
+    w.durable = false;
+    w.audit.push_back({i, "file.write", "a", "s",
+                       R"({"pad":")" + std::string(2000, 'x') + R"("})"});
+    REQUIRE_FALSE(db->apply({&w}));
+  };
+  write(0);
+  // Another connection (an operator's sqlite3, say) in a read transaction.
+  sqlite3* reader = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &reader) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM audit;", nullptr,
+                       nullptr, nullptr) == SQLITE_OK);
+  for (int64_t i = 1; i < 50; ++i)
+    write(i);
+  auto pages = db->wal_pages();
+  auto left = db->checkpoint();
+  REQUIRE(left);
+  CHECK(*left > 0);
+  CHECK(db->wal_pages() == pages); // the log cannot start over
+  sqlite3_exec(reader, "COMMIT;", nullptr, nullptr, nullptr);
+  sqlite3_close(reader);
+  left = db->checkpoint();
+  REQUIRE(left);
+  CHECK(*left == 0);
+  CHECK(db->wal_pages() == 0);
 }
