@@ -87,9 +87,12 @@ TEST_CASE("live checkpoint: the run is thawed after the snapshot, also "
   d.start();
   auto& c = d.client();
   expect_ok(c.rpc("session.create", ids("a", "s")));
+  // Through a rename: `date > tick` leaves the file empty from the
+  // truncation until date has started, and two reads that both fell there
+  // would look like a clock that stopped.
   auto server = run_id(sh(c, "a", "s",
-                          "while :; do date +%s%N > tick; "
-                          "sleep 0.01; done"));
+                          "while :; do date +%s%N > tick.new; "
+                          "mv tick.new tick; sleep 0.01; done"));
   std::this_thread::sleep_for(std::chrono::milliseconds{300});
   auto group = d.cgroup_root() + "/agents/a/sessions/s";
   // A failing snapshot (the name is taken) must not leave it frozen.
@@ -100,6 +103,7 @@ TEST_CASE("live checkpoint: the run is thawed after the snapshot, also "
                400, "already_exists");
   CHECK(slurp(group + "/cgroup.events").find("frozen 0") != std::string::npos);
   auto before = slurp(d.current("a", "s") + "/tick");
+  CHECK_FALSE(before.empty());
   std::this_thread::sleep_for(std::chrono::milliseconds{200});
   CHECK(slurp(d.current("a", "s") + "/tick") != before); // still ticking
   expect_ok(c.rpc("policy.set",
