@@ -53,6 +53,15 @@ metadata_write padded_write(int64_t i) {
   return w;
 }
 
+/// Sends the next padded write and takes its acknowledgement.
+void write_padded(caf::scoped_actor& self, const metadata_actor& m,
+                  caf::scheduler::test_coordinator& sched, int64_t& i) {
+  self->send(m, atom::write_v, padded_write(i++));
+  sched.run();
+  self->receive([](caf::ok_atom) {},
+                caf::after(std::chrono::seconds{0}) >> [] { FAIL("no ack"); });
+}
+
 /// One of the actor's counters, from its system.dump answer.
 int64_t counter_of(caf::scoped_actor& self, const metadata_actor& m,
                    caf::scheduler::test_coordinator& sched, const char* name) {
@@ -178,10 +187,7 @@ TEST_CASE_FIXTURE(deterministic,
     caf::scoped_actor self{sys};
     int64_t i = 0;
     auto write = [&] {
-      self->send(m, atom::write_v, padded_write(i++));
-      sched.run();
-      self->receive([](caf::ok_atom) {}, caf::after(std::chrono::seconds{0}) >>
-                                             [] { FAIL("no ack"); });
+      write_padded(self, m, sched, i);
     };
     while (shared->wal_pages() <= wal_idle_pages)
       write();
@@ -224,10 +230,7 @@ TEST_CASE_FIXTURE(deterministic,
     caf::scoped_actor self{sys};
     int64_t i = 0;
     auto write = [&] {
-      self->send(m, atom::write_v, padded_write(i++));
-      sched.run();
-      self->receive([](caf::ok_atom) {}, caf::after(std::chrono::seconds{0}) >>
-                                             [] { FAIL("no ack"); });
+      write_padded(self, m, sched, i);
     };
     write();
     REQUIRE(sqlite3_open((dir / "allox.db").c_str(), &reader) == SQLITE_OK);

@@ -238,6 +238,19 @@ TEST_CASE("catalog: share policies survive reopening and a session's reload") {
         R"({"enabled":true,"scope":".","permission":"write"})"s);
 }
 
+namespace {
+
+/// Commits one unsynced audit record of 2 KB: a page or so of log.
+void padded_write(store::catalog& db, int64_t i) {
+  metadata_write w;
+  w.durable = false;
+  w.audit.push_back({i, "file.write", "a", "s",
+                     R"({"pad":")" + std::string(2000, 'x') + R"("})"});
+  REQUIRE_FALSE(db.apply({&w}));
+}
+
+} // namespace
+
 TEST_CASE("catalog: commits never checkpoint the write-ahead log, "
           "checkpoint() does, and the log starts over") {
   test::temp_dir dir;
@@ -247,13 +260,8 @@ TEST_CASE("catalog: commits never checkpoint the write-ahead log, "
   // SQLite's automatic checkpoint would have run at 1,000 pages and the
   // next commit would have started the log over.
   int i = 0;
-  for (; db->wal_pages() <= 1200 && i < 5000; ++i) {
-    metadata_write w;
-    w.durable = false;
-    w.audit.push_back({i, "file.write", "a", "s",
-                       R"({"pad":")" + std::string(2000, 'x') + R"("})"});
-    REQUIRE_FALSE(db->apply({&w}));
-  }
+  for (; db->wal_pages() <= 1200 && i < 5000; ++i)
+    padded_write(*db, i);
   CHECK(db->wal_pages() > 1200);
   CHECK(std::filesystem::file_size(wal) > 1200u * 4096u);
   auto left = db->checkpoint();
@@ -301,21 +309,14 @@ TEST_CASE("catalog: a checkpoint leaves what a reader of an older state "
   auto path = dir / "allox.db";
   auto db = store::catalog::open(path);
   REQUIRE(db);
-  auto write = [&](int64_t i) {
-    metadata_write w;
-    w.durable = false;
-    w.audit.push_back({i, "file.write", "a", "s",
-                       R"({"pad":")" + std::string(2000, 'x') + R"("})"});
-    REQUIRE_FALSE(db->apply({&w}));
-  };
-  write(0);
+  padded_write(*db, 0);
   // Another connection (an operator's sqlite3, say) in a read transaction.
   sqlite3* reader = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &reader) == SQLITE_OK);
   REQUIRE(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM audit;", nullptr,
                        nullptr, nullptr) == SQLITE_OK);
   for (int64_t i = 1; i < 50; ++i)
-    write(i);
+    padded_write(*db, i);
   auto pages = db->wal_pages();
   auto left = db->checkpoint();
   REQUIRE(left);
