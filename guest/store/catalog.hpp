@@ -43,7 +43,7 @@ public:
   caf::error apply(const std::vector<const metadata_write*>& writes);
 
   /// Pages in the write-ahead log after the last commit (SQLite's count;
-  /// it starts over after a checkpoint).
+  /// it starts over after a complete checkpoint).
   int wal_pages() const { return *wal_pages_; }
 
   /// Copies the write-ahead log into the database file, syncing both (a

@@ -4,6 +4,7 @@
 
 #include "guest/os/sched.hpp"
 #include "tests/fixtures/deterministic.hpp"
+#include "tests/fixtures/stale_reader.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 
 #include <algorithm>
@@ -225,7 +226,6 @@ TEST_CASE_FIXTURE(deterministic,
   test::temp_dir dir;
   auto shared = open_catalog(dir);
   auto m = sys.spawn(metadata, shared, dir / "allox.db");
-  sqlite3* reader = nullptr;
   {
     caf::scoped_actor self{sys};
     int64_t i = 0;
@@ -233,9 +233,7 @@ TEST_CASE_FIXTURE(deterministic,
       write_padded(self, m, sched, i);
     };
     write();
-    REQUIRE(sqlite3_open((dir / "allox.db").c_str(), &reader) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM audit;", nullptr,
-                         nullptr, nullptr) == SQLITE_OK);
+    test::stale_reader reader{dir / "allox.db"};
     while (counter_of(self, m, sched, "wal_checkpoints") == 0 && i < 20000)
       write();
     REQUIRE(counter_of(self, m, sched, "wal_checkpoints") == 1);
@@ -247,9 +245,7 @@ TEST_CASE_FIXTURE(deterministic,
       write();
     CHECK(counter_of(self, m, sched, "wal_checkpoints") == 1);
     // The reader gone, the next bound's checkpoint empties the log.
-    sqlite3_exec(reader, "COMMIT;", nullptr, nullptr, nullptr);
-    sqlite3_close(reader);
-    reader = nullptr;
+    reader.release();
     while (shared->wal_pages() != 0 && i < 40000)
       write();
     CHECK(counter_of(self, m, sched, "wal_checkpoints") == 2);

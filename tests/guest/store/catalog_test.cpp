@@ -1,6 +1,7 @@
 #include "guest/store/catalog.hpp"
 
 #include "guest/store/create_intent.hpp"
+#include "tests/fixtures/stale_reader.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -311,10 +312,7 @@ TEST_CASE("catalog: a checkpoint leaves what a reader of an older state "
   REQUIRE(db);
   padded_write(*db, 0);
   // Another connection (an operator's sqlite3, say) in a read transaction.
-  sqlite3* reader = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &reader) == SQLITE_OK);
-  REQUIRE(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM audit;", nullptr,
-                       nullptr, nullptr) == SQLITE_OK);
+  test::stale_reader reader{path};
   for (int64_t i = 1; i < 50; ++i)
     padded_write(*db, i);
   auto pages = db->wal_pages();
@@ -322,8 +320,7 @@ TEST_CASE("catalog: a checkpoint leaves what a reader of an older state "
   REQUIRE(left);
   CHECK(*left > 0);
   CHECK(db->wal_pages() == pages); // the log cannot start over
-  sqlite3_exec(reader, "COMMIT;", nullptr, nullptr, nullptr);
-  sqlite3_close(reader);
+  reader.release();
   left = db->checkpoint();
   REQUIRE(left);
   CHECK(*left == 0);
