@@ -1,5 +1,7 @@
 #include "guest/os/workspace_transfer.hpp"
 
+#include "guest/os/writeback.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,31 +33,27 @@ expected<json::object> receive_file(const workspace_root& root,
       mode = sb.st_mode & 0777;
   }
   uint64_t size = 0;
-  uint64_t flushed = 0;
-  auto err = replace_file(
-      dirfd.get(), name, rel, mode, upload_temp_prefix, [&](int fd) {
-        if (auto e = root.own(fd))
-          return e;
-        std::string chunk;
-        for (;;) {
-          auto more = pull(chunk);
-          if (!more)
-            return more.error();
-          if (!*more)
-            return caf::error{};
-          if (auto failed = write_all(fd, chunk))
-            return failed;
-          size += chunk.size();
-          // Start writing back what came so far: the fsync at the end
-          // then waits for the last stretch only, not the whole file.
-          if (size - flushed >= writeback_step) {
-            ::sync_file_range(fd, static_cast<off_t>(flushed),
-                              static_cast<off_t>(size - flushed),
-                              SYNC_FILE_RANGE_WRITE);
-            flushed = size;
-          }
-        }
-      });
+  auto fill = [&](int fd) -> caf::error {
+    if (auto e = root.own(fd))
+      return e;
+    // The fsync at the end then waits for the last stretch only, not the
+    // whole file.
+    background_writeback writeback{fd, writeback_step};
+    std::string chunk;
+    for (;;) {
+      auto more = pull(chunk);
+      if (!more)
+        return more.error();
+      if (!*more)
+        return caf::none;
+      if (auto failed = write_all(fd, chunk))
+        return failed;
+      size += chunk.size();
+      writeback.written(size);
+    }
+  };
+  auto err =
+      replace_file(dirfd.get(), name, rel, mode, upload_temp_prefix, fill);
   if (err)
     return err;
   return json::object{
