@@ -18,7 +18,7 @@ tools on the same file system, in the same run:
     after every sample let the baseline finish.
 Usage (root): bench/files.py [build-dir]   (default build/release)
 BENCH_SAMPLES=N sets the samples of the fork cells (default 30); the
-transfers take BENCH_TRANSFERS=N samples each (default 3). BENCH_PARTS
+transfers take BENCH_TRANSFERS=N samples each (default 5). BENCH_PARTS
 picks parts, comma-separated, of: file, tree, fork (default all three).
 """
 import http.client, json, os, random, shutil, signal, subprocess, sys
@@ -29,7 +29,7 @@ build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
 daemon_bin = os.path.join(build, "guest", "allox-workspace-daemon")
 ctl_bin = os.path.join(build, "cli", "alloxctl")
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "30"))
-TRANSFERS = int(os.environ.get("BENCH_TRANSFERS", "3"))
+TRANSFERS = int(os.environ.get("BENCH_TRANSFERS", "5"))
 PARTS = os.environ.get("BENCH_PARTS", "file,tree,fork").split(",")
 GIB = 1 << 30
 
@@ -67,8 +67,11 @@ def sh(cmd):
 
 
 def seconds(cmd, before=None):
-    """Wall time of one shell command, after `before` (untimed)."""
-    if before:
+    """Wall time of one shell command, after `before` (untimed: a command,
+    or a function of the command's name)."""
+    if callable(before):
+        before()
+    elif before:
         sh(before)
     t = time.perf_counter()
     sh(cmd)
@@ -83,7 +86,8 @@ def median(xs):
 def interleaved(cmds, n, before=None):
     """name -> median seconds; one sample of each command per round, so
     drift in the disk weighs on all of them alike. A command may be a
-    function of the round."""
+    function of the round; `before` maps names to untimed commands, or is
+    a function of (name, round) run before each sample."""
     names = list(cmds)
     samples = {name: [] for name in names}
     for i in range(n):
@@ -92,7 +96,8 @@ def interleaved(cmds, n, before=None):
             cmd = cmds[name]
             samples[name].append(seconds(
                 cmd(i) if callable(cmd) else cmd,
-                before.get(name) if before else None))
+                (lambda: before(name, i)) if callable(before)
+                else before.get(name) if before else None))
     return {name: median(v) for name, v in samples.items()}
 
 
@@ -138,14 +143,40 @@ try:
         print("### One 1 GiB file\n")
         out = os.path.join(scratch, "out.bin")
         sh(f"curl -sSf -T {big} {url('big.bin')}")  # for the first download
-        # Each sample starts with no output file and nothing dirty: the
-        # write-back of one sample (cp leaves 1 GiB of it) is not charged
-        # to the next.
-        clean = f"rm -f {out} && sync"
         ctl = (f"{ctl_bin} --url http://127.0.0.1:{port} --agent bench "
                f"--session s file")
         names = ("upload", "download", "download to /dev/null",
                  "alloxctl upload", "alloxctl download", "cp", "cp+fsync")
+        # What each sample writes is deleted right before the next sample
+        # that writes, whichever that is. So every such sample starts with
+        # the same memory at hand, the 1 GiB its predecessor just freed, and
+        # nothing dirty. Memory freed earlier is not the same: this VM
+        # reports free pages to its host (virtio-balloon free page
+        # reporting), and each such page costs a fault on the host when it
+        # is touched again. Before, cp's output was deleted before each cp
+        # while uploads kept theirs, and an upload took 4.65 s where the
+        # same upload right after a delete took 3.12 (docs/benchmarks.md).
+        wrote = {
+            "upload": lambda i: os.path.join(current("s"), f"big{i}.bin"),
+            "download": lambda i: out,
+            "download to /dev/null": lambda i: None,
+            "alloxctl upload": lambda i: os.path.join(current("s"),
+                                                      f"ctl{i}.bin"),
+            "alloxctl download": lambda i: out,
+            "cp": lambda i: out,
+            "cp+fsync": lambda i: out,
+        }
+        previous = []
+
+        def fresh(name, i):
+            path = wrote[name](i)
+            if path:  # a download to /dev/null frees nothing it needs
+                for old in previous:
+                    if os.path.exists(old):
+                        os.unlink(old)
+                previous[:] = [path]
+            os.sync()
+
         t = interleaved({
             "upload": lambda i: f"curl -sSf -T {big} {url(f'big{i}.bin')}",
             "download": f"curl -sSf -o {out} {url('big.bin')}",
@@ -158,15 +189,16 @@ try:
                 f"{ctl} download big.bin --to {out} >/dev/null",
             "cp": f"cp --reflink=never {big} {out}",
             "cp+fsync": f"cp --reflink=never {big} {out} && sync {out}",
-        }, TRANSFERS, before={name: clean for name in names})
+        }, TRANSFERS, before=fresh)
         mibs = lambda s: GIB / s / (1 << 20)
         print("| operation | seconds | MiB/s | / cp | / cp+fsync |")
         print("|---|---|---|---|---|")
         for name in names:
             print(f"| {name} | {t[name]:.2f} | {mibs(t[name]):.0f} | "
                   f"{t['cp'] / t[name]:.2f} | {t['cp+fsync'] / t[name]:.2f} |")
-        os.unlink(big)
-        os.unlink(out)
+        for path in [big] + previous:
+            if os.path.exists(path):
+                os.unlink(path)
         settle()
 
     if "tree" in PARTS:
