@@ -33,6 +33,9 @@ public:
 
 private:
   void run();
+  /// Starts write-back of what was written since the last kick; `lock`
+  /// (held on entry and on return) is released meanwhile.
+  void kick(std::unique_lock<std::mutex>& lock);
 
   const int fd_;
   const uint64_t step_;
@@ -42,6 +45,8 @@ private:
   uint64_t started_ = 0;
   uint64_t kicks_ = 0;
   bool stopping_ = false;
+  /// Set when no thread could be started; written() then kicks itself.
+  bool inline_ = false;
   std::thread thread_;
 };
 
