@@ -34,47 +34,48 @@ uint64_t dirty_pages(int fd) {
   return stat.dirty;
 }
 
-/// Appends `bytes` of data to `fd`, telling `writeback` after each MiB.
-void write_mib(int fd, uint64_t bytes, os::background_writeback& writeback,
-               uint64_t& size) {
-  std::string mib(1 << 20, 'x');
-  for (uint64_t done = 0; done < bytes; done += mib.size()) {
-    REQUIRE(::write(fd, mib.data(), mib.size()) ==
-            static_cast<ssize_t>(mib.size()));
-    size += mib.size();
-    writeback.written(size);
+/// A new file in a scratch directory, written a MiB at a time.
+struct scratch_file {
+  test::temp_dir dir;
+  os::unique_fd fd{::open((dir / "f").c_str(), O_WRONLY | O_CREAT, 0644)};
+  uint64_t size = 0;
+
+  /// Appends `bytes`, telling `writeback` after each MiB.
+  void write_mib(uint64_t bytes, os::background_writeback& writeback) {
+    REQUIRE(fd);
+    std::string mib(1 << 20, 'x');
+    for (uint64_t done = 0; done < bytes; done += mib.size()) {
+      REQUIRE(::write(fd.get(), mib.data(), mib.size()) ==
+              static_cast<ssize_t>(mib.size()));
+      size += mib.size();
+      writeback.written(size);
+    }
   }
-}
+};
 
 } // namespace
 
 TEST_CASE("writeback: a file below one step is left to fsync, without a "
           "thread or a kick") {
-  test::temp_dir dir;
-  os::unique_fd fd{::open((dir / "f").c_str(), O_WRONLY | O_CREAT, 0644)};
-  REQUIRE(fd);
-  uint64_t size = 0;
+  scratch_file file;
   {
-    os::background_writeback writeback{fd.get(), step};
-    write_mib(fd.get(), step - (1 << 20), writeback, size);
+    os::background_writeback writeback{file.fd.get(), step};
+    file.write_mib(step - (1 << 20), writeback);
     CHECK(writeback.kicks() == 0);
   }
   // Nothing started: all of it is still dirty.
-  CHECK(dirty_pages(fd.get()) == size / 4096);
+  CHECK(dirty_pages(file.fd.get()) == file.size / 4096);
 }
 
 TEST_CASE("writeback: each step written is handed to the disk while the "
           "writer goes on") {
-  test::temp_dir dir;
-  os::unique_fd fd{::open((dir / "f").c_str(), O_WRONLY | O_CREAT, 0644)};
-  REQUIRE(fd);
-  uint64_t size = 0;
-  os::background_writeback writeback{fd.get(), step};
-  write_mib(fd.get(), 4 * step, writeback, size);
+  scratch_file file;
+  os::background_writeback writeback{file.fd.get(), step};
+  file.write_mib(4 * step, writeback);
   // The kicks run on their own thread, each to where the writer had got:
   // all but the last stretch of less than a step is handed over.
   CHECK(test::eventually(
-      [&]() -> bool { return dirty_pages(fd.get()) < step / 4096; }));
+      [&]() -> bool { return dirty_pages(file.fd.get()) < step / 4096; }));
   CHECK(writeback.kicks() >= 1);
   CHECK(writeback.kicks() <= 4);
 }
