@@ -20,6 +20,7 @@ Usage (root): bench/files.py [build-dir]   (default build/release)
 BENCH_SAMPLES=N sets the samples of the fork cells (default 30); the
 transfers take BENCH_TRANSFERS=N samples each (default 5). BENCH_PARTS
 picks parts, comma-separated, of: file, tree, fork (default all three).
+BENCH_VERBOSE=1 prints every transfer sample to stderr as it is taken.
 """
 import http.client, json, os, random, shutil, signal, subprocess, sys
 import tempfile, time
@@ -31,6 +32,7 @@ ctl_bin = os.path.join(build, "cli", "alloxctl")
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "30"))
 TRANSFERS = int(os.environ.get("BENCH_TRANSFERS", "5"))
 PARTS = os.environ.get("BENCH_PARTS", "file,tree,fork").split(",")
+VERBOSE = os.environ.get("BENCH_VERBOSE") == "1"
 GIB = 1 << 30
 
 work = tempfile.mkdtemp(prefix="allox-bench-")
@@ -98,6 +100,9 @@ def interleaved(cmds, n, before=None):
                 cmd(i) if callable(cmd) else cmd,
                 (lambda: before(name, i)) if callable(before)
                 else before.get(name) if before else None))
+            if VERBOSE:
+                print(f"{time.strftime('%H:%M:%S')} round {i} {name}: "
+                      f"{samples[name][-1]:.2f} s", file=sys.stderr)
     return {name: median(v) for name, v in samples.items()}
 
 
