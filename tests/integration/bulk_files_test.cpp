@@ -518,6 +518,34 @@ TEST_CASE("bulk: a client gone mid-transfer leaves nothing behind") {
   }
 }
 
+TEST_CASE("bulk: an upload cut off after its write-back started leaves "
+          "nothing behind") {
+  daemon_process d;
+  d.start();
+  expect_ok(d.client().rpc("session.create", ids("a", "s")));
+  auto cur = d.current("a", "s");
+  REQUIRE(put(d, "keep", "old content").status == 200);
+  {
+    // 64 MiB announced, 40 MiB sent: past two write-back steps of 16 MiB,
+    // so the helper thread is kicking when the connection closes.
+    raw_socket sock{d.port()};
+    REQUIRE(sock.send_all("PUT /v1/files/a/s/keep HTTP/1.1\r\nHost: x\r\n"
+                          "Content-Length: 67108864\r\n\r\n" +
+                          std::string(40 << 20, 'p')));
+    std::this_thread::sleep_for(std::chrono::milliseconds{300});
+  }
+  bool clean = false;
+  for (int i = 0; i < 50 && !clean; ++i) {
+    clean = leftovers(cur).empty();
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  }
+  CHECK(clean);
+  CHECK(read_file(cur + "/keep") == "old content");
+  // The worker and its helper ended; the daemon takes the next upload.
+  CHECK(put(d, "keep", std::string(20 << 20, 'n')).status == 200);
+  CHECK(read_file(cur + "/keep") == std::string(20 << 20, 'n'));
+}
+
 TEST_CASE("bulk: transfers are allowed while a run lives and see its files") {
   daemon_process d{with_execution()};
   d.start();
