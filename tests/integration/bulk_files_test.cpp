@@ -7,6 +7,7 @@
 #include "tests/fixtures/runs.hpp"
 #include "tests/fixtures/session_files.hpp"
 #include "tests/fixtures/temp_dir.hpp"
+#include "tests/fixtures/wait.hpp"
 
 #include <doctest/doctest.h>
 
@@ -140,6 +141,23 @@ std::vector<std::string> leftovers(const std::string& dir) {
     ::closedir(d);
   }
   return out;
+}
+
+/// Sends the head of a PUT of `path` announcing `announced` bytes and
+/// `sent` of them, then closes the connection.
+void cut_off_upload(daemon_process& d, const std::string& path,
+                    size_t announced, size_t sent) {
+  raw_socket sock{d.port()};
+  REQUIRE(sock.send_all(
+      "PUT /v1/files/a/s/" + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+      std::to_string(announced) + "\r\n\r\n" + std::string(sent, 'p')));
+  std::this_thread::sleep_for(std::chrono::milliseconds{300});
+}
+
+/// Waits (up to 5 s) for the worker of an abandoned upload to remove its
+/// temporary file from `dir`.
+bool cleaned_up(const std::string& dir) {
+  return eventually([&]() -> bool { return leftovers(dir).empty(); });
 }
 
 bool exists(const std::string& path) {
@@ -485,14 +503,8 @@ TEST_CASE("bulk: a client gone mid-transfer leaves nothing behind") {
   expect_ok(d.client().rpc("session.create", ids("a", "s")));
   auto cur = d.current("a", "s");
   REQUIRE(put(d, "keep", "old content").status == 200);
-  {
-    // 10 MiB announced, 2 MiB sent, then the connection closes.
-    raw_socket sock{d.port()};
-    REQUIRE(sock.send_all("PUT /v1/files/a/s/keep HTTP/1.1\r\nHost: x\r\n"
-                          "Content-Length: 10485760\r\n\r\n" +
-                          std::string(2 << 20, 'p')));
-    std::this_thread::sleep_for(std::chrono::milliseconds{300});
-  }
+  // 10 MiB announced, 2 MiB sent, then the connection closes.
+  cut_off_upload(d, "keep", 10 << 20, 2 << 20);
   {
     // A download read a little, then abandoned.
     REQUIRE(put(d, "big", std::string(8 << 20, 'b')).status == 200);
@@ -501,12 +513,7 @@ TEST_CASE("bulk: a client gone mid-transfer leaves nothing behind") {
     CHECK(sock.read_for(std::chrono::seconds{5}, "bbbb").find("200 OK") !=
           std::string::npos);
   }
-  bool clean = false;
-  for (int i = 0; i < 50 && !clean; ++i) {
-    clean = leftovers(cur).empty();
-    std::this_thread::sleep_for(std::chrono::milliseconds{100});
-  }
-  CHECK(clean);
+  CHECK(cleaned_up(cur));
   CHECK(read_file(cur + "/keep") == "old content");
   // The abandoned upload no longer counts against the session's limit.
   CHECK(put(d, "again", std::string(10 << 20, 'a')).status == 200);
@@ -525,21 +532,10 @@ TEST_CASE("bulk: an upload cut off after its write-back started leaves "
   expect_ok(d.client().rpc("session.create", ids("a", "s")));
   auto cur = d.current("a", "s");
   REQUIRE(put(d, "keep", "old content").status == 200);
-  {
-    // 64 MiB announced, 40 MiB sent: past two write-back steps of 16 MiB,
-    // so the helper thread is kicking when the connection closes.
-    raw_socket sock{d.port()};
-    REQUIRE(sock.send_all("PUT /v1/files/a/s/keep HTTP/1.1\r\nHost: x\r\n"
-                          "Content-Length: 67108864\r\n\r\n" +
-                          std::string(40 << 20, 'p')));
-    std::this_thread::sleep_for(std::chrono::milliseconds{300});
-  }
-  bool clean = false;
-  for (int i = 0; i < 50 && !clean; ++i) {
-    clean = leftovers(cur).empty();
-    std::this_thread::sleep_for(std::chrono::milliseconds{100});
-  }
-  CHECK(clean);
+  // 64 MiB announced, 40 MiB sent: past two write-back steps of 16 MiB,
+  // so the helper thread is kicking when the connection closes.
+  cut_off_upload(d, "keep", 64 << 20, 40 << 20);
+  CHECK(cleaned_up(cur));
   CHECK(read_file(cur + "/keep") == "old content");
   // The worker and its helper ended; the daemon takes the next upload.
   CHECK(put(d, "keep", std::string(20 << 20, 'n')).status == 200);
