@@ -148,6 +148,8 @@ void connection::on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf) {
   // An upload's body comes in reads of up to a chunk: a sixteenth of the
   // callbacks, parser calls and hand-offs to its worker.
   auto* self = static_cast<connection*>(h->data);
+  if (self->lend_upload_buffer(buf))
+    return;
   if (self->bulk_)
     suggested = std::max(suggested, size_t{1} << 20);
   buf->base = new char[suggested];
@@ -156,7 +158,9 @@ void connection::on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf) {
 
 void connection::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
   auto* self = static_cast<connection*>(s->data);
-  std::unique_ptr<char[]> owned{buf->base};
+  // A chunk lent to an upload stays the transfer's.
+  bool lent = self->is_lent(buf);
+  std::unique_ptr<char[]> owned{lent ? nullptr : buf->base};
   if (n < 0) {
     self->close();
     return;
@@ -171,7 +175,10 @@ void connection::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
       self->close();
     return;
   }
-  self->input_.append(buf->base, static_cast<size_t>(n));
+  if (lent)
+    self->received(static_cast<size_t>(n));
+  else
+    self->input_.append(buf->base, static_cast<size_t>(n));
   if (self->bulk_)
     self->feed_upload();
   else

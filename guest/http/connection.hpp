@@ -146,6 +146,17 @@ private:
   bool transfer_wants_input() const;
   /// Hands buffered body bytes to the worker while its queue has room.
   void feed_upload();
+  /// Lends the next read the upload's buffer (a declared length, nothing
+  /// buffered): the socket's bytes then go to the worker as they are,
+  /// without passing through input_. False: read as any other request.
+  bool lend_upload_buffer(uv_buf_t* buf);
+  /// `buf` is the lent buffer.
+  bool is_lent(const uv_buf_t* buf) const;
+  /// `n` more body bytes are in the upload's buffer: queued once it is
+  /// full, or at once while the worker waits.
+  void received(size_t n);
+  /// Queues what the buffer holds and tells the worker the body is whole.
+  void end_of_body();
   /// Answered once the worker has cleaned up.
   void fail_transfer(int status, std::string body);
   /// The worker made progress (loop thread).

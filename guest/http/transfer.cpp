@@ -9,7 +9,8 @@
 //   bytes:   a worker thread of its own runs the file job; the body goes
 //            to it chunk by chunk (reading stops while its queue is full),
 //            a download comes from it the same way (taken while the
-//            socket's write queue is short)
+//            socket's write queue is short). A body of declared length is
+//            read from the socket straight into the worker's buffers.
 //   end:     RPC -> SESSION: audit (file.upload / file.download, bytes);
 //            then the upload's reply, and the next request
 // A failure on the loop side (limit, malformed body) cancels the worker
@@ -27,143 +28,16 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <thread>
+#include <utility>
 
 namespace allox::http {
 
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
-
-// -- the channel --------------------------------------------------------------
-
-std::shared_ptr<transfer_channel>
-transfer_channel::open(uv_loop_t* loop, std::function<void()> wake) {
-  std::shared_ptr<transfer_channel> ch{new transfer_channel};
-  ch->wake_ = std::move(wake);
-  uv_async_init(loop, &ch->async_, on_async);
-  ch->async_.data = ch.get();
-  ch->self_ = ch;
-  return ch;
-}
-
-void transfer_channel::on_async(uv_async_t* a) {
-  auto* ch = static_cast<transfer_channel*>(a->data);
-  if (!ch->closed_ && ch->wake_)
-    ch->wake_();
-}
-
-// Called with mtx_ held: close() takes it too, so the handle is never
-// signalled once closing started.
-void transfer_channel::wake_loop() {
-  if (!closed_)
-    uv_async_send(&async_);
-}
-
-expected<bool> transfer_channel::pull(std::string& chunk) {
-  std::unique_lock<std::mutex> lock{mtx_};
-  cv_.wait(lock,
-           [this] { return cancelled_ || !chunks_.empty() || input_done_; });
-  if (cancelled_)
-    return make_error(errc::invalid_argument, "the upload was abandoned");
-  if (chunks_.empty())
-    return false;
-  bool was_full = queued_ >= capacity;
-  chunk = std::move(chunks_.front());
-  chunks_.pop_front();
-  queued_ -= chunk.size();
-  // The loop stopped reading at the limit; now there is room again.
-  if (was_full)
-    wake_loop();
-  return true;
-}
-
-caf::error transfer_channel::push(std::string chunk) {
-  std::unique_lock<std::mutex> lock{mtx_};
-  cv_.wait(lock, [this] { return cancelled_ || queued_ < capacity; });
-  if (cancelled_)
-    return make_error(errc::invalid_argument, "the client went away");
-  queued_ += chunk.size();
-  chunks_.push_back(std::move(chunk));
-  if (chunks_.size() == 1)
-    wake_loop();
-  return caf::none;
-}
-
-void transfer_channel::opened(expected<json::object> head) {
-  std::lock_guard<std::mutex> lock{mtx_};
-  head_ = std::move(head);
-  wake_loop();
-}
-
-void transfer_channel::finish(expected<json::object> result) {
-  std::lock_guard<std::mutex> lock{mtx_};
-  result_ = std::move(result);
-  wake_loop();
-}
-
-void transfer_channel::offer(std::string chunk) {
-  std::lock_guard<std::mutex> lock{mtx_};
-  queued_ += chunk.size();
-  chunks_.push_back(std::move(chunk));
-  cv_.notify_one();
-}
-
-void transfer_channel::end_input() {
-  std::lock_guard<std::mutex> lock{mtx_};
-  input_done_ = true;
-  cv_.notify_one();
-}
-
-bool transfer_channel::full() const {
-  std::lock_guard<std::mutex> lock{mtx_};
-  return queued_ >= capacity;
-}
-
-std::optional<std::string> transfer_channel::take() {
-  std::lock_guard<std::mutex> lock{mtx_};
-  if (chunks_.empty())
-    return std::nullopt;
-  auto chunk = std::move(chunks_.front());
-  chunks_.pop_front();
-  queued_ -= chunk.size();
-  cv_.notify_one();
-  return chunk;
-}
-
-std::optional<expected<json::object>> transfer_channel::take_head() {
-  std::lock_guard<std::mutex> lock{mtx_};
-  return std::exchange(head_, std::nullopt);
-}
-
-std::optional<expected<json::object>> transfer_channel::result() const {
-  std::lock_guard<std::mutex> lock{mtx_};
-  return result_;
-}
-
-void transfer_channel::cancel() {
-  std::lock_guard<std::mutex> lock{mtx_};
-  cancelled_ = true;
-  chunks_.clear();
-  queued_ = 0;
-  cv_.notify_all();
-}
-
-void transfer_channel::close() {
-  {
-    std::lock_guard<std::mutex> lock{mtx_};
-    if (closed_)
-      return;
-    cancelled_ = true;
-    closed_ = true;
-    chunks_.clear();
-    queued_ = 0;
-    cv_.notify_all();
-  }
-  uv_close(reinterpret_cast<uv_handle_t*>(&async_), [](uv_handle_t* h) {
-    static_cast<transfer_channel*>(h->data)->self_.reset();
-  });
-}
 
 // -- the connection's side ----------------------------------------------------
 
@@ -194,7 +68,7 @@ void run_job(std::shared_ptr<transfer_channel> ch, bool upload, bool tar,
         return root.error();
       os::tar_limits limits;
       limits.max_bytes = max_bytes;
-      auto pull = [&ch](std::string& c) {
+      auto pull = [&ch](std::string_view& c) {
         return ch->pull(c);
       };
       auto push = [&ch](std::string c) {
@@ -323,6 +197,9 @@ void connection::on_transfer_reply(int status, const std::string& body) {
     return;
   }
   b.step = bulk_transfer::phase::running;
+  if (b.upload)
+    if (auto length = b.body->content_length())
+      b.remaining = *length;
   b.result = json::object{{"path", where->at("path")}};
   if (auto* e = where->if_contains("epoch"); e && e->is_int64())
     b.epoch = e->get_int64();
@@ -350,16 +227,36 @@ void connection::feed_upload() {
   auto& b = *bulk_;
   if (b.step != bulk_transfer::phase::running || b.failure || b.body_done)
     return;
+  if (b.remaining) {
+    // A declared length: the body bytes read with the head (or before the
+    // worker started) are copied out once; later ones are read in place.
+    while (*b.remaining > 0 && !b.channel->full() && pending_input() > 0) {
+      if (b.lent.empty())
+        b.lent = b.channel->reuse();
+      auto n = static_cast<size_t>(std::min<uint64_t>(
+          {pending_input(), b.lent.size() - b.filled, *b.remaining}));
+      std::memcpy(b.lent.data() + b.filled, input_.data() + consumed_, n);
+      consumed_ += n;
+      received(n);
+    }
+    if (*b.remaining == 0)
+      end_of_body();
+    compact_input();
+    return;
+  }
+  // Chunked: the parser takes the framing off.
   auto& p = *b.body;
   while (!p.is_done() && !b.channel->full() && pending_input() > 0) {
-    std::string chunk(std::min(pending_input(), os::transfer_chunk), '\0');
-    p.get().body().data = chunk.data();
-    p.get().body().size = chunk.size();
+    if (b.lent.empty())
+      b.lent = b.channel->reuse();
+    auto room = b.lent.size() - b.filled;
+    p.get().body().data = b.lent.data() + b.filled;
+    p.get().body().size = room;
     beast::error_code ec;
     auto used = p.put(
         boost::asio::buffer(input_.data() + consumed_, pending_input()), ec);
     consumed_ += used;
-    chunk.resize(chunk.size() - p.get().body().size);
+    auto n = room - p.get().body().size;
     if (ec == bhttp::error::need_buffer || ec == bhttp::error::need_more)
       ec = {};
     if (ec == bhttp::error::body_limit)
@@ -371,9 +268,8 @@ void connection::feed_upload() {
     if (ec)
       return fail_transfer(
           400, error_body("malformed request body", "invalid_argument"));
-    if (!chunk.empty()) {
-      bool declared = p.content_length().has_value();
-      if (!declared && !srv_->charge_upload(b.session_key, chunk.size()))
+    if (n > 0) {
+      if (!srv_->charge_upload(b.session_key, n))
         return fail_transfer(
             413,
             error_body("the session's uploads in flight would pass the "
@@ -381,19 +277,59 @@ void connection::feed_upload() {
                            std::to_string(srv_->options().max_session_upload) +
                            " bytes",
                        "payload_too_large"));
-      if (!declared)
-        b.charged += chunk.size();
-      b.bytes += chunk.size();
-      b.channel->offer(std::move(chunk));
+      b.charged += n;
+      received(n);
     } else if (used == 0) {
       break;
     }
   }
-  if (p.is_done()) {
-    b.body_done = true;
-    b.channel->end_input();
-  }
+  if (p.is_done())
+    end_of_body();
   compact_input();
+}
+
+bool connection::lend_upload_buffer(uv_buf_t* buf) {
+  if (!bulk_ || pending_input() > 0)
+    return false;
+  auto& b = *bulk_;
+  if (!b.upload || b.step != bulk_transfer::phase::running || b.failure ||
+      b.body_done || !b.remaining || *b.remaining == 0)
+    return false;
+  if (b.lent.empty())
+    b.lent = b.channel->reuse();
+  // Up to the body's end: a request pipelined after it stays in the socket
+  // until the parser reads it.
+  buf->base = b.lent.data() + b.filled;
+  buf->len = static_cast<size_t>(
+      std::min<uint64_t>(*b.remaining, b.lent.size() - b.filled));
+  return true;
+}
+
+bool connection::is_lent(const uv_buf_t* buf) const {
+  return bulk_ && !bulk_->lent.empty() &&
+         buf->base == bulk_->lent.data() + bulk_->filled;
+}
+
+void connection::received(size_t n) {
+  auto& b = *bulk_;
+  b.filled += n;
+  b.bytes += n;
+  if (b.remaining)
+    *b.remaining -= n;
+  // Whole buffers while the worker has some to write; while it waits,
+  // whatever came.
+  if (b.filled == b.lent.size() || b.channel->idle())
+    b.channel->offer(std::exchange(b.lent, std::string{}),
+                     std::exchange(b.filled, 0));
+}
+
+void connection::end_of_body() {
+  auto& b = *bulk_;
+  if (b.filled > 0)
+    b.channel->offer(std::exchange(b.lent, std::string{}),
+                     std::exchange(b.filled, 0));
+  b.body_done = true;
+  b.channel->end_input();
 }
 
 void connection::fail_transfer(int status, std::string body) {

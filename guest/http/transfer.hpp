@@ -1,92 +1,19 @@
-// A bulk file transfer (PUT/GET /v1/files/...) between the loop thread and
-// the transfer's worker thread, which does every blocking file operation
-// (guest/os/workspace_transfer.hpp, workspace_tar.hpp).
-//
-// The channel between them is a bounded queue of chunks: an upload's body
-// goes loop -> worker, a download's bytes worker -> loop. Back-pressure
-// both ways: the loop stops reading the socket while the queue is full and
-// reads again once the worker took a chunk; the worker blocks while a
-// download's queue is full and the loop takes chunks only while the
-// socket's write queue is short. The worker wakes the loop through the
-// channel's own uv_async_t, which lives as long as the channel (shared by
-// both threads), so a worker outliving its connection wakes nothing.
+// A bulk file transfer (PUT/GET /v1/files/...): the connection's state
+// while its worker thread (transfer_channel.hpp) moves the bytes.
 #pragma once
 
-#include "guest/os/workspace_transfer.hpp"
+#include "guest/http/transfer_channel.hpp"
 
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 
-#include <uv.h>
-
-#include <condition_variable>
-#include <deque>
-#include <functional>
+#include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace allox::http {
-
-class transfer_channel {
-public:
-  /// Bytes queued between the threads before the producer waits.
-  static constexpr size_t capacity = 8 << 20;
-
-  /// Opens the channel; `wake` runs on the loop thread whenever the worker
-  /// made progress (coalesced), until close().
-  static std::shared_ptr<transfer_channel> open(uv_loop_t* loop,
-                                                std::function<void()> wake);
-
-  // -- worker side ------------------------------------------------------------
-  /// The next body chunk (os::pull_fn); blocks until one came, the body
-  /// ended or the transfer was cancelled.
-  expected<bool> pull(std::string& chunk);
-  /// Queues a download chunk (os::push_fn); blocks while the queue is full.
-  caf::error push(std::string chunk);
-  /// A download's source was opened (or not): the response head can go.
-  void opened(expected<json::object> head);
-  /// The job ended; `result` is its reply.
-  void finish(expected<json::object> result);
-
-  // -- loop side --------------------------------------------------------------
-  /// Queues an upload chunk.
-  void offer(std::string chunk);
-  /// The upload's body is complete.
-  void end_input();
-  /// True while the queue holds `capacity` bytes or more.
-  bool full() const;
-  /// Takes a download chunk, if one is queued.
-  std::optional<std::string> take();
-  /// The download's head, once opened() ran (taken once).
-  std::optional<expected<json::object>> take_head();
-  /// The job's result, once finish() ran.
-  std::optional<expected<json::object>> result() const;
-  /// Stops the worker at its next step (it cleans up after itself).
-  void cancel();
-  /// Cancels and closes the wake-up handle; the loop is done with it.
-  void close();
-
-private:
-  transfer_channel() = default;
-  void wake_loop();
-  static void on_async(uv_async_t* a);
-
-  mutable std::mutex mtx_;
-  std::condition_variable cv_;
-  std::deque<std::string> chunks_;
-  size_t queued_ = 0;
-  bool input_done_ = false;
-  bool cancelled_ = false;
-  bool closed_ = false;
-  std::optional<expected<json::object>> head_;
-  std::optional<expected<json::object>> result_;
-  uv_async_t async_{};
-  std::function<void()> wake_;
-  /// Keeps the channel (and its handle) alive until uv_close completes.
-  std::shared_ptr<transfer_channel> self_;
-};
 
 /// The connection's state for one bulk transfer.
 struct bulk_transfer {
@@ -112,6 +39,14 @@ struct bulk_transfer {
       boost::beast::http::request_parser<boost::beast::http::buffer_body>>
       body;
   bool body_done = false;
+  /// Body bytes not yet received of a declared length (none: chunked).
+  /// Such a body is the next bytes of the stream as they are: the socket
+  /// reads them straight into `lent` (connection::lend_upload_buffer).
+  std::optional<uint64_t> remaining;
+  /// The buffer the body is gathered in, from transfer_channel::reuse();
+  /// its first `filled` bytes hold body bytes not yet queued.
+  std::string lent;
+  size_t filled = 0;
   /// A download's head went out; its chunks are framed (tar).
   bool head_sent = false;
   bool chunked = false;

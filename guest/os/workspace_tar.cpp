@@ -41,7 +41,7 @@ caf::error refused(const std::string& why, const std::string& name) {
 /// The body as libarchive's input; the pull error is kept for the caller.
 struct reader_ctx {
   pull_fn pull;
-  std::string chunk;
+  std::string_view chunk;
   caf::error failure;
   uint64_t received = 0;
 };
@@ -306,7 +306,7 @@ expected<json::object> extract_all(int top, reader_ctx& ctx,
   }
   // Drain the body to its end (tar's trailing blocks), so a truncated or
   // abandoned request is never mistaken for a complete one.
-  std::string rest;
+  std::string_view rest;
   for (;;) {
     auto more = ctx.pull(rest);
     if (!more)

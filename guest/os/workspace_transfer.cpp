@@ -39,7 +39,7 @@ expected<json::object> receive_file(const workspace_root& root,
     // The fsync at the end then waits for the last stretch only, not the
     // whole file.
     background_writeback writeback{fd, writeback_step};
-    std::string chunk;
+    std::string_view chunk;
     for (;;) {
       auto more = pull(chunk);
       if (!more)

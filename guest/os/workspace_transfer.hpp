@@ -13,15 +13,17 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace allox::os {
 
 /// Bytes read or written per step.
 inline constexpr size_t transfer_chunk = 1 << 20;
 
-/// The next chunk of a request body into `chunk`: true with a chunk, false
-/// at the end of the body; an error when the transfer was abandoned.
-using pull_fn = std::function<expected<bool>(std::string& chunk)>;
+/// The next bytes of a request body into `bytes`, valid until the next
+/// call: true with some, false at the end of the body; an error when the
+/// transfer was abandoned.
+using pull_fn = std::function<expected<bool>(std::string_view& bytes)>;
 
 /// Hands one chunk of a response body on (blocking while the client is
 /// behind); an error when the transfer was abandoned.
