@@ -13,6 +13,8 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <memory>
 
@@ -124,6 +126,12 @@ void connection::close() {
     bulk_->charged = 0;
     if (bulk_->channel)
       bulk_->channel->close();
+    // A worker sending a file holds the socket too: ending it here makes
+    // its next write fail at once.
+    uv_os_fd_t fd = -1;
+    if (bulk_->handed_over &&
+        uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) == 0)
+      ::shutdown(fd, SHUT_RDWR);
   }
   if (stream_id_ != 0)
     srv_->forget_stream(stream_id_);

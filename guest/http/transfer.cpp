@@ -28,6 +28,8 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -92,7 +94,15 @@ void run_job(std::shared_ptr<transfer_channel> ch, bool upload, bool tar,
                               {"size", static_cast<int64_t>(src->size)}});
       if (src->directory)
         return os::send_tar(src->fd.get(), push, limits.max_depth);
-      if (auto err = os::send_file(src->fd.get(), src->size, push))
+      // A regular file goes from the page cache to the socket: the loop
+      // hands it over once the head may go.
+      auto out = ch->await_socket();
+      if (!out)
+        return make_error(errc::invalid_argument, "the client went away");
+      auto err = os::send_file(
+          src->fd.get(), src->size, out->socket.get(), out->head,
+          [&ch] { return !ch->cancelled(); }, [&ch] { ch->moved(); });
+      if (err)
         return err;
       return json::object{{"size", static_cast<int64_t>(src->size)}};
     };
@@ -377,6 +387,9 @@ void connection::on_transfer_wake() {
 void connection::pump_download() {
   auto& b = *bulk_;
   if (!b.head_sent) {
+    // The head goes after everything written before it.
+    if (writing_ || stream_writes_ > 0)
+      return;
     auto head = b.channel->take_head();
     if (!head)
       return;
@@ -397,11 +410,39 @@ void connection::pump_download() {
     else
       res.content_length(static_cast<uint64_t>((*head)->at("size").as_int64()));
     res.keep_alive(keep_alive_);
-    send(serialize(res, true), false);
     b.head_sent = true;
+    if (!b.chunked) {
+      // A regular file: the worker writes the head and sends the file
+      // (sendfile), through a descriptor of its own, so that closing ours
+      // never leaves it writing to a reused number.
+      uv_os_fd_t fd = -1;
+      int own = uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) == 0
+                    ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0)
+                    : -1;
+      if (own < 0) {
+        close();
+        return;
+      }
+      b.handed_over = true;
+      b.channel->hand_over({os::unique_fd{own}, serialize(res, true)});
+      return;
+    }
+    send(serialize(res, true), false);
   }
   // Snapshot first: chunks pushed before the result are all taken below.
   auto result = b.channel->result();
+  if (b.handed_over) {
+    if (!result)
+      return;
+    if (!*result) {
+      // The head is out: all a client can be told is a cut-off body.
+      close();
+      return;
+    }
+    b.bytes = static_cast<uint64_t>((*result)->at("size").as_int64());
+    end_of_bytes();
+    return;
+  }
   bool drained = false;
   while (!closing_ &&
          uv_stream_get_write_queue_size(stream()) <= max_stream_queue) {

@@ -49,6 +49,8 @@ struct bulk_transfer {
   size_t filled = 0;
   /// A download's head went out; its chunks are framed (tar).
   bool head_sent = false;
+  /// A regular file's download: the worker writes to the socket itself.
+  bool handed_over = false;
   bool chunked = false;
   /// The transfer failed on the loop side: answered with this once the
   /// worker has cleaned up.

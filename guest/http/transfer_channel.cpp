@@ -73,6 +73,24 @@ caf::error transfer_channel::push(std::string chunk) {
   return caf::none;
 }
 
+std::optional<transfer_channel::handover> transfer_channel::await_socket() {
+  std::unique_lock<std::mutex> lock{mtx_};
+  cv_.wait(lock, [this] { return cancelled_ || handover_.has_value(); });
+  if (cancelled_)
+    return std::nullopt;
+  return std::exchange(handover_, std::nullopt);
+}
+
+void transfer_channel::moved() {
+  std::lock_guard<std::mutex> lock{mtx_};
+  wake_loop();
+}
+
+bool transfer_channel::cancelled() const {
+  std::lock_guard<std::mutex> lock{mtx_};
+  return cancelled_;
+}
+
 void transfer_channel::opened(expected<json::object> head) {
   std::lock_guard<std::mutex> lock{mtx_};
   head_ = std::move(head);
@@ -120,6 +138,12 @@ void transfer_channel::end_input() {
 bool transfer_channel::full() const {
   std::lock_guard<std::mutex> lock{mtx_};
   return queued_ >= capacity;
+}
+
+void transfer_channel::hand_over(handover h) {
+  std::lock_guard<std::mutex> lock{mtx_};
+  handover_ = std::move(h);
+  cv_.notify_all();
 }
 
 std::optional<std::string> transfer_channel::take() {

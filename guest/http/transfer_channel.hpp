@@ -17,6 +17,7 @@
 // thread so never zero-fills a buffer or faults in fresh pages for one.
 #pragma once
 
+#include "guest/os/unique_fd.hpp"
 #include "guest/os/workspace_transfer.hpp"
 
 #include <uv.h>
@@ -51,6 +52,21 @@ public:
   expected<bool> pull(std::string_view& bytes);
   /// Queues a download chunk (os::push_fn); blocks while the queue is full.
   caf::error push(std::string chunk);
+  /// What the loop hands the worker of a regular file's download: the
+  /// connection's socket (a descriptor of its own) and the response head,
+  /// to write before the file. Nothing else writes to the socket until
+  /// the job finished.
+  struct handover {
+    os::unique_fd socket;
+    std::string head;
+  };
+  /// Waits for the handover; none once the transfer was cancelled.
+  std::optional<handover> await_socket();
+  /// The worker moved bytes to the socket itself: the loop hears of it
+  /// (the transfer is not idle).
+  void moved();
+  /// True once the transfer was cancelled.
+  bool cancelled() const;
   /// A download's source was opened (or not): the response head can go.
   void opened(expected<json::object> head);
   /// The job ended; `result` is its reply.
@@ -69,6 +85,8 @@ public:
   void end_input();
   /// True while the queue holds `capacity` bytes or more.
   bool full() const;
+  /// Gives a regular file's download the socket (see handover).
+  void hand_over(handover h);
   /// Takes a download chunk, if one is queued.
   std::optional<std::string> take();
   /// The download's head, once opened() ran (taken once).
@@ -103,6 +121,7 @@ private:
   bool cancelled_ = false;
   bool closed_ = false;
   std::optional<expected<json::object>> head_;
+  std::optional<handover> handover_;
   std::optional<expected<json::object>> result_;
   uv_async_t async_{};
   std::function<void()> wake_;

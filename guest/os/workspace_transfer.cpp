@@ -3,6 +3,11 @@
 #include "guest/os/writeback.hpp"
 
 #include <fcntl.h>
+#include <linux/sockios.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -91,23 +96,79 @@ expected<download_source> open_download(const workspace_root& root,
   return src;
 }
 
-caf::error send_file(int fd, uint64_t size, const push_fn& push) {
-  uint64_t sent = 0;
-  while (sent < size) {
-    std::string chunk(
-        static_cast<size_t>(std::min<uint64_t>(transfer_chunk, size - sent)),
-        '\0');
-    auto n = ::pread(fd, chunk.data(), chunk.size(), static_cast<off_t>(sent));
-    if (n < 0 && errno == EINTR)
+namespace {
+
+/// Bytes per sendfile call: the loop hears of progress this often.
+constexpr size_t send_step = 4 << 20;
+
+/// Bytes queued on `sock` that the peer has not acknowledged.
+int unacknowledged(int sock) {
+  int n = 0;
+  return ::ioctl(sock, SIOCOUTQ, &n) == 0 ? n : -1;
+}
+
+/// Waits until `sock` takes more (or has failed: the next call says how);
+/// false once `going()` says stop. poll(2) reports room only once a third
+/// of the send buffer is free, which a slow reader may take seconds to
+/// make: the queue shrinking meanwhile is progress too.
+bool writable(int sock, const std::function<bool()>& going,
+              const std::function<void()>& moved) {
+  int queued = unacknowledged(sock);
+  for (;;) {
+    if (!going())
+      return false;
+    pollfd p{sock, POLLOUT, 0};
+    int n = ::poll(&p, 1, 250);
+    if (n > 0)
+      return true;
+    if (n < 0 && errno != EINTR)
+      return false;
+    int now = unacknowledged(sock);
+    if (now < queued)
+      moved();
+    queued = now;
+  }
+}
+
+caf::error stopped() {
+  return make_error(errc::invalid_argument, "the client went away");
+}
+
+} // namespace
+
+caf::error send_file(int fd, uint64_t size, int sock, std::string_view head,
+                     const std::function<bool()>& going,
+                     const std::function<void()>& moved) {
+  while (!head.empty()) {
+    auto n = ::send(sock, head.data(), head.size(), MSG_NOSIGNAL);
+    if (n >= 0) {
+      head.remove_prefix(static_cast<size_t>(n));
       continue;
-    if (n < 0)
-      return sys_error("read");
+    }
+    if (errno == EINTR)
+      continue;
+    if (errno != EAGAIN)
+      return sys_error("send");
+    if (!writable(sock, going, moved))
+      return stopped();
+  }
+  off_t at = 0;
+  while (static_cast<uint64_t>(at) < size) {
+    auto want = static_cast<size_t>(
+        std::min<uint64_t>(send_step, size - static_cast<uint64_t>(at)));
+    auto n = ::sendfile(sock, fd, &at, want);
+    if (n > 0) {
+      moved();
+      continue;
+    }
     if (n == 0)
       return make_error(errc::conflict, "the file shrank during the download");
-    chunk.resize(static_cast<size_t>(n));
-    sent += static_cast<uint64_t>(n);
-    if (auto err = push(std::move(chunk)))
-      return err;
+    if (errno == EINTR)
+      continue;
+    if (errno != EAGAIN)
+      return sys_error("sendfile");
+    if (!writable(sock, going, moved))
+      return stopped();
   }
   return caf::none;
 }

@@ -51,8 +51,14 @@ struct download_source {
 expected<download_source> open_download(const workspace_root& root,
                                         const std::string& rel);
 
-/// Pushes `size` bytes of the regular file at `fd` in chunks; the file
-/// shrinking meanwhile is an error (the response announced its length).
-caf::error send_file(int fd, uint64_t size, const push_fn& push);
+/// Writes `head`, then the first `size` bytes of the regular file at `fd`,
+/// to the connected, non-blocking socket `sock`. sendfile(2) hands the
+/// file's pages to the socket: nothing is copied through user space.
+/// While the peer is behind it waits in poll(2), asking `going()` four
+/// times a second (false: stop); `moved()` whenever the peer took bytes. The file
+/// shrinking meanwhile is an error (the head announced its length).
+caf::error send_file(int fd, uint64_t size, int sock, std::string_view head,
+                     const std::function<bool()>& going,
+                     const std::function<void()>& moved);
 
 } // namespace allox::os
