@@ -6,6 +6,9 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
+#include "guest/os/unique_fd.hpp"
+
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -183,6 +186,67 @@ http_reply reply_of(Message& res, std::string body) {
 // million system calls per GiB each way.
 constexpr size_t body_chunk = 1 << 20;
 
+namespace {
+
+/// Waits until `fd` can be read (a socket asio may have made non-blocking).
+bool readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  int n;
+  while ((n = ::poll(&p, 1, -1)) < 0 && errno == EINTR) {
+  }
+  return n > 0;
+}
+
+/// The next `size` bytes of `sock` into `file` at its offset, through a
+/// pipe: splice(2) moves the received pages into it and copies them once,
+/// into the file, where read and write copied them twice. Falls back to
+/// read and write where the kernel cannot splice. {true, why} when writing
+/// the file failed; {false, why} when the socket did; {false, ""}: done.
+std::pair<bool, std::string> receive_body(int sock, int file, uint64_t size) {
+  int ends[2];
+  bool spliced = ::pipe2(ends, O_CLOEXEC) == 0;
+  os::unique_fd out{spliced ? ends[0] : -1}, in{spliced ? ends[1] : -1};
+  size_t step = body_chunk;
+  if (spliced && ::fcntl(in.get(), F_SETPIPE_SZ, static_cast<int>(step)) < 0)
+    step = 64 << 10; // the pipe's default, under a lower pipe-max-size
+  std::vector<char> chunk;
+  while (size > 0) {
+    auto want = static_cast<size_t>(std::min<uint64_t>(size, step));
+    ssize_t n = spliced ? ::splice(sock, nullptr, in.get(), nullptr, want,
+                                   SPLICE_F_MOVE | SPLICE_F_MORE)
+                        : ::read(sock, chunk.data(), want);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN && readable(sock))
+      continue;
+    if (n < 0 && spliced && errno == EINVAL) {
+      spliced = false;
+      chunk.resize(step);
+      continue;
+    }
+    if (n < 0)
+      return {false, std::strerror(errno)};
+    if (n == 0)
+      return {false, "the daemon closed the connection"};
+    size -= static_cast<uint64_t>(n);
+    for (size_t left = static_cast<size_t>(n); left > 0;) {
+      ssize_t m =
+          spliced ? ::splice(out.get(), nullptr, file, nullptr, left,
+                             SPLICE_F_MOVE)
+                  : ::write(file, chunk.data() + (static_cast<size_t>(n) - left),
+                            left);
+      if (m < 0 && errno == EINTR)
+        continue;
+      if (m <= 0)
+        return {true, m < 0 ? std::strerror(errno) : "nothing written"};
+      left -= static_cast<size_t>(m);
+    }
+  }
+  return {false, {}};
+}
+
+} // namespace
+
 result<http_reply> client::put_file(const std::string& target,
                                     const std::string& path,
                                     const std::string& content_type) {
@@ -269,6 +333,23 @@ result<http_reply> client::get_file(const std::string& target,
   if (ec)
     return failure{
         exit_usage, "cannot write " + path + ": " + ec.message(), {}};
+  if (auto length = head.content_length(); length && !head.chunked()) {
+    // What came with the head, then the rest straight from the socket.
+    auto early = std::min<uint64_t>(buffer.size(), *length);
+    if (early > 0)
+      file.write(buffer.data().data(), static_cast<size_t>(early), ec);
+    if (ec)
+      return failure{
+          exit_usage, "cannot write " + path + ": " + ec.message(), {}};
+    auto err = receive_body(socket.native_handle(), file.native_handle(),
+                            *length - early);
+    if (err.first)
+      return failure{exit_usage, "cannot write " + path + ": " + err.second,
+                     {}};
+    if (!err.second.empty())
+      return unreachable("the download was cut off: " + err.second);
+    return reply_of(head.get(), {});
+  }
   bhttp::response_parser<bhttp::buffer_body> body{std::move(head)};
   body.body_limit(boost::none);
   // Reads of up to 64 KiB (Beast's limit per read), not of the header's
