@@ -182,3 +182,20 @@ TEST_CASE("context: files go up and come down byte for byte") {
   CHECK(test::read_file(local / "tree2/sub/x.txt") == "x");
   CHECK(test::read_file(local / "tree2/y.txt") == "y");
 }
+
+TEST_CASE("context: an upload the daemon refuses says why, though its body "
+          "was still being sent") {
+  daemon_process d{test::with_args({"--max-upload-bytes", "1048576"})};
+  d.start();
+  ctl_process c{"http://127.0.0.1:" + std::to_string(d.port())};
+  REQUIRE(c.run({"session", "create", "--agent", "a", "s"}).code == 0);
+  test::temp_dir local;
+  // Far more than the socket buffers hold: the daemon answers 413 after
+  // the head and closes while the file is still going out.
+  test::write_file(local / "big", std::string(32 << 20, 'b'));
+  auto up = c.run({"file", "upload", local / "big", "--path", "big",
+                   "--agent", "a", "--session", "s"});
+  INFO(up.err);
+  CHECK(up.code == 1);
+  CHECK(up.err.find("larger than the limit") != std::string::npos);
+}
