@@ -337,9 +337,7 @@ result<http_reply> client::put_file(const std::string& target,
           exit_usage, "cannot read " + path + ": " + moved.error().message, {}};
     // Short of the size only when the socket failed (a refusal closes the
     // connection; the reply below says why) or sendfile could not start.
-    sent = *moved;
-    if (sent > 0)
-      sent = size;
+    sent = *moved > 0 ? size : 0;
   }
   std::vector<char> chunk(body_chunk);
   while (!ec && sent < size) {

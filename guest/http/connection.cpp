@@ -109,6 +109,12 @@ bool connection::evictable() const {
   return !writing_ || clock_type::now() - write_progress_ >= stalled_write;
 }
 
+int connection::socket_fd() const {
+  uv_os_fd_t fd = -1;
+  return uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) == 0 ? fd
+                                                                          : -1;
+}
+
 void connection::close() {
   if (closing_)
     return;
@@ -128,9 +134,7 @@ void connection::close() {
       bulk_->channel->close();
     // A worker sending a file holds the socket too: ending it here makes
     // its next write fail at once.
-    uv_os_fd_t fd = -1;
-    if (bulk_->handed_over &&
-        uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) == 0)
+    if (int fd = socket_fd(); bulk_->handed_over && fd >= 0)
       ::shutdown(fd, SHUT_RDWR);
   }
   if (stream_id_ != 0)

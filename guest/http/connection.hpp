@@ -102,6 +102,8 @@ private:
   /// Drops parsed input (all of it, or a prefix once it is large).
   void compact_input();
   void update_reading();
+  /// The socket's descriptor (-1 once closed).
+  int socket_fd() const;
 
   // -- deadlines ----------------------------------------------------------
   static void on_deadline(uv_timer_t* t);
@@ -155,6 +157,8 @@ private:
   /// `n` more body bytes are in the upload's buffer: queued once it is
   /// full, or at once while the worker waits.
   void received(size_t n);
+  /// Queues the upload's buffer, as far as it is filled.
+  void hand_on_body();
   /// Queues what the buffer holds and tells the worker the body is whole.
   void end_of_body();
   /// Answered once the worker has cleaned up.

@@ -329,17 +329,20 @@ void connection::received(size_t n) {
   // Whole buffers while the worker has some to write; while it waits,
   // whatever came.
   if (b.filled == b.lent.size() || b.channel->idle())
-    b.channel->offer(std::exchange(b.lent, std::string{}),
-                     std::exchange(b.filled, 0));
+    hand_on_body();
+}
+
+void connection::hand_on_body() {
+  auto& b = *bulk_;
+  b.channel->offer(std::exchange(b.lent, std::string{}),
+                   std::exchange(b.filled, 0));
 }
 
 void connection::end_of_body() {
-  auto& b = *bulk_;
-  if (b.filled > 0)
-    b.channel->offer(std::exchange(b.lent, std::string{}),
-                     std::exchange(b.filled, 0));
-  b.body_done = true;
-  b.channel->end_input();
+  if (bulk_->filled > 0)
+    hand_on_body();
+  bulk_->body_done = true;
+  bulk_->channel->end_input();
 }
 
 void connection::fail_transfer(int status, std::string body) {
@@ -415,10 +418,8 @@ void connection::pump_download() {
       // A regular file: the worker writes the head and sends the file
       // (sendfile), through a descriptor of its own, so that closing ours
       // never leaves it writing to a reused number.
-      uv_os_fd_t fd = -1;
-      int own = uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) == 0
-                    ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0)
-                    : -1;
+      int fd = socket_fd();
+      int own = fd >= 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
       if (own < 0) {
         close();
         return;
