@@ -14,7 +14,7 @@
 
 #include "actors/dump.hpp"
 #include "guest/log.hpp"
-#include "guest/tracking/events.hpp"
+#include "tracking/events.hpp"
 
 #include <caf/send.hpp>
 

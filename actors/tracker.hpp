@@ -1,6 +1,6 @@
 // The TRACKER: owner of the process-tracking probe (bpf/loader.hpp) and of
 // the CAF-free reader thread that polls its ring buffer
-// (guest/tracking/reader.hpp). Sessions have it track each run's cgroup
+// (tracking/reader.hpp). Sessions have it track each run's cgroup
 // under a cookie before the run's first process exists; every batch the
 // reader hands over is split by cookie and sent, one message per batch and
 // session, to the sessions owning the runs. It checks the kernel's loss
@@ -14,7 +14,7 @@
 
 #include "bpf/loader.hpp"
 #include "guest/faults.hpp"
-#include "guest/tracking/reader.hpp"
+#include "tracking/reader.hpp"
 #include "messages/actors.hpp"
 
 #include <caf/typed_response_promise.hpp>

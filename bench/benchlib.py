@@ -8,7 +8,7 @@ class Daemon:
     """allox-workspace-daemon of `build` on a new loop image of `size`."""
 
     def __init__(self, build, size, prefix="allox-bench-", execution=False):
-        self.binary = os.path.join(build, "guest", "allox-workspace-daemon")
+        self.binary = os.path.join(build, "bin", "allox-workspace-daemon")
         self.work = tempfile.mkdtemp(prefix=prefix)
         self.root = os.path.join(self.work, "store")
         self.port = random.randint(20000, 40000)
@@ -21,7 +21,7 @@ class Daemon:
             extra = ["--process-audit-root", os.path.join(self.work, "runs"),
                      "--process-cgroup-root", self.cgroups,
                      "--sandbox-init",
-                     os.path.join(build, "guest", "allox-sandbox-init")]
+                     os.path.join(build, "bin", "allox-sandbox-init")]
         self.proc = subprocess.Popen(
             [self.binary, "--root", self.root, "--loop-image",
              os.path.join(self.work, "store.img"), "--loop-size", size,

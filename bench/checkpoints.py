@@ -20,7 +20,7 @@ from benchlib import Daemon, cell, interleaved, p50_p99, populate
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
-bench_bin = os.path.join(build, "bench", "allox-bench")
+bench_bin = os.path.join(build, "bin", "allox-bench")
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "50"))
 DIRTY_SAMPLES = int(os.environ.get("BENCH_DIRTY_SAMPLES", "30"))
 SECTIONS = ("sizes", "dirty", "many", "diff")

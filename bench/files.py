@@ -27,8 +27,8 @@ import tempfile, time
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
-daemon_bin = os.path.join(build, "guest", "allox-workspace-daemon")
-ctl_bin = os.path.join(build, "cli", "alloxctl")
+daemon_bin = os.path.join(build, "bin", "allox-workspace-daemon")
+ctl_bin = os.path.join(build, "bin", "alloxctl")
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "30"))
 TRANSFERS = int(os.environ.get("BENCH_TRANSFERS", "5"))
 PARTS = os.environ.get("BENCH_PARTS", "file,tree,fork").split(",")

@@ -21,7 +21,7 @@ import subprocess, sys, tempfile, threading, time
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
 daemon_bin = os.environ.get("ALLOX_DAEMON") or os.path.join(
-    build, "guest", "allox-workspace-daemon")
+    build, "bin", "allox-workspace-daemon")
 env = lambda k, d: float(os.environ.get(k, d))
 IDLE_MS = int(env("HOSTILE_IDLE_MS", 60000))
 EXTRA = os.environ.get("HOSTILE_DAEMON_ARGS", "").split()

@@ -7,7 +7,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$here/build/release}
-daemon=$build/guest/allox-workspace-daemon
+daemon=$build/bin/allox-workspace-daemon
 dur=${BENCH_SECONDS:-10}
 work=$(mktemp -d /tmp/allox-bench-XXXXXX)
 port=$((20000 + RANDOM % 20000))

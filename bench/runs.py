@@ -17,8 +17,8 @@ from benchlib import p50_p99
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
-daemon_bin = os.path.join(build, "guest", "allox-workspace-daemon")
-init_bin = os.path.join(build, "guest", "allox-sandbox-init")
+daemon_bin = os.path.join(build, "bin", "allox-workspace-daemon")
+init_bin = os.path.join(build, "bin", "allox-sandbox-init")
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "50"))
 
 work = tempfile.mkdtemp(prefix="allox-bench-")
@@ -142,8 +142,8 @@ try:
     # user (our init becomes it with the three capabilities it is given).
     import pwd
     user = pwd.getpwnam("allox-sandbox")
-    turn_bin = os.path.join(build, "guest", "allox-turn")
-    share_bin = os.path.join(build, "guest", "allox-share")
+    turn_bin = os.path.join(build, "bin", "allox-turn")
+    share_bin = os.path.join(build, "bin", "allox-share")
 
     # The bare variant runs as root: a workspace of root's of its own.
     bare_ws = tempfile.mkdtemp(prefix="allox-bench-bare-")

@@ -21,7 +21,7 @@ import sys, tempfile, time
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
 daemon_bin = os.environ.get("ALLOX_DAEMON") or os.path.join(
-    build, "guest", "allox-workspace-daemon")
+    build, "bin", "allox-workspace-daemon")
 TOTAL = int(os.environ.get("SOAK_REQUESTS", "1000000"))
 WARMUP = int(os.environ.get("SOAK_WARMUP", "100000"))
 CONNS = int(os.environ.get("SOAK_CONNECTIONS", "16"))

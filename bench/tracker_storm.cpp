@@ -8,7 +8,7 @@
 #include "guest/os/cgroup.hpp"
 #include "guest/os/mountinfo.hpp"
 #include "guest/sandbox/spawn.hpp"
-#include "guest/tracking/reader.hpp"
+#include "tracking/reader.hpp"
 #include "messages/ids.hpp"
 
 #include <CLI/CLI.hpp>

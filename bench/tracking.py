@@ -25,8 +25,8 @@ from benchlib import p50_p99
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
-daemon_bin = os.path.join(build, "guest", "allox-workspace-daemon")
-init_bin = os.path.join(build, "guest", "allox-sandbox-init")
+daemon_bin = os.path.join(build, "bin", "allox-workspace-daemon")
+init_bin = os.path.join(build, "bin", "allox-sandbox-init")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "7"))
 LOOP = int(os.environ.get("BENCH_LOOP", "3000"))
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "50"))

@@ -1,5 +1,5 @@
 /* The process-tracking event ABI shared by the BPF program (process.bpf.c)
- * and user space (bpf/loader.cpp, guest/tracking/). Plain C, fixed-size
+ * and user space (bpf/loader.cpp, tracking/). Plain C, fixed-size
  * fields only, so both compilers lay the records out identically.
  *
  * Rules for changing it:

@@ -13,7 +13,7 @@
 #include <vector>
 
 namespace allox::tracking {
-struct event_batch; // guest/tracking/events.hpp
+struct event_batch; // tracking/events.hpp
 } // namespace allox::tracking
 
 namespace allox {

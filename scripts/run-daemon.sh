@@ -29,10 +29,10 @@ Starting allox-workspace-daemon on $listen, store $state/workspaces
 
 or with the command line (docs/cli.md):
 
-  $here/build/release/cli/alloxctl --url http://$listen dump
+  $here/build/release/bin/alloxctl --url http://$listen dump
 
 MSG
-exec "$here/build/release/guest/allox-workspace-daemon" \
+exec "$here/build/release/bin/allox-workspace-daemon" \
   --root "$state/workspaces" \
   --process-audit-root "$state/runs" \
   --loop-image "$state/workspaces.img" \

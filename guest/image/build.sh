@@ -51,10 +51,10 @@ started=$SECONDS
 build=${ALLOX_BUILD_DIR:-}
 if [[ -z $build ]]; then
   for d in "$repo/build/ci" "$repo/build/release"; do
-    [[ -x $d/guest/allox-workspace-daemon ]] && { build=$d; break; }
+    [[ -x $d/bin/allox-workspace-daemon ]] && { build=$d; break; }
   done
 fi
-[[ -n $build ]] || die "no build tree with guest/allox-workspace-daemon; build first (README)"
+[[ -n $build ]] || die "no build tree with bin/allox-workspace-daemon; build first (README)"
 
 # name -> where it goes in the image. Required ones first.
 declare -A dest=(

@@ -4,7 +4,7 @@
 
 #include "guest/os/cgroup.hpp"
 #include "tests/fixtures/wait.hpp"
-#include "tests/guest/tracking/tracking_fixture.hpp"
+#include "tests/tracking/tracking_fixture.hpp"
 
 #include <doctest/doctest.h>
 
