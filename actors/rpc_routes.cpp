@@ -7,6 +7,7 @@
 #include "guest/faults.hpp"
 #include "messages/commands/decode.hpp"
 #include "messages/ids.hpp"
+#include "messages/results/runs_json.hpp"
 #include "messages/params.hpp"
 
 #include <type_traits>
@@ -56,6 +57,27 @@ struct reply_of<cmd::runtime_begin_reset> {
   using type = reset_begun;
 };
 
+/// The commands a session answers with a run's row.
+template <>
+struct reply_of<cmd::process_start> {
+  using type = run_row;
+};
+
+template <>
+struct reply_of<cmd::process_get> {
+  using type = run_row;
+};
+
+template <>
+struct reply_of<cmd::process_stop> {
+  using type = run_row;
+};
+
+template <>
+struct reply_of<cmd::process_wait> {
+  using type = run_row;
+};
+
 using tokens_map = decltype(rpc_state::tokens);
 
 /// Turns a session's reply into the wire result; tokens handed out or used
@@ -64,6 +86,12 @@ using tokens_map = decltype(rpc_state::tokens);
 template <class Command>
 json::value accept(tokens_map&, const Command&, json::value& v) {
   return std::move(v);
+}
+
+/// A run's row, as the native wire spells it.
+template <class Command>
+json::value accept(tokens_map&, const Command&, run_row& row) {
+  return to_json(row);
 }
 
 json::value accept(tokens_map& tokens, const cmd::execution_acquire& c,

@@ -20,6 +20,7 @@
 #include "messages/events.hpp"
 #include "messages/json.hpp"
 #include "messages/records.hpp"
+#include "messages/results/runs.hpp"
 
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
@@ -106,15 +107,15 @@ using session_runs_actor = caf::typed_actor<
     // Sets the session's network mode and limits for later runs.
     caf::replies_to<cmd::session_configure>::with<json::value>,
     // Starts a run; replies with its row once its first process runs.
-    caf::replies_to<cmd::process_start>::with<json::value>,
+    caf::replies_to<cmd::process_start>::with<run_row>,
     // The row of a run, live or from its history.
-    caf::replies_to<cmd::process_get>::with<json::value>,
+    caf::replies_to<cmd::process_get>::with<run_row>,
     // Every run of the session.
     caf::replies_to<cmd::process_list>::with<json::value>,
     // Kills a run's tree; replies with the final row.
-    caf::replies_to<cmd::process_stop>::with<json::value>,
+    caf::replies_to<cmd::process_stop>::with<run_row>,
     // Waits for a run to end; replies with its row then (or at the timeout).
-    caf::replies_to<cmd::process_wait>::with<json::value>,
+    caf::replies_to<cmd::process_wait>::with<run_row>,
     // Bytes (or the end) for a run's stdin or terminal; replies {written}.
     caf::replies_to<cmd::process_input>::with<json::value>,
     // A terminal run's new size.

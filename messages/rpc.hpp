@@ -2,6 +2,7 @@
 #pragma once
 
 #include "messages/json.hpp"
+#include "messages/results/runs.hpp"
 
 #include <caf/allowed_unsafe_message_type.hpp>
 
@@ -33,7 +34,7 @@ public:
 class run_sink {
 public:
   virtual ~run_sink() = default;
-  virtual bool push(const json::object& row) = 0;
+  virtual bool push(const run_row& row) = 0;
 };
 
 /// GET /v1/stream: the stream's parameters (agent_id, session_id, run_id)

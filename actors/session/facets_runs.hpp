@@ -9,11 +9,11 @@ namespace allox::session_facets {
 
 /// process.start: takes the lease, records the run and spawns its worker;
 /// answers once the run has started (or failed to).
-caf::result<json::value> handle_process_start(self_ptr self,
+caf::result<run_row> handle_process_start(self_ptr self,
                                               const cmd::process_start& c);
 
 /// process.get: a run's row, live or from the catalog.
-caf::result<json::value> handle_process_get(self_ptr self,
+caf::result<run_row> handle_process_get(self_ptr self,
                                             const cmd::process_get& c);
 
 /// process.list: the session's runs from the catalog, all or a page.
@@ -21,11 +21,11 @@ caf::result<json::value> handle_process_list(self_ptr self,
                                              const cmd::process_list& c);
 
 /// process.stop: kills one run; answers once it has ended.
-caf::result<json::value> handle_process_stop(self_ptr self,
+caf::result<run_row> handle_process_stop(self_ptr self,
                                              const cmd::process_stop& c);
 
 /// process.wait: the run's row once it has ended, or at the timeout.
-caf::result<json::value> handle_process_wait(self_ptr self,
+caf::result<run_row> handle_process_wait(self_ptr self,
                                              const cmd::process_wait& c);
 
 /// process.input: writes to a live run's stdin pipe or terminal.
@@ -79,18 +79,18 @@ void answer_run(self_ptr self, const std::string& id,
 void shutdown_runs(self_ptr self);
 
 /// The row of a run this actor knows, or null (an earlier lifetime's).
-const json::object* known_row(self_ptr self, const std::string& id);
+const run_row* known_row(self_ptr self, const std::string& id);
 
 /// Calls `next(row)` with a run's row: from memory, or from the catalog
 /// (checked to belong to this session); errors go to `fail`.
 void row_of(self_ptr self, const std::string& id,
-            std::function<void(json::object)> next, fail_fn fail);
+            std::function<void(run_row)> next, fail_fn fail);
 
 /// Like row_of, but `next` only looks at the row while it runs: a run in
 /// memory is not copied (a tracked run's row holds its whole process map,
 /// thousands of entries, and clients poll these queries).
 void row_view_of(self_ptr self, const std::string& id,
-                 std::function<void(const json::object&)> next, fail_fn fail);
+                 std::function<void(const run_row&)> next, fail_fn fail);
 
 // -- run worker and run rows (run_worker.cpp) ---------------------------------
 
@@ -98,11 +98,11 @@ void row_view_of(self_ptr self, const std::string& id,
 std::string run_dir(const exec_config& cfg, const std::string& id);
 
 /// Writes a run row to the catalog (batched, not synced).
-void persist_run(self_ptr self, const json::object& row);
+void persist_run(self_ptr self, const run_row& row);
 
 /// The row of a new run, in state `starting`.
-json::object new_run_row(self_ptr self, const std::string& id,
-                         const std::string& group);
+run_row new_run_row(self_ptr self, const std::string& id,
+                    const std::string& group);
 
 /// What a run worker needs to prepare and start one run.
 struct run_launch {

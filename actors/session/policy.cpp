@@ -284,9 +284,8 @@ void after_run(self_ptr self, const std::string& id,
   if (it == st.runs.runs.end() || !policy_of(self).auto_checkpoint_runs)
     return answer(caf::none);
   const auto& row = it->second.row;
-  auto* code = row.if_contains("root_exit_code");
-  bool success = row.at("state") == "completed" && code != nullptr &&
-                 code->is_int64() && code->as_int64() == 0;
+  bool success = row.state == run_phase::completed && row.root_exit_code &&
+                 *row.root_exit_code == 0;
   if (!success)
     return answer(caf::none);
   json::object metadata{{"run_id", id}, {"exit_code", 0}};
@@ -295,7 +294,7 @@ void after_run(self_ptr self, const std::string& id,
                   [self, id, answer](expected<json::object> r) {
                     auto pos = self->state.runs.runs.find(id);
                     if (r && pos != self->state.runs.runs.end())
-                      pos->second.row["auto_checkpoint"] = std::move(*r);
+                      pos->second.row.auto_checkpoint = std::move(*r);
                     answer(r ? caf::error{} : r.error());
                   });
 }

@@ -14,7 +14,7 @@ json::value opt(const caf::optional<int64_t>& v) {
 }
 
 /// Applies one event to the run's process map.
-json::object& apply_event(json::object& processes, json::object& row,
+json::object& apply_event(json::object& processes, run_row& row,
                           const process_record& e) {
   auto* found = processes.if_contains(e.process_id);
   if (found == nullptr) {
@@ -37,7 +37,7 @@ json::object& apply_event(json::object& processes, json::object& row,
                                                  {"exited_ns", nullptr}})
              .first->value();
     if (e.root)
-      row["root_process_id"] = e.process_id;
+      row.root_process_id = e.process_id;
   }
   auto& p = found->as_object();
   if (e.event == "exec") {
@@ -182,11 +182,10 @@ json::array nest(const json::object& processes) {
 }
 
 /// Every process of the map exited.
-bool all_exited(const json::object& row) {
-  const auto* procs = row.if_contains("processes");
-  if (procs == nullptr || !procs->is_object() || procs->as_object().empty())
+bool all_exited(const json::object& processes) {
+  if (processes.empty())
     return false;
-  for (const auto& kv : procs->as_object()) {
+  for (const auto& kv : processes) {
     const auto* alive = kv.value().as_object().if_contains("alive");
     if (alive == nullptr || !alive->is_bool() || alive->as_bool())
       return false;

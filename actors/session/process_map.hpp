@@ -19,10 +19,10 @@ json::value opt(const caf::optional<int64_t>& v);
 /// process id): a fork adds the process (its parent named only when the
 /// parent is the run's), an exec appends its filename and comm (a thread's
 /// exec keeps the process), an exit ends it with its code or signal. The
-/// root's id goes to `row["root_process_id"]`. A process first seen by
+/// root's id goes to `row.root_process_id`. A process first seen by
 /// its exec or exit (its fork lost) is added then. Returns the process's
 /// entry.
-json::object& apply_event(json::object& processes, json::object& row,
+json::object& apply_event(json::object& processes, run_row& row,
                           const process_record& e);
 
 /// Appends `s` to `out` as a JSON string (Boost.JSON's escaping).
@@ -47,7 +47,7 @@ void append_event_line(std::string& out, uint64_t seq, const process_record& e,
 /// they started.
 json::array nest(const json::object& processes);
 
-/// Every process of the row's map exited (false for an empty map).
-bool all_exited(const json::object& row);
+/// Every process of a run's map exited (false for an empty map).
+bool all_exited(const json::object& processes);
 
 } // namespace allox::session_facets

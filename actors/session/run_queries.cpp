@@ -5,6 +5,7 @@
 // session's read lane.
 #include "actors/session/facets.hpp"
 #include "guest/os/fs.hpp"
+#include "messages/results/runs_json.hpp"
 #include "messages/utf8.hpp"
 
 #include <fcntl.h>
@@ -20,12 +21,12 @@ namespace allox::session_facets {
 namespace {
 
 /// A catalog record's row; an unreadable one is an internal error.
-expected<json::object> parse_row(const run_record& rec) {
-  boost::system::error_code ec;
-  auto v = json::parse(rec.row, ec);
-  if (ec || !v.is_object())
-    return make_error(errc::internal, "unreadable run row " + rec.run_id);
-  return std::move(v.as_object());
+expected<run_row> parse_row(const run_record& rec) {
+  auto row = run_row_from_text(rec.row);
+  if (!row)
+    return make_error(errc::internal, "unreadable run row " + rec.run_id +
+                                          ": " + message_of(row.error()));
+  return row;
 }
 
 /// Calls `next(row)` with a run's row: from memory, or from the catalog
@@ -33,7 +34,7 @@ expected<json::object> parse_row(const run_record& rec) {
 template <class Next>
 void with_row(self_ptr self, const std::string& id, Next next, fail_fn fail) {
   if (const auto* row = known_row(self, id)) {
-    next(json::object(*row));
+    next(run_row(*row));
     return;
   }
   run_query q;
@@ -58,13 +59,11 @@ void with_row(self_ptr self, const std::string& id, Next next, fail_fn fail) {
 }
 
 /// Answers a request with f(row) for the run's row.
-template <class F>
-caf::result<json::value> answer_with_row(self_ptr self, const std::string& id,
-                                         F f) {
-  auto rp = self->make_response_promise<json::value>();
+template <class Reply, class F>
+caf::result<Reply> answer_with_row(self_ptr self, const std::string& id, F f) {
+  auto rp = self->make_response_promise<Reply>();
   with_row(
-      self, id,
-      [rp, f](json::object row) mutable { rp.deliver(f(std::move(row))); },
+      self, id, [rp, f](run_row row) mutable { rp.deliver(f(std::move(row))); },
       [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;
 }
@@ -90,34 +89,34 @@ int64_t read_slice(const std::string& path, int64_t offset, int64_t limit,
 } // namespace
 
 void row_of(self_ptr self, const std::string& id,
-            std::function<void(json::object)> next, fail_fn fail) {
+            std::function<void(run_row)> next, fail_fn fail) {
   with_row(self, id, std::move(next), std::move(fail));
 }
 
 void row_view_of(self_ptr self, const std::string& id,
-                 std::function<void(const json::object&)> next, fail_fn fail) {
+                 std::function<void(const run_row&)> next, fail_fn fail) {
   if (const auto* row = known_row(self, id)) {
     next(*row);
     return;
   }
   with_row(
-      self, id, [next](json::object row) { next(row); }, std::move(fail));
+      self, id, [next](run_row row) { next(row); }, std::move(fail));
 }
 
-const json::object* known_row(self_ptr self, const std::string& id) {
+const run_row* known_row(self_ptr self, const std::string& id) {
   auto& runs = self->state.runs.runs;
   auto it = runs.find(id);
   return it == runs.end() ? nullptr : &it->second.row;
 }
 
-caf::result<json::value> handle_process_get(self_ptr self,
-                                            const cmd::process_get& c) {
+caf::result<run_row> handle_process_get(self_ptr self,
+                                        const cmd::process_get& c) {
   if (!self->state.runs.config)
     return no_execution();
   if (const auto* row = known_row(self, c.run_id))
-    return json_reply(*row);
-  return answer_with_row(self, c.run_id,
-                         [](json::object row) { return json::value(row); });
+    return *row;
+  return answer_with_row<run_row>(self, c.run_id,
+                                  [](run_row row) { return row; });
 }
 
 // The catalog holds every row this actor wrote (METADATA answers after
@@ -143,8 +142,9 @@ caf::result<json::value> handle_process_list(self_ptr self,
           auto row = parse_row(rec);
           if (!row)
             continue;
-          row->erase("processes");
-          rows.emplace_back(std::move(*row));
+          auto wire = to_json(*row);
+          wire.erase("processes");
+          rows.emplace_back(std::move(wire));
         }
         if (!paged) {
           rp.deliver(json::value(std::move(rows)));
@@ -176,10 +176,11 @@ handle_process_subscribe(self_ptr self, const cmd::process_subscribe& c) {
   if (auto it = st.runs.runs.find(c.run_id); it != st.runs.runs.end()) {
     if (it->second.active && c.sink)
       it->second.sinks.push_back(c.sink);
-    return json_reply(json::object{{"row", it->second.row}, {"dir", dir}});
+    return json_reply(
+        json::object{{"row", to_json(it->second.row)}, {"dir", dir}});
   }
-  return answer_with_row(self, c.run_id, [dir](json::object row) {
-    return json::value(json::object{{"row", std::move(row)}, {"dir", dir}});
+  return answer_with_row<json::value>(self, c.run_id, [dir](run_row row) {
+    return json::value(json::object{{"row", to_json(row)}, {"dir", dir}});
   });
 }
 
@@ -192,15 +193,15 @@ caf::result<json::value> handle_process_output(self_ptr self,
   auto rp = self->make_response_promise<json::value>();
   row_view_of(
       self, c.run_id,
-      [self, rp, path, c](const json::object& row) mutable {
-        auto state = row.at("state");
+      [self, rp, path, c](const run_row& row) mutable {
+        auto phase = row.state;
         read_step(
             self,
-            [path, c, state]() -> expected<json::value> {
+            [path, c, phase]() -> expected<json::value> {
               std::string data;
               auto size = read_slice(path, c.offset, c.limit, data);
               auto next = c.offset + static_cast<int64_t>(data.size());
-              bool finished = state != "starting" && state != "running";
+              bool finished = is_final(phase);
               return json::value(json::object{{"run_id", c.run_id},
                                               {"stream", c.stream},
                                               {"offset", c.offset},
@@ -208,7 +209,7 @@ caf::result<json::value> handle_process_output(self_ptr self,
                                               {"size", size},
                                               {"data", valid_utf8(data)},
                                               {"eof", finished && next >= size},
-                                              {"state", state}});
+                                              {"state", to_string(phase)}});
             },
             [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
             [rp](caf::error err) mutable { rp.deliver(std::move(err)); });

@@ -30,7 +30,7 @@ std::string run_dir(const exec_config& cfg, const std::string& id) {
   return cfg.audit_root + "/" + id;
 }
 
-void persist_run(self_ptr self, const json::object& row) {
+void persist_run(self_ptr self, const run_row& row) {
   // Transitions after `starting` need no fsync: start-up recovery treats
   // a run whose later rows were lost as interrupted, which fences its
   // session, the safe side. The METADATA actor commits them in batches.
@@ -47,33 +47,18 @@ void persist_run(self_ptr self, const json::object& row) {
             });
 }
 
-json::object new_run_row(self_ptr self, const std::string& id,
-                         const std::string& group) {
+run_row new_run_row(self_ptr self, const std::string& id,
+                    const std::string& group) {
   auto& st = self->state;
   auto& cfg = *st.runs.config;
-  json::object row;
-  row["run_id"] = id;
-  row["agent_id"] = st.agent_id();
-  row["session_id"] = st.session_id();
-  row["backend"] = "disabled";
-  row["isolation"] = "bubblewrap";
-  row["boot_id"] = cfg.boot_id;
-  row["state"] = "starting";
-  row["created_ns"] = os::now_ns();
-  row["event_count"] = 0;
-  row["processes"] = json::object{};
-  row["audit_directory"] = run_dir(cfg, id);
-  row["trace_complete"] = false;
-  row["cookie"] = 0;
-  row["root_pid"] = nullptr;
-  row["cgroup"] = group;
-  row["root_exit_code"] = nullptr;
-  row["stop_reason"] = nullptr;
-  row["session_fenced"] = false;
-  row["lifecycle_complete"] = false;
-  row["finished_ns"] = nullptr;
-  row["error"] = nullptr;
-  row["provider_error"] = nullptr;
+  run_row row;
+  row.run_id = id;
+  row.agent_id = st.agent_id();
+  row.session_id = st.session_id();
+  row.boot_id = cfg.boot_id;
+  row.created_ns = os::now_ns();
+  row.audit_directory = run_dir(cfg, id);
+  row.cgroup = group;
   return row;
 }
 

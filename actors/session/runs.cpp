@@ -52,7 +52,7 @@ static caf::error check_run_capacity(self_ptr self, int64_t max_runs) {
 // Commits the run's `starting` row while its worker prepares (logs,
 // cgroup), and lets the worker spawn once both are done: a daemon crash
 // from then on leaves a row that start-up finds and turns into a fence.
-caf::result<json::value> handle_process_start(self_ptr self,
+caf::result<run_row> handle_process_start(self_ptr self,
                                               const cmd::process_start& c) {
   auto& st = self->state;
   if (!st.runs.config)
@@ -73,8 +73,8 @@ caf::result<json::value> handle_process_start(self_ptr self,
   st.leases["run:" + id] = os::now_ns();
   auto& run = st.runs.runs[id];
   run.row = new_run_row(self, id, group);
-  run.row["network_mode"] = settings.at("network");
-  run.row["limits"] = settings.at("limits");
+  run.row.network_mode = std::string{settings.at("network").as_string()};
+  run.row.limits = settings.at("limits").as_object();
   run_launch job;
   job.run_id = id;
   job.group = group;
@@ -129,21 +129,21 @@ caf::result<json::value> handle_process_start(self_ptr self,
     job.stdin_fd = std::make_shared<os::unique_fd>(std::move(io->child));
     if (io->terminal)
       job.terminal = run.input;
-    run.row["stdin"] = c.pty ? "pty" : "pipe";
+    run.row.stdin_mode = std::string{c.pty ? "pty" : "pipe"};
   }
   // A tracked run: the worker has the TRACKER attribute the run's cgroup
   // to the cookie before it spawns (tracking.cpp).
   if (tracking_on(self)) {
     run.cookie = new_cookie();
-    run.row["backend"] = "ebpf";
-    run.row["cookie"] = static_cast<int64_t>(run.cookie);
-    run.row["events_lost"] = 0;
+    run.row.backend = "ebpf";
+    run.row.cookie = static_cast<int64_t>(run.cookie);
+    run.row.events_lost = 0;
     st.runs.by_cookie[run.cookie] = id;
     job.tracker = cfg.tracker;
     job.cookie = run.cookie;
   }
   st.runs.active.insert(id);
-  auto rp = self->make_response_promise<json::value>();
+  auto rp = self->make_response_promise<run_row>();
   run.waiting_start.push_back(rp);
   run.worker = self->spawn<caf::detached>(
       run_worker, caf::actor_cast<session_actor>(self), std::move(job));
@@ -202,12 +202,12 @@ void kill_run(self_ptr self, const std::string& id, const std::string& reason,
     return;
   }
   auto& row = it->second.row;
-  if (row.at("stop_reason").is_null())
-    row["stop_reason"] = reason;
+  if (!row.stop_reason)
+    row.stop_reason = reason;
   if (then)
     it->second.on_end.push_back(std::move(then));
   notify_streams(it->second);
-  if (auto err = os::kill_group(std::string{row.at("cgroup").as_string()}))
+  if (auto err = os::kill_group(row.cgroup))
     log::warn("session", st.key() + ": " + message_of(err));
 }
 
@@ -236,10 +236,10 @@ void on_run_started(self_ptr self, const std::string& id, int64_t pid) {
   if (it == self->state.runs.runs.end())
     return;
   auto& run = it->second;
-  run.row["state"] = "running";
-  run.row["root_pid"] = pid;
+  run.row.state = run_phase::running;
+  run.row.root_pid = pid;
   for (auto& rp : run.waiting_start)
-    rp.deliver(json::value(run.row));
+    rp.deliver(run.row);
   run.waiting_start.clear();
   notify_streams(run);
   persist_run(self, run.row);
@@ -255,21 +255,21 @@ void on_run_finished(self_ptr self, const run_finished& e) {
   auto& run = it->second;
   auto& row = run.row;
   if (e.exit_code)
-    row["root_exit_code"] = *e.exit_code;
+    row.root_exit_code = *e.exit_code;
   bool ok = empty && !e.error;
   if (e.error)
-    row["error"] = *e.error;
-  row["state"] =
-      !ok ? "failed"
-          : (row.at("stop_reason").is_null() ? "completed" : "stopped");
-  row["session_fenced"] = !empty;
-  row["lifecycle_complete"] = ok;
-  row["finished_ns"] = os::now_ns();
+    row.error = *e.error;
+  row.state = !ok              ? run_phase::failed
+              : row.stop_reason ? run_phase::stopped
+                                : run_phase::completed;
+  row.session_fenced = !empty;
+  row.lifecycle_complete = ok;
+  row.finished_ns = os::now_ns();
   run.active = false;
   run.worker = nullptr;
   run.input = nullptr;
   st.runs.active.erase(id);
-  auto group = std::string{row.at("cgroup").as_string()};
+  const auto& group = row.cgroup;
   if (empty) {
     os::remove_group(group);
     // Several runs: their parent groups go with the last of them.
@@ -294,12 +294,12 @@ void finish_run(self_ptr self, const std::string& id) {
   auto& run = it->second;
   run.draining = false;
   auto& row = run.row;
-  bool empty = !row.at("session_fenced").as_bool();
+  bool empty = !row.session_fenced;
   if (run.trace_failed) {
     // An incomplete trace: the run failed, and the session stays fenced
     // like after an interrupted run, until session.unfence.
-    row["state"] = "failed";
-    row["session_fenced"] = true;
+    row.state = run_phase::failed;
+    row.session_fenced = true;
     st.runs.interrupted.push_back(id);
     ++st.runs.trace_failures;
   } else if (empty) {
@@ -325,7 +325,7 @@ void answer_run(self_ptr self, const std::string& id,
     if (strict_failure)
       rp.deliver(strict_failure);
     else
-      rp.deliver(json::value(row));
+      rp.deliver(row);
   };
   // A run that failed to start: the failed row tells what happened.
   for (auto& rp : run.waiting_start)
@@ -353,15 +353,15 @@ void shutdown_runs(self_ptr self) {
   w.durable = false;
   for (const auto& id : st.runs.active) {
     auto& row = st.runs.runs[id].row;
-    auto group = std::string{row.at("cgroup").as_string()};
-    row["stop_reason"] = "daemon_shutdown";
+    const auto& group = row.cgroup;
+    row.stop_reason = "daemon_shutdown";
     os::kill_group(group);
     // Shutdown only: waiting here is the point (at most 10 s per run).
     bool empty = os::wait_empty(group, 10000);
-    row["state"] = empty ? "stopped" : "failed";
-    row["session_fenced"] = !empty;
-    row["lifecycle_complete"] = empty;
-    row["finished_ns"] = os::now_ns();
+    row.state = empty ? run_phase::stopped : run_phase::failed;
+    row.session_fenced = !empty;
+    row.lifecycle_complete = empty;
+    row.finished_ns = os::now_ns();
     if (empty)
       os::remove_group(group);
     w.put_runs.push_back(store::record_of(row));
@@ -371,7 +371,7 @@ void shutdown_runs(self_ptr self) {
   caf::anon_send(st.init.metadata, atom::write_v, std::move(w));
 }
 
-caf::result<json::value> handle_process_stop(self_ptr self,
+caf::result<run_row> handle_process_stop(self_ptr self,
                                              const cmd::process_stop& c) {
   auto& st = self->state;
   if (!st.runs.config)
@@ -381,8 +381,8 @@ caf::result<json::value> handle_process_stop(self_ptr self,
     return make_error(errc::invalid_argument,
                       "cannot control a historical run");
   if (!it->second.active && !it->second.draining)
-    return json_reply(it->second.row);
-  auto rp = self->make_response_promise<json::value>();
+    return it->second.row;
+  auto rp = self->make_response_promise<run_row>();
   it->second.waiting_end.push_back(rp);
   if (it->second.active)
     kill_run(self, c.run_id, "requested", {});
@@ -453,7 +453,7 @@ caf::result<json::value> handle_process_resize(self_ptr self,
 // Answers the moment the run ends, so callers never poll: the promise
 // waits in the run's state until on_run_finished, or until its own
 // timeout message answers it with the row as it is then.
-caf::result<json::value> handle_process_wait(self_ptr self,
+caf::result<run_row> handle_process_wait(self_ptr self,
                                              const cmd::process_wait& c) {
   auto& st = self->state;
   if (!st.runs.config)
@@ -463,9 +463,9 @@ caf::result<json::value> handle_process_wait(self_ptr self,
     return handle_process_get(self, cmd::process_get{c.session, c.run_id});
   auto& run = it->second;
   if ((!run.active && !run.draining) || c.timeout_ms == 0)
-    return json_reply(run.row);
+    return run.row;
   auto waiter = st.runs.next_waiter++;
-  auto rp = self->make_response_promise<json::value>();
+  auto rp = self->make_response_promise<run_row>();
   run.waiters.emplace(waiter, rp);
   self->delayed_send(self, std::chrono::milliseconds{c.timeout_ms},
                      wait_timeout{c.run_id, waiter});
@@ -479,7 +479,7 @@ void on_wait_timeout(self_ptr self, const std::string& id, uint64_t waiter) {
     return;
   auto& waiters = it->second.waiters;
   if (auto w = waiters.find(waiter); w != waiters.end()) {
-    w->second.deliver(json::value(it->second.row));
+    w->second.deliver(it->second.row);
     waiters.erase(w);
   }
 }

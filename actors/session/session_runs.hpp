@@ -95,14 +95,14 @@ struct event_log {
 struct run_state {
   /// The process.get result; persisted in the catalog's runs table on
   /// every change.
-  json::object row;
+  run_row row;
   /// The run's worker, until it has been told to start (or not).
   caf::actor worker;
-  std::vector<caf::typed_response_promise<json::value>> waiting_start;
-  std::vector<caf::typed_response_promise<json::value>> waiting_end;
+  std::vector<caf::typed_response_promise<run_row>> waiting_start;
+  std::vector<caf::typed_response_promise<run_row>> waiting_end;
   /// process.wait callers by waiter id; answered at the end or when their
   /// timeout message comes.
-  std::map<uint64_t, caf::typed_response_promise<json::value>> waiters;
+  std::map<uint64_t, caf::typed_response_promise<run_row>> waiters;
   /// Live streams of the run, told of every state change until it ends.
   std::vector<std::shared_ptr<run_sink>> sinks;
   /// Continuations waiting for the run to end (rollback with kill).

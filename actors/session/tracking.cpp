@@ -100,7 +100,7 @@ void on_event_batch(self_ptr self, const process_event_batch& b) {
     // Looked up per event: the root's event adds a field to the row,
     // which may move the row's values (a pointer kept across would dangle).
     auto& row = out->run->row;
-    auto& process = apply_event(row["processes"].as_object(), row, e);
+    auto& process = apply_event(row.processes, row, e);
     auto seq = ++out->run->events;
     ++st.runs.events_received;
     // The parent of a process is the one its fork named.
@@ -109,7 +109,7 @@ void on_event_batch(self_ptr self, const process_event_batch& b) {
     append_event_line(out->text, seq, e, ppid, out->ids);
   }
   for (auto& entry : lines)
-    entry.second.run->row["event_count"] =
+    entry.second.run->row.event_count =
         static_cast<int64_t>(entry.second.run->events);
   for (auto& [id, run_lines] : lines) {
     auto key = st.key();
@@ -146,10 +146,10 @@ void on_tracking_failure(self_ptr self, const tracking_failure& f) {
       st.runs.events_lost += lost - run.events_lost;
       run.events_lost = lost;
     }
-    run.row["events_lost"] = static_cast<int64_t>(run.events_lost);
-    run.row["trace_complete"] = false;
-    if (run.row.at("provider_error").is_null())
-      run.row["provider_error"] = f.reason;
+    run.row.events_lost = static_cast<int64_t>(run.events_lost);
+    run.row.trace_complete = false;
+    if (!run.row.provider_error)
+      run.row.provider_error = f.reason;
     log::warn("session", st.key() + ": run " + c->second + ": " + f.reason);
     if (run.active)
       kill_run(self, c->second, "provider_failure", {});
@@ -191,7 +191,7 @@ void drain_run(self_ptr self, const std::string& id,
     run.events_file.reset();
     // A run that never started has no trace to lose (its start failed,
     // which its row says); it does not fence the session.
-    bool ran = !row.at("root_pid").is_null();
+    bool ran = static_cast<bool>(row.root_pid);
     uint64_t lost = !ran ? 0
                     : s  ? s->lost
                          : std::max<uint64_t>(run.events_lost, 1);
@@ -201,13 +201,12 @@ void drain_run(self_ptr self, const std::string& id,
     }
     if (ran && (!s || lost > 0 || !s->drained || run.events != s->received)) {
       run.trace_failed = true;
-      if (row.at("provider_error").is_null())
-        row["provider_error"] = s ? "process events lost" : error;
+      if (!row.provider_error)
+        row.provider_error = s ? "process events lost" : error;
     }
-    row["events_lost"] = static_cast<int64_t>(run.events_lost);
-    row["trace_complete"] = !run.trace_failed &&
-                            !row.at("session_fenced").as_bool() &&
-                            all_exited(row);
+    row.events_lost = static_cast<int64_t>(run.events_lost);
+    row.trace_complete =
+        !run.trace_failed && !row.session_fenced && all_exited(row.processes);
   };
   self->request(self->state.runs.config->tracker, std::chrono::seconds{10},
                 atom::untrack_v, cookie)
@@ -231,9 +230,9 @@ caf::result<json::value> handle_process_events(self_ptr self,
   auto rp = self->make_response_promise<json::value>();
   row_view_of(
       self, c.run_id,
-      [self, rp, path, c](const json::object& row) mutable {
-        auto state = row.at("state");
-        auto complete = row.at("trace_complete");
+      [self, rp, path, c](const run_row& row) mutable {
+        auto state = to_string(row.state);
+        auto complete = row.trace_complete;
         read_step(
             self,
             [path, c, state, complete]() -> expected<json::value> {
@@ -278,15 +277,13 @@ caf::result<json::value> handle_process_tree(self_ptr self,
   auto rp = self->make_response_promise<json::value>();
   row_of(
       self, c.run_id,
-      [rp, c](json::object row) mutable {
-        json::object processes;
-        if (auto* p = row.if_contains("processes"); p && p->is_object())
-          processes = p->as_object();
+      [rp, c](run_row row) mutable {
+        const auto& processes = row.processes;
         auto roots = nest(processes);
         rp.deliver(json::value(
             json::object{{"run_id", c.run_id},
-                         {"state", row.at("state")},
-                         {"trace_complete", row.at("trace_complete")},
+                         {"state", to_string(row.state)},
+                         {"trace_complete", row.trace_complete},
                          {"processes", processes.size()},
                          {"tree", std::move(roots)}}));
       },

@@ -22,6 +22,7 @@
 #include "guest/http/server.hpp"
 #include "guest/http/stream_sink.hpp"
 #include "guest/http/wire.hpp"
+#include "messages/results/runs_json.hpp"
 #include "messages/utf8.hpp"
 
 #include <boost/beast/http/empty_body.hpp>
@@ -82,10 +83,10 @@ bool final_state(const std::string& state) {
 
 } // namespace
 
-bool stream_sink::push(const json::object& row) {
+bool stream_sink::push(const run_row& row) {
   if (!open_)
     return false;
-  srv_->push_stream(stream_, json::serialize(row));
+  srv_->push_stream(stream_, json::serialize(to_json(row)));
   return true;
 }
 

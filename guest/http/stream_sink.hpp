@@ -17,7 +17,7 @@ public:
   stream_sink(server* srv, uint64_t stream) : srv_(srv), stream_(stream) {}
 
   /// Thread-safe; false once the stream has closed.
-  bool push(const json::object& row) override;
+  bool push(const run_row& row) override;
 
   /// Called by the connection when it closes (loop thread).
   void close() { open_ = false; }

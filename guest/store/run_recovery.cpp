@@ -2,6 +2,7 @@
 
 #include "guest/log.hpp"
 #include "guest/os/fs.hpp"
+#include "messages/results/runs_json.hpp"
 
 #include <fstream>
 #include <sstream>
@@ -16,7 +17,8 @@ std::string string_field(const json::object& row, const char* key) {
 }
 
 bool is_live(const std::string& state) {
-  return state == "starting" || state == "running";
+  auto phase = parse_run_phase(state);
+  return phase && !is_final(*phase);
 }
 
 /// The rows saved by earlier versions as state.json files.
@@ -44,25 +46,44 @@ std::vector<run_record> import_state_files(const std::string& audit_root) {
 }
 
 /// Rewrites a run a crash interrupted: it fences its session.
+/// An unreadable row keeps the record's ids, and is interrupted all the
+/// same: what it fences matters more than what it said.
 void interrupt(run_record& rec) {
-  boost::system::error_code ec;
-  auto v = json::parse(rec.row, ec);
-  json::object row =
-      !ec && v.is_object() ? std::move(v.as_object()) : json::object{};
-  row["state"] = "interrupted";
-  row["session_fenced"] = true;
-  row["trace_complete"] = false;
-  row["lifecycle_complete"] = false;
-  if (auto* procs = row.if_contains("processes"); procs && procs->is_object())
-    for (auto& kv : procs->as_object())
-      if (kv.value().is_object())
-        kv.value().as_object()["alive"] = nullptr;
-  rec.state = "interrupted";
-  rec.fences = true;
-  rec.row = json::serialize(row);
+  auto decoded = run_row_from_text(rec.row);
+  if (!decoded)
+    log::warn("runs", "run " + rec.run_id + ": " +
+                          message_of(decoded.error()) +
+                          "; its row is rewritten from its ids");
+  run_row row = decoded ? std::move(*decoded) : run_row{};
+  if (!decoded) {
+    row.run_id = rec.run_id;
+    row.agent_id = rec.agent_id;
+    row.session_id = rec.session_id;
+    row.created_ns = rec.created_ns;
+  }
+  row.state = run_phase::interrupted;
+  row.session_fenced = true;
+  row.trace_complete = false;
+  row.lifecycle_complete = false;
+  for (auto& kv : row.processes)
+    if (kv.value().is_object())
+      kv.value().as_object()["alive"] = nullptr;
+  rec = record_of(row);
 }
 
 } // namespace
+
+run_record record_of(const run_row& row) {
+  run_record r;
+  r.run_id = row.run_id;
+  r.agent_id = row.agent_id;
+  r.session_id = row.session_id;
+  r.created_ns = row.created_ns;
+  r.state = std::string{to_string(row.state)};
+  r.fences = row.session_fenced;
+  r.row = json::serialize(to_json(row));
+  return r;
+}
 
 run_record record_of(const json::object& row) {
   run_record r;

@@ -8,6 +8,7 @@
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 #include "messages/records.hpp"
+#include "messages/results/runs.hpp"
 
 #include <map>
 #include <string>
@@ -21,6 +22,10 @@ using fenced_runs =
     std::map<std::pair<std::string, std::string>, std::vector<std::string>>;
 
 /// The catalog record of a run row (process.get's result).
+run_record record_of(const run_row& row);
+
+/// The catalog record of a row of an earlier version, as it was written
+/// (state.json files, imported once).
 run_record record_of(const json::object& row);
 
 /// Start-up recovery of runs, written into `changes` (committed with the

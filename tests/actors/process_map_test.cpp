@@ -1,6 +1,7 @@
 // A tracked run's process map and tree from synthetic event batches, as
 // the session's tracking facet builds them (actors/session/process_map.hpp).
 #include "actors/session/process_map.hpp"
+#include "messages/results/runs_json.hpp"
 
 #include <doctest/doctest.h>
 
@@ -62,12 +63,17 @@ process_record exit_of(uint32_t pid, uint64_t start, uint64_t at,
   return r;
 }
 
-/// A row with an empty map, fed `events` in order.
+/// A row with an empty map, fed `events` in order, as the wire shows it.
 json::object run(const std::vector<process_record>& events) {
-  json::object row{{"processes", json::object{}}};
+  run_row row;
   for (const auto& e : events)
-    apply_event(row["processes"].as_object(), row, e);
-  return row;
+    apply_event(row.processes, row, e);
+  return to_json(row);
+}
+
+/// Every process of the row's map exited.
+bool exited(const json::object& row) {
+  return all_exited(row.at("processes").as_object());
 }
 
 const json::object& proc(const json::object& row, uint32_t pid,
@@ -93,7 +99,7 @@ TEST_CASE("process map: fork, exec and exit build the tree from the root") {
        exit_of(101, 1100, 1503, 3), exit_of(100, 1000, 1504, 3)});
   CHECK(row.at("root_process_id") == json::value(pid_id(100, 1000)));
   CHECK(row.at("processes").as_object().size() == 5);
-  CHECK(all_exited(row));
+  CHECK(exited(row));
   // The root's parent is not the run's: no parent id.
   CHECK(proc(row, 100, 1000).at("parent_process_id").is_null());
   CHECK(proc(row, 103, 1300).at("parent_process_id") ==
@@ -132,7 +138,7 @@ TEST_CASE("process map: a thread's exec keeps the process, and a signal ends "
   CHECK(p.at("comm") == "sleep");
   CHECK(p.at("exit_code").is_null());
   CHECK(p.at("signal") == json::value(9));
-  CHECK(all_exited(row));
+  CHECK(exited(row));
 }
 
 TEST_CASE("process map: a pid reused is another process, and a live one keeps "
@@ -145,12 +151,12 @@ TEST_CASE("process map: a pid reused is another process, and a live one keeps "
   CHECK(row.at("processes").as_object().size() == 3);
   CHECK(proc(row, 301, 3100).at("alive") == json::value(false));
   CHECK(proc(row, 301, 3300).at("alive") == json::value(true));
-  CHECK_FALSE(all_exited(row));
+  CHECK_FALSE(exited(row));
   auto tree = nest(row.at("processes").as_object());
   REQUIRE(tree.size() == 1);
   CHECK(tree[0].at("children").as_array().size() == 2);
   // An empty map is not a complete trace.
-  CHECK_FALSE(all_exited(json::object{{"processes", json::object{}}}));
+  CHECK_FALSE(exited(json::object{{"processes", json::object{}}}));
 }
 
 TEST_CASE("process map: a process whose fork was not seen is added by its "
@@ -162,7 +168,7 @@ TEST_CASE("process map: a process whose fork was not seen is added by its "
   CHECK(p.at("parent_process_id").is_null());
   auto tree = nest(row.at("processes").as_object());
   CHECK(tree.size() == 1);
-  CHECK(all_exited(row));
+  CHECK(exited(row));
 }
 
 TEST_CASE("process map: an events.jsonl line is the JSON object of the event, "

@@ -190,20 +190,20 @@ TEST_CASE_FIXTURE(session_fixture,
                   "and another session's run is refused") {
   spawn_session();
   catalog->page.runs = {earlier_run("r1", "s")};
-  auto mine = ask(cmd::process_get{ref(), "r1"});
+  auto mine = ask<run_row>(cmd::process_get{ref(), "r1"});
   REQUIRE(mine.first);
-  CHECK(mine.first->at("state") == "completed");
+  CHECK(mine.first->state == run_phase::completed);
   catalog->page.runs = {earlier_run("r2", "other")};
-  auto theirs = ask(cmd::process_get{ref(), "r2"});
+  auto theirs = ask<run_row>(cmd::process_get{ref(), "r2"});
   CHECK(code_of(theirs.second) == errc::invalid_argument);
   catalog->page.runs.clear();
-  auto unknown = ask(cmd::process_get{ref(), "r3"});
+  auto unknown = ask<run_row>(cmd::process_get{ref(), "r3"});
   CHECK(code_of(unknown.second) == errc::not_found);
   // process.wait of a run this actor never ran answers like process.get.
   catalog->page.runs = {earlier_run("r1", "s")};
-  auto waited = ask(cmd::process_wait{ref(), "r1", 1000});
+  auto waited = ask<run_row>(cmd::process_wait{ref(), "r1", 1000});
   REQUIRE(waited.first);
-  CHECK(waited.first->at("run_id") == "r1");
+  CHECK(waited.first->run_id == "r1");
 }
 
 TEST_CASE_FIXTURE(session_fixture,
@@ -218,7 +218,7 @@ TEST_CASE_FIXTURE(session_fixture,
   cmd::process_start run;
   run.session = ref();
   run.argv = {"true"};
-  auto start = ask(run);
+  auto start = ask<run_row>(run);
   CHECK(code_of(start.second) == errc::conflict);
   auto released = ask(cmd::execution_release{ref(), lease.first->lease_token});
   REQUIRE(released.first);

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// The typed results of a session's runs: what process.start, process.get,
+// process.wait and process.stop answer, what live streams are told and what
+// the catalog keeps. The native wire's JSON of these is written in one
+// place, messages/results/runs_json.hpp.
+#pragma once
+
+#include "messages/json.hpp"
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/optional.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace allox {
+
+/// Where a run is in its life. The wire spells each as its name.
+enum class run_phase : uint8_t {
+  /// Accepted; its first process is not running yet.
+  starting,
+  /// Its first process runs in the run's cgroup.
+  running,
+  /// Every process ended by itself and the cgroup emptied.
+  completed,
+  /// Killed on request (process.stop, a rollback, the run's timeout, an
+  /// orderly shutdown), and the cgroup emptied.
+  stopped,
+  /// Could not start, left processes behind, or lost its trace.
+  failed,
+  /// Alive when the daemon died: its session stays fenced until
+  /// session.unfence.
+  interrupted,
+};
+
+/// True once the run can change no more.
+constexpr bool is_final(run_phase p) {
+  return p != run_phase::starting && p != run_phase::running;
+}
+
+/// The phase's wire name ("starting" ... "interrupted").
+std::string_view to_string(run_phase p);
+
+/// The phase a wire name names, or none.
+caf::optional<run_phase> parse_run_phase(std::string_view s);
+
+/// One run's row. Optional members are keys that only some runs have (or
+/// that rows of earlier versions lack); they are written only when set, in
+/// the order of the members below.
+struct run_row {
+  std::string run_id;
+  std::string agent_id;
+  std::string session_id;
+  /// "disabled" or "ebpf": whether the run's processes are tracked.
+  std::string backend = "disabled";
+  std::string isolation = "bubblewrap";
+  std::string boot_id;
+  run_phase state = run_phase::starting;
+  int64_t created_ns = 0;
+  /// Process events received (tracked runs).
+  int64_t event_count = 0;
+  /// Tracked processes by process id, as the process map renders them
+  /// (actors/session/process_map.hpp).
+  json::object processes;
+  std::string audit_directory;
+  bool trace_complete = false;
+  int64_t cookie = 0;
+  caf::optional<int64_t> root_pid;
+  std::string cgroup;
+  caf::optional<int64_t> root_exit_code;
+  caf::optional<std::string> stop_reason;
+  /// Processes were left in the cgroup: the session is fenced.
+  bool session_fenced = false;
+  bool lifecycle_complete = false;
+  caf::optional<int64_t> finished_ns;
+  caf::optional<std::string> error;
+  caf::optional<std::string> provider_error;
+
+  // -- keys only some rows have, in wire order ------------------------------
+
+  /// "inherit", "isolated" or "proxy".
+  caf::optional<std::string> network_mode;
+  /// Effective cgroup limits, by control file.
+  caf::optional<json::object> limits;
+  /// "pipe" or "pty" for interactive runs.
+  caf::optional<std::string> stdin_mode;
+  caf::optional<int64_t> events_lost;
+  caf::optional<std::string> root_process_id;
+  /// The policy checkpoint taken after the run (auto_checkpoint_runs).
+  caf::optional<json::object> auto_checkpoint;
+  /// Keys this version does not know (a newer daemon's row), kept in
+  /// order so that rewriting the row loses nothing.
+  json::object unknown;
+};
+
+} // namespace allox
+
+// Local messages only: rows never cross a network.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::run_row)
