@@ -7,6 +7,7 @@
 #include "guest/faults.hpp"
 #include "messages/commands/decode.hpp"
 #include "messages/ids.hpp"
+#include "messages/results/files_json.hpp"
 #include "messages/results/runs_json.hpp"
 #include "messages/params.hpp"
 
@@ -40,11 +41,16 @@ void call_agents(self_ptr self, uint64_t ticket, Command cmd,
 
 // -- session commands ---------------------------------------------------------
 
-/// What a session replies to each command (json::value unless the RPC
-/// actor reads the reply itself).
-template <class Command>
+/// What a session replies to each command: the typed result its struct
+/// names (`Command::reply`), else the JSON it builds itself.
+template <class Command, class = void>
 struct reply_of {
   using type = json::value;
+};
+
+template <class Command>
+struct reply_of<Command, std::void_t<typename Command::reply>> {
+  using type = typename Command::reply;
 };
 
 template <>
@@ -57,27 +63,6 @@ struct reply_of<cmd::runtime_begin_reset> {
   using type = reset_begun;
 };
 
-/// The commands a session answers with a run's row.
-template <>
-struct reply_of<cmd::process_start> {
-  using type = run_row;
-};
-
-template <>
-struct reply_of<cmd::process_get> {
-  using type = run_row;
-};
-
-template <>
-struct reply_of<cmd::process_stop> {
-  using type = run_row;
-};
-
-template <>
-struct reply_of<cmd::process_wait> {
-  using type = run_row;
-};
-
 using tokens_map = decltype(rpc_state::tokens);
 
 /// Turns a session's reply into the wire result; tokens handed out or used
@@ -88,10 +73,10 @@ json::value accept(tokens_map&, const Command&, json::value& v) {
   return std::move(v);
 }
 
-/// A run's row, as the native wire spells it.
-template <class Command>
-json::value accept(tokens_map&, const Command&, run_row& row) {
-  return to_json(row);
+/// A typed result, as the native wire spells it (messages/results/).
+template <class Command, class Result>
+json::value accept(tokens_map&, const Command&, Result& r) {
+  return to_json(r);
 }
 
 json::value accept(tokens_map& tokens, const cmd::execution_acquire& c,

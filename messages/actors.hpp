@@ -141,19 +141,19 @@ using session_runs_actor = caf::typed_actor<
 /// its workspace, resolved strictly beneath it.
 using session_files_actor = caf::typed_actor<
     // Type, size, mode and time of one path.
-    caf::replies_to<cmd::file_stat>::with<json::value>,
+    caf::replies_to<cmd::file_stat>::with<file_entry>,
     // A directory's entries (all levels with recursive), a page at a time.
-    caf::replies_to<cmd::file_list>::with<json::value>,
+    caf::replies_to<cmd::file_list>::with<dir_page>,
     // A range of a regular file, as UTF-8 or base64.
-    caf::replies_to<cmd::file_read>::with<json::value>,
+    caf::replies_to<cmd::file_read>::with<read_slice>,
     // Replaces (temp file + rename) or appends to a regular file.
-    caf::replies_to<cmd::file_write>::with<json::value>,
+    caf::replies_to<cmd::file_write>::with<write_result>,
     // Creates a directory (and its parents).
-    caf::replies_to<cmd::file_mkdir>::with<json::value>,
+    caf::replies_to<cmd::file_mkdir>::with<mkdir_result>,
     // Removes a file, a symlink, or a directory (tree with recursive).
-    caf::replies_to<cmd::file_remove>::with<json::value>,
+    caf::replies_to<cmd::file_remove>::with<remove_result>,
     // Renames a path; never over an existing one.
-    caf::replies_to<cmd::file_move>::with<json::value>,
+    caf::replies_to<cmd::file_move>::with<move_result>,
     // Begins a bulk transfer (the path resolved) or audits a finished one.
     caf::replies_to<cmd::file_transfer>::with<json::value>>;
 /// The TRACKING facet of a SESSION (actors/session/tracking.cpp): what the

@@ -95,21 +95,22 @@ void blocking(self_ptr self, Job job, Next next, fail_fn fail) {
 
 /// Runs a step of a mutation on the session's lane: mutations run one at a
 /// time, and a burst of them does not start a thread per step.
-/// The lane is retired once the session has been idle (idle_work).
-template <class Job, class Next>
+/// The lane is retired once the session has been idle (idle_work). The
+/// step's result is a T (a typed result of messages/results/, or JSON).
+template <class T = json::value, class Job, class Next>
 void mutation_step(self_ptr self, Job job, Next next, fail_fn fail) {
   // A fork's first step waits for its baseline and fences the session if
   // that failed; steps queued before the fence landed fail here instead.
   auto gated = [made = self->state.init.baseline_ready,
-                job = std::move(job)]() mutable -> expected<json::value> {
+                job = std::move(job)]() mutable -> expected<T> {
     if (made.valid())
       if (auto err = made.get())
         return conflict("fork baseline not made: " + message_of(err));
     return job();
   };
-  run_on_lane(self, *self->state.lane, std::move(gated))
+  run_on_lane<T>(self, *self->state.lane, std::move(gated))
       .then(
-          [self, next](json::value& v) mutable {
+          [self, next](T& v) mutable {
             arm_idle_work(self);
             next(v);
           },
@@ -240,31 +241,30 @@ namespace allox::session_facets {
 // -- files (files.cpp) --------------------------------------------------------
 
 /// file.stat: one path's type, size, mode and mtime.
-caf::result<json::value> handle_file_stat(self_ptr self,
-                                          const cmd::file_stat& c);
+caf::result<file_entry> handle_file_stat(self_ptr self,
+                                         const cmd::file_stat& c);
 
 /// file.list: a directory's entries, a page at a time.
-caf::result<json::value> handle_file_list(self_ptr self,
-                                          const cmd::file_list& c);
+caf::result<dir_page> handle_file_list(self_ptr self, const cmd::file_list& c);
 
 /// file.read: a range of a regular file.
-caf::result<json::value> handle_file_read(self_ptr self,
-                                          const cmd::file_read& c);
+caf::result<read_slice> handle_file_read(self_ptr self,
+                                         const cmd::file_read& c);
 
 /// file.write: replaces or appends to a regular file.
-caf::result<json::value> handle_file_write(self_ptr self,
-                                           const cmd::file_write& c);
+caf::result<write_result> handle_file_write(self_ptr self,
+                                            const cmd::file_write& c);
 
 /// file.mkdir: a directory (and its parents).
-caf::result<json::value> handle_file_mkdir(self_ptr self,
-                                           const cmd::file_mkdir& c);
+caf::result<mkdir_result> handle_file_mkdir(self_ptr self,
+                                            const cmd::file_mkdir& c);
 
 /// file.remove: a file, symlink or directory (tree).
-caf::result<json::value> handle_file_remove(self_ptr self,
-                                            const cmd::file_remove& c);
+caf::result<remove_result> handle_file_remove(self_ptr self,
+                                              const cmd::file_remove& c);
 
 /// file.move: a rename beneath one root, never over an existing path.
-caf::result<json::value> handle_file_move(self_ptr self,
+caf::result<move_result> handle_file_move(self_ptr self,
                                           const cmd::file_move& c);
 
 /// Begins a bulk transfer (not while mutating, for uploads) or audits one.

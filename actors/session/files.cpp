@@ -50,33 +50,40 @@ expected<target> resolve(self_ptr self, const std::string& path) {
 }
 
 /// Runs a read on the read lane and answers with its result.
-template <class Job>
-caf::result<json::value> read(self_ptr self, Job job) {
-  auto rp = self->make_response_promise<json::value>();
-  read_step(
-      self, std::move(job),
-      [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+template <class T, class Job>
+caf::result<T> read(self_ptr self, Job job) {
+  auto rp = self->make_response_promise<T>();
+  read_step<T>(
+      self, std::move(job), [rp](T& v) mutable { rp.deliver(std::move(v)); },
       [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;
 }
 
+/// What an audit record of a change says of its result: a write's size.
+void audit_result(json::object& fields, const write_result& r) {
+  fields["bytes"] = r.size;
+}
+
+template <class T>
+void audit_result(json::object&, const T&) {
+  // nop: only writes report a size
+}
+
 /// Runs a change on the mutation lane, audits it as `op` with `fields`
 /// (not synced: the file itself was fsynced), and answers.
-template <class Job>
-caf::result<json::value> change(self_ptr self, const char* op,
-                                json::object fields, Job job) {
+template <class T, class Job>
+caf::result<T> change(self_ptr self, const char* op, json::object fields,
+                      Job job) {
   if (auto err = require_alive(self))
     return err;
   if (mutating(self))
     return conflict("session is being checkpointed or restored: " +
                     self->state.key());
-  auto rp = self->make_response_promise<json::value>();
-  mutation_step(
+  auto rp = self->make_response_promise<T>();
+  mutation_step<T>(
       self, std::move(job),
-      [self, rp, op, fields](json::value& v) mutable {
-        if (auto* o = v.if_object())
-          if (auto* size = o->if_contains("size"))
-            fields["bytes"] = *size;
+      [self, rp, op, fields](T& v) mutable {
+        audit_result(fields, v);
         metadata_write w;
         w.durable = false;
         w.audit.push_back(audit(self, op, std::move(fields)));
@@ -87,111 +94,114 @@ caf::result<json::value> change(self_ptr self, const char* op,
   return rp;
 }
 
-/// A job that opens the target's root, runs `op(root, rel)` and shows the
-/// caller's path in the result.
-template <class Op>
+/// A job that opens the target's root, runs `op(root, rel)` (returning an
+/// expected<T>) and shows the caller's path in the result.
+template <class T, class Op>
 auto at_root(target t, Op op) {
-  return [t = std::move(t), op]() mutable -> expected<json::value> {
+  return [t = std::move(t), op]() mutable -> expected<T> {
     auto root = os::workspace_root::open(t.root);
     if (!root)
       return root.error();
-    expected<json::object> r = op(*root, t.rel);
+    expected<T> r = op(*root, t.rel);
     if (!r)
       return r.error();
-    (*r)["path"] = t.shown;
-    return json::value(std::move(*r));
+    r->path = t.shown;
+    return r;
   };
 }
 
 } // namespace
 
-caf::result<json::value> handle_file_stat(self_ptr self,
-                                          const cmd::file_stat& c) {
+caf::result<file_entry> handle_file_stat(self_ptr self,
+                                         const cmd::file_stat& c) {
   if (auto err = require_alive(self))
     return err;
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
-  return read(self, at_root(std::move(*t), [](auto& root, auto& rel) {
-                return os::stat_file(root, rel);
-              }));
+  return read<file_entry>(
+      self, at_root<file_entry>(std::move(*t), [](auto& root, auto& rel) {
+        return os::stat_file(root, rel);
+      }));
 }
 
-caf::result<json::value> handle_file_list(self_ptr self,
-                                          const cmd::file_list& c) {
+caf::result<dir_page> handle_file_list(self_ptr self, const cmd::file_list& c) {
   if (auto err = require_alive(self))
     return err;
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
-  return read(self, at_root(std::move(*t), [c](auto& root, auto& rel) {
-                return os::list_files(root, rel, c.recursive,
-                                      static_cast<size_t>(c.limit), c.cursor);
-              }));
+  return read<dir_page>(
+      self, at_root<dir_page>(std::move(*t), [c](auto& root, auto& rel) {
+        return os::list_files(root, rel, c.recursive,
+                              static_cast<size_t>(c.limit), c.cursor);
+      }));
 }
 
-caf::result<json::value> handle_file_read(self_ptr self,
-                                          const cmd::file_read& c) {
+caf::result<read_slice> handle_file_read(self_ptr self,
+                                         const cmd::file_read& c) {
   if (auto err = require_alive(self))
     return err;
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
-  return read(self, at_root(std::move(*t), [c](auto& root, auto& rel) {
-                return os::read_file(root, rel, static_cast<uint64_t>(c.offset),
-                                     static_cast<size_t>(c.limit), c.base64);
-              }));
+  return read<read_slice>(
+      self, at_root<read_slice>(std::move(*t), [c](auto& root, auto& rel) {
+        return os::read_file(root, rel, static_cast<uint64_t>(c.offset),
+                             static_cast<size_t>(c.limit), c.base64);
+      }));
 }
 
-caf::result<json::value> handle_file_write(self_ptr self,
-                                           const cmd::file_write& c) {
+caf::result<write_result> handle_file_write(self_ptr self,
+                                            const cmd::file_write& c) {
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
   json::object fields{
       {"origin", c.origin}, {"path", t->shown}, {"append", c.append}};
-  return change(self, "file.write", std::move(fields),
-                at_root(std::move(*t), [c](auto& root, auto& rel) {
-                  return os::write_file(root, rel, c.data,
-                                        static_cast<unsigned>(c.mode),
-                                        c.append);
-                }));
+  return change<write_result>(
+      self, "file.write", std::move(fields),
+      at_root<write_result>(std::move(*t), [c](auto& root, auto& rel) {
+        return os::write_file(root, rel, c.data, static_cast<unsigned>(c.mode),
+                              c.append);
+      }));
 }
 
-caf::result<json::value> handle_file_mkdir(self_ptr self,
-                                           const cmd::file_mkdir& c) {
+caf::result<mkdir_result> handle_file_mkdir(self_ptr self,
+                                            const cmd::file_mkdir& c) {
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
   json::object fields{{"origin", c.origin}, {"path", t->shown}};
-  return change(self, "file.mkdir", std::move(fields),
-                at_root(std::move(*t),
-                        [c](auto& root, auto& rel) -> expected<json::object> {
-                          if (auto err = os::make_dir(root, rel, c.parents))
-                            return err;
-                          return json::object{{"created", true}};
-                        }));
+  return change<mkdir_result>(
+      self, "file.mkdir", std::move(fields),
+      at_root<mkdir_result>(
+          std::move(*t), [c](auto& root, auto& rel) -> expected<mkdir_result> {
+            if (auto err = os::make_dir(root, rel, c.parents))
+              return err;
+            return mkdir_result{rel};
+          }));
 }
 
-caf::result<json::value> handle_file_remove(self_ptr self,
-                                            const cmd::file_remove& c) {
+caf::result<remove_result> handle_file_remove(self_ptr self,
+                                              const cmd::file_remove& c) {
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
   json::object fields{
       {"origin", c.origin}, {"path", t->shown}, {"recursive", c.recursive}};
-  return change(
+  return change<remove_result>(
       self, "file.remove", std::move(fields),
-      at_root(std::move(*t),
-              [c](auto& root, auto& rel) -> expected<json::object> {
-                auto n = os::remove_path(root, rel, c.recursive);
-                if (!n)
-                  return n.error();
-                return json::object{{"removed", static_cast<int64_t>(*n)}};
-              }));
+      at_root<remove_result>(
+          std::move(*t), [c](auto& root, auto& rel) -> expected<remove_result> {
+            auto n = os::remove_path(root, rel, c.recursive);
+            if (!n)
+              return n.error();
+            return remove_result{rel, static_cast<int64_t>(*n)};
+          }));
 }
 
-caf::result<json::value> handle_file_move(self_ptr self,
+caf::result<move_result> handle_file_move(self_ptr self,
                                           const cmd::file_move& c) {
   auto from = resolve(self, c.from);
   if (!from)
@@ -203,16 +213,16 @@ caf::result<json::value> handle_file_move(self_ptr self,
     return make_error(errc::invalid_argument,
                       "file.move stays within one area (the workspace or "
                       "@shared)");
-  return change(
+  return change<move_result>(
       self, "file.move",
       {{"origin", c.origin}, {"from", from->shown}, {"to", to->shown}},
-      [f = *from, t = *to]() -> expected<json::value> {
+      [f = *from, t = *to]() -> expected<move_result> {
         auto root = os::workspace_root::open(f.root);
         if (!root)
           return root.error();
         if (auto err = os::move_path(*root, f.rel, t.rel))
           return err;
-        return json::value(json::object{{"from", f.shown}, {"to", t.shown}});
+        return move_result{f.shown, t.shown};
       });
 }
 

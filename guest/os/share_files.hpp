@@ -15,6 +15,7 @@
 #pragma once
 
 #include "guest/os/workspace_files.hpp"
+#include "messages/json.hpp"
 
 #include <functional>
 #include <string>

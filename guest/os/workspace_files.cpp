@@ -22,24 +22,21 @@ namespace {
 
 namespace base64 = boost::beast::detail::base64;
 
-const char* type_of(mode_t m) {
+file_kind kind_of(mode_t m) {
   if (S_ISREG(m))
-    return "file";
+    return file_kind::file;
   if (S_ISDIR(m))
-    return "directory";
+    return file_kind::directory;
   if (S_ISLNK(m))
-    return "symlink";
-  return "other";
+    return file_kind::symlink;
+  return file_kind::other;
 }
 
-json::object describe(const std::string& rel, const struct stat& sb) {
-  return json::object{
-      {"path", rel},
-      {"type", type_of(sb.st_mode)},
-      {"size", static_cast<int64_t>(sb.st_size)},
-      {"mode", static_cast<int64_t>(sb.st_mode & 07777)},
-      {"mtime_ns", static_cast<int64_t>(sb.st_mtim.tv_sec) * 1000000000 +
-                       sb.st_mtim.tv_nsec}};
+file_entry describe(const std::string& rel, const struct stat& sb) {
+  return file_entry{rel, kind_of(sb.st_mode), static_cast<int64_t>(sb.st_size),
+                    static_cast<int64_t>(sb.st_mode & 07777),
+                    static_cast<int64_t>(sb.st_mtim.tv_sec) * 1000000000 +
+                        sb.st_mtim.tv_nsec};
 }
 
 std::string join(const std::string& dir, const std::string& name) {
@@ -48,7 +45,7 @@ std::string join(const std::string& dir, const std::string& name) {
 
 /// Walks the directory at `dirfd` (named `rel`), never entering symlinks.
 caf::error walk(int dirfd, const std::string& rel, bool recursive,
-                std::vector<json::object>& out, size_t cap) {
+                std::vector<file_entry>& out, size_t cap) {
   auto names = dir_entries(dirfd);
   if (!names)
     return names.error();
@@ -237,8 +234,8 @@ expected<std::string> clean_path(std::string_view path) {
   return out;
 }
 
-expected<json::object> stat_file(const workspace_root& root,
-                                 const std::string& rel) {
+expected<file_entry> stat_file(const workspace_root& root,
+                               const std::string& rel) {
   auto fd = root.open_beneath(rel, O_PATH | O_NOFOLLOW);
   if (!fd)
     return fd.error();
@@ -248,42 +245,36 @@ expected<json::object> stat_file(const workspace_root& root,
   return describe(rel, sb);
 }
 
-expected<json::object> list_files(const workspace_root& root,
-                                  const std::string& rel, bool recursive,
-                                  size_t limit, const std::string& cursor) {
+expected<dir_page> list_files(const workspace_root& root,
+                              const std::string& rel, bool recursive,
+                              size_t limit, const std::string& cursor) {
   auto fd = root.open_beneath(rel, O_RDONLY | O_DIRECTORY);
   if (!fd)
     return fd.error();
-  std::vector<json::object> all;
+  std::vector<file_entry> all;
   if (auto err = walk(fd->get(), rel, recursive, all, 200000))
     return err;
-  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
-    return a.at("path").as_string() < b.at("path").as_string();
-  });
-  json::array page;
-  bool more = false;
+  std::sort(all.begin(), all.end(),
+            [](const auto& a, const auto& b) { return a.path < b.path; });
+  dir_page page;
+  page.path = rel;
   for (auto& e : all) {
-    if (!cursor.empty() &&
-        !(json::string_view{cursor} < e.at("path").as_string()))
+    if (!cursor.empty() && !(cursor < e.path))
       continue;
-    if (page.size() == limit) {
-      more = true;
+    if (page.entries.size() == limit) {
+      page.has_more = true;
       break;
     }
-    page.emplace_back(std::move(e));
+    page.entries.push_back(std::move(e));
   }
-  json::value next = nullptr;
-  if (more && !page.empty())
-    next = page.back().at("path");
-  return json::object{{"path", rel},
-                      {"entries", std::move(page)},
-                      {"has_more", more},
-                      {"next_cursor", std::move(next)}};
+  if (page.has_more && !page.entries.empty())
+    page.next_cursor = page.entries.back().path;
+  return page;
 }
 
-expected<json::object> read_file(const workspace_root& root,
-                                 const std::string& rel, uint64_t offset,
-                                 size_t limit, bool base64_out) {
+expected<read_slice> read_file(const workspace_root& root,
+                               const std::string& rel, uint64_t offset,
+                               size_t limit, bool base64_out) {
   // O_NONBLOCK: a FIFO must not hold the reader; it is refused below.
   auto fd = root.open_beneath(rel, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
   if (!fd)
@@ -303,23 +294,22 @@ expected<json::object> read_file(const workspace_root& root,
       return sys_error("read " + rel);
     data.resize(static_cast<size_t>(n));
   }
-  json::object o{{"path", rel},
-                 {"offset", static_cast<int64_t>(offset)},
-                 {"size", static_cast<int64_t>(size)},
-                 {"eof", offset + data.size() >= size}};
+  read_slice r;
+  r.path = rel;
+  r.offset = static_cast<int64_t>(offset);
+  r.size = static_cast<int64_t>(size);
+  r.eof = offset + data.size() >= size;
+  r.base64 = base64_out;
   if (base64_out) {
-    std::string enc(base64::encoded_size(data.size()), '\0');
-    enc.resize(base64::encode(enc.data(), data.data(), data.size()));
-    o["encoding"] = "base64";
-    o["data"] = std::move(enc);
+    r.data.resize(base64::encoded_size(data.size()));
+    r.data.resize(base64::encode(r.data.data(), data.data(), data.size()));
   } else {
-    o["encoding"] = "utf-8";
-    o["data"] = std::move(data);
+    r.data = std::move(data);
   }
-  return o;
+  return r;
 }
 
-expected<json::object> write_file(const workspace_root& root,
+expected<write_result> write_file(const workspace_root& root,
                                   const std::string& rel, std::string_view data,
                                   unsigned mode, bool append) {
   auto parent = root.open_parent(rel);
@@ -343,8 +333,7 @@ expected<json::object> write_file(const workspace_root& root,
       return err;
     if (::fsync(fd.get()) != 0 || ::fstat(fd.get(), &sb) != 0)
       return sys_error("fsync " + rel);
-    return json::object{{"path", rel},
-                        {"size", static_cast<int64_t>(sb.st_size)}};
+    return write_result{rel, static_cast<int64_t>(sb.st_size)};
   }
   if (auto err = replace_file(dirfd.get(), name, rel, mode, ".allox-write-",
                               [&](int fd) -> caf::error {
@@ -353,8 +342,7 @@ expected<json::object> write_file(const workspace_root& root,
                                 return write_all(fd, data);
                               }))
     return err;
-  return json::object{{"path", rel},
-                      {"size", static_cast<int64_t>(data.size())}};
+  return write_result{rel, static_cast<int64_t>(data.size())};
 }
 
 caf::error replace_file(int dirfd, const std::string& name,

@@ -13,7 +13,7 @@
 
 #include "guest/os/unique_fd.hpp"
 #include "messages/errors.hpp"
-#include "messages/json.hpp"
+#include "messages/results/files.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -70,25 +70,25 @@ caf::error write_all(int fd, std::string_view data);
 /// "" and "." name the root. Returns it without "./" and trailing slashes.
 expected<std::string> clean_path(std::string_view path);
 
-/// {path, type, size, mode, mtime_ns} of `rel` (a final symlink itself).
-expected<json::object> stat_file(const workspace_root& root,
+/// The type, size, mode and time of `rel` (a final symlink itself).
+expected<file_entry> stat_file(const workspace_root& root,
                                  const std::string& rel);
 
 /// The entries under directory `rel` (all levels with `recursive`), sorted
-/// by path, `limit` after `cursor` (a path): {entries, has_more,
-/// next_cursor}. Symlinked directories are listed, never entered.
-expected<json::object> list_files(const workspace_root& root,
+/// by path, `limit` after `cursor` (a path). Symlinked directories are
+/// listed, never entered.
+expected<dir_page> list_files(const workspace_root& root,
                                   const std::string& rel, bool recursive,
                                   size_t limit, const std::string& cursor);
 
 /// Up to `limit` bytes of regular file `rel` at `offset`.
-expected<json::object> read_file(const workspace_root& root,
-                                 const std::string& rel, uint64_t offset,
-                                 size_t limit, bool base64);
+expected<read_slice> read_file(const workspace_root& root,
+                               const std::string& rel, uint64_t offset,
+                               size_t limit, bool base64);
 
 /// Replaces (temp file, fsync, rename, fsync the directory) or appends
-/// to regular file `rel`; the parent must exist. {path, size}.
-expected<json::object> write_file(const workspace_root& root,
+/// to regular file `rel`; the parent must exist.
+expected<write_result> write_file(const workspace_root& root,
                                   const std::string& rel, std::string_view data,
                                   unsigned mode, bool append);
 

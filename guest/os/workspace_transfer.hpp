@@ -9,6 +9,7 @@
 #pragma once
 
 #include "guest/os/workspace_files.hpp"
+#include "messages/json.hpp"
 
 #include <cstdint>
 #include <functional>

@@ -3,6 +3,7 @@
 // session checks and resolves them beneath its workspace.
 #pragma once
 
+#include "messages/results/files.hpp"
 #include "messages/records.hpp"
 
 #include <caf/meta/type_name.hpp>
@@ -19,6 +20,8 @@ inline constexpr int64_t max_file_chunk = 1 << 20;
 /// file.stat {path}.
 struct file_stat {
   static inline const char* name = "file.stat";
+  /// What the session answers (the native front encodes it).
+  using reply = file_entry;
   session_ref session;
   std::string path;
 };
@@ -26,6 +29,8 @@ struct file_stat {
 /// file.list {path?, recursive?, limit?, cursor?}.
 struct file_list {
   static inline const char* name = "file.list";
+  /// What the session answers (the native front encodes it).
+  using reply = dir_page;
   session_ref session;
   std::string path;
   bool recursive = false;
@@ -36,6 +41,8 @@ struct file_list {
 /// file.read {path, offset?, limit?, encoding?}.
 struct file_read {
   static inline const char* name = "file.read";
+  /// What the session answers (the native front encodes it).
+  using reply = read_slice;
   session_ref session;
   std::string path;
   int64_t offset = 0;
@@ -46,6 +53,8 @@ struct file_read {
 /// file.write {path, data, encoding?, mode?, append?}; `data` decoded.
 struct file_write {
   static inline const char* name = "file.write";
+  /// What the session answers (the native front encodes it).
+  using reply = write_result;
   session_ref session;
   std::string path;
   std::string data;
@@ -57,6 +66,8 @@ struct file_write {
 /// file.mkdir {path, parents?}.
 struct file_mkdir {
   static inline const char* name = "file.mkdir";
+  /// What the session answers (the native front encodes it).
+  using reply = mkdir_result;
   session_ref session;
   std::string path;
   bool parents = false;
@@ -66,6 +77,8 @@ struct file_mkdir {
 /// file.remove {path, recursive?}.
 struct file_remove {
   static inline const char* name = "file.remove";
+  /// What the session answers (the native front encodes it).
+  using reply = remove_result;
   session_ref session;
   std::string path;
   bool recursive = false;
@@ -75,6 +88,8 @@ struct file_remove {
 /// file.move {from, to}.
 struct file_move {
   static inline const char* name = "file.move";
+  /// What the session answers (the native front encodes it).
+  using reply = move_result;
   session_ref session;
   std::string from;
   std::string to;

@@ -2,6 +2,7 @@
 // RPC action, decoded once by the RPC actor.
 #pragma once
 
+#include "messages/results/runs.hpp"
 #include "messages/records.hpp"
 #include "messages/rpc.hpp"
 
@@ -70,6 +71,8 @@ struct terminal_size {
 /// process.start {argv, env?, timeout?, stdin?, pty?}.
 struct process_start {
   static inline const char* name = "process.start";
+  /// What the session answers (the native front encodes it).
+  using reply = run_row;
   session_ref session;
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
@@ -101,6 +104,8 @@ struct process_resize {
 /// process.get {run_id}: the run's row, live or from its history.
 struct process_get {
   static inline const char* name = "process.get";
+  /// What the session answers (the native front encodes it).
+  using reply = run_row;
   session_ref session;
   std::string run_id;
 };
@@ -118,6 +123,8 @@ struct process_list {
 /// process.stop {run_id}: kills the run's tree; replies with the final row.
 struct process_stop {
   static inline const char* name = "process.stop";
+  /// What the session answers (the native front encodes it).
+  using reply = run_row;
   session_ref session;
   std::string run_id;
 };
@@ -126,6 +133,8 @@ struct process_stop {
 /// moment it ends, or with the current row once timeout_ms passed.
 struct process_wait {
   static inline const char* name = "process.wait";
+  /// What the session answers (the native front encodes it).
+  using reply = run_row;
   session_ref session;
   std::string run_id;
   int64_t timeout_ms = 30000;

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+// The typed results of the file.* actions. The OS adapters
+// (guest/os/workspace_files.hpp) return these and know no wire; the native
+// wire's JSON of each is written once, in messages/results/files_json.hpp.
+#pragma once
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/optional.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace allox {
+
+/// What a path is; a final symlink is described, never followed.
+enum class file_kind : uint8_t { file, directory, symlink, other };
+
+/// The wire name of a kind ("file", "directory", "symlink", "other").
+std::string_view to_string(file_kind k);
+
+/// One path's type, size, permission bits and modification time
+/// (file.stat, and each entry of file.list).
+struct file_entry {
+  std::string path;
+  file_kind kind = file_kind::other;
+  int64_t size = 0;
+  /// Permission bits (07777).
+  int64_t mode = 0;
+  int64_t mtime_ns = 0;
+};
+
+/// A page of a directory's entries, sorted by path (file.list).
+struct dir_page {
+  std::string path;
+  std::vector<file_entry> entries;
+  bool has_more = false;
+  /// The last entry's path when there are more.
+  caf::optional<std::string> next_cursor;
+};
+
+/// A range of a regular file (file.read).
+struct read_slice {
+  std::string path;
+  int64_t offset = 0;
+  /// The file's size.
+  int64_t size = 0;
+  bool eof = false;
+  /// `data` is base64 (else the bytes, valid UTF-8 or not).
+  bool base64 = false;
+  std::string data;
+};
+
+/// A file written (file.write): its size afterwards.
+struct write_result {
+  std::string path;
+  int64_t size = 0;
+};
+
+/// A directory made (file.mkdir).
+struct mkdir_result {
+  std::string path;
+};
+
+/// A path removed (file.remove): how many entries went.
+struct remove_result {
+  std::string path;
+  int64_t removed = 0;
+};
+
+/// A path renamed (file.move).
+struct move_result {
+  std::string from;
+  std::string to;
+};
+
+} // namespace allox
+
+// Local messages only: results never cross a network.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::file_entry)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::dir_page)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::read_slice)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::write_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::mkdir_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::remove_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::move_result)

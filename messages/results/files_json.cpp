@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "messages/results/files_json.hpp"
+
+namespace allox {
+
+std::string_view to_string(file_kind k) {
+  switch (k) {
+  case file_kind::file:
+    return "file";
+  case file_kind::directory:
+    return "directory";
+  case file_kind::symlink:
+    return "symlink";
+  case file_kind::other:
+    break;
+  }
+  return "other";
+}
+
+json::object to_json(const file_entry& e) {
+  return json::object{{"path", e.path},
+                      {"type", to_string(e.kind)},
+                      {"size", e.size},
+                      {"mode", e.mode},
+                      {"mtime_ns", e.mtime_ns}};
+}
+
+json::object to_json(const dir_page& p) {
+  json::array entries;
+  entries.reserve(p.entries.size());
+  for (const auto& e : p.entries)
+    entries.emplace_back(to_json(e));
+  json::value next = nullptr;
+  if (p.next_cursor)
+    next = *p.next_cursor;
+  return json::object{{"path", p.path},
+                      {"entries", std::move(entries)},
+                      {"has_more", p.has_more},
+                      {"next_cursor", std::move(next)}};
+}
+
+json::object to_json(const read_slice& r) {
+  return json::object{{"path", r.path},
+                      {"offset", r.offset},
+                      {"size", r.size},
+                      {"eof", r.eof},
+                      {"encoding", r.base64 ? "base64" : "utf-8"},
+                      {"data", r.data}};
+}
+
+json::object to_json(const write_result& r) {
+  return json::object{{"path", r.path}, {"size", r.size}};
+}
+
+// The prototype's order: the outcome first, then the caller's path.
+json::object to_json(const mkdir_result& r) {
+  return json::object{{"created", true}, {"path", r.path}};
+}
+
+json::object to_json(const remove_result& r) {
+  return json::object{{"removed", r.removed}, {"path", r.path}};
+}
+
+json::object to_json(const move_result& r) {
+  return json::object{{"from", r.from}, {"to", r.to}};
+}
+
+} // namespace allox
