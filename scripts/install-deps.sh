@@ -22,6 +22,8 @@ packages=(
   clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
   # benchmarks and manual checks
   wrk curl jq sqlite3 python3 linux-perf
+  # benchmark plots (bench/plot.py)
+  python3-matplotlib
   # the operator console's page test (headless)
   chromium
   # deployment manifest tests (YAML parser)
