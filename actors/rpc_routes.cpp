@@ -7,6 +7,7 @@
 #include "guest/faults.hpp"
 #include "messages/commands/decode.hpp"
 #include "messages/ids.hpp"
+#include "messages/results/checkpoints_json.hpp"
 #include "messages/results/files_json.hpp"
 #include "messages/results/runs_json.hpp"
 #include "messages/params.hpp"

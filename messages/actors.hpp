@@ -85,9 +85,9 @@ typename Inspector::result_type inspect(Inspector& f, reset_begun& x) {
 /// rollback.cpp): its checkpoint DAG and the mutations of current/.
 using session_checkpoints_actor = caf::typed_actor<
     // Lists the checkpoints, all of them or one page.
-    caf::replies_to<cmd::checkpoint_list>::with<json::value>,
+    caf::replies_to<cmd::checkpoint_list>::with<checkpoint_page>,
     // Describes one checkpoint (by id, unique prefix or alias).
-    caf::replies_to<cmd::checkpoint_describe>::with<json::value>,
+    caf::replies_to<cmd::checkpoint_describe>::with<checkpoint_view>,
     // Paths changed between two checkpoints, or one and current/.
     caf::replies_to<cmd::checkpoint_diff>::with<json::value>,
     // Snapshots current/ into a new checkpoint.

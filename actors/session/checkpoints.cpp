@@ -27,45 +27,33 @@ constexpr int freeze_timeout_ms = 2000;
 
 // -- describe / list ----------------------------------------------------------
 
-caf::result<json::value> handle_checkpoint_list(self_ptr self,
-                                                const cmd::checkpoint_list& c) {
+caf::result<checkpoint_page>
+handle_checkpoint_list(self_ptr self, const cmd::checkpoint_list& c) {
   if (auto err = require_alive(self))
     return err;
   auto& st = self->state;
   // Paging is optional: without `limit` the prototype's full list.
-  json::object o;
-  o["agent_id"] = st.agent_id();
-  o["session_id"] = st.session_id();
-  if (st.dag.head())
-    o["head"] = *st.dag.head();
-  else
-    o["head"] = nullptr;
+  checkpoint_page page;
+  page.agent_id = st.agent_id();
+  page.session_id = st.session_id();
+  page.head = st.dag.head();
   // A page leaves out the list of every id, which would make each page as
   // large as the whole list (session.describe has it).
   if (c.limit == 0)
-    o["checkpoint_ids"] = st.dag.present_ids();
-  bool more = false;
-  auto records = st.dag.records(c.cursor, static_cast<size_t>(c.limit), &more);
-  if (c.limit > 0) {
-    o["has_more"] = more;
-    o["next_cursor"] = records.empty()
-                           ? json::value(nullptr)
-                           : records.back().as_object().at("checkpoint_id");
-  }
-  o["checkpoints"] = std::move(records);
-  return json_reply(std::move(o));
+    page.checkpoint_ids = st.dag.present_ids();
+  page.paged = c.limit > 0;
+  page.checkpoints =
+      st.dag.records(c.cursor, static_cast<size_t>(c.limit), &page.has_more);
+  return page;
 }
 
-caf::result<json::value>
+caf::result<checkpoint_view>
 handle_checkpoint_describe(self_ptr self, const cmd::checkpoint_describe& c) {
   auto id = self->state.dag.resolve(c.checkpoint_id);
   if (!id)
     return id.error();
-  auto rec = self->state.dag.record(*self->state.dag.find(*id));
-  rec["agent_id"] = self->state.agent_id();
-  rec["session_id"] = self->state.session_id();
-  rec["is_head"] = *id == self->state.dag.head();
-  return json_reply(std::move(rec));
+  return checkpoint_view{self->state.dag.record(*self->state.dag.find(*id)),
+                         *id == self->state.dag.head()};
 }
 
 // -- checkpoint.diff ----------------------------------------------------------

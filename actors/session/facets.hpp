@@ -168,11 +168,11 @@ caf::result<json::value> handle_describe(self_ptr self,
 // -- checkpoints (checkpoints.cpp) --------------------------------------------
 
 /// checkpoint.list: every checkpoint's record, or a page of them.
-caf::result<json::value> handle_checkpoint_list(self_ptr self,
-                                                const cmd::checkpoint_list& c);
+caf::result<checkpoint_page>
+handle_checkpoint_list(self_ptr self, const cmd::checkpoint_list& c);
 
 /// checkpoint.describe: one checkpoint's record.
-caf::result<json::value>
+caf::result<checkpoint_view>
 handle_checkpoint_describe(self_ptr self, const cmd::checkpoint_describe& c);
 
 /// checkpoint.diff: paths changed between two checkpoints, or between a

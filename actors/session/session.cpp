@@ -48,7 +48,7 @@ json::object describe_session(const session_row& row,
   o["relative_agent_shared"] = store::layout::rel_agent_shared(a);
   o["relative_session_workspace"] = store::layout::rel_session(a, s);
   o["relative_workspace"] = store::layout::rel_current(a, s);
-  o["checkpoint_ids"] = dag.present_ids();
+  o["checkpoint_ids"] = json::value_from(dag.present_ids());
   if (dag.head())
     o["checkpoint_head"] = *dag.head();
   else

@@ -12,34 +12,6 @@ bool creation_order(const checkpoint_row* x, const checkpoint_row* y) {
          std::tie(y->created_at_ns, y->checkpoint_id);
 }
 
-/// The prototype's record with a precomputed list of children.
-json::object make_record(const checkpoint_row& row, json::array children) {
-  json::object o;
-  o["checkpoint_id"] = row.checkpoint_id;
-  o["created_at_ns"] = row.created_at_ns;
-  o["origin"] = row.origin;
-  if (row.message)
-    o["message"] = *row.message;
-  else
-    o["message"] = nullptr;
-  o["pinned"] = row.pinned;
-  json::value meta = nullptr;
-  if (row.metadata) {
-    boost::system::error_code ec;
-    auto parsed = json::parse(*row.metadata, ec);
-    if (!ec)
-      meta = std::move(parsed);
-  }
-  o["metadata"] = std::move(meta);
-  o["missing"] = row.missing;
-  if (row.parent_id)
-    o["parent_id"] = *row.parent_id;
-  else
-    o["parent_id"] = nullptr;
-  o["child_ids"] = std::move(children);
-  return o;
-}
-
 } // namespace
 
 checkpoint_dag::checkpoint_dag(std::vector<checkpoint_row> rows,
@@ -167,21 +139,22 @@ checkpoint_dag::common_ancestor(const std::string& a,
   return caf::none;
 }
 
-json::array checkpoint_dag::present_ids() const {
-  json::array ids;
+std::vector<std::string> checkpoint_dag::present_ids() const {
+  std::vector<std::string> ids;
   for (const auto& [id, row] : rows_)
     if (!row.missing)
       ids.emplace_back(id);
   return ids;
 }
 
-json::array checkpoint_dag::child_ids(const std::string& id) const {
+std::vector<std::string>
+checkpoint_dag::child_ids(const std::string& id) const {
   std::vector<const checkpoint_row*> children;
   for (const auto& [cid, row] : rows_)
     if (row.parent_id == id)
       children.push_back(&row);
   std::sort(children.begin(), children.end(), creation_order);
-  json::array out;
+  std::vector<std::string> out;
   for (auto* c : children)
     out.emplace_back(c->checkpoint_id);
   if (id == head_)
@@ -189,12 +162,13 @@ json::array checkpoint_dag::child_ids(const std::string& id) const {
   return out;
 }
 
-json::object checkpoint_dag::record(const checkpoint_row& row) const {
-  return make_record(row, child_ids(row.checkpoint_id));
+checkpoint_record checkpoint_dag::record(const checkpoint_row& row) const {
+  return {row, child_ids(row.checkpoint_id)};
 }
 
-json::array checkpoint_dag::records(const std::string& after, size_t limit,
-                                    bool* more) const {
+std::vector<checkpoint_record> checkpoint_dag::records(const std::string& after,
+                                                       size_t limit,
+                                                       bool* more) const {
   // Linear in the number of checkpoints for any page size: only the page
   // is sorted, and only its records get their children looked up.
   const checkpoint_row* from = find(after);
@@ -216,17 +190,17 @@ json::array checkpoint_dag::records(const std::string& after, size_t limit,
     if (row.parent_id)
       if (auto it = children.find(*row.parent_id); it != children.end())
         it->second.push_back(&row);
-  json::array out;
+  std::vector<checkpoint_record> out;
   out.reserve(page.size());
   for (auto* r : page) {
     auto& kids = children[r->checkpoint_id];
     std::sort(kids.begin(), kids.end(), creation_order);
-    json::array ids;
+    checkpoint_record rec{*r, {}};
     for (auto* k : kids)
-      ids.emplace_back(k->checkpoint_id);
+      rec.child_ids.emplace_back(k->checkpoint_id);
     if (r->checkpoint_id == head_)
-      ids.emplace_back(live_marker);
-    out.emplace_back(make_record(*r, std::move(ids)));
+      rec.child_ids.emplace_back(live_marker);
+    out.push_back(std::move(rec));
   }
   return out;
 }

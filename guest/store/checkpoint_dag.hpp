@@ -7,6 +7,7 @@
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 #include "messages/records.hpp"
+#include "messages/results/checkpoints.hpp"
 
 #include <map>
 #include <string>
@@ -69,20 +70,20 @@ public:
                                              const std::string& b) const;
 
   /// Ids of checkpoints whose snapshot exists, sorted.
-  json::array present_ids() const;
+  std::vector<std::string> present_ids() const;
 
   /// Children in creation order, plus the live marker for the head.
-  json::array child_ids(const std::string& id) const;
+  std::vector<std::string> child_ids(const std::string& id) const;
 
-  /// The prototype's record: {checkpoint_id, created_at_ns, origin,
-  /// message, pinned, metadata, missing, parent_id, child_ids}.
-  json::object record(const checkpoint_row& row) const;
+  /// The row with its children.
+  checkpoint_record record(const checkpoint_row& row) const;
 
   /// Records sorted by (created_at_ns, id), starting after the record
   /// named `after` (all when empty), at most `limit` (0: no limit).
   /// `more` tells whether records were left out at the end.
-  json::array records(const std::string& after = {}, size_t limit = 0,
-                      bool* more = nullptr) const;
+  std::vector<checkpoint_record> records(const std::string& after = {},
+                                         size_t limit = 0,
+                                         bool* more = nullptr) const;
 
 private:
   std::vector<std::string> ancestors(const std::string& id) const;

@@ -3,6 +3,7 @@
 // and answered by the SESSION actor's handler for that type.
 #pragma once
 
+#include "messages/results/checkpoints.hpp"
 #include "messages/checkpoint_params.hpp"
 #include "messages/fork_signal.hpp"
 #include "messages/records.hpp"
@@ -36,6 +37,8 @@ namespace allox::cmd {
 /// list; with it, a page of `limit` records after `cursor`.
 struct checkpoint_list {
   static inline const char* name = "checkpoint.list";
+  /// What the session answers (the native front encodes it).
+  using reply = checkpoint_page;
   session_ref session;
   std::string cursor;
   /// 0: not paged.
@@ -45,6 +48,8 @@ struct checkpoint_list {
 /// checkpoint.describe {checkpoint_id}: one record (id, prefix or alias).
 struct checkpoint_describe {
   static inline const char* name = "checkpoint.describe";
+  /// What the session answers (the native front encodes it).
+  using reply = checkpoint_view;
   session_ref session;
   std::string checkpoint_id;
 };

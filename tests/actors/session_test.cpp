@@ -3,6 +3,7 @@
 // write or read, without a store, a cgroup or root. (The real kernel paths
 // are in tests/integration/.)
 #include "actors/session/session.hpp"
+#include "messages/results/checkpoints_json.hpp"
 
 #include "tests/fixtures/deterministic.hpp"
 
@@ -130,6 +131,17 @@ struct session_fixture : test::deterministic {
     sched.run();
     return *out;
   }
+
+  /// As ask(), with the command's typed reply as the native wire spells it.
+  template <class Command>
+  std::pair<std::optional<json::object>, caf::error> ask_wire(Command c) {
+    auto r = ask<typename Command::reply>(std::move(c));
+    std::pair<std::optional<json::object>, caf::error> out{std::nullopt,
+                                                           r.second};
+    if (r.first)
+      out.first = to_json(*r.first);
+    return out;
+  }
 };
 
 session_ref ref() {
@@ -142,18 +154,18 @@ TEST_CASE_FIXTURE(session_fixture,
                   "session facets: checkpoint.list and describe answer from "
                   "the DAG without a catalog round trip") {
   spawn_session();
-  auto list = ask(cmd::checkpoint_list{ref(), "", 0});
+  auto list = ask_wire(cmd::checkpoint_list{ref(), "", 0});
   REQUIRE(list.first);
   CHECK(list.first->at("head") == "c2");
   CHECK(list.first->at("checkpoint_ids") == json::array{"c1", "c2"});
-  auto page = ask(cmd::checkpoint_list{ref(), "", 1});
+  auto page = ask_wire(cmd::checkpoint_list{ref(), "", 1});
   REQUIRE(page.first);
   CHECK(page.first->at("has_more") == true);
   CHECK(page.first->at("next_cursor") == "c1");
-  auto one = ask(cmd::checkpoint_describe{ref(), "c1"});
+  auto one = ask_wire(cmd::checkpoint_describe{ref(), "c1"});
   REQUIRE(one.first);
   CHECK(one.first->at("is_head") == false);
-  auto missing = ask(cmd::checkpoint_describe{ref(), "zz"});
+  auto missing = ask_wire(cmd::checkpoint_describe{ref(), "zz"});
   CHECK(code_of(missing.second) == errc::not_found);
   CHECK(catalog->writes.empty());
   CHECK(catalog->queries.empty());
@@ -301,7 +313,7 @@ TEST_CASE_FIXTURE(session_fixture,
   caf::anon_send(actor, tracking_failure{{12345}, "lost", {3}});
   sched.run();
   // The actor still serves.
-  auto list = ask(cmd::checkpoint_list{ref(), "", 0});
+  auto list = ask_wire(cmd::checkpoint_list{ref(), "", 0});
   REQUIRE(list.first);
   CHECK(list.first->at("head") == "c2");
   // process.tree of a run the catalog does not know.

@@ -1,4 +1,5 @@
 #include "guest/store/checkpoint_dag.hpp"
+#include "messages/results/checkpoints_json.hpp"
 
 #include <doctest/doctest.h>
 
@@ -18,10 +19,15 @@ checkpoint_row row(const std::string& id, int64_t t) {
   return r;
 }
 
-std::vector<std::string> strings(const json::array& a) {
-  std::vector<std::string> out;
-  for (const auto& v : a)
-    out.emplace_back(v.as_string());
+std::vector<std::string> strings(std::vector<std::string> ids) {
+  return ids;
+}
+
+/// Records as the native wire spells them.
+json::array wire(const std::vector<checkpoint_record>& recs) {
+  json::array out;
+  for (const auto& r : recs)
+    out.emplace_back(to_json(r));
   return out;
 }
 
@@ -106,17 +112,17 @@ TEST_CASE("dag: records are sorted by creation time and id") {
   dag.add(row("b", 5));
   dag.add(row("a", 5));
   dag.add(row("c", 1));
-  auto recs = dag.records();
+  auto recs = wire(dag.records());
   REQUIRE(recs.size() == 3);
   CHECK(recs[0].as_object().at("checkpoint_id") == "c");
   CHECK(recs[1].as_object().at("checkpoint_id") == "a");
   CHECK(recs[2].as_object().at("checkpoint_id") == "b");
   bool more = false;
-  auto page = dag.records("c", 1, &more);
+  auto page = wire(dag.records("c", 1, &more));
   REQUIRE(page.size() == 1);
   CHECK(page[0].as_object().at("checkpoint_id") == "a");
   CHECK(more);
-  page = dag.records("a", 5, &more);
+  page = wire(dag.records("a", 5, &more));
   CHECK(page.size() == 1);
   CHECK_FALSE(more);
   CHECK(page[0].as_object().at("checkpoint_id") == "b");
@@ -135,11 +141,11 @@ TEST_CASE("dag: a page lists the children of its records in creation order") {
   dag.add(row("early", 2));
   dag.move_head("root");
   bool more = false;
-  auto page = dag.records("", 1, &more);
+  auto page = wire(dag.records("", 1, &more));
   CHECK(more);
   REQUIRE(page.size() == 1);
   CHECK(page[0].as_object().at("child_ids") ==
         json::array{"early", "late", "__live__"});
-  CHECK(dag.record(*dag.find("root")).at("child_ids") ==
+  CHECK(to_json(dag.record(*dag.find("root"))).at("child_ids") ==
         page[0].as_object().at("child_ids"));
 }
