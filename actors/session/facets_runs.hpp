@@ -97,8 +97,10 @@ void row_view_of(self_ptr self, const std::string& id,
 /// The directory of run `id`'s logs.
 std::string run_dir(const exec_config& cfg, const std::string& id);
 
-/// Writes a run row to the catalog (batched, not synced).
-void persist_run(self_ptr self, const run_row& row);
+/// Writes a run row to the catalog (batched, not synced), with an audit
+/// record in the same write when one is given (a run's end).
+void persist_run(self_ptr self, const run_row& row,
+                 caf::optional<audit_event> record = caf::none);
 
 /// The row of a new run, in state `starting`.
 run_row new_run_row(self_ptr self, const std::string& id,

@@ -30,13 +30,16 @@ std::string run_dir(const exec_config& cfg, const std::string& id) {
   return cfg.audit_root + "/" + id;
 }
 
-void persist_run(self_ptr self, const run_row& row) {
+void persist_run(self_ptr self, const run_row& row,
+                 caf::optional<audit_event> record) {
   // Transitions after `starting` need no fsync: start-up recovery treats
   // a run whose later rows were lost as interrupted, which fences its
   // session, the safe side. The METADATA actor commits them in batches.
   metadata_write w;
   w.durable = false;
   w.put_runs.push_back(store::record_of(row));
+  if (record)
+    w.audit.push_back(std::move(*record));
   auto key = self->state.key();
   self->request(self->state.init.metadata, caf::infinite, atom::write_v,
                 std::move(w))

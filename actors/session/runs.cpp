@@ -49,6 +49,23 @@ static caf::error check_run_capacity(self_ptr self, int64_t max_runs) {
   return caf::none;
 }
 
+/// The audit fields of process.start.
+static json::object start_fields(const run_row& row) {
+  json::array argv;
+  for (const auto& arg : row.argv ? *row.argv : std::vector<std::string>{})
+    argv.emplace_back(arg);
+  return {{"run_id", row.run_id}, {"argv", std::move(argv)}};
+}
+
+/// The audit record of a run's end: its final state and exit code.
+static audit_event end_audit(self_ptr self, const run_row& row) {
+  json::object fields{{"run_id", row.run_id},
+                      {"state", to_string(row.state)}};
+  fields["exit_code"] = row.root_exit_code ? json::value(*row.root_exit_code)
+                                           : json::value(nullptr);
+  return audit(self, "process.end", std::move(fields));
+}
+
 // Commits the run's `starting` row while its worker prepares (logs,
 // cgroup), and lets the worker spawn once both are done: a daemon crash
 // from then on leaves a row that start-up finds and turns into a fence.
@@ -75,6 +92,7 @@ caf::result<run_row> handle_process_start(self_ptr self,
   run.row = new_run_row(self, id, group);
   run.row.network_mode = std::string{settings.at("network").as_string()};
   run.row.limits = settings.at("limits").as_object();
+  run.row.argv = c.argv;
   run_launch job;
   job.run_id = id;
   job.group = group;
@@ -154,6 +172,7 @@ caf::result<run_row> handle_process_start(self_ptr self,
   metadata_write w;
   w.durable = false;
   w.put_runs.push_back(store::record_of(run.row));
+  w.audit.push_back(audit(self, "process.start", start_fields(run.row)));
   commit(
       self, std::move(w),
       [self, id] {
@@ -340,7 +359,7 @@ void answer_run(self_ptr self, const std::string& id,
   notify_streams(run);
   auto callbacks = std::move(run.on_end);
   run.on_end.clear();
-  persist_run(self, row);
+  persist_run(self, row, end_audit(self, row));
   for (auto& f : callbacks)
     f();
 }
@@ -365,6 +384,7 @@ void shutdown_runs(self_ptr self) {
     if (empty)
       os::remove_group(group);
     w.put_runs.push_back(store::record_of(row));
+    w.audit.push_back(end_audit(self, row));
   }
   // METADATA stops only after every session has ended (ordered shutdown),
   // and commits what it was sent first.

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace allox {
 
@@ -83,6 +84,9 @@ struct run_row {
   caf::optional<std::string> network_mode;
   /// Effective cgroup limits, by control file.
   caf::optional<json::object> limits;
+  /// The command the run was started with (process.start's argv); rows of
+  /// earlier versions lack it.
+  caf::optional<std::vector<std::string>> argv;
   /// "pipe" or "pty" for interactive runs.
   caf::optional<std::string> stdin_mode;
   caf::optional<int64_t> events_lost;

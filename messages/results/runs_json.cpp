@@ -25,6 +25,24 @@ json::value opt(const caf::optional<std::string>& v) {
   return v ? json::value(*v) : json::value(nullptr);
 }
 
+/// True for an array of strings only.
+bool strings(const json::value& v) {
+  if (!v.is_array())
+    return false;
+  for (const auto& e : v.get_array())
+    if (!e.is_string())
+      return false;
+  return true;
+}
+
+std::vector<std::string> strings_of(const json::array& a) {
+  std::vector<std::string> out;
+  out.reserve(a.size());
+  for (const auto& e : a)
+    out.emplace_back(e.get_string());
+  return out;
+}
+
 /// Reads the known keys of a row; remembers the first wrongly typed one.
 class row_reader {
 public:
@@ -114,7 +132,7 @@ caf::optional<run_phase> parse_run_phase(std::string_view s) {
 
 json::object to_json(const run_row& r) {
   json::object o;
-  o.reserve(30 + r.unknown.size());
+  o.reserve(31 + r.unknown.size());
   o["run_id"] = r.run_id;
   o["agent_id"] = r.agent_id;
   o["session_id"] = r.session_id;
@@ -141,6 +159,13 @@ json::object to_json(const run_row& r) {
     o["network_mode"] = *r.network_mode;
   if (r.limits)
     o["limits"] = *r.limits;
+  if (r.argv) {
+    json::array argv;
+    argv.reserve(r.argv->size());
+    for (const auto& arg : *r.argv)
+      argv.emplace_back(arg);
+    o["argv"] = std::move(argv);
+  }
   if (r.stdin_mode)
     o["stdin"] = *r.stdin_mode;
   if (r.events_lost)
@@ -209,6 +234,8 @@ expected<run_row> run_row_from_json(const json::object& o) {
       r.network_mode = std::string{v.get_string()};
     else if (key == "limits" && v.is_object())
       r.limits = v.get_object();
+    else if (key == "argv" && strings(v))
+      r.argv = strings_of(v.get_array());
     else if (key == "stdin" && v.is_string())
       r.stdin_mode = std::string{v.get_string()};
     else if (key == "events_lost" && v.is_int64())

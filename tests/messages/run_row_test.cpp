@@ -5,12 +5,15 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
+#include <vector>
+
 using namespace allox;
 
 namespace {
 
-/// A tracked, interactive run's row as the daemon wrote it before rows were
-/// typed: every key, in the order they were added during the run's life.
+/// A tracked, interactive run's row as the daemon writes it: every key, in
+/// the order they were added during the run's life.
 const char* const written_row =
     R"({"run_id":"0123456789abcdef0123456789abcdef","agent_id":"a",)"
     R"("session_id":"s","backend":"ebpf","isolation":"bubblewrap",)"
@@ -20,7 +23,8 @@ const char* const written_row =
     R"("root_exit_code":0,"stop_reason":null,"session_fenced":false,)"
     R"("lifecycle_complete":true,"finished_ns":2,"error":null,)"
     R"("provider_error":null,"network_mode":"isolated",)"
-    R"("limits":{"pids.max":"64"},"stdin":"pty","events_lost":0,)"
+    R"("limits":{"pids.max":"64"},"argv":["sh","-c","echo hi"],)"
+    R"("stdin":"pty","events_lost":0,)"
     R"("root_process_id":"p1","auto_checkpoint":{"checkpoint_id":"c"}})";
 
 } // namespace
@@ -33,6 +37,32 @@ TEST_CASE("run row: a row read and written again is the same text") {
   CHECK(row->stdin_mode == caf::optional<std::string>{"pty"});
   CHECK(row->unknown.empty());
   CHECK(json::serialize(to_json(*row)) == written_row);
+  REQUIRE(row->argv);
+  CHECK(*row->argv == std::vector<std::string>{"sh", "-c", "echo hi"});
+}
+
+TEST_CASE("run row: a row of an earlier version, without argv, reads and is "
+          "written back without it") {
+  std::string earlier = written_row;
+  const std::string argv = R"("argv":["sh","-c","echo hi"],)";
+  auto at = earlier.find(argv);
+  REQUIRE(at != std::string::npos);
+  earlier.erase(at, argv.size());
+  auto row = run_row_from_text(earlier);
+  REQUIRE(row);
+  CHECK_FALSE(row->argv);
+  CHECK(row->unknown.empty());
+  CHECK(json::serialize(to_json(*row)) == earlier);
+}
+
+TEST_CASE("run row: an argv that is not an array of strings is kept as it "
+          "is") {
+  auto o = json::parse(written_row).as_object();
+  o["argv"] = json::array{"sh", 1};
+  auto row = run_row_from_json(o);
+  REQUIRE(row);
+  CHECK_FALSE(row->argv);
+  CHECK(row->unknown.at("argv") == json::value(json::array{"sh", 1}));
 }
 
 TEST_CASE("run row: a new row has the keys of a starting run and no more") {
@@ -45,6 +75,7 @@ TEST_CASE("run row: a new row has the keys of a starting run and no more") {
   CHECK(o.size() == 22);
   CHECK_FALSE(o.contains("stdin"));
   CHECK_FALSE(o.contains("network_mode"));
+  CHECK_FALSE(o.contains("argv"));
 }
 
 TEST_CASE("run row: keys of a newer version are kept, in order, at the end") {
