@@ -4,8 +4,11 @@
 // link it without alloxctl's main).
 #include "cli/commands.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <csignal>
 #include <iostream>
+#include <set>
 
 namespace allox::ctl {
 
@@ -25,6 +28,46 @@ void catch_interrupts() {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0; // no SA_RESTART: blocking waits return early
   ::sigaction(SIGINT, &sa, nullptr);
+}
+
+void build_app(CLI::App& app, app_state& st, std::function<int()>* run) {
+  app.description("alloxctl: the command line of Allox OS (docs/cli.md)");
+  app.name("alloxctl");
+  // Global flags are accepted after any subcommand too.
+  app.fallthrough();
+  app.require_subcommand(1);
+  app.add_option("--url", st.flags.url,
+                 "daemon URL (ALLOX_URL, profile url, " +
+                     std::string{default_url} + ")");
+  app.add_option("--token", st.flags.token,
+                 "bearer token (ALLOX_WORKSPACE_TOKEN, profile token)");
+  app.add_option("-o,--output", st.flags.output,
+                 "table, json or yaml (ALLOX_OUTPUT, profile output)");
+  app.add_option("--profile", st.flags.profile,
+                 "configuration profile (ALLOX_PROFILE, current_profile)");
+  app.add_option("--agent", st.flags.agent, "agent (default: the context)");
+  app.add_option("--session", st.flags.session,
+                 "session (default: the context)");
+  add_local_commands(app, st, run);
+  add_table_commands(app, st, run);
+  add_flow_commands(app, st, run);
+  add_share_commands(app, st, run);
+  add_version_command(app, st, run);
+  add_completion_command(app, st, run);
+}
+
+std::vector<std::string> subcommand_names(const CLI::App& app) {
+  std::set<std::string> names;
+  std::vector<const CLI::App*> todo{&app};
+  while (!todo.empty()) {
+    const auto* at = todo.back();
+    todo.pop_back();
+    for (const auto* sub : at->get_subcommands({})) {
+      names.insert(sub->get_name());
+      todo.push_back(sub);
+    }
+  }
+  return {names.begin(), names.end()};
 }
 
 int report(const failure& f) {

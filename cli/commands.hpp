@@ -32,6 +32,9 @@ struct app_state {
   style st;
   std::ostream* out = nullptr;
   std::unique_ptr<client> conn;
+  /// The command line as given, without the program's name (`run` tells
+  /// `run list` from `run -- list`).
+  std::vector<std::string> argv;
 
   /// The daemon at the configured URL.
   result<client*> daemon();
@@ -118,6 +121,14 @@ struct command_spec {
   std::function<std::string(const json::object&)> action_for;
 };
 
+/// alloxctl's whole command tree: the global flags and every command;
+/// the chosen one stores its runner in `*run`. main() parses with it, the
+/// completion scripts are generated from it.
+void build_app(CLI::App& app, app_state& st, std::function<int()>* run);
+
+/// Every subcommand name at any depth (`list` of `checkpoint list` too).
+std::vector<std::string> subcommand_names(const CLI::App& app);
+
 /// Every table-driven command.
 const std::vector<command_spec>& command_table();
 
@@ -140,6 +151,17 @@ void add_share_commands(CLI::App& app, app_state& st,
 /// config init|show|set|path, use, current, clear.
 void add_local_commands(CLI::App& app, app_state& st,
                         std::function<int()>* run);
+
+/// version (cli/version.cpp).
+void add_version_command(CLI::App& app, app_state& st,
+                         std::function<int()>* run);
+
+/// completion bash|zsh (cli/completion.cpp).
+void add_completion_command(CLI::App& app, app_state& st,
+                            std::function<int()>* run);
+
+/// The completion script for `shell` (bash or zsh) of the tree `app`.
+std::string completion_script(const CLI::App& app, const std::string& shell);
 
 /// Finds or makes the nested subcommand `path` (e.g. checkpoint create).
 CLI::App* subcommand(CLI::App& app, const std::vector<std::string>& path,

@@ -89,8 +89,27 @@ std::string decode(const std::string& text) {
 struct transfer_args {
   std::string from;
   std::string to;
+  /// The second positional (scp's form), the same as --path / --to.
+  std::string target;
   bool recursive = false;
 };
+
+std::string base_name(const std::string& path) {
+  return path.substr(path.rfind('/') + 1);
+}
+
+/// Where one file goes: `to` (the default: the source's name); a `to`
+/// ending in '/', or a local directory that exists, takes the source's
+/// name inside it, as cp and scp do.
+std::string destination(const std::string& from, const std::string& to,
+                        bool local_dir) {
+  if (to.empty())
+    return base_name(from);
+  std::error_code ec;
+  if (to.back() == '/' || (local_dir && std::filesystem::is_directory(to, ec)))
+    return (to.back() == '/' ? to : to + "/") + base_name(from);
+  return to;
+}
 
 /// The bulk-transfer URL of a workspace path (PUT/GET /v1/files/...),
 /// each byte outside the unreserved set percent-encoded.
@@ -221,9 +240,12 @@ int upload_command(app_state& st, const transfer_args& a) {
   auto files = local_files(a.from, a.recursive);
   if (!files)
     return report(files.error());
-  auto base = a.to.empty() ? a.from.substr(a.from.rfind('/') + 1) : a.to;
+  bool one_file = files->size() == 1 && (*files)[0].second.empty();
+  auto base = one_file       ? destination(a.from, a.to, false)
+              : a.to.empty() ? base_name(a.from)
+                             : a.to;
   // One file goes as one streamed PUT (any size, no base64).
-  if (files->size() == 1 && (*files)[0].second.empty()) {
+  if (one_file) {
     auto done = bulk_file(*daemon, params, true, base, (*files)[0].first);
     if (!done)
       return report(done.error());
@@ -330,7 +352,8 @@ int download_command(app_state& st, const transfer_args& a) {
       call["cursor"] = listing->at("next_cursor");
     }
   }
-  auto base = a.to.empty() ? a.from.substr(a.from.rfind('/') + 1) : a.to;
+  auto base = a.recursive ? (a.to.empty() ? base_name(a.from) : a.to)
+                          : destination(a.from, a.to, true);
   // One file comes as one streamed GET.
   if (!a.recursive) {
     if (auto parent = std::filesystem::path{base}.parent_path();
@@ -395,9 +418,14 @@ void add_file_commands(CLI::App& app, app_state& st,
                        "copy a local file or tree into the workspace "
                        "(file.write)");
   u->add_option("LOCAL", up.from, "local file or directory")->required();
-  u->add_option("--path", up.to, "where in the workspace");
+  auto* path_opt = u->add_option("--path", up.to, "where in the workspace");
+  u->add_option("REMOTE", up.target,
+                "where in the workspace (the same as --path)")
+      ->excludes(path_opt);
   u->add_flag("-r,--recursive", up.recursive, "a whole directory");
   u->callback([&st, run] {
+    if (!up.target.empty())
+      up.to = up.target;
     *run = [&st] {
       return upload_command(st, up);
     };
@@ -407,10 +435,14 @@ void add_file_commands(CLI::App& app, app_state& st,
   auto* d = subcommand(app, {"file", "download"},
                        "copy a file or tree out of the workspace "
                        "(file.read)");
-  d->add_option("PATH", down.from, "path in the workspace")->required();
-  d->add_option("--to", down.to, "local destination");
+  d->add_option("REMOTE", down.from, "path in the workspace")->required();
+  auto* to_opt = d->add_option("--to", down.to, "local destination");
+  d->add_option("LOCAL", down.target, "local destination (the same as --to)")
+      ->excludes(to_opt);
   d->add_flag("-r,--recursive", down.recursive, "a whole directory");
   d->callback([&st, run] {
+    if (!down.target.empty())
+      down.to = down.target;
     *run = [&st] {
       return download_command(st, down);
     };

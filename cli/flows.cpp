@@ -133,34 +133,64 @@ struct restore_args {
   std::string new_session;
 };
 
+/// The id restore gives the new session when none is named: the source's
+/// and the checkpoint's, then -2, -3, ... (`attempt`), within the daemon's
+/// id rules (`[A-Za-z0-9][A-Za-z0-9_.-]{0,63}`).
+std::string restored_id(const std::string& session,
+                        const std::string& checkpoint, int attempt) {
+  std::string tail = "-" + checkpoint;
+  for (auto& ch : tail)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) &&
+        std::strchr("_.-", ch) == nullptr)
+      ch = '-';
+  std::string suffix = attempt > 1 ? "-" + std::to_string(attempt) : "";
+  std::string id = session + tail;
+  constexpr size_t max_id = 64;
+  if (id.size() + suffix.size() > max_id)
+    id.resize(max_id - suffix.size());
+  return id + suffix;
+}
+
 /// Forks the session at a checkpoint into a new session and makes it the
-/// current context.
+/// current context. Without --new-session the first free id of
+/// restored_id() is taken.
 int restore_command(app_state& st, const restore_args& a) {
   auto target = st.session_call();
   if (!target)
     return report(target.error());
   auto& [params, daemon] = *target;
   params["checkpoint_id"] = a.checkpoint;
-  params["new_session_id"] = a.new_session;
+  bool pick = a.new_session.empty();
+  auto session = cell(params.at("session_id"));
+  std::string made;
   json::value r;
   {
     progress p{st.st};
-    p.update("forking " + cell(params.at("session_id")) + " at " +
-             a.checkpoint + " ...");
-    auto forked = daemon->rpc("session.fork", params);
-    if (!forked)
-      return report(forked.error());
-    r = std::move(*forked);
+    p.update("forking " + session + " at " + a.checkpoint + " ...");
+    for (int attempt = 1;; ++attempt) {
+      made = pick ? restored_id(session, a.checkpoint, attempt) : a.new_session;
+      params["new_session_id"] = made;
+      auto forked = daemon->rpc("session.fork", params);
+      if (!forked && pick && forked.error().code == "already_exists" &&
+          attempt < 100)
+        continue;
+      if (!forked)
+        return report(forked.error());
+      r = std::move(*forked);
+      break;
+    }
   }
+  auto agent = cell(params.at("agent_id"));
   auto& profile = st.file.profiles[st.cfg.profile.value];
-  profile["agent"] = cell(params.at("agent_id"));
-  profile["session"] = a.new_session;
+  profile["agent"] = agent;
+  profile["session"] = made;
   if (auto saved = save_config(st.file); !saved)
     return report(saved.error());
   print_result(*st.out, st.st, r, [&] {
     view_generic(r, *st.out, st.st);
-    *st.out << "context: " << cell(params.at("agent_id")) << "/"
-            << a.new_session << "\n";
+    if (pick)
+      *st.out << "created session: " << agent << "/" << made << "\n";
+    *st.out << "context: " << agent << "/" << made << "\n";
   });
   return exit_ok;
 }
@@ -262,8 +292,9 @@ void add_flow_commands(CLI::App& app, app_state& st,
                        "fork the session at a checkpoint into a new session "
                        "and make it current (session.fork)");
   r->add_option("CHECKPOINT", ra.checkpoint, "the checkpoint")->required();
-  r->add_option("--new-session", ra.new_session, "the new session's id")
-      ->required();
+  r->add_option("--new-session", ra.new_session,
+                "the new session's id (default: SESSION-CHECKPOINT, then "
+                "-2, -3, ... until one is free)");
   r->callback([&st, run] {
     *run = [&st] {
       return restore_command(st, ra);

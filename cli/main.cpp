@@ -22,28 +22,10 @@ int main(int argc, char** argv) {
   using namespace allox::ctl;
   app_state st;
   st.out = &std::cout;
-  CLI::App app{"alloxctl: the command line of Allox OS (docs/cli.md)",
-               "alloxctl"};
-  // Global flags are accepted after any subcommand too.
-  app.fallthrough();
-  app.require_subcommand(1);
-  app.add_option("--url", st.flags.url,
-                 "daemon URL (ALLOX_URL, profile url, " +
-                     std::string{default_url} + ")");
-  app.add_option("--token", st.flags.token,
-                 "bearer token (ALLOX_WORKSPACE_TOKEN, profile token)");
-  app.add_option("-o,--output", st.flags.output,
-                 "table, json or yaml (ALLOX_OUTPUT, profile output)");
-  app.add_option("--profile", st.flags.profile,
-                 "configuration profile (ALLOX_PROFILE, current_profile)");
-  app.add_option("--agent", st.flags.agent, "agent (default: the context)");
-  app.add_option("--session", st.flags.session,
-                 "session (default: the context)");
+  CLI::App app;
   std::function<int()> run;
-  add_local_commands(app, st, &run);
-  add_table_commands(app, st, &run);
-  add_flow_commands(app, st, &run);
-  add_share_commands(app, st, &run);
+  build_app(app, st, &run);
+  st.argv.assign(argv + 1, argv + argc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

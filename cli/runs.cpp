@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 
@@ -117,6 +118,27 @@ struct run_args {
   double timeout = 0;
   bool detach = false;
 };
+
+/// `run list` is more likely a mistyped `checkpoint list` than a program
+/// called list: a first word that names an alloxctl subcommand must come
+/// after `--`, which ends alloxctl's own arguments.
+result<bool> check_command(const CLI::App& app, const app_state& st,
+                           const run_args& a) {
+  const auto& cmd = a.command;
+  auto names = subcommand_names(app);
+  if (cmd.empty() || !std::binary_search(names.begin(), names.end(), cmd[0]))
+    return true;
+  const auto& args = st.argv;
+  bool after_dashes =
+      args.size() > cmd.size() && args[args.size() - cmd.size() - 1] == "--" &&
+      std::equal(cmd.begin(), cmd.end(), args.end() - cmd.size());
+  if (after_dashes)
+    return true;
+  return usage_error("run: '" + cmd[0] +
+                     "' is an alloxctl subcommand; to run a program of that "
+                     "name, put -- before it: alloxctl run -- " +
+                     cmd[0] + " ...");
+}
 
 int run_command(app_state& st, const run_args& a) {
   auto target = st.session_call();
@@ -262,8 +284,11 @@ void add_run_commands(CLI::App& app, app_state& st, std::function<int()>* run) {
   r->add_flag("-d,--detach", ra.detach, "start it and print its row");
   r->add_option("command", ra.command, "the command and its arguments")
       ->required();
-  r->callback([&st, run] {
-    *run = [&st] {
+  const CLI::App& root = app;
+  r->callback([&st, &root, run] {
+    *run = [&st, &root] {
+      if (auto ok = check_command(root, st, ra); !ok)
+        return report(ok.error());
       return run_command(st, ra);
     };
   });
