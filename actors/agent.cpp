@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "actors/agent.hpp"
 
 #include "actors/agent_detail.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AGENT actor: owns agents/<a>/workspace (shared/, sessions/) and
 // supervises one SESSION actor per session. A session actor that fails is
 // re-spawned from its persisted row, with a restart budget.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal header of the AGENT actor: what agent.cpp and agent_fork.cpp
 // share. Not included elsewhere.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // session.fork in the AGENT actor: a new session of this agent whose
 // current/ is a writable snapshot of a checkpoint of another, with a
 // baseline checkpoint that records where it came from.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AGENT's level of the checkpoint policy: policy.get and policy.set
 // without a session_id. A change is committed, then told to every session
 // actor of the agent, which resolves its effective policy from it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The agent's own directories (agents/<a>/workspace with shared/ and
 // sessions/) and how agent.create and agent.describe name them.
 #include "actors/agent.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AGENTS actor: registry and supervisor of agent actors. At start it
 // reconciles the store with the catalog and spawns an actor for every agent
 // (which spawn their sessions); afterwards it creates agents on demand and

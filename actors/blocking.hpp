@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs blocking work (Btrfs ioctls, renames, fsync, recursive deletes, file
 // reads) off the actor scheduler, so the calling actor and every other
 // actor stay responsive. A job returns expected<T>; the caller gets a T or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // system.dump support: each supervisor describes itself and asks every
 // child for its own description, with a timeout so one stuck child shows up
 // as "unresponsive" instead of stalling the dump.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a supervised actor does with an exception that escaped a handler:
 // log which actor failed, in what, and why, then fail with `internal` so
 // its supervisor restarts it. Without the log a restart hides the cause.

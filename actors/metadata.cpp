@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "actors/metadata.hpp"
 
 #include "actors/dump.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The METADATA actor: sole owner of the SQLite catalog. It runs detached
 // (own thread) because commits fsync, and it commits every batch queued
 // while it was busy in one transaction (group commit), so many sessions

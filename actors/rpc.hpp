@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RPC actor: receives validated requests from the HTTP thread, routes
 // each to the actor that owns it (session actors directly, through a
 // monitored handle cache), and posts the encoded reply back. Every request

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RPC actor's routing: one table from action name to a function that
 // decodes the request's command once and sends it to the actor that owns
 // it (a SESSION, AGENTS, METADATA or SUPERVISOR), with the re-routing of

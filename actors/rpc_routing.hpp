@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to the RPC actor (actors/rpc.cpp, actors/rpc_routes.cpp): the
 // request bookkeeping both use and the routing table.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SUPERVISOR: root of the actor tree. It spawns METADATA (detached),
 // AGENTS and RPC, answers system.dump for the whole tree, and treats the
 // failure of any direct child as fatal for the daemon: without its catalog

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TRACKER (actors/tracker.hpp).
 //
 //   reader thread            TRACKER                      SESSION(s)

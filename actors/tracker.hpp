@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TRACKER: owner of the process-tracking probe (bpf/loader.hpp) and of
 // the CAF-free reader thread that polls its ring buffer
 // (tracking/reader.hpp). Sessions have it track each run's cgroup

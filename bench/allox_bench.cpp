@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // allox-bench: load generators and raw baselines for docs/benchmarks.md.
 //
 //   allox-bench create --port P --count N [--connections C] [--agents A]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the benchmark scripts share: the daemon on a fresh loop-backed store
 with its RPC, rounds of interleaved samples, and trees of small files."""
 import http.client, json, os, random, shutil, signal, subprocess, tempfile

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checkpoint and rollback benchmarks (docs/benchmarks.md, "Checkpoints").
 
 Against the release daemon on a fresh loop-backed store, side by side with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Core daemon benchmarks (docs/benchmarks.md, "Core daemon"):
 #   1. session.describe throughput and latency with 1, 16 and 64 keep-alive
 #      connections (wrk), next to GET /health on the same daemon (the HTTP

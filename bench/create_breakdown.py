@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Where the time of checkpoint.create goes with 20 MiB of unsynced data
 (docs/benchmarks.md, "Checkpoints"), next to the CLI snapshot.
 

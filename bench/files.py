@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Bulk file transfer and fork benchmarks (docs/benchmarks.md, "Files").
 
 Against the daemon on a fresh loop-backed store, side by side with the raw

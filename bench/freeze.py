@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Live checkpoints (docs/benchmarks.md, "Live checkpoints").
 
 A run inside a session ticks every 0.5 ms for the whole benchmark and

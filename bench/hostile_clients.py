@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Slow and hostile HTTP clients against the daemon, one fresh daemon each:
   a. pipelining without reading: one socket sends HOSTILE_PIPELINE_MIB (64)
      MiB of pipelined keep-alive agent.list requests, then neither reads nor

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Back-to-back live checkpoints (docs/benchmarks.md, "Live checkpoints").
 
 Against the daemon on a fresh loop-backed store, with a run of the session

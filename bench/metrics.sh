@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Cost of /metrics (docs/benchmarks.md, "Metrics"): session.describe
 # throughput over 16 keep-alive connections without scraping, then while
 # GET /metrics is scraped every second, alternating three times each, on

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Plots benchmark results (docs/benchmarks.md, "Result files").
 
 Usage: bench/plot.py [--out DIR] [FILE.json ...]

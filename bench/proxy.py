@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Proxy network mode benchmarks (docs/benchmarks.md, "Proxy network").
 
 Against the daemon on a fresh loop-backed store, with a test server on

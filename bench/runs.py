@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Tracked-execution benchmarks (docs/benchmarks.md, "Runs").
 
 Against the release daemon on a fresh loop-backed store:

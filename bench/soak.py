@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Soak: one million mixed read requests against one daemon, watching RSS.
 
 Against the daemon on a fresh loop-backed store:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // allox-tracker-storm: the process tracker under load, on the real kernel.
 //   burst      4,000 background /bin/true from one shell
 //   sustained  shell loops of /bin/true for N seconds (one per core)

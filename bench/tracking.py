@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Process tracking in the daemon (docs/benchmarks.md, "Process tracking in
 the daemon").
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Turn lifecycle benchmark (docs/benchmarks.md, "Turns").
 
 Against the daemon on a fresh loop-backed store: `turn.end` over RPC until

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Apache-2.0
 /* The connect guard: cgroup connect4/connect6 programs on the sessions'
  * cgroup subtree that refuse (EPERM) connections from sandboxed processes
  * to the daemon's own listen addresses and to a deny list.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bpf/connect_guard.hpp"
 
 #include "bpf/connect_guard.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR Apache-2.0 */
 /* The connect guard's map key, shared by connect_guard.bpf.c and user
  * space (bpf/connect_guard.cpp). Plain C, fixed-size fields. */
 #ifndef ALLOX_BPF_CONNECT_GUARD_H

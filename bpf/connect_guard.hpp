@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The connect guard, user space: loads bpf/connect_guard.bpf.c and
 // attaches its connect4/connect6 programs to the cgroup subtree every run
 // lives in, with the destinations sandboxed processes may never reach

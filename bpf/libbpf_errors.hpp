@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libbpf's reasons for a failed load, as part of our errors: libbpf
 // reports them (verifier log, missing BTF, ...) through its print
 // callback. While a capture_libbpf lives on a thread, that thread's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bpf/loader.hpp"
 
 #include "bpf/libbpf_errors.hpp"

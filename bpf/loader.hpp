@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // User space of the process tracker: the process_probe owns the BPF
 // skeleton (open, settings, load, attach) and the maps that tell the
 // kernel side which cgroups belong to which run. No actors here; errors

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Apache-2.0
 /* Process tracking, kernel side: fork, exec and exit of the processes of
  * tracked runs, attributed in the kernel and sent to user space through
  * one ring buffer (the record layouts are in process.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR Apache-2.0 */
 /* The process-tracking event ABI shared by the BPF program (process.bpf.c)
  * and user space (bpf/loader.cpp, tracking/). Plain C, fixed-size
  * fields only, so both compilers lay the records out identically.

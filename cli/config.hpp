@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // alloxctl's configuration: a TOML file with profiles, and the settings in
 // effect after flags, environment, profile and defaults were weighed (in
 // that order).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How alloxctl prints: JSON and YAML for scripts (the daemon's result with
 // its own keys, so they stay stable), tables and key/value lists for
 // people, colour only on a terminal, progress only on a terminal and never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // alloxctl's connection to the daemon: blocking HTTP/1.1 over one
 // keep-alive connection (Boost.Beast), the RPC envelope turned into
 // result<json::value>, and the live stream read as server-sent events.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Commands that never talk to the daemon: the configuration file and the
 // current context (kubectl-style use/current/clear).
 #include "cli/commands.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pictures for people: the actor tree of system.dump and the checkpoint
 // DAG of checkpoint.list.
 #include "cli/commands.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Errors as values for alloxctl: every step returns a result<T> that holds
 // either the value or a failure with the exit code it maps to, so main()
 // prints one line and exits with a documented code (docs/cli.md).

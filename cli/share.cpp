@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // alloxctl share: session-to-session sharing (share.*) as the current
 // session: its own policy (status, enable, disable) and the files of a
 // target session that shares with it (list, read, write). A target is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The table of commands that are one RPC call each, and the code that
 // turns a row into a CLI11 subcommand and a call. Adding a command for a
 // new action is one row here.

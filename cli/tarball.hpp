@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Directories as tar files on the client side of bulk transfer: a local
 // tree packed for one `PUT /v1/files/...` and a downloaded tar stream
 // unpacked, both with libarchive. A tree then costs one request instead

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Table forms of RPC results: lists as columns, single objects as aligned
 // fields. JSON and YAML output never come through here.
 #include "cli/commands.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Finds the C++ Actor Framework as installed by Debian's libcaf-dev, which
 # ships neither a CMake package nor a pkg-config file.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Turns a file into a C++ source defining `std::string_view <SYMBOL>()`
 # with its bytes, so assets ship inside the binary (no files to install,
 # nothing fetched at run time).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What runs may never reach, and the two places that enforce it: the
 // connect guard (cgroup connect programs on the runs' subtree, bpf/) and
 // the egress broker of proxy mode (guest/net/broker.hpp), both from one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // allox-workspace-daemon: start-up order, the libuv loop, signals and a
 // clean shutdown.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault injection for tests: named points inside mutating operations where a
 // test can make the daemon sleep, throw or die (SIGKILL). Compiled in only
 // with ALLOX_FAULT_INJECTION (dev and ci presets); release builds refuse to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A latency histogram with fixed bounds, as Prometheus reads them: cheap to
 // observe (no allocation), rendered in the text exposition format, and
 // carried through system.dump as JSON by actors that keep one.

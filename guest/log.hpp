@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's logger: one line per record on stderr, written with a single
 // write(2) so concurrent records never interleave (CAF's logger is compiled
 // out in Debian's build and its default handlers print to stdout).

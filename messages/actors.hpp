@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every typed actor interface of the daemon.
 //
 // The actor tree (docs/architecture.md):

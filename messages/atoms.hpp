@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's atoms, in one type ID block.
 #pragma once
 

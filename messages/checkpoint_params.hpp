@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Decoded parameters of the checkpoint and rollback actions, with the
 // prototype's validation messages.
 #pragma once

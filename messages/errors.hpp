@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Error values shared by every layer of the daemon.
 //
 // An `allox::errc` travels as a `caf::error` between actors and as the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Events a SESSION receives from its own helpers (run workers, its
 // timers), as structs instead of positional tuples: the fields say what
 // they are, and an absent value is absent rather than -1 or "".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Steps of a session.fork told from the thread that ran them to the
 // threads that must not go on before them.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Identifier rules. Every id is checked here before any path is formed.
 #pragma once
 

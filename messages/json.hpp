@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Boost.JSON types as actor message elements.
 //
 // JSON values only travel between actors of one process (the daemon has no

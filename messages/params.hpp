@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Decoding of RPC parameters with the prototype's validation messages.
 #pragma once
 

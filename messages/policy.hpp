@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Automatic checkpoint policy: what one level (an agent, a session) sets,
 // and the effective policy of a session, where each field comes from the
 // session's setting, else its agent's, else the daemon default (every

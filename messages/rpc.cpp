@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "messages/rpc.hpp"
 
 #include "messages/json.hpp"

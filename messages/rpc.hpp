@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The contract between the HTTP front end and the RPC actor.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Session-to-session sharing (share.*, reference 10.2): a session's share
 // policy as the catalog keeps it, the rules a shared path must follow, the
 // limits, and strict base64. Pure functions; the filesystem side is

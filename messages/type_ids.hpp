@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every message type of the daemon, in a type ID block after the atoms'
 // (messages/atoms.hpp), so that CAF knows each by name: in its logs, in
 // the test DSL's printouts, and in add_message_types. A new message type

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Run output is bytes; JSON carries text. These keep output JSON-safe.
 #pragma once
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Safety net for the test suite: unmounts stores and detaches loop devices
 # that tests left under /tmp/allox-test-* (a test binary that crashed cannot
 # run its own clean-up). Touches nothing else. Exits 0 if nothing is left.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs every Debian package Allox OS needs to build, run and test,
 # and creates the system user sandboxed programs run as.
 # Idempotent: packages already present are left alone and apt is only

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # README command 1: from a fresh Debian 12 machine (as root) to a running
 # daemon on the embedded default store, a loop-mounted Btrfs image.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # README command 2: from a fresh Debian 12 machine (as root) to a passing
 # test run: installs packages, configures, builds and runs every suite with
 # the `ci` workflow preset (optimised, warnings as errors, fault injection).

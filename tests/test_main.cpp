@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The test runner: doctest's own main, plus one rule. CTest runs each test
 // case by name (--test-case=...), and a name it cannot pass through intact
 // (CMake splits lists at ';') would select nothing and pass silently; a

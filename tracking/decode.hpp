@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Decoding the kernel's ring-buffer records (bpf/process.h). Every input
 // is untrusted bytes: a short record, another ABI, an unknown type or an
 // unknown run is a counted error, never a crash or an event.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process events of tracked runs as user space sees them: decoded from
 // the kernel's records (bpf/process.h) into plain C++ values.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ring reader: one thread running a libuv loop that waits on the
 // probe's ring buffer, decodes the records and hands them over in batches.
 // CAF-free: the owner decides where batches go (an actor integration

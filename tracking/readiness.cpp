@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tracking/readiness.hpp"
 
 #include "bpf/loader.hpp"

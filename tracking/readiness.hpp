@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether this guest can run tracked sessions: cgroup v2 with cgroup.kill,
 // kernel BTF with the three scheduler tracepoints, permission to load the
 // probe, Btrfs, bubblewrap. Used by allox-guest-bootstrap; the daemon can

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checkpoints facet of the SESSION actor: checkpoint.list, describe,
 // diff, create and delete, and the deferred work that follows mutations
 // (syncing new checkpoint rows, retiring the lane, purging replaced trees).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The settings of a session's runs: session.configure and
 // network.configure (network mode, proxy egress policy, cgroup limits,
 // max_runs) over the daemon's defaults, persisted with the session row.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal header of the SESSION actor (actors/session/): what its facets
 // share. Each facet file serves one group of actions (docs/architecture.md,
 // "Session facets"); session.cpp dispatches to the handlers declared here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Part of facets.hpp, included only there: the runs facet (runs.cpp,
 // run_queries.cpp, run_worker.cpp) as session.cpp and the other facets
 // see it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The files facet of the SESSION actor: file.stat, list, read, write,
 // mkdir, remove and move on the session's workspace (current/), or on the
 // agent's shared area under the `@shared/` prefix. Paths are checked here

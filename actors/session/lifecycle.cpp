@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The lifecycle facet of the SESSION actor: session.delete, after which
 // the actor quits, and the retirement agent.delete asks of each session.
 #include "actors/session/facets.hpp"

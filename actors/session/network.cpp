@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The network facet of the SESSION actor: proxy mode's namespace at the
 // egress broker (guest/net/), network.status, and the audit trail of
 // every connection attempt the broker relays or refuses.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The policy part of the SESSION's turns facet: policy.get/set at the
 // session's level, and every automatic checkpoint (turns, successful runs,
 // the interval timer) with the retention of keep_auto. Each checkpoint takes

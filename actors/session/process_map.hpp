@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A tracked run's process map (reference 9.5), built from the TRACKER's
 // events: pure functions on JSON, so the session's tracking facet
 // (tracking.cpp) and the unit tests share them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rollback facet of the SESSION actor: session.rollback and
 // session.rollback_after_runtime_reset, and the purge of the trees they
 // replace.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The queries of the SESSION actor's runs facet: process.get, list, output
 // and events, and the live stream's subscription. Runs this actor knows
 // are answered from memory; older ones from the catalog's runs table

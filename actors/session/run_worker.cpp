@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run worker of the SESSION actor's runs facet: the detached thread
 // that prepares, starts and waits for one run; the row of a new run; and
 // run rows written to the catalog.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The runs facet of the SESSION actor: process.start, stop and wait; the
 // run worker's reports (started, finished), the run timeout, and the end
 // of live runs at shutdown. session.configure is in configure.cpp. Queries

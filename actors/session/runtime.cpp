@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The runtime facet of the SESSION actor: execution leases
 // (execution.acquire/release), background executions of outside launchers
 // (runtime.register_background), the runtime reset fence

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "actors/session/session.hpp"
 
 #include "actors/dump.hpp"

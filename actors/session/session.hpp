@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SESSION actor: single owner of one session workspace
 // (agents/<a>/workspace/sessions/<s>/): its checkpoint DAG, its mutations
 // (checkpoint, rollback, delete) and its execution leases and fences. No

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tracked execution for the SESSION actor: runs in Bubblewrap, in the
 // session's cgroup v2 group, holding the session's execution lease.
 // (Part of the session actor; split out to keep each file readable.)

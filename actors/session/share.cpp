@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The share facet of the SESSION actor: session-to-session sharing
 // (share.*, reference 10.2). share.status, enable and disable are the
 // session's own policy; share.list, read and write are sent by a session

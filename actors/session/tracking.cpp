@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tracking facet of the SESSION actor: what the TRACKER sends about
 // the session's tracked runs (batches of process events, failures), each
 // run's process map and its append-only events.jsonl, the drain that ends

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The turns facet of the SESSION actor: turn.session_start, turn.message,
 // turn.end and turn.status with the reference adapter's semantics
 // (TurnCheckpointLifecycle, docs/rpc.md), in the daemon. The state is the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/http/connection.hpp"
 
 #include "guest/http/server.hpp"

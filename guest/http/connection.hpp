@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One HTTP/1.1 connection of the server (guest/http/server.hpp): reads and
 // parses requests one at a time, hands them to the server, writes the
 // replies, and streams a run's output as Server-Sent Events.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/http/event_endpoint.hpp"
 
 #include "guest/http/server.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-guest event endpoint: a Unix stream socket bound read-only into
 // every run at /run/allox/events.sock, over which programs inside a
 // sandbox publish turn events and share files with other sessions

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Prometheus metrics (GET /metrics, text exposition format 0.0.4).
 //
 // Request counts and latencies are kept by the HTTP server on its loop

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP/1.1 front end on a libuv loop: keep-alive connections, Beast's
 // parser and serializer, limits (header, body, idle, header and body time,
 // connections; see guest/http/connection.hpp), the bearer-token check and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The live stream of a run: GET /v1/stream?agent_id=&session_id=&run_id=
 //
 // Server-Sent Events, event-driven end to end:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sink a live stream (GET /v1/stream) gives its session: the session
 // pushes the run's row from its actor thread; the row travels to the loop
 // thread through the server's queue (server::push_stream).

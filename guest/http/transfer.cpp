@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bulk file transfers: PUT and GET /v1/files/{agent}/{session}/{path}
 // (docs/rpc.md, "Bulk file transfer").
 //

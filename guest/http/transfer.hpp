@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A bulk file transfer (PUT/GET /v1/files/...): the connection's state
 // while its worker thread (transfer_channel.hpp) moves the bytes.
 #pragma once

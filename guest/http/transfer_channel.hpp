@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The queue between a bulk transfer's loop side and its worker thread
 // (guest/http/transfer.hpp), which does every blocking file operation
 // (guest/os/workspace_transfer.hpp, workspace_tar.hpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Beast messages to bytes, for the connection's single-write replies and
 // the head of a live stream.
 #pragma once

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # guest/image/boot-test.sh OUT_DIR: boots the image of guest/image/build.sh
 # in QEMU and drives Allox OS through a forwarded loopback port.
 #

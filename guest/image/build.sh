@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # guest/image/build.sh OUT_DIR [CACHE_DIR]: the Allox OS guest image.
 #
 # Debian 12 (mmdebstrap, Debian's packages only) with Debian's kernel,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The egress broker of `proxy` network mode: one libuv loop on a thread of
 // its own serves the proxy socket of every proxy session (each created
 // inside that session's namespace, guest/net/netns.hpp) and relays what

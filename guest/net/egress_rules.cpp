@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/net/egress_rules.hpp"
 
 #include <arpa/inet.h>

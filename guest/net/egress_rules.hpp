@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A session's egress policy in `proxy` network mode: which destinations
 // its broker may connect to (session.configure {egress: {allow, deny}}).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A session's own network namespace for `proxy` mode: only loopback, and
 // the proxy's listening socket at 127.0.0.1:3128 inside it. The socket is
 // created in the namespace but served by the broker's loop outside it (a

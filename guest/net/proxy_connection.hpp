@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to guest/net/: one proxy connection of the egress broker and
 // the session socket it came through, shared by the broker's request
 // phase (broker.cpp: header, policy, resolve, connect) and the byte relay

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/net/proxy_request.hpp"
 
 #include <boost/beast/http/empty_body.hpp>

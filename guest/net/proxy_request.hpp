@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The request a client sends the in-namespace proxy, before any byte goes
 // upstream: `CONNECT host:port` (a tunnel, TLS inside) or an absolute-form
 // plain-HTTP request (`GET http://host[:port]/path HTTP/1.1`), which is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The egress broker's byte relay and connection lifecycle: the proxy's own
 // error answers, the relay spliced through a pipe per direction with
 // half-closes passed on, and one audit record per attempt at the end.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Btrfs subvolumes through libbtrfsutil (ioctls, no `btrfs` processes).
 //
 // Every function blocks in the kernel and must run off the actor scheduler

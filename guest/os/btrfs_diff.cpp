@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/os/btrfs_diff.hpp"
 
 #include "guest/os/unique_fd.hpp"

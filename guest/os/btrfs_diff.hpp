@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Differences between two Btrfs trees that share history (checkpoints of
 // one session, or a checkpoint and current/), without reading what did not
 // change.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cgroup v2 through cgroupfs: the session group is the membership set and
 // the kill boundary of a session's runs. The v2 mount is found in
 // /proc/self/mountinfo (on this kind of host it is /sys/fs/cgroup/unified,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small filesystem helpers with the store's safety rules: entries the
 // daemon manages must be real directories, never symlinks.
 #pragma once

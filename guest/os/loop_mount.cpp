@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/os/loop_mount.hpp"
 
 #include "guest/os/fs.hpp"

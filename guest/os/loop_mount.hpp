@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The embedded default store: a sparse image file, formatted Btrfs, attached
 // to a loop device and mounted at the store root for the daemon's lifetime.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading /proc/self/mountinfo: which filesystem holds a path, and where
 // cgroup v2 is mounted (never assume /sys/fs/cgroup).
 #pragma once

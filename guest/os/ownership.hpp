@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Handing a tree to the sandbox user: a session's current/ and its agent's
 // shared/ belong to the uid its runs execute as, so they can change what
 // is theirs. New sessions start with an empty tree; a store written by

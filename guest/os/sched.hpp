@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU scheduling of the daemon's own threads.
 #pragma once
 

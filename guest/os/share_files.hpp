@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The filesystem side of session-to-session sharing (share.*, reference
 // 10.2): a session's files as another session may reach them, under
 // stricter rules than file.*. The path (the target's scope, then the

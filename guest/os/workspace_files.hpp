@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Files of a session's workspace for the file.* actions, resolved strictly
 // beneath the workspace: every path goes through openat2 with
 // RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV, so `..`,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/os/workspace_tar.hpp"
 
 #include "guest/os/ownership.hpp"

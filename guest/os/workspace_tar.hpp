@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Directories of a session as tar streams (PUT and GET /v1/files/... with
 // Content-Type: application/x-tar), read and written with libarchive.
 //

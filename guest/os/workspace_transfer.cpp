@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/os/workspace_transfer.hpp"
 
 #include "guest/os/writeback.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bulk transfer of a session's files (PUT and GET /v1/files/...): one
 // regular file as a byte stream, or a directory as a tar stream
 // (guest/os/workspace_tar.hpp). The bytes come from, or go to, the HTTP

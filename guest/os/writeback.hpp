@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Write-back of a file that is being written, started on a thread of its
 // own. An upload is synced before it is answered; kicking write-back as it
 // goes leaves the final fsync only the last stretch. But the kick is not

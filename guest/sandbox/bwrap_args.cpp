@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/sandbox/bwrap_args.hpp"
 
 namespace allox::sandbox {

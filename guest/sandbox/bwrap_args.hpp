@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Bubblewrap command line of a run: the prototype's sandbox (reference
 // 6.2) plus IPC/UTS namespaces, an optional private network namespace, our
 // init as the namespace's PID 1, and fixed variables that the caller's env

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting a run's first process directly inside its session cgroup with
 // clone3(CLONE_INTO_CGROUP): no instant exists in which the process, or a
 // child it forks, is outside the group. The configuration travels as argv

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A run's interactive input: a pipe to its stdin, or a pseudo-terminal
 // for stdin, stdout and stderr. The daemon keeps the writing end (the
 // pipe's, or the terminal's master) to serve process.input and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/store/catalog.hpp"
 
 #include "guest/os/unique_fd.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The metadata database: one SQLite file in WAL mode under <root>/.allox/,
 // outside every subvolume, so rollback never touches it.
 //

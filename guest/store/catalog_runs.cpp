@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/store/catalog_runs.hpp"
 
 #include "guest/store/sqlite_statement.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The runs table of the catalog: one row per run, written through the
 // METADATA actor like every other row. Internal to guest/store/ (the
 // catalog); the rest of the daemon sees run_record, run_query and run_page.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A session's checkpoint DAG (prototype semantics): a head, parents and
 // children, branches after rollback, exact-or-unique-prefix resolution,
 // ancestor lookup, re-parenting on removal. Pure logic; the SESSION actor

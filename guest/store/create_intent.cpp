@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/store/create_intent.hpp"
 
 #include "guest/os/fs.hpp"

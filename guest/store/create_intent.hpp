@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The intent record of a checkpoint creation: the row the new checkpoint
 // will have, kept as extended attributes of checkpoints/.creating-<id> and
 // written just before the snapshot is taken.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Start-up recovery of a session.fork that a crash interrupted
 // (actors/agent_fork.cpp): a fork is either complete or absent afterwards.
 //

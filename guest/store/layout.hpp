@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where things live inside the store root (prototype-compatible layout):
 //
 //   <root>/agents/<a>/workspace/{shared/, sessions/<s>/{current/,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The catalog's schema history: one SQL script per version step,
 // applied in order by catalog::migrate (catalog.cpp).
 #pragma once

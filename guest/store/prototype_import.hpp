@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adopting a store written by the Python prototype: its checkpoint indexes
 // (.allox/indexes/<a>/<s>.json), audit logs (.allox/events/**.jsonl),
 // rollback transactions (.allox/transactions/<a>/<s>.json) and share

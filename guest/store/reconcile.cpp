@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/store/reconcile.hpp"
 #include "guest/store/upload_marks.hpp"
 

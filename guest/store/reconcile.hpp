@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Start-up reconciliation of the store with the catalog, run before the
 // daemon serves: finishes interrupted deletions, purges trash, adopts
 // workspaces that exist on disk without rows (a crash between creating a

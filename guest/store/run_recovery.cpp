@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/store/run_recovery.hpp"
 
 #include "guest/log.hpp"

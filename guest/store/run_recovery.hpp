@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs after a daemon restart (prototype 9.6): a run that was starting or
 // running when the daemon died is rewritten as `interrupted` and fences
 // its session until an administrator calls session.unfence. Run rows live

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A prepared SQLite statement as an RAII handle, the catalog's cache of
 // prepared statements, and its error for a failed SQLite call. Internal to
 // guest/store/ (the catalog).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Marks of uploads in flight, so that start-up can remove what a crash
 // left of them.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/store/workspace_ops.hpp"
 
 #include "guest/os/btrfs.hpp"

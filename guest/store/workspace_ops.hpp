@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The filesystem steps of checkpoint and rollback operations, shared by the
 // SESSION actor (live operations) and start-up recovery. Each step is one
 // blocking call meant for a worker thread; durability comes from fsyncing

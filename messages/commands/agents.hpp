@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Commands of the store and of agents: one struct per RPC action, decoded
 // once by the RPC actor (messages/commands/decode.hpp) and answered by the
 // AGENTS actor (store.initialize, agent.list) or, through it, by the AGENT

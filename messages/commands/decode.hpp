@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JSON parameters -> command structs, with the prototype's validation
 // messages. The caller has decoded and validated the session ids already
 // (they are the routing key); these decode the rest of each action.

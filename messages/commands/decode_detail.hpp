@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the decoder files of messages/commands/. Internal.
 #pragma once
 

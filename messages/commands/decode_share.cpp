@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Decoders of the share.* commands (messages/commands/share.hpp). What
 // list, read and write name inside the target (the path, the data) is
 // only type-checked here: the target checks it, so that every attempt on

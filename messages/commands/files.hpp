@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Commands of a session's files facet (file.*): one struct per RPC action,
 // decoded once by the RPC actor. Paths are as the caller sent them; the
 // session checks and resolves them beneath its workspace.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Commands and events of a session's network facet (proxy mode's egress
 // broker): network.status, and each connection attempt the broker
 // relayed or refused, for the session's audit trail.

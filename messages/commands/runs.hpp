@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Commands of a session's runs facet (tracked execution): one struct per
 // RPC action, decoded once by the RPC actor.
 #pragma once

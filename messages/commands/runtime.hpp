@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Commands of a session's runtime facet (execution leases, background
 // executions, runtime reset, unfence) and of its lifecycle (describe,
 // delete, fault injection): one struct per RPC action.

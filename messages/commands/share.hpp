@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Commands of a session's share facet (share.*, session-to-session
 // sharing): one struct per RPC action, decoded once by the RPC actor and
 // answered by the SESSION's handler for that type. In each, `session` is

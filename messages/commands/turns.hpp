@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Commands of a session's turns facet (turn lifecycle events and the
 // automatic checkpoint policy): one struct per RPC action, decoded once by
 // the RPC actor (messages/commands/decode.hpp) and answered by the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The METADATA actor under CAF's deterministic scheduler, with a real
 // SQLite catalog in a scratch directory.
 #include "actors/metadata.hpp"

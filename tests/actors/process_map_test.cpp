@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A tracked run's process map and tree from synthetic event batches, as
 // the session's tracking facet builds them (actors/session/process_map.hpp).
 #include "actors/session/process_map.hpp"

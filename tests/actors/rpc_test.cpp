@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RPC actor's own request deadlines under CAF's deterministic
 // scheduler: a request nobody answers is answered `internal` once its
 // deadline passes, exactly once, and a late answer is dropped.

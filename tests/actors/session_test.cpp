@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SESSION actor's facets under CAF's deterministic scheduler, with a
 // fake METADATA: what each handler answers and what it asks the catalog to
 // write or read, without a store, a cgroup or root. (The real kernel paths

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The probe's own contract on the real kernel: load settings, fault
 // points, tracking bookkeeping. Needs root.
 #include "bpf/loader.hpp"

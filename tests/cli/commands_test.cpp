@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Golden files of every command in table, json and yaml form: one scenario
 // run against a fresh daemon per format; tests/cli/golden/<step>.txt holds
 // the command, its exit code and its three outputs. ALLOX_UPDATE_GOLDEN=1

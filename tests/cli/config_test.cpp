@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The configuration file and the precedence of settings: flag >
 // environment > profile > default. No daemon needed.
 #include "cli/config.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The current context (use, current, clear) and what session commands make
 // of it; the one-line failures and their exit codes.
 #include "tests/cli/ctl.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the alloxctl binary as a user would: its own process, a scratch
 // HOME and configuration file, stdout and stderr captured apart. Golden
 // files compare its output after ids and times are normalised.

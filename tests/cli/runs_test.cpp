@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // alloxctl run, logs -f and Ctrl-C against a daemon with tracked
 // execution: output streams while the run lives, the exit code is the
 // run's, Ctrl-C stops the run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // alloxctl's tar packing and unpacking (cli/tarball.cpp): a tree round
 // trips, and a hostile stream never writes outside the target directory.
 #include "cli/tarball.hpp"

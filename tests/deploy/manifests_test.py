@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """deploy/: every manifest parses (YAML with python3-yaml, TOML with
 tomllib, systemd units with a unit-file reader) and the fields that tie the
 pieces together hold: RuntimeClass -> containerd handler -> Kata

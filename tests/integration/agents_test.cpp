@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AGENTS registry under concurrent requests: commands that arrive while
 // their agent is being created wait for it and then go to its actor.
 #include "tests/fixtures/daemon.hpp"

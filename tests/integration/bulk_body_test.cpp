@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How an upload's body is read: a declared length partly with the head and
 // then straight into the worker's buffers, stopping at the body's end; a
 // chunked body gathered frame by frame. Either way the file holds the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a regular file's download is sent: its worker writes the head and
 // the file to the socket itself (sendfile). A client that keeps reading,
 // however slowly, is not idle; one that stops is closed as idle, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PUT and GET /v1/files/...: large files and trees round-trip byte for
 // byte, tar entries that would leave the target are refused with no side
 // effect, limits answer 413 and leave nothing behind.

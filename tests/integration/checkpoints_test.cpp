@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoints, rollback, leases and resets against the real daemon on a
 // loop-mounted Btrfs store.
 #include "tests/fixtures/daemon.hpp"

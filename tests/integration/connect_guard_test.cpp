@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The control plane out of reach: a sandboxed program cannot connect to
 // the daemon's RPC or metrics addresses, nor to a --deny-connect
 // destination, through any address of the machine and in every network

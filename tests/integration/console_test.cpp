@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The operator console (GET /ui) in a real headless Chromium against a
 // running daemon: the page loads, shows what the test created, opens a
 // checkpoint's diff, and leaves a screenshot in the build tree

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Crash safety: the daemon dies (SIGKILL) at every step of checkpoint
 // creation and rollback, and at random moments under load; after a restart
 // every session must be exactly in the state before or after the operation.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // checkpoint.diff: exact results on known changes, pagination, and the
 // generation search checked against a full walk of both trees on random
 // changes, across branches and against the live workspace.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Escape attempts, each made by a real program inside a real sandbox, and
 // shown to fail. (A first part of the suite; see docs/rpc.md.)
 #include "tests/fixtures/daemon.hpp"

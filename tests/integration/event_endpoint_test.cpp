@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-guest event endpoint, from real sandboxes: allox-turn publishes
 // a session's turns with no token and no ids; the caller's session comes
 // from its cgroup, and spoofing (another session's ids, an action the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // file.* on the real store: round trips, and every way out of the
 // workspace refused with a clear error and no side effect.
 #include "tests/fixtures/daemon.hpp"

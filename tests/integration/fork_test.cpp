@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // session.fork on the real store: a new session from any checkpoint, the
 // source untouched, and all or nothing across a crash at every step.
 #include "tests/fixtures/daemon.hpp"

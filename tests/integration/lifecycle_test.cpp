@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Restarts, crashes, supervision, isolation of slow work, operator dumps
 // and clean shutdown.
 #include "tests/fixtures/bulk_client.hpp"

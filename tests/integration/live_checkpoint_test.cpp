@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Live checkpoints: a checkpoint of a session whose runs are alive
 // freezes their cgroup for the snapshot (cgroup.freeze), so the snapshot
 // is one instant of their writes and they go on afterwards. Rollback

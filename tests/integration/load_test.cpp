@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Races that only show under concurrent load: requests against a session
 // that is being deleted and re-created, and sibling sessions whose runs
 // create and remove cgroups under the same agent. Each runs for a bounded

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GET /metrics against the real daemon, read by a strict parser of the
 // Prometheus text exposition format (0.0.4).
 #include "tests/fixtures/daemon.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tracked execution on the real kernel: Bubblewrap sandboxes in the
 // session's cgroup v2 group (the prototype's sandbox and kernel tests
 // without eBPF).

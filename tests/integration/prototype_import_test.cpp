@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A store written by the Python prototype (its JSON indexes, JSONL audit
 // logs and an interrupted rollback transaction) is adopted on first start.
 #include "tests/fixtures/daemon.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Proxy network mode from real sandboxes: the session's own namespace
 // whose only way out is the egress broker, an HTTPS download through the
 // proxy from an allowed local server, refusals for hosts off the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP transport and envelope, against the real daemon.
 #include "tests/fixtures/daemon.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs in the catalog and several runs per session, on the real kernel.
 #include "guest/store/layout.hpp"
 #include "tests/fixtures/daemon.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // No root inside: runs execute as the sandbox user (--sandbox-user,
 // default allox-sandbox) with no capabilities left anywhere, own what
 // they create, cannot get root back through a setuid binary, and still do

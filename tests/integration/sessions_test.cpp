@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Agents and sessions over RPC on a real loop-mounted Btrfs store.
 #include "tests/fixtures/daemon.hpp"
 #include "tests/fixtures/session_files.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Session-to-session sharing (share.*, reference 10.2 and its sharing
 // tests) on the real store: both sessions must opt in, read-only targets,
 // every way out of the scope (.., absolute and dot paths, backslash, NUL,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Clients that do not play along: pipelining without reading, trickling a
 // request byte by byte, holding every connection slot. Each is bounded in
 // time and talks to the daemon on loopback only.

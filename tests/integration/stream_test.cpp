@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The live stream of a run (GET /v1/stream) as an event-driven feed:
 // pushed state, output read when the logs grow, resumable by
 // Last-Event-ID, heartbeats, back-pressure, and no work while idle.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seccomp filter of runs, tried from a real sandbox: every filtered
 // system call fails with EPERM (clone3 with ENOSYS, so the C library
 // falls back to clone, which is filtered by its flags), and ordinary work

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process tracking with the eBPF probe, through the daemon, on the real
 // kernel: what runs record (process.events, process.tree, the process
 // map), attribution across sessions and process shapes, timeouts and

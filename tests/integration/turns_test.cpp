@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turn lifecycle events and the automatic checkpoint policy against the
 // real daemon: every case of the reference adapter's tests
 // (test_turn_lifecycle.py), policy precedence and persistence, keep_auto,

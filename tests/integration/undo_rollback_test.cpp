@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Undoable rollbacks (policy keep_pre_rollback): the tree a rollback
 // replaces is kept as a checkpoint on a branch, a second rollback to it
 // undoes the first, it counts against keep_auto, and a crash while it is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """kernel/check-config against the running kernel and against fixture
 configurations made from it (or from the fragments) with options removed."""
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The store and agent commands' decoders (messages/commands/decode.hpp):
 // the prototype's validation messages, the agent id checked first.
 #include "messages/commands/decode.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "messages/checkpoint_params.hpp"
 #include "tests/fixtures/json_text.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "messages/records.hpp"
 
 #include <caf/binary_deserializer.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pure parts of share.*: the path rules, strict base64 and the policy
 // as the catalog keeps it (messages/share.hpp).
 #include "messages/share.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every message an actor of the daemon takes is in a type ID block
 // (messages/type_ids.hpp): checked at compile time over every typed
 // interface in messages/actors.hpp, so a new command or event that is not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The decoder on crafted bytes: every malformed record is counted by
 // reason and never becomes an event.
 #include "tracking/decode.hpp"

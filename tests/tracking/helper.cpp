@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process shapes the tracking tests need and a shell cannot make:
 //   thread-exec PATH [ARG...]  a second thread execs PATH (the kernel
 //                              makes it the leader; same process)

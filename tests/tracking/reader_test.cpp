@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process tracking end to end on the real kernel: processes started in
 // scratch cgroups the way the daemon starts runs, the probe attributing
 // them, the reader delivering the events. Needs root.

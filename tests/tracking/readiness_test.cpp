@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The readiness checks and allox-guest-bootstrap on this machine, which
 // has everything a tracked session needs.
 #include "tracking/readiness.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tests/tracking/tracking_fixture.hpp"
 
 #include "guest/os/cgroup.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the process-tracking suites: scratch cgroups on the real
 // cgroup v2 mount, processes started inside them the way the daemon does
 // (clone3 CLONE_INTO_CGROUP), and a probe with a reader that collects

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // allox-network: a TCP stream through the session's proxy, for what is not
 // HTTP (an SSH ProxyCommand, a database client). Bound into the runs of
 // proxy-mode sessions at /run/allox/bin/allox-network.

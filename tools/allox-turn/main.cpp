@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // allox-turn: publishes turn events from inside a run, over the event
 // endpoint at $ALLOX_EVENTS_SOCKET (/run/allox/events.sock). Bound into
 // every run at /run/allox/bin/allox-turn, so agent frameworks need

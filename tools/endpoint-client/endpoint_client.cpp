@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tools/endpoint-client/endpoint_client.hpp"
 
 #include <sys/socket.h>

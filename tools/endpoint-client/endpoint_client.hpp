@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client side of the in-guest event endpoint
 // (guest/http/event_endpoint.hpp), shared by the tools bound into every
 // run (allox-turn, allox-share): one request line out, one reply line

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // allox-guest-bootstrap: run by the guest's init before the daemon.
 // Checks that this guest can run tracked sessions and prints a JSON
 // readiness report on stdout; exits 1 when any check failed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tools/sandbox-init/identity.hpp"
 
 #include <grp.h>

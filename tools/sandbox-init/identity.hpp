@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who a run's programs are: allox-sandbox-init becomes the sandbox user
 // before anything of the run happens. Bubblewrap starts it as root with
 // only CAP_SETUID, CAP_SETGID and CAP_SETPCAP; become() spends them and

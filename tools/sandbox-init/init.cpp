@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // allox-sandbox-init: PID 1 of a run's PID namespace, inside Bubblewrap.
 //
 //   allox-sandbox-init -- <argv...>

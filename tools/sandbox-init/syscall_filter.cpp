@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tools/sandbox-init/syscall_filter.hpp"
 
 #include <seccomp.h>

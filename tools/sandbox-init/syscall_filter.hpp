@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seccomp filter of a run: system calls an agent never needs and that
 // escapes commonly use are refused with EPERM (docs/security.md lists each
 // and why). Installed by allox-sandbox-init in the run's first process,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The queue between a transfer's loop side and its worker: an upload's
 // buffers go round instead of being allocated per read, count in full
 // against the capacity, and hand the worker exactly the bytes offered.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The egress policy of proxy mode: rule syntax, name and address matching,
 // deny over allow, and protected addresses reachable only by address
 // rules.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the proxy reads before relaying: CONNECT targets, absolute-form
 // requests rewritten to origin form, and what it refuses.
 #include "guest/net/proxy_request.hpp"

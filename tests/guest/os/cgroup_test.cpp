@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cgroup v2 helpers on the real cgroupfs of this machine: who removes
 // which group, and creation racing a sibling's clean-up.
 #include "guest/os/cgroup.hpp"

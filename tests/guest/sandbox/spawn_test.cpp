@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting a process straight into a cgroup, on the real kernel: the
 // child shares the daemon's memory until it execs (CLONE_VM |
 // CLONE_VFORK), so what it inherits and what it hands back are checked

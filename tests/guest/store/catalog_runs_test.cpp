@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The runs table: rows written in batches, pages served by the index,
 // start-up loading only what recovery needs, deletions cascading.
 #include "guest/store/catalog.hpp"

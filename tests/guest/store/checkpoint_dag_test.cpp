@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guest/store/checkpoint_dag.hpp"
 #include "messages/results/checkpoints_json.hpp"
 

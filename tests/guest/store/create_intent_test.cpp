@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Intent records on plain file systems: ext4 under /tmp for ordinary rows,
 // tmpfs for rows split over several attributes (ext4 keeps all of a file's
 // attributes in one block). Btrfs is covered by the crash tests.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reconciliation logic on plain directories (it never needs a subvolume to
 // decide; the Btrfs paths are covered by the integration tests).
 #include "guest/store/reconcile.hpp"

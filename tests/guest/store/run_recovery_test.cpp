@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Start-up recovery of runs: what a crash interrupted fences its session,
 // and rows of older stores (state.json files) are imported once.
 #include "guest/store/run_recovery.hpp"
