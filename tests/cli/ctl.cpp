@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tests/cli/ctl.hpp"
+#include "tests/fixtures/golden.hpp"
 
 #include <doctest/doctest.h>
 
@@ -171,18 +172,7 @@ std::string normalise(const std::string& text) {
 }
 
 void check_golden(const std::string& name, const std::string& text) {
-  auto path = std::string{ALLOX_GOLDEN_DIR} + "/" + name;
-  const char* update = std::getenv("ALLOX_UPDATE_GOLDEN");
-  if (update != nullptr && std::string{update} == "1") {
-    write_file(path, text);
-    return;
-  }
-  auto expected = read_file(path);
-  INFO("golden file " << path
-                      << " (ALLOX_UPDATE_GOLDEN=1 rewrites it)\n--- expected\n"
-                      << expected << "--- actual\n"
-                      << text);
-  CHECK(expected == text);
+  check_golden_file(ALLOX_GOLDEN_DIR, name, text);
 }
 
 } // namespace allox::test
