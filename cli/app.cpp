@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: Apache-2.0
 // What every alloxctl command shares: the daemon connection made on first
 // use, the session a command names, Ctrl-C, and how a failure is printed.
 // Kept out of main.cpp so that the library links on its own (the tests
@@ -53,8 +52,6 @@ void build_app(CLI::App& app, app_state& st, std::function<int()>* run) {
   add_table_commands(app, st, run);
   add_flow_commands(app, st, run);
   add_share_commands(app, st, run);
-  add_version_command(app, st, run);
-  add_completion_command(app, st, run);
 }
 
 std::vector<std::string> subcommand_names(const CLI::App& app) {

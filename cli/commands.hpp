@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: Apache-2.0
 // alloxctl's commands. Most are one row of a table (table.cpp): the RPC
 // action, which id is positional, which flags map to which parameters,
 // whether the current context fills agent_id/session_id, and how the
@@ -152,17 +151,6 @@ void add_share_commands(CLI::App& app, app_state& st,
 /// config init|show|set|path, use, current, clear.
 void add_local_commands(CLI::App& app, app_state& st,
                         std::function<int()>* run);
-
-/// version (cli/version.cpp).
-void add_version_command(CLI::App& app, app_state& st,
-                         std::function<int()>* run);
-
-/// completion bash|zsh (cli/completion.cpp).
-void add_completion_command(CLI::App& app, app_state& st,
-                            std::function<int()>* run);
-
-/// The completion script for `shell` (bash or zsh) of the tree `app`.
-std::string completion_script(const CLI::App& app, const std::string& shell);
 
 /// Finds or makes the nested subcommand `path` (e.g. checkpoint create).
 CLI::App* subcommand(CLI::App& app, const std::vector<std::string>& path,

@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: Apache-2.0
 // Commands that follow a run: run (start, stream, exit with its code),
 // logs (-f streams), ps, wait.
 #include "cli/commands.hpp"

@@ -64,3 +64,32 @@ TEST_CASE("usage: file upload LOCAL REMOTE and file download REMOTE LOCAL, "
   CHECK(both.code == 2);
   CHECK(both.out.empty());
 }
+
+TEST_CASE("usage: run refuses a subcommand's name as the program unless -- "
+          "comes first") {
+  daemon_process d{with_execution()};
+  d.start();
+  ctl_process c{daemon_url(d)};
+  make_session(c);
+  auto list = c.run({"run", "list"});
+  CHECK(list.code == 2);
+  CHECK(list.out.empty());
+  CHECK(list.err == "alloxctl: run: 'list' is an alloxctl subcommand; to run "
+                    "a program of that name, put -- before it: alloxctl run "
+                    "-- list ...\n");
+  CHECK(c.run({"run", "-d", "ps"}).code == 2);
+  CHECK(c.run({"run", "--env", "A=1", "checkpoint", "x"}).code == 2);
+  CHECK(c.run({"run", "diff", "/dev/null", "/dev/null"}).code == 2);
+  // Nothing was started.
+  auto none = c.run({"-o", "json", "ps"});
+  CHECK(json::parse(none.out).as_array().empty());
+  // After -- the word is the program's, whatever it is called.
+  auto dashed = c.run({"run", "--", "diff", "/dev/null", "/dev/null"});
+  INFO(dashed.err);
+  CHECK(dashed.code == 0);
+  CHECK(json::parse(c.run({"-o", "json", "ps"}).out).as_array().size() == 1);
+  // Other programs need no --, and their arguments may be anything.
+  auto echo = c.run({"run", "echo", "list"});
+  CHECK(echo.code == 0);
+  CHECK(echo.out == "list\n");
+}
