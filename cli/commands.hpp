@@ -152,6 +152,10 @@ void add_share_commands(CLI::App& app, app_state& st,
 void add_local_commands(CLI::App& app, app_state& st,
                         std::function<int()>* run);
 
+/// version (cli/version.cpp).
+void add_version_command(CLI::App& app, app_state& st,
+                         std::function<int()>* run);
+
 /// Finds or makes the nested subcommand `path` (e.g. checkpoint create).
 CLI::App* subcommand(CLI::App& app, const std::vector<std::string>& path,
                      const std::string& help);

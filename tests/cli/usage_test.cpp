@@ -9,6 +9,8 @@
 
 #include <sys/stat.h>
 
+#include <regex>
+
 using namespace allox;
 using namespace allox::test;
 
@@ -22,6 +24,16 @@ std::string daemon_url(const daemon_process& d) {
 void make_session(ctl_process& c) {
   REQUIRE(c.run({"session", "create", "--agent", "a", "s"}).code == 0);
   REQUIRE(c.run({"use", "a/s"}).code == 0);
+}
+
+/// The version in the top-level CMakeLists.txt's project().
+std::string project_version() {
+  auto text =
+      read_file(std::string{ALLOX_GOLDEN_DIR} + "/../../../CMakeLists.txt");
+  std::smatch m;
+  REQUIRE(
+      std::regex_search(text, m, std::regex{R"(project\(\S+ VERSION (\S+))"}));
+  return m[1];
 }
 
 } // namespace
@@ -92,4 +104,35 @@ TEST_CASE("usage: run refuses a subcommand's name as the program unless -- "
   auto echo = c.run({"run", "echo", "list"});
   CHECK(echo.code == 0);
   CHECK(echo.out == "list\n");
+}
+
+TEST_CASE("usage: version prints the client's and asks the daemon for its "
+          "own") {
+  auto version = project_version();
+  daemon_process d;
+  d.start();
+  ctl_process c{daemon_url(d)};
+  auto table = c.run({"version"});
+  CHECK(table.code == 0);
+  CHECK(normalise(table.out) ==
+        "client:  " + version +
+            "\ndaemon:  the daemon at http://127.0.0.1:PORT does not report "
+            "a version\n");
+  auto j = c.run({"-o", "json", "version"});
+  CHECK(j.code == 0);
+  auto o = json::parse(j.out).as_object();
+  const auto& daemon = o.at("daemon").as_object();
+  CHECK(o.at("client").as_object().at("version") == json::value(version));
+  CHECK(daemon.at("reachable") == json::value(true));
+  CHECK(daemon.at("version").is_null());
+  // No daemon: still exit 0, and it says so.
+  ctl_process gone{"http://127.0.0.1:" + std::to_string(free_port())};
+  auto alone = gone.run({"version"});
+  CHECK(alone.code == 0);
+  CHECK(alone.out.rfind("client:  " + version + "\n", 0) == 0);
+  CHECK(alone.out.find("daemon:  not reachable (cannot reach the daemon at "
+                       "http://127.0.0.1:") != std::string::npos);
+  auto yaml = gone.run({"-o", "yaml", "version"});
+  CHECK(yaml.code == 0);
+  CHECK(yaml.out.find("reachable: false") != std::string::npos);
 }
