@@ -156,6 +156,13 @@ void add_local_commands(CLI::App& app, app_state& st,
 void add_version_command(CLI::App& app, app_state& st,
                          std::function<int()>* run);
 
+/// completion bash|zsh (cli/completion.cpp).
+void add_completion_command(CLI::App& app, app_state& st,
+                            std::function<int()>* run);
+
+/// The completion script for `shell` (bash or zsh) of the tree `app`.
+std::string completion_script(const CLI::App& app, const std::string& shell);
+
 /// Finds or makes the nested subcommand `path` (e.g. checkpoint create).
 CLI::App* subcommand(CLI::App& app, const std::vector<std::string>& path,
                      const std::string& help);

@@ -2,13 +2,17 @@
 // alloxctl as people type it: scp's positional form of file transfers,
 // `run` guarding against a mistyped subcommand, `version`, shell
 // completion and `checkpoint restore` choosing the new session itself.
+#include "cli/commands.hpp"
 #include "tests/cli/ctl.hpp"
 #include "tests/fixtures/daemon.hpp"
 
+#include <CLI/CLI.hpp>
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 
+#include <cstdio>
 #include <regex>
 
 using namespace allox;
@@ -24,6 +28,20 @@ std::string daemon_url(const daemon_process& d) {
 void make_session(ctl_process& c) {
   REQUIRE(c.run({"session", "create", "--agent", "a", "s"}).code == 0);
   REQUIRE(c.run({"use", "a/s"}).code == 0);
+}
+
+/// What `sh -c command` prints on stdout; its exit status in `*code`.
+std::string shell(const std::string& command, int* code = nullptr) {
+  std::string out;
+  FILE* p = ::popen(command.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  while (auto n = std::fread(buf, 1, sizeof buf, p))
+    out.append(buf, n);
+  int status = ::pclose(p);
+  if (code != nullptr)
+    *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
 }
 
 /// The version in the top-level CMakeLists.txt's project().
@@ -135,4 +153,52 @@ TEST_CASE("usage: version prints the client's and asks the daemon for its "
   auto yaml = gone.run({"-o", "yaml", "version"});
   CHECK(yaml.code == 0);
   CHECK(yaml.out.find("reachable: false") != std::string::npos);
+}
+
+TEST_CASE("usage: completion scripts cover the whole command tree") {
+  ctl_process c;
+  auto bash = c.run({"completion", "bash"});
+  REQUIRE(bash.code == 0);
+  auto zsh = c.run({"completion", "zsh"});
+  REQUIRE(zsh.code == 0);
+  CHECK(zsh.out.rfind("#compdef alloxctl\n", 0) == 0);
+  CHECK(c.run({"completion", "fish"}).code == 2);
+  // Every command of the tree the parser uses, at its place.
+  CLI::App app;
+  ctl::app_state st;
+  std::function<int()> run;
+  ctl::build_app(app, st, &run);
+  std::vector<std::pair<const CLI::App*, std::string>> todo{{&app, ""}};
+  size_t seen = 0;
+  while (!todo.empty()) {
+    auto [at, path] = todo.back();
+    todo.pop_back();
+    for (const auto* sub : at->get_subcommands({})) {
+      auto sub_path = path + " " + sub->get_name();
+      INFO(sub_path);
+      CHECK(bash.out.find("\"" + sub_path + "\") words=") != std::string::npos);
+      CHECK(zsh.out.find("(\"" + sub_path + "\")") != std::string::npos);
+      CHECK(zsh.out.find("'" + sub->get_name() + ":") != std::string::npos);
+      todo.emplace_back(sub, sub_path);
+      ++seen;
+    }
+  }
+  CHECK(seen > 60);
+  test::temp_dir dir;
+  write_file(dir / "alloxctl.bash", bash.out);
+  int code = -1;
+  shell("bash -n " + (dir / "alloxctl.bash") + " 2>&1", &code);
+  CHECK(code == 0);
+  // And bash completes with it.
+  auto complete = [&](const std::string& words) {
+    return shell("bash -c 'source " + (dir / "alloxctl.bash") +
+                 "; COMP_WORDS=(" + words +
+                 "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _alloxctl; "
+                 "echo \"${COMPREPLY[*]}\"'");
+  };
+  CHECK(complete("alloxctl comp") == "completion\n");
+  CHECK(complete("alloxctl checkpoint re") == "restore\n");
+  CHECK(complete("alloxctl -o json checkpoint restore --new") ==
+        "--new-session\n");
+  CHECK(complete("alloxctl --session s2 file up") == "upload\n");
 }
