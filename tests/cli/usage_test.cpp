@@ -202,3 +202,35 @@ TEST_CASE("usage: completion scripts cover the whole command tree") {
         "--new-session\n");
   CHECK(complete("alloxctl --session s2 file up") == "upload\n");
 }
+
+TEST_CASE("usage: checkpoint restore without --new-session names the new "
+          "session itself") {
+  daemon_process d;
+  d.start();
+  ctl_process c{daemon_url(d)};
+  make_session(c);
+  REQUIRE(c.run({"checkpoint", "create", "c1"}).code == 0);
+  auto first = c.run({"checkpoint", "restore", "c1"});
+  INFO(first.err);
+  CHECK(first.code == 0);
+  CHECK(first.out.find("created session: a/s-c1\ncontext: a/s-c1\n") !=
+        std::string::npos);
+  CHECK(c.run({"current"}).out == "a/s-c1  (profile default)\n");
+  // Taken names are skipped.
+  REQUIRE(c.run({"use", "a/s"}).code == 0);
+  auto second = c.run({"-o", "json", "checkpoint", "restore", "c1"});
+  CHECK(second.code == 0);
+  CHECK(json::parse(second.out).as_object().at("session_id") ==
+        json::value("s-c1-2"));
+  CHECK(c.run({"current"}).out == "a/s-c1-2  (profile default)\n");
+  // A named one as before, and errors are the daemon's.
+  REQUIRE(c.run({"use", "a/s"}).code == 0);
+  auto named = c.run({"checkpoint", "restore", "c1", "--new-session", "n"});
+  CHECK(named.code == 0);
+  CHECK(named.out.find("created session") == std::string::npos);
+  CHECK(c.run({"current"}).out == "a/n  (profile default)\n");
+  REQUIRE(c.run({"use", "a/s"}).code == 0);
+  auto missing = c.run({"checkpoint", "restore", "nope"});
+  CHECK(missing.code == 1);
+  CHECK(c.run({"current"}).out == "a/s  (profile default)\n");
+}
