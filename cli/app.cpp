@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every alloxctl command shares: the daemon connection made on first
 // use, the session a command names, Ctrl-C, and how a failure is printed.
 // Kept out of main.cpp so that the library links on its own (the tests

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // alloxctl's commands. Most are one row of a table (table.cpp): the RPC
 // action, which id is positional, which flags map to which parameters,
 // whether the current context fills agent_id/session_id, and how the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // alloxctl file upload and download: one file as one streamed PUT or GET
 // of /v1/files/..., a tree as one tar stream (cli/tarball.hpp), and
 // file.write / file.read in base64 chunks for merges into an existing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoint commands beyond one call (list --graph, watch, restore), file
 // transfers and metrics.
 #include "cli/commands.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // alloxctl: the command line of Allox OS. Parses the command line, weighs
 // flags, environment and the configuration file, and runs one command.
 // See docs/cli.md.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Commands that follow a run: run (start, stream, exit with its code),
 // logs (-f streams), ps, wait.
 #include "cli/commands.hpp"
