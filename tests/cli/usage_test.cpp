@@ -201,6 +201,33 @@ TEST_CASE("usage: completion scripts cover the whole command tree") {
   CHECK(complete("alloxctl -o json checkpoint restore --new") ==
         "--new-session\n");
   CHECK(complete("alloxctl --session s2 file up") == "upload\n");
+
+  // zsh, where it is installed (scripts/install-deps does not bring it).
+  int no_zsh = -1;
+  shell("command -v zsh >/dev/null", &no_zsh);
+  if (no_zsh != 0) {
+    MESSAGE("zsh is not installed: the zsh script is not tried");
+    return;
+  }
+  write_file(dir / "_alloxctl", zsh.out);
+  shell("zsh -n " + (dir / "_alloxctl") + " 2>&1", &code);
+  CHECK(code == 0);
+  // Outside the completion system: _describe and _files print what they
+  // would offer (the words of the entries that match the prefix).
+  write_file(dir / "driver.zsh",
+             "compdef() { :; }\n"
+             "_files() { print FILES; }\n"
+             "_describe() { print -l -- ${(M)${(@)${(P)4}%%:*}:#$PREFIX*}; }\n"
+             "source " + (dir / "_alloxctl") + "\n"
+             "words=(\"$@\"); CURRENT=$#words; PREFIX=${words[CURRENT]}\n"
+             "_alloxctl\n");
+  auto zcomplete = [&](const std::string& words) {
+    return shell("zsh " + (dir / "driver.zsh") + " " + words);
+  };
+  CHECK(zcomplete("alloxctl comp") == "completion\n");
+  CHECK(zcomplete("alloxctl -o json checkpoint restore --new") ==
+        "--new-session\n");
+  CHECK(zcomplete("alloxctl file upload --path ''") == "FILES\n");
 }
 
 TEST_CASE("usage: checkpoint restore without --new-session names the new "
