@@ -196,6 +196,9 @@ TEST_CASE("console: the page shows the daemon's actors, sessions, runs and "
     ++circles;
   CHECK(circles == 3);
   CHECK(dom.find("(head)") != std::string::npos);
+  // Labelled by the ends of their ids (cp-<ns> ids begin alike).
+  CHECK(dom.find("…" + branch_id.substr(branch_id.size() - 8) + " (head)") !=
+        std::string::npos);
   CHECK(dom.find("data-run=\"" + run + "\"") != std::string::npos);
   CHECK(dom.find("console-output-line") != std::string::npos);
   CHECK(dom.find("session.rollback") != std::string::npos);
