@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Commands of the store and of agents: one struct per RPC action, decoded
-// once by the RPC actor (messages/commands/decode.hpp) and answered by the
-// AGENTS actor (store.initialize, agent.list) or, through it, by the AGENT
-// actor of the agent they name.
+// once by the RPC actor (cmd::decode, messages/commands/command.hpp) and
+// answered by the AGENTS actor (store.initialize, agent.list) or, through
+// it, by the AGENT actor of the agent they name.
 #pragma once
 
+#include "messages/commands/command.hpp"
 #include "messages/records.hpp"
 
 #include <caf/meta/type_name.hpp>
@@ -17,17 +18,20 @@ namespace allox::cmd {
 /// store.initialize {}: checks the store and audits the call.
 struct store_initialize {
   static inline const char* name = "store.initialize";
+  static store_initialize decode(params::reader& r);
 };
 
 /// agent.list {}: every agent id, sorted.
 struct agent_list {
   static inline const char* name = "agent.list";
+  static agent_list decode(params::reader& r);
 };
 
 /// agent.create {agent_id, origin?}: creates the agent, or audits the call
 /// again when it exists (idempotent).
 struct agent_create {
   static inline const char* name = "agent.create";
+  static agent_create decode(params::reader& r);
   std::string agent_id;
   std::string origin;
 };
@@ -35,12 +39,14 @@ struct agent_create {
 /// agent.describe {agent_id}.
 struct agent_describe {
   static inline const char* name = "agent.describe";
+  static agent_describe decode(params::reader& r);
   std::string agent_id;
 };
 
 /// agent.delete {agent_id, origin?}: every session, then the agent.
 struct agent_delete {
   static inline const char* name = "agent.delete";
+  static agent_delete decode(params::reader& r);
   std::string agent_id;
   std::string origin;
 };
@@ -49,6 +55,7 @@ struct agent_delete {
 /// when it does not exist yet.
 struct session_create {
   static inline const char* name = "session.create";
+  static session_create decode(params::reader& r);
   session_ref session;
   std::string origin;
 };
@@ -58,6 +65,7 @@ struct session_create {
 /// source (or from its current/ checkpointed first).
 struct session_fork {
   static inline const char* name = "session.fork";
+  static session_fork decode(params::reader& r);
   /// The source.
   session_ref session;
   std::string new_session_id;
@@ -69,6 +77,7 @@ struct session_fork {
 /// session.list {agent_id}.
 struct session_list {
   static inline const char* name = "session.list";
+  static session_list decode(params::reader& r);
   std::string agent_id;
 };
 
@@ -76,6 +85,7 @@ struct session_list {
 /// which sends the session its cmd::session_delete and forgets it.
 struct session_delete_request {
   static inline const char* name = "session.delete";
+  static session_delete_request decode(params::reader& r);
   session_ref session;
   std::string origin;
 };

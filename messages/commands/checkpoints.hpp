@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Commands of a session's checkpoints and rollback facets: one struct per
-// RPC action, decoded once by the RPC actor (messages/commands/decode.hpp)
-// and answered by the SESSION actor's handler for that type.
+// RPC action, decoded once by the RPC actor (cmd::decode, command.hpp) and
+// answered by the SESSION actor's handler for that type.
 #pragma once
 
-#include "messages/results/checkpoints.hpp"
 #include "messages/checkpoint_params.hpp"
+#include "messages/commands/command.hpp"
 #include "messages/fork_signal.hpp"
 #include "messages/records.hpp"
+#include "messages/results/checkpoints.hpp"
 
 #include <caf/meta/type_name.hpp>
 
@@ -38,6 +39,7 @@ namespace allox::cmd {
 /// list; with it, a page of `limit` records after `cursor`.
 struct checkpoint_list {
   static inline const char* name = "checkpoint.list";
+  static checkpoint_list decode(params::reader& r);
   /// What the session answers (the native front encodes it).
   using reply = checkpoint_page;
   session_ref session;
@@ -49,6 +51,7 @@ struct checkpoint_list {
 /// checkpoint.describe {checkpoint_id}: one record (id, prefix or alias).
 struct checkpoint_describe {
   static inline const char* name = "checkpoint.describe";
+  static checkpoint_describe decode(params::reader& r);
   /// What the session answers (the native front encodes it).
   using reply = checkpoint_view;
   session_ref session;
@@ -59,6 +62,9 @@ struct checkpoint_describe {
 /// checkpoints, or between one and current/ when `to` is absent.
 struct checkpoint_diff {
   static inline const char* name = "checkpoint.diff";
+  static checkpoint_diff decode(params::reader& r);
+  /// What the session answers (the native front encodes it).
+  using reply = diff_page;
   session_ref session;
   std::string from;
   /// Empty: current/.
@@ -70,6 +76,9 @@ struct checkpoint_diff {
 /// checkpoint.create {checkpoint_id?, message?, metadata?, pinned?, origin?}.
 struct checkpoint_create {
   static inline const char* name = "checkpoint.create";
+  static checkpoint_create decode(params::reader& r);
+  /// What the session answers (the native front encodes it).
+  using reply = checkpoint_created;
   session_ref session;
   params::checkpoint_create req;
 };
@@ -77,6 +86,9 @@ struct checkpoint_create {
 /// checkpoint.delete {checkpoint_id, force?, origin?}.
 struct checkpoint_delete {
   static inline const char* name = "checkpoint.delete";
+  static checkpoint_delete decode(params::reader& r);
+  /// What the session answers (the native front encodes it).
+  using reply = checkpoint_deleted;
   session_ref session;
   std::string checkpoint_id;
   bool force = false;
@@ -88,6 +100,10 @@ struct checkpoint_delete {
 /// reset_token (after a reset only), origin?}.
 struct session_rollback {
   static inline const char* name = "session.rollback";
+  /// `kill_default` is the daemon's --kill-session-processes-on-rollback;
+  /// the extra arguments keep it out of is_action (its own routing row).
+  static session_rollback decode(params::reader& r, bool after_reset,
+                                 bool kill_default);
   session_ref session;
   params::rollback req;
   bool after_reset = false;

@@ -4,8 +4,9 @@
 // session checks and resolves them beneath its workspace.
 #pragma once
 
-#include "messages/results/files.hpp"
+#include "messages/commands/command.hpp"
 #include "messages/records.hpp"
+#include "messages/results/files.hpp"
 
 #include <caf/meta/type_name.hpp>
 
@@ -21,6 +22,7 @@ inline constexpr int64_t max_file_chunk = 1 << 20;
 /// file.stat {path}.
 struct file_stat {
   static inline const char* name = "file.stat";
+  static file_stat decode(params::reader& r);
   /// What the session answers (the native front encodes it).
   using reply = file_entry;
   session_ref session;
@@ -30,6 +32,7 @@ struct file_stat {
 /// file.list {path?, recursive?, limit?, cursor?}.
 struct file_list {
   static inline const char* name = "file.list";
+  static file_list decode(params::reader& r);
   /// What the session answers (the native front encodes it).
   using reply = dir_page;
   session_ref session;
@@ -42,6 +45,7 @@ struct file_list {
 /// file.read {path, offset?, limit?, encoding?}.
 struct file_read {
   static inline const char* name = "file.read";
+  static file_read decode(params::reader& r);
   /// What the session answers (the native front encodes it).
   using reply = read_slice;
   session_ref session;
@@ -54,6 +58,7 @@ struct file_read {
 /// file.write {path, data, encoding?, mode?, append?}; `data` decoded.
 struct file_write {
   static inline const char* name = "file.write";
+  static file_write decode(params::reader& r);
   /// What the session answers (the native front encodes it).
   using reply = write_result;
   session_ref session;
@@ -67,6 +72,7 @@ struct file_write {
 /// file.mkdir {path, parents?}.
 struct file_mkdir {
   static inline const char* name = "file.mkdir";
+  static file_mkdir decode(params::reader& r);
   /// What the session answers (the native front encodes it).
   using reply = mkdir_result;
   session_ref session;
@@ -78,6 +84,7 @@ struct file_mkdir {
 /// file.remove {path, recursive?}.
 struct file_remove {
   static inline const char* name = "file.remove";
+  static file_remove decode(params::reader& r);
   /// What the session answers (the native front encodes it).
   using reply = remove_result;
   session_ref session;
@@ -89,6 +96,7 @@ struct file_remove {
 /// file.move {from, to}.
 struct file_move {
   static inline const char* name = "file.move";
+  static file_move decode(params::reader& r);
   /// What the session answers (the native front encodes it).
   using reply = move_result;
   session_ref session;
@@ -152,8 +160,8 @@ typename Inspector::result_type inspect(Inspector& f, file_mkdir& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, file_remove& x) {
-  return f(caf::meta::type_name("file_remove"), x.session, x.path,
-           x.recursive, x.origin);
+  return f(caf::meta::type_name("file_remove"), x.session, x.path, x.recursive,
+           x.origin);
 }
 
 template <class Inspector>

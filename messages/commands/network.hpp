@@ -4,6 +4,7 @@
 // relayed or refused, for the session's audit trail.
 #pragma once
 
+#include "messages/commands/command.hpp"
 #include "messages/records.hpp"
 
 #include <caf/meta/type_name.hpp>
@@ -16,6 +17,8 @@ namespace allox::cmd {
 /// network.status: mode, namespace, policy and live connection counts.
 struct network_status {
   static inline const char* name = "network.status";
+  static network_status decode(params::reader& r);
+  static constexpr bool needs_exec = true;
   session_ref session;
 };
 

@@ -3,8 +3,9 @@
 // RPC action, decoded once by the RPC actor.
 #pragma once
 
-#include "messages/results/runs.hpp"
+#include "messages/commands/command.hpp"
 #include "messages/records.hpp"
+#include "messages/results/runs.hpp"
 #include "messages/rpc.hpp"
 
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -45,6 +46,10 @@ struct limit_change {
 /// checked by the session (cgroup controllers, egress rule syntax).
 struct session_configure {
   static inline const char* name = "session.configure";
+  static session_configure decode(params::reader& r);
+  /// network.configure {mode}: the mode alone, replied as network.status.
+  static session_configure decode_network(params::reader& r);
+  static constexpr bool needs_exec = true;
   session_ref session;
   bool reset = false;
   /// "inherit", "isolated" or "proxy"; empty: unchanged.
@@ -72,6 +77,8 @@ struct terminal_size {
 /// process.start {argv, env?, timeout?, stdin?, pty?}.
 struct process_start {
   static inline const char* name = "process.start";
+  static process_start decode(params::reader& r);
+  static constexpr bool needs_exec = true;
   /// What the session answers (the native front encodes it).
   using reply = run_row;
   session_ref session;
@@ -88,6 +95,8 @@ struct process_start {
 /// terminal; `eof` closes a pipe (a terminal gets ^D).
 struct process_input {
   static inline const char* name = "process.input";
+  static process_input decode(params::reader& r);
+  static constexpr bool needs_exec = true;
   session_ref session;
   std::string run_id;
   std::string data;
@@ -97,6 +106,8 @@ struct process_input {
 /// process.resize {run_id, rows, cols}: a terminal run's new size.
 struct process_resize {
   static inline const char* name = "process.resize";
+  static process_resize decode(params::reader& r);
+  static constexpr bool needs_exec = true;
   session_ref session;
   std::string run_id;
   terminal_size size;
@@ -105,6 +116,8 @@ struct process_resize {
 /// process.get {run_id}: the run's row, live or from its history.
 struct process_get {
   static inline const char* name = "process.get";
+  static process_get decode(params::reader& r);
+  static constexpr bool needs_exec = true;
   /// What the session answers (the native front encodes it).
   using reply = run_row;
   session_ref session;
@@ -115,6 +128,8 @@ struct process_get {
 /// of them without `limit`, else a page after `cursor` (a run id).
 struct process_list {
   static inline const char* name = "process.list";
+  static process_list decode(params::reader& r);
+  static constexpr bool needs_exec = true;
   session_ref session;
   /// 0: every run (the prototype's answer, a bare array).
   int64_t limit = 0;
@@ -124,6 +139,8 @@ struct process_list {
 /// process.stop {run_id}: kills the run's tree; replies with the final row.
 struct process_stop {
   static inline const char* name = "process.stop";
+  static process_stop decode(params::reader& r);
+  static constexpr bool needs_exec = true;
   /// What the session answers (the native front encodes it).
   using reply = run_row;
   session_ref session;
@@ -134,6 +151,8 @@ struct process_stop {
 /// moment it ends, or with the current row once timeout_ms passed.
 struct process_wait {
   static inline const char* name = "process.wait";
+  static process_wait decode(params::reader& r);
+  static constexpr bool needs_exec = true;
   /// What the session answers (the native front encodes it).
   using reply = run_row;
   session_ref session;
@@ -154,6 +173,8 @@ struct process_subscribe {
 /// process.output {run_id, stream?, offset?, limit?}.
 struct process_output {
   static inline const char* name = "process.output";
+  static process_output decode(params::reader& r);
+  static constexpr bool needs_exec = true;
   session_ref session;
   std::string run_id;
   /// "stdout" or "stderr".
@@ -165,6 +186,8 @@ struct process_output {
 /// process.events {run_id, after?, limit?}.
 struct process_events {
   static inline const char* name = "process.events";
+  static process_events decode(params::reader& r);
+  static constexpr bool needs_exec = true;
   session_ref session;
   std::string run_id;
   int64_t after = 0;
@@ -174,6 +197,8 @@ struct process_events {
 /// process.tree {run_id}: the run's process tree, nested from its root.
 struct process_tree {
   static inline const char* name = "process.tree";
+  static process_tree decode(params::reader& r);
+  static constexpr bool needs_exec = true;
   session_ref session;
   std::string run_id;
 };
@@ -209,8 +234,7 @@ typename Inspector::result_type inspect(Inspector& f, process_input& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, process_resize& x) {
-  return f(caf::meta::type_name("process_resize"), x.session, x.run_id,
-           x.size);
+  return f(caf::meta::type_name("process_resize"), x.session, x.run_id, x.size);
 }
 
 template <class Inspector>
@@ -220,8 +244,7 @@ typename Inspector::result_type inspect(Inspector& f, process_get& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, process_list& x) {
-  return f(caf::meta::type_name("process_list"), x.session, x.limit,
-           x.cursor);
+  return f(caf::meta::type_name("process_list"), x.session, x.limit, x.cursor);
 }
 
 template <class Inspector>

@@ -4,6 +4,7 @@
 // delete, fault injection): one struct per RPC action.
 #pragma once
 
+#include "messages/commands/command.hpp"
 #include "messages/records.hpp"
 
 #include <caf/meta/type_name.hpp>
@@ -17,12 +18,14 @@ namespace allox::cmd {
 /// execution.acquire {}: an exclusive lease; replies {lease_token}.
 struct execution_acquire {
   static inline const char* name = "execution.acquire";
+  static execution_acquire decode(params::reader& r);
   session_ref session;
 };
 
 /// execution.release {lease_token}: routed by the token that names it.
 struct execution_release {
   static inline const char* name = "execution.release";
+  static execution_release decode(params::reader& r);
   session_ref session;
   std::string lease_token;
 };
@@ -30,6 +33,7 @@ struct execution_release {
 /// runtime.register_background {sandbox_id, execution_id}.
 struct runtime_register_background {
   static inline const char* name = "runtime.register_background";
+  static runtime_register_background decode(params::reader& r);
   session_ref session;
   std::string sandbox_id;
   std::string execution_id;
@@ -39,6 +43,7 @@ struct runtime_register_background {
 /// {reset_token, executions, terminated_process_runs?}.
 struct runtime_begin_reset {
   static inline const char* name = "runtime.begin_reset";
+  static runtime_begin_reset decode(params::reader& r);
   session_ref session;
   /// Absent: the daemon's --kill-session-processes-on-rollback.
   caf::optional<bool> kill_processes;
@@ -47,6 +52,7 @@ struct runtime_begin_reset {
 /// runtime.complete_reset {reset_token, success?}: routed by the token.
 struct runtime_complete_reset {
   static inline const char* name = "runtime.complete_reset";
+  static runtime_complete_reset decode(params::reader& r);
   session_ref session;
   std::string reset_token;
   bool success = false;
@@ -55,6 +61,7 @@ struct runtime_complete_reset {
 /// session.unfence {origin?}: clears leases, registrations and a reset.
 struct session_unfence {
   static inline const char* name = "session.unfence";
+  static session_unfence decode(params::reader& r);
   session_ref session;
   std::string origin;
 };
@@ -62,6 +69,7 @@ struct session_unfence {
 /// session.describe {}.
 struct session_describe {
   static inline const char* name = "session.describe";
+  static session_describe decode(params::reader& r);
   session_ref session;
 };
 

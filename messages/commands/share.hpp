@@ -8,6 +8,7 @@
 // them to the target's as a share_access (actors/session/share.cpp).
 #pragma once
 
+#include "messages/commands/command.hpp"
 #include "messages/records.hpp"
 
 #include <caf/meta/type_name.hpp>
@@ -19,12 +20,14 @@ namespace allox::cmd {
 /// share.status: the caller's policy.
 struct share_status {
   static inline const char* name = "share.status";
+  static share_status decode(params::reader& r);
   session_ref session;
 };
 
 /// share.enable {scope?, permission?, origin?}: opts the caller in.
 struct share_enable {
   static inline const char* name = "share.enable";
+  static share_enable decode(params::reader& r);
   session_ref session;
   /// A share path ("." for all of current/), checked by decode.
   std::string scope = ".";
@@ -37,6 +40,7 @@ struct share_enable {
 /// are kept).
 struct share_disable {
   static inline const char* name = "share.disable";
+  static share_disable decode(params::reader& r);
   session_ref session;
   std::string origin;
 };
@@ -44,6 +48,7 @@ struct share_disable {
 /// share.list {target_agent_id, target_session_id, path?}.
 struct share_list {
   static inline const char* name = "share.list";
+  static share_list decode(params::reader& r);
   session_ref session;
   session_ref target;
   /// As the caller sent it ("." when absent); checked by the target.
@@ -53,6 +58,7 @@ struct share_list {
 /// share.read {target_agent_id, target_session_id, path}.
 struct share_read {
   static inline const char* name = "share.read";
+  static share_read decode(params::reader& r);
   session_ref session;
   session_ref target;
   std::string path;
@@ -61,6 +67,7 @@ struct share_read {
 /// share.write {target_agent_id, target_session_id, path, data_base64}.
 struct share_write {
   static inline const char* name = "share.write";
+  static share_write decode(params::reader& r);
   session_ref session;
   session_ref target;
   std::string path;
