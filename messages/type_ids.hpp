@@ -24,6 +24,7 @@
 #include "messages/policy.hpp"
 #include "messages/records.hpp"
 #include "messages/rpc.hpp"
+#include "messages/stats.hpp"
 
 #include <caf/actor_system_config.hpp>
 #include <caf/type_id.hpp>
@@ -32,6 +33,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(allox_messages, caf::id_block::allox::end)
   // Replies other actors read (messages/actors.hpp).
   CAF_ADD_TYPE_ID(allox_messages, (allox::lease_granted))
   CAF_ADD_TYPE_ID(allox_messages, (allox::reset_begun))
+  // Every actor's answer to atom::stats (messages/stats.hpp).
+  CAF_ADD_TYPE_ID(allox_messages, (allox::actor_stats))
   // Catalog records and their queries (messages/records.hpp).
   CAF_ADD_TYPE_ID(allox_messages, (allox::agent_row))
   CAF_ADD_TYPE_ID(allox_messages, (allox::session_row))
