@@ -216,9 +216,8 @@ void checkpoint_source(self_ptr self, job_ptr job) {
   create.req.message = "fork to " + job->cmd.new_session_id;
   self->request(it->second.handle, caf::infinite, std::move(create))
       .then(
-          [self, job](json::value& r) {
-            job->checkpoint_id =
-                std::string{r.as_object().at("checkpoint_id").as_string()};
+          [self, job](checkpoint_created& r) {
+            job->checkpoint_id = r.row.checkpoint_id;
             prepare(self, job);
           },
           [self, job](caf::error& err) { abort_fork(self, job, err); });

@@ -6,13 +6,16 @@
 #include "actors/rpc_routing.hpp"
 
 #include "guest/faults.hpp"
-#include "messages/commands/decode.hpp"
+#include "messages/commands/command.hpp"
+#include "messages/commands/lists.hpp"
 #include "messages/ids.hpp"
+#include "messages/params.hpp"
 #include "messages/results/checkpoints_json.hpp"
 #include "messages/results/files_json.hpp"
 #include "messages/results/runs_json.hpp"
-#include "messages/params.hpp"
+#include "messages/results/sessions_json.hpp"
 
+#include <stdexcept>
 #include <type_traits>
 
 namespace allox::rpc_detail {
@@ -226,12 +229,12 @@ void route_by_token(self_ptr self, uint64_t ticket, expected<Command> cmd,
   send_to_session(self, ticket, std::move(*cmd));
 }
 
-/// A table entry: decode `Command` with `Decode` and send it to the
-/// session the request names.
-template <class Command, expected<Command> (*Decode)(const json::object&),
-          bool NeedsExec = false>
+/// A row: decode `Command` and send it to the session the request names
+/// (refused first on a daemon without tracked execution if it needs it).
+template <class Command>
 void to_session(self_ptr self, uint64_t ticket, const json::object& p) {
-  route(self, ticket, session_of(p), Decode(p), NeedsExec);
+  route(self, ticket, session_of(p), cmd::decode<Command>(p),
+        cmd::needs_exec<Command>::value);
 }
 
 /// session.rollback(_after_runtime_reset): kill_processes defaults to the
@@ -240,19 +243,20 @@ template <bool AfterReset>
 void to_rollback(self_ptr self, uint64_t ticket, const json::object& p) {
   const auto& exec = self->state.init.exec;
   route(self, ticket, session_of(p),
-        cmd::decode_rollback(p, AfterReset, exec && exec->kill_on_rollback));
+        cmd::decode<cmd::session_rollback>(p, AfterReset,
+                                           exec && exec->kill_on_rollback));
 }
 
 /// policy.get/set: a session's level at its SESSION; without a session_id
 /// the agent's level at its AGENT (through AGENTS).
-template <class Command, expected<Command> (*Decode)(const json::object&)>
+template <class Command>
 void to_policy(self_ptr self, uint64_t ticket, const json::object& p) {
   if (params::has(p, "session_id"))
-    return route(self, ticket, session_of(p), Decode(p));
+    return route(self, ticket, session_of(p), cmd::decode<Command>(p));
   auto aid = params::required_id(p, "agent_id", "agent");
   if (!aid)
     return reply_error(self, ticket, aid.error());
-  auto cmd = Decode(p);
+  auto cmd = cmd::decode<Command>(p);
   if (!cmd)
     return reply_error(self, ticket, cmd.error());
   cmd->session.agent_id = std::move(*aid);
@@ -267,82 +271,21 @@ const std::string& reset_of(const cmd::runtime_complete_reset& c) {
   return c.reset_token;
 }
 
-/// Every session-scoped action: decode once, send to the owning SESSION.
-/// An action missing here is answered `unknown action`; a command without
-/// a handler in the SESSION does not compile (messages/actors.hpp).
-const std::unordered_map<std::string_view, route_fn>& session_routes() {
-  using namespace cmd;
-  static const std::unordered_map<std::string_view, route_fn> table{
-      {"session.describe",
-       to_session<session_describe, decode_session_describe>},
-      {"session.unfence", to_session<session_unfence, decode_unfence>},
-      {"checkpoint.list", to_session<checkpoint_list, decode_checkpoint_list>},
-      {"checkpoint.describe",
-       to_session<checkpoint_describe, decode_checkpoint_describe>},
-      {"checkpoint.diff", to_session<checkpoint_diff, decode_checkpoint_diff>},
-      {"checkpoint.create",
-       to_session<checkpoint_create, decode_checkpoint_create>},
-      {"checkpoint.delete",
-       to_session<checkpoint_delete, decode_checkpoint_delete>},
-      {"session.rollback", to_rollback<false>},
-      {"session.rollback_after_runtime_reset", to_rollback<true>},
-      {"execution.acquire",
-       to_session<execution_acquire, decode_execution_acquire>},
-      {"execution.release",
-       [](self_ptr self, uint64_t t, const json::object& p) {
-         route_by_token(self, t, decode_execution_release(p), lease_of);
-       }},
-      {"runtime.register_background",
-       to_session<runtime_register_background, decode_register_background>},
-      {"runtime.begin_reset",
-       to_session<runtime_begin_reset, decode_begin_reset>},
-      {"runtime.complete_reset",
-       [](self_ptr self, uint64_t t, const json::object& p) {
-         route_by_token(self, t, decode_complete_reset(p), reset_of);
-       }},
-      {"session.configure",
-       to_session<session_configure, decode_configure, true>},
-      {"network.configure",
-       to_session<session_configure, decode_network_configure, true>},
-      {"network.status",
-       to_session<network_status, decode_network_status, true>},
-      {"process.start", to_session<process_start, decode_process_start, true>},
-      {"file.stat", to_session<file_stat, decode_file_stat>},
-      {"file.list", to_session<file_list, decode_file_list>},
-      {"file.read", to_session<file_read, decode_file_read>},
-      {"file.write", to_session<file_write, decode_file_write>},
-      {"file.mkdir", to_session<file_mkdir, decode_file_mkdir>},
-      {"file.remove", to_session<file_remove, decode_file_remove>},
-      {"file.move", to_session<file_move, decode_file_move>},
-      {"process.get", to_session<process_get, decode_process_get, true>},
-      {"process.list", to_session<process_list, decode_process_list, true>},
-      {"process.stop", to_session<process_stop, decode_process_stop, true>},
-      {"process.wait", to_session<process_wait, decode_process_wait, true>},
-      {"process.input", to_session<process_input, decode_process_input, true>},
-      {"process.resize",
-       to_session<process_resize, decode_process_resize, true>},
-      {"process.output",
-       to_session<process_output, decode_process_output, true>},
-      {"process.events",
-       to_session<process_events, decode_process_events, true>},
-      {"process.tree", to_session<process_tree, decode_process_tree, true>},
-      {"turn.session_start",
-       to_session<turn_session_start, decode_turn_session_start>},
-      {"turn.message", to_session<turn_message, decode_turn_message>},
-      {"turn.end", to_session<turn_end, decode_turn_end>},
-      {"turn.status", to_session<turn_status, decode_turn_status>},
-      {"policy.get", to_policy<policy_get, decode_policy_get>},
-      {"policy.set", to_policy<policy_set, decode_policy_set>},
-      // agent_id/session_id name the caller; list/read/write go on from
-      // its SESSION to the target's (actors/session/share.cpp).
-      {"share.status", to_session<share_status, decode_share_status>},
-      {"share.enable", to_session<share_enable, decode_share_enable>},
-      {"share.disable", to_session<share_disable, decode_share_disable>},
-      {"share.list", to_session<share_list, decode_share_list>},
-      {"share.read", to_session<share_read, decode_share_read>},
-      {"share.write", to_session<share_write, decode_share_write>},
-  };
-  return table;
+/// network.configure {mode}: a session.configure of the mode alone,
+/// answered in network.status's shape.
+void to_network_configure(self_ptr self, uint64_t ticket,
+                          const json::object& p) {
+  route(self, ticket, session_of(p),
+        cmd::decode_with(&cmd::session_configure::decode_network, p), true);
+}
+
+/// execution.release and runtime.complete_reset: by their token.
+template <class Command>
+void to_token_owner(self_ptr self, uint64_t ticket, const json::object& p) {
+  if constexpr (std::is_same_v<Command, cmd::execution_release>)
+    route_by_token(self, ticket, cmd::decode<Command>(p), lease_of);
+  else
+    route_by_token(self, ticket, cmd::decode<Command>(p), reset_of);
 }
 
 /// debug.fault with a session_id arms a fault in that session's actor.
@@ -392,10 +335,10 @@ caf::error decode_audit_query(const json::object& p, audit_query& q) {
 
 // -- store and agent commands -------------------------------------------------
 
-/// A table entry: decode `Command` with `Decode` and send it to AGENTS.
-template <class Command, expected<Command> (*Decode)(const json::object&)>
+/// A row: decode `Command` and send it to AGENTS.
+template <class Command>
 void to_agents(self_ptr self, uint64_t ticket, const json::object& p) {
-  auto cmd = Decode(p);
+  auto cmd = cmd::decode<Command>(p);
   if (!cmd)
     return reply_error(self, ticket, cmd.error());
   call_agents(self, ticket, std::move(*cmd));
@@ -412,27 +355,6 @@ void route_agent_fault(self_ptr self, uint64_t ticket, const json::object& p) {
   call_agents(
       self, ticket,
       cmd::agent_debug_fault{std::move(*aid), f->point, f->effect, f->millis});
-}
-
-/// Every store- and agent-level action: decode once, send to AGENTS, which
-/// answers store.initialize and agent.list and forwards the rest to the
-/// AGENT they name. A command without a handler there does not compile.
-const std::unordered_map<std::string_view, route_fn>& agent_routes() {
-  using namespace cmd;
-  static const std::unordered_map<std::string_view, route_fn> table{
-      {"store.initialize",
-       to_agents<store_initialize, decode_store_initialize>},
-      {"agent.list", to_agents<agent_list, decode_agent_list>},
-      {"agent.create", to_agents<agent_create, decode_agent_create>},
-      {"agent.describe", to_agents<agent_describe, decode_agent_describe>},
-      {"agent.delete", to_agents<agent_delete, decode_agent_delete>},
-      {"session.create", to_agents<session_create, decode_session_create>},
-      {"session.fork", to_agents<session_fork, decode_session_fork>},
-      {"session.list", to_agents<session_list, decode_session_list>},
-      {"session.delete",
-       to_agents<session_delete_request, decode_session_delete_request>},
-  };
-  return table;
 }
 
 // -- daemon-level actions
@@ -504,20 +426,85 @@ void route_fault(self_ptr self, uint64_t ticket, const json::object& p) {
   route_agent_fault(self, ticket, p);
 }
 
+// -- the table ----------------------------------------------------------------
+
+using route_table = std::unordered_map<std::string_view, route_fn>;
+
+/// Adds a row; two rows for one action would make the table depend on
+/// the order of the lists, so that is a programming error.
+void add_row(route_table& t, std::string_view action, route_fn fn) {
+  if (auto [it, fresh] = t.emplace(action, fn); !fresh && it->second != fn)
+    throw std::logic_error("two routing rows for " + std::string{action});
+}
+
+/// The row of a command a SESSION serves: most go to the session the
+/// request names; a few are routed by what else they carry.
+template <class Command>
+route_fn session_row() {
+  using namespace cmd;
+  if constexpr (std::is_same_v<Command, policy_get> ||
+                std::is_same_v<Command, policy_set>)
+    return to_policy<Command>;
+  else if constexpr (std::is_same_v<Command, execution_release> ||
+                     std::is_same_v<Command, runtime_complete_reset>)
+    return to_token_owner<Command>;
+  else
+    return to_session<Command>;
+}
+
+/// The row of a command AGENTS serves or forwards to an AGENT.
+template <class Command>
+route_fn agents_row() {
+  if constexpr (std::is_same_v<Command, cmd::policy_get> ||
+                std::is_same_v<Command, cmd::policy_set>)
+    return session_row<Command>();
+  else
+    return to_agents<Command>;
+}
+
+template <class Command>
+struct command_tag {
+  using type = Command;
+};
+
+/// The row `row` gives a command, if it is an action (commands without a
+/// decoder are sent by actors only).
+template <class Command, class Row>
+void add_action(route_table& t, command_tag<Command> tag, Row row) {
+  if constexpr (cmd::is_action_v<Command>)
+    add_row(t, Command::name, row(tag));
+}
+
+/// One row per action of a command list.
+template <class... Commands, class Row>
+void add_rows(route_table& t, caf::detail::type_list<Commands...>, Row row) {
+  (add_action(t, command_tag<Commands>{}, row), ...);
+}
+
 } // namespace
 
-const std::unordered_map<std::string_view, route_fn>& routes() {
+const route_table& routes() {
   static const auto table = [] {
-    std::unordered_map<std::string_view, route_fn> all{
-        {"audit.list", route_audit},
-        {"process.status", route_process_status},
-        {"tracker.status", route_tracker_status},
-        {"system.dump", route_dump},
-        {"debug.fault", route_fault},
+    route_table all;
+    auto at_session = [](auto tag) {
+      return session_row<typename decltype(tag)::type>();
     };
-    for (const auto* part : {&session_routes(), &agent_routes()})
-      for (const auto& [action, fn] : *part)
-        all.emplace(action, fn);
+    auto at_agents = [](auto tag) {
+      return agents_row<typename decltype(tag)::type>();
+    };
+    add_rows(all, cmd::session_commands{}, at_session);
+    add_rows(all, cmd::agent_commands{}, at_agents);
+    add_rows(all, cmd::agents_commands{}, at_agents);
+    // Actions whose command another action shares, or that several actors
+    // answer, and those RPC answers itself.
+    add_row(all, "session.rollback", to_rollback<false>);
+    add_row(all, "session.rollback_after_runtime_reset", to_rollback<true>);
+    add_row(all, "network.configure", to_network_configure);
+    add_row(all, "debug.fault", route_fault);
+    add_row(all, "audit.list", route_audit);
+    add_row(all, "process.status", route_process_status);
+    add_row(all, "tracker.status", route_tracker_status);
+    add_row(all, "system.dump", route_dump);
     return all;
   }();
   return table;
@@ -533,7 +520,7 @@ void open_stream(self_ptr self, stream_request& req) {
                                   "stream requires agent_id, session_id and "
                                   "run_id"));
   expected<cmd::process_subscribe> sub{cmd::process_subscribe{}};
-  if (auto get = cmd::decode_process_get(*params); get) {
+  if (auto get = cmd::decode<cmd::process_get>(*params); get) {
     sub->run_id = std::move(get->run_id);
     sub->sink = std::move(req.sink);
   } else {

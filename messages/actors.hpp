@@ -22,6 +22,7 @@
 #include "messages/json.hpp"
 #include "messages/records.hpp"
 #include "messages/results/runs.hpp"
+#include "messages/results/sessions.hpp"
 
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
@@ -90,13 +91,13 @@ using session_checkpoints_actor = caf::typed_actor<
     // Describes one checkpoint (by id, unique prefix or alias).
     caf::replies_to<cmd::checkpoint_describe>::with<checkpoint_view>,
     // Paths changed between two checkpoints, or one and current/.
-    caf::replies_to<cmd::checkpoint_diff>::with<json::value>,
+    caf::replies_to<cmd::checkpoint_diff>::with<diff_page>,
     // Snapshots current/ into a new checkpoint.
-    caf::replies_to<cmd::checkpoint_create>::with<json::value>,
+    caf::replies_to<cmd::checkpoint_create>::with<checkpoint_created>,
     // Deletes a checkpoint; its children move to its parent.
-    caf::replies_to<cmd::checkpoint_delete>::with<json::value>,
+    caf::replies_to<cmd::checkpoint_delete>::with<checkpoint_deleted>,
     // Replaces current/ with a writable snapshot of a checkpoint.
-    caf::replies_to<cmd::session_rollback>::with<json::value>,
+    caf::replies_to<cmd::session_rollback>::with<rollback_result>,
     // Snapshots a checkpoint into a new session's current/ (session.fork).
     caf::replies_to<cmd::session_fork_into>::with<json::value>,
     // Deletes replaced trees once the session has been idle (sent to itself).
@@ -260,7 +261,7 @@ using session_network_actor = caf::typed_actor<
 /// composed of its facets (actors/session/).
 using session_actor = caf::typed_actor<
     // Describes the session (ids, paths, checkpoint ids, head).
-    caf::replies_to<cmd::session_describe>::with<json::value>,
+    caf::replies_to<cmd::session_describe>::with<session_view>,
     // Deletes the session (sent by its AGENT); the actor then ends.
     caf::replies_to<cmd::session_delete>::with<json::value>,
     // Arms a fault at a named point of this actor (test builds).

@@ -86,4 +86,46 @@ std::string origin(const json::object& p) {
   return json::serialize(*v);
 }
 
+// -- reader -------------------------------------------------------------------
+
+std::string reader::required_string(std::string_view name) {
+  return take(params::required_string(p_, name));
+}
+
+std::string reader::required_id(std::string_view name, std::string_view kind) {
+  return take(params::required_id(p_, name, kind));
+}
+
+bool reader::optional_bool(std::string_view name, bool fallback) {
+  if (failed())
+    return fallback;
+  auto v = params::optional_bool(p_, name, fallback);
+  return v ? *v : (fail(std::move(v.error())), fallback);
+}
+
+int64_t reader::optional_int(std::string_view name, int64_t fallback) {
+  if (failed())
+    return fallback;
+  auto v = params::optional_int(p_, name, fallback);
+  return v ? *v : (fail(std::move(v.error())), fallback);
+}
+
+std::string reader::optional_string(std::string_view name,
+                                    std::string fallback) {
+  if (failed())
+    return fallback;
+  auto v = params::optional_string(p_, name, fallback);
+  return v ? std::move(*v) : (fail(std::move(v.error())), std::move(fallback));
+}
+
+void reader::check(bool ok, std::string_view msg) {
+  if (!ok)
+    fail(invalid(std::string{msg}));
+}
+
+void reader::fail(caf::error err) {
+  if (!err_)
+    err_ = std::move(err);
+}
+
 } // namespace allox::params

@@ -42,4 +42,66 @@ bool has(const json::object& p, std::string_view name);
 /// The `origin` parameter, stringified; default_origin when absent.
 std::string origin(const json::object& p);
 
+/// Reads one request's parameters and keeps the first error: once a read
+/// fails, later reads return their fallback, so a decoder reads every field
+/// in order and the caller checks once (cmd::decode). The error a caller
+/// sees is the one the field-by-field early returns gave.
+class reader {
+public:
+  explicit reader(const json::object& p) : p_(p) {}
+
+  reader(const reader&) = delete;
+  reader& operator=(const reader&) = delete;
+
+  /// The parameters, for the few fields read by hand.
+  const json::object& params() const { return p_; }
+
+  /// A non-empty string, else "missing string parameter: <name>".
+  std::string required_string(std::string_view name);
+
+  /// A required string that satisfies the id rule for `kind`.
+  std::string required_id(std::string_view name, std::string_view kind);
+
+  /// A boolean, or `fallback` when absent or null.
+  bool optional_bool(std::string_view name, bool fallback);
+
+  /// An integer, or `fallback` when absent or null.
+  int64_t optional_int(std::string_view name, int64_t fallback);
+
+  /// A string, or `fallback` when absent or null.
+  std::string optional_string(std::string_view name, std::string fallback = {});
+
+  /// True when the key is present and not null.
+  bool has(std::string_view name) const { return params::has(p_, name); }
+
+  /// The `origin` parameter (never fails).
+  std::string origin() const { return params::origin(p_); }
+
+  /// The value of `x`, or a default one with its error kept.
+  template <class T>
+  T take(expected<T> x) {
+    if (x)
+      return std::move(*x);
+    fail(std::move(x.error()));
+    return T{};
+  }
+
+  /// Keeps `msg` as an invalid_argument error unless `ok` (or an earlier
+  /// error is kept already).
+  void check(bool ok, std::string_view msg);
+
+  /// Keeps `err` unless an earlier error is kept already.
+  void fail(caf::error err);
+
+  /// True once a read failed.
+  bool failed() const { return static_cast<bool>(err_); }
+
+  /// The first error, or none.
+  const caf::error& error() const { return err_; }
+
+private:
+  const json::object& p_;
+  caf::error err_;
+};
+
 } // namespace allox::params

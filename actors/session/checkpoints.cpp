@@ -2,7 +2,7 @@
 // The checkpoints facet of the SESSION actor: checkpoint.list, describe,
 // diff, create and delete, and the deferred work that follows mutations
 // (syncing new checkpoint rows, retiring the lane, purging replaced trees).
-#include "actors/session/facets.hpp"
+#include "actors/session/handlers.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_diff.hpp"
@@ -28,8 +28,8 @@ constexpr int freeze_timeout_ms = 2000;
 
 // -- describe / list ----------------------------------------------------------
 
-caf::result<checkpoint_page>
-handle_checkpoint_list(self_ptr self, const cmd::checkpoint_list& c) {
+caf::result<checkpoint_page> handle(self_ptr self,
+                                    const cmd::checkpoint_list& c) {
   if (auto err = require_alive(self))
     return err;
   auto& st = self->state;
@@ -48,8 +48,8 @@ handle_checkpoint_list(self_ptr self, const cmd::checkpoint_list& c) {
   return page;
 }
 
-caf::result<checkpoint_view>
-handle_checkpoint_describe(self_ptr self, const cmd::checkpoint_describe& c) {
+caf::result<checkpoint_view> handle(self_ptr self,
+                                    const cmd::checkpoint_describe& c) {
   auto id = self->state.dag.resolve(c.checkpoint_id);
   if (!id)
     return id.error();
@@ -59,12 +59,20 @@ handle_checkpoint_describe(self_ptr self, const cmd::checkpoint_describe& c) {
 
 // -- checkpoint.diff ----------------------------------------------------------
 
+/// The kind of an OS diff entry's change.
+static path_change_kind change_kind_of(const std::string& change) {
+  if (change == "added")
+    return path_change_kind::added;
+  if (change == "deleted")
+    return path_change_kind::deleted;
+  return path_change_kind::modified;
+}
+
 // Paths added, modified and deleted between two checkpoints, or between a
 // checkpoint and current/. The common ancestor in the DAG gives the Btrfs
 // generation from which both trees diverged, so only what changed since is
 // read (guest/os/btrfs_diff.hpp). Paginated by path.
-caf::result<json::value> handle_checkpoint_diff(self_ptr self,
-                                                const cmd::checkpoint_diff& c) {
+caf::result<diff_page> handle(self_ptr self, const cmd::checkpoint_diff& c) {
   if (auto err = require_alive(self))
     return err;
   auto& st = self->state;
@@ -99,15 +107,18 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
   auto s = st.session_id();
   auto from_dir = paths.checkpoint(a, s, *from);
   auto to_dir = to.empty() ? paths.current(a, s) : paths.checkpoint(a, s, to);
-  json::object head{{"agent_id", a}, {"session_id", s}, {"from", *from}};
-  head["to"] = to.empty() ? json::value(nullptr) : json::value(to);
-  head["base_checkpoint"] =
-      ancestor ? json::value(*ancestor) : json::value(nullptr);
-  return answer_blocking(
+  diff_page head;
+  head.agent_id = a;
+  head.session_id = s;
+  head.from = *from;
+  if (!to.empty())
+    head.to = to;
+  head.base_checkpoint = ancestor;
+  return answer_blocking<diff_page>(
       self,
       [from_dir, to_dir, base, base_dir, cursor = c.cursor, limit = c.limit,
        head,
-       baseline = st.init.baseline_ready]() mutable -> expected<json::value> {
+       baseline = st.init.baseline_ready]() mutable -> expected<diff_page> {
         if (baseline.valid()) // a fork's baseline may still be being made
           baseline.wait();
         if (!base_dir.empty())
@@ -116,33 +127,23 @@ caf::result<json::value> handle_checkpoint_diff(self_ptr self,
         auto changes = os::diff_trees(from_dir, to_dir, base, &stats);
         if (!changes)
           return changes.error();
-        json::array page;
-        json::object counts{{"added", 0}, {"modified", 0}, {"deleted", 0}};
-        std::string next;
-        bool more = false;
-        for (const auto& entry : *changes) {
-          counts[entry.change] = counts[entry.change].as_int64() + 1;
+        for (auto& entry : *changes) {
+          auto kind = change_kind_of(entry.change);
+          count(head.counts, kind);
           if (!cursor.empty() && entry.path <= cursor)
             continue;
-          if (static_cast<int64_t>(page.size()) == limit) {
-            more = true;
+          if (static_cast<int64_t>(head.changes.size()) == limit) {
+            head.has_more = true;
             continue;
           }
-          page.push_back(json::object{{"path", entry.path},
-                                      {"change", entry.change},
-                                      {"type", entry.type}});
-          next = entry.path;
+          head.changes.push_back(
+              {std::move(entry.path), kind, std::move(entry.type)});
         }
-        head["changes"] = std::move(page);
-        head["counts"] = std::move(counts);
-        head["next_cursor"] =
-            next.empty() ? json::value(nullptr) : json::value(next);
-        head["has_more"] = more;
-        head["method"] = stats.method;
-        head["stats"] = json::object{{"changed_inodes", stats.changed_inodes},
-                                     {"compared_paths", stats.compared_paths},
-                                     {"listed_dirs", stats.listed_dirs}};
-        return json::value(std::move(head));
+        if (!head.changes.empty())
+          head.next_cursor = head.changes.back().path;
+        head.cost = {stats.method, stats.changed_inodes, stats.compared_paths,
+                     stats.listed_dirs};
+        return head;
       });
 }
 
@@ -252,18 +253,6 @@ void arm_idle_work(self_ptr self) {
   }
 }
 
-/// The reply to checkpoint.create.
-static json::value created_reply(const checkpoint_row& row) {
-  json::object r{{"agent_id", row.agent_id},
-                 {"session_id", row.session_id},
-                 {"checkpoint_id", row.checkpoint_id}};
-  r["parent_id"] =
-      row.parent_id ? json::value(*row.parent_id) : json::value(nullptr);
-  r["metadata"] =
-      row.metadata ? json::parse(*row.metadata) : json::value(nullptr);
-  return json::value(std::move(r));
-}
-
 // The commit is not synced: the record stays the durable copy until
 // sync_intents.
 void settle_checkpoint(self_ptr self, const checkpoint_row& row,
@@ -300,7 +289,7 @@ void settle_checkpoint(self_ptr self, const checkpoint_row& row,
 // record) or not at all (guest/store/create_intent.hpp). The row goes to
 // the catalog after the reply, ahead of any later write of this session.
 void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
-                       std::function<void(expected<json::value>)> answer) {
+                       std::function<void(expected<checkpoint_row>)> answer) {
   if (auto err = require_checkpointable(self))
     return answer(err);
   auto& st = self->state;
@@ -371,7 +360,7 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
         ++state.checkpoints_created;
         end_mutation(self);
         settle_checkpoint(self, done, faults, true);
-        answer(created_reply(done));
+        answer(std::move(done));
       },
       [self, answer](caf::error err) mutable {
         ++self->state.failures;
@@ -380,12 +369,12 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
       });
 }
 
-caf::result<json::value>
-handle_checkpoint_create(self_ptr self, const cmd::checkpoint_create& c) {
-  auto rp = self->make_response_promise<json::value>();
-  create_checkpoint(self, c.req, [rp](expected<json::value> r) mutable {
+caf::result<checkpoint_created> handle(self_ptr self,
+                                       const cmd::checkpoint_create& c) {
+  auto rp = self->make_response_promise<checkpoint_created>();
+  create_checkpoint(self, c.req, [rp](expected<checkpoint_row> r) mutable {
     if (r)
-      rp.deliver(std::move(*r));
+      rp.deliver(checkpoint_created{std::move(*r)});
     else
       rp.deliver(r.error());
   });
@@ -394,8 +383,8 @@ handle_checkpoint_create(self_ptr self, const cmd::checkpoint_create& c) {
 
 // -- checkpoint.delete --------------------------------------------------------
 
-caf::result<json::value>
-handle_checkpoint_delete(self_ptr self, const cmd::checkpoint_delete& c) {
+caf::result<checkpoint_deleted> handle(self_ptr self,
+                                       const cmd::checkpoint_delete& c) {
   const auto& origin = c.origin;
   auto& st = self->state;
   // Unlike the prototype, a row marked missing can be deleted by its id.
@@ -414,7 +403,7 @@ handle_checkpoint_delete(self_ptr self, const cmd::checkpoint_delete& c) {
   if (auto err = require_checkpointable(self))
     return err;
   begin_mutation(self, "checkpoint.delete");
-  auto rp = self->make_response_promise<json::value>();
+  auto rp = self->make_response_promise<checkpoint_deleted>();
   auto faults =
       std::make_shared<fault_set>(st.faults.take("checkpoint.delete"));
   auto fail = [self, rp](caf::error err) mutable {
@@ -464,11 +453,8 @@ handle_checkpoint_delete(self_ptr self, const cmd::checkpoint_delete& c) {
                   [self, rp, id, dag]() mutable {
                     self->state.dag = std::move(dag);
                     end_mutation(self);
-                    rp.deliver(json::value(
-                        json::object{{"agent_id", self->state.agent_id()},
-                                     {"session_id", self->state.session_id()},
-                                     {"checkpoint_id", id},
-                                     {"deleted", true}}));
+                    rp.deliver(checkpoint_deleted{
+                        self->state.agent_id(), self->state.session_id(), id});
                   },
                   [self, rp](caf::error err) mutable {
                     fence(self, err);
@@ -499,8 +485,8 @@ handle_checkpoint_delete(self_ptr self, const cmd::checkpoint_delete& c) {
 // next step (queued with the first, so no deletion comes between), made
 // once the agent has answered the fork and told to the new session
 // through `baseline_made`.
-caf::result<json::value> handle_fork_into(self_ptr self,
-                                          const cmd::session_fork_into& c) {
+caf::result<json::value> handle(self_ptr self,
+                                const cmd::session_fork_into& c) {
   if (auto err = require_alive(self))
     return err;
   auto id = self->state.dag.resolve(c.checkpoint_id);

@@ -4,7 +4,7 @@
 // max_runs) over the daemon's defaults, persisted with the session row.
 // Part of the runs facet; the network facet (network.cpp) applies a
 // changed network mode or policy to the session's proxy namespace.
-#include "actors/session/facets.hpp"
+#include "actors/session/handlers.hpp"
 
 namespace allox::session_facets {
 
@@ -49,8 +49,8 @@ json::object effective_settings(self_ptr self) {
 // policy of proxy mode (applied to new connections at once), and cgroup
 // limits, which are refused as unsupported where the controller does not
 // exist. They apply to the next run and persist with the session row.
-caf::result<json::value> handle_configure(self_ptr self,
-                                          const cmd::session_configure& c) {
+caf::result<json::value> handle(self_ptr self,
+                                const cmd::session_configure& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();

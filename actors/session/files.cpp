@@ -7,7 +7,7 @@
 // checkpoint or rollback step already queued there, and are refused while
 // one runs. They are allowed while runs live (the processes and the caller
 // then share the files, as two editors would).
-#include "actors/session/facets.hpp"
+#include "actors/session/handlers.hpp"
 #include "guest/os/workspace_files.hpp"
 #include "guest/store/upload_marks.hpp"
 
@@ -113,8 +113,7 @@ auto at_root(target t, Op op) {
 
 } // namespace
 
-caf::result<file_entry> handle_file_stat(self_ptr self,
-                                         const cmd::file_stat& c) {
+caf::result<file_entry> handle(self_ptr self, const cmd::file_stat& c) {
   if (auto err = require_alive(self))
     return err;
   auto t = resolve(self, c.path);
@@ -126,7 +125,7 @@ caf::result<file_entry> handle_file_stat(self_ptr self,
       }));
 }
 
-caf::result<dir_page> handle_file_list(self_ptr self, const cmd::file_list& c) {
+caf::result<dir_page> handle(self_ptr self, const cmd::file_list& c) {
   if (auto err = require_alive(self))
     return err;
   auto t = resolve(self, c.path);
@@ -139,8 +138,7 @@ caf::result<dir_page> handle_file_list(self_ptr self, const cmd::file_list& c) {
       }));
 }
 
-caf::result<read_slice> handle_file_read(self_ptr self,
-                                         const cmd::file_read& c) {
+caf::result<read_slice> handle(self_ptr self, const cmd::file_read& c) {
   if (auto err = require_alive(self))
     return err;
   auto t = resolve(self, c.path);
@@ -153,8 +151,7 @@ caf::result<read_slice> handle_file_read(self_ptr self,
       }));
 }
 
-caf::result<write_result> handle_file_write(self_ptr self,
-                                            const cmd::file_write& c) {
+caf::result<write_result> handle(self_ptr self, const cmd::file_write& c) {
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
@@ -168,8 +165,7 @@ caf::result<write_result> handle_file_write(self_ptr self,
       }));
 }
 
-caf::result<mkdir_result> handle_file_mkdir(self_ptr self,
-                                            const cmd::file_mkdir& c) {
+caf::result<mkdir_result> handle(self_ptr self, const cmd::file_mkdir& c) {
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
@@ -184,8 +180,7 @@ caf::result<mkdir_result> handle_file_mkdir(self_ptr self,
           }));
 }
 
-caf::result<remove_result> handle_file_remove(self_ptr self,
-                                              const cmd::file_remove& c) {
+caf::result<remove_result> handle(self_ptr self, const cmd::file_remove& c) {
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
@@ -202,8 +197,7 @@ caf::result<remove_result> handle_file_remove(self_ptr self,
           }));
 }
 
-caf::result<move_result> handle_file_move(self_ptr self,
-                                          const cmd::file_move& c) {
+caf::result<move_result> handle(self_ptr self, const cmd::file_move& c) {
   auto from = resolve(self, c.from);
   if (!from)
     return from.error();
@@ -227,8 +221,7 @@ caf::result<move_result> handle_file_move(self_ptr self,
       });
 }
 
-caf::result<json::value> handle_file_transfer(self_ptr self,
-                                              const cmd::file_transfer& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::file_transfer& c) {
   if (auto err = require_alive(self))
     return err;
   auto t = resolve(self, c.path);

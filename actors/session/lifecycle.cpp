@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The lifecycle facet of the SESSION actor: session.delete, after which
 // the actor quits, and the retirement agent.delete asks of each session.
-#include "actors/session/facets.hpp"
+#include "actors/session/handlers.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
@@ -54,8 +54,7 @@ void after_baselines(self_ptr self, Next next, fail_fn fail) {
 // `deleting`, the session directory is renamed into a trash name (atomic),
 // the row is removed with the audit record. Whatever a crash interrupts,
 // start-up reconciliation finishes (guest/store/reconcile.cpp).
-caf::result<json::value> handle_delete(self_ptr self,
-                                       const cmd::session_delete& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::session_delete& c) {
   if (auto err = require_mutable(self))
     return err;
   const auto& origin = c.origin;

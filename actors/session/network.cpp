@@ -7,7 +7,7 @@
 //   session.configure egress -> broker.set_policy (new connections)
 //   mode leaves proxy / actor ends -> broker.detach (connections closed)
 //   broker loop: attempt ended -> egress_attempt -> audit batch -> catalog
-#include "actors/session/facets.hpp"
+#include "actors/session/handlers.hpp"
 #include "guest/log.hpp"
 #include "guest/net/netns.hpp"
 
@@ -141,8 +141,7 @@ json::object network_status_of(self_ptr self) {
 
 // network.status: answered from the actor's state and the broker's
 // counters (atomics): no round trip to the broker's loop.
-caf::result<json::value> handle_network_status(self_ptr self,
-                                               const cmd::network_status&) {
+caf::result<json::value> handle(self_ptr self, const cmd::network_status&) {
   if (!self->state.runs.config)
     return no_execution();
   if (auto err = require_alive(self))

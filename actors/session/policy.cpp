@@ -5,9 +5,10 @@
 // checkpoint.create's own path (create_checkpoint: guards, lane, intent
 // record, catalog row, audit); pruning sends checkpoint.delete to this
 // actor itself.
-#include "actors/session/facets.hpp"
+#include "actors/session/handlers.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
+#include "messages/results/checkpoints_json.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -110,7 +111,7 @@ void prune(self_ptr self, std::function<void(json::array)> done) {
     cmd::checkpoint_delete del{ref(self), (*victims)[i], false, "keep_auto"};
     self->request(me(self), caf::infinite, std::move(del))
         .then(
-            [self, victims, deleted, step, i](json::value&) {
+            [self, victims, deleted, step, i](checkpoint_deleted&) {
               ++self->state.auto_pruned;
               deleted->emplace_back((*victims)[i]);
               (*step)(i + 1);
@@ -147,32 +148,33 @@ void auto_checkpoint(self_ptr self, auto_request req,
   c.origin = req.origin;
   auto id = c.checkpoint_id;
   auto event = req.event;
-  create_checkpoint(self, c, [self, id, event, done](expected<json::value> cp) {
-    if (!cp) {
-      if (policy_of(self).strict)
-        return done(cp.error());
-      return done(json::object{{"enabled", true},
-                               {"event", event},
-                               {"created", false},
-                               {"checkpoint_id", id},
-                               {"error", message_of(cp.error())},
-                               {"non_blocking", true}});
-    }
-    json::object r{{"enabled", true},
-                   {"event", event},
-                   {"created", true},
-                   {"checkpoint_id", id},
-                   {"checkpoint", std::move(*cp)}};
-    prune(self, [r, done](json::array pruned) mutable {
-      if (!pruned.empty())
-        r["pruned"] = std::move(pruned);
-      done(std::move(r));
-    });
-  });
+  create_checkpoint(
+      self, c, [self, id, event, done](expected<checkpoint_row> cp) {
+        if (!cp) {
+          if (policy_of(self).strict)
+            return done(cp.error());
+          return done(json::object{{"enabled", true},
+                                   {"event", event},
+                                   {"created", false},
+                                   {"checkpoint_id", id},
+                                   {"error", message_of(cp.error())},
+                                   {"non_blocking", true}});
+        }
+        json::object r{
+            {"enabled", true},
+            {"event", event},
+            {"created", true},
+            {"checkpoint_id", id},
+            {"checkpoint", to_json(checkpoint_created{std::move(*cp)})}};
+        prune(self, [r, done](json::array pruned) mutable {
+          if (!pruned.empty())
+            r["pruned"] = std::move(pruned);
+          done(std::move(r));
+        });
+      });
 }
 
-caf::result<json::value> handle_policy_get(self_ptr self,
-                                           const cmd::policy_get&) {
+caf::result<json::value> handle(self_ptr self, const cmd::policy_get&) {
   if (auto err = require_alive(self))
     return err;
   return json_reply(describe(self));
@@ -180,8 +182,7 @@ caf::result<json::value> handle_policy_get(self_ptr self,
 
 // Applied in memory at once, so a second policy.set arriving before the
 // commit builds on this one; durable before the reply, and audited.
-caf::result<json::value> handle_policy_set(self_ptr self,
-                                           const cmd::policy_set& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::policy_set& c) {
   if (auto err = require_alive(self))
     return err;
   auto& st = self->state;

@@ -2,7 +2,7 @@
 // The rollback facet of the SESSION actor: session.rollback and
 // session.rollback_after_runtime_reset, and the purge of the trees they
 // replace.
-#include "actors/session/facets.hpp"
+#include "actors/session/handlers.hpp"
 #include "guest/log.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/store/create_intent.hpp"
@@ -36,14 +36,14 @@ namespace {
 /// found in journals imported from the prototype).
 struct rollback_run {
   self_ptr self;
-  promise rp;
+  caf::typed_response_promise<rollback_result> rp;
   params::rollback req;
   std::string target;
   journal_row journal;
   std::shared_ptr<fault_set> faults;
-  json::array removed;
-  /// Runs killed before the rollback (null unless kill_processes).
-  json::value terminated;
+  std::vector<std::string> removed;
+  /// Runs killed before the rollback (none unless kill_processes).
+  caf::optional<std::vector<std::string>> terminated;
   /// The head the replaced tree grew from.
   caf::optional<std::string> replaced_head;
 };
@@ -98,24 +98,31 @@ static void rollback_discard(const run_ptr& run) {
   arm_idle_work(self);
 }
 
-/// Ends the mutation and answers; `extra` joins the reply.
-static void rollback_reply(const run_ptr& run, json::object extra) {
+/// Ends the mutation and answers; `kept` says what keep_pre_rollback
+/// made of the replaced tree (the checkpoint's id or the error), if asked.
+static void rollback_reply(const run_ptr& run,
+                           caf::optional<expected<std::string>> kept = {}) {
   auto self = run->self;
   auto& st = self->state;
   // After a runtime reset the session stays fenced by the reset token
   // until runtime.complete_reset.
   end_mutation(self);
-  json::object r{{"agent_id", st.agent_id()},
-                 {"session_id", st.session_id()},
-                 {"checkpoint_id", run->target},
-                 {"relative_workspace",
-                  store::layout::rel_current(st.agent_id(), st.session_id())},
-                 {"removed_runtime_entries", run->removed}};
-  if (!run->terminated.is_null())
-    r["terminated_process_runs"] = run->terminated;
-  for (auto& kv : extra)
-    r[kv.key()] = kv.value();
-  run->rp.deliver(json::value(std::move(r)));
+  rollback_result r;
+  r.agent_id = st.agent_id();
+  r.session_id = st.session_id();
+  r.checkpoint_id = run->target;
+  r.relative_workspace =
+      store::layout::rel_current(st.agent_id(), st.session_id());
+  r.removed_runtime_entries = run->removed;
+  r.terminated_process_runs = run->terminated;
+  if (kept) {
+    r.keep_asked = true;
+    if (*kept)
+      r.pre_rollback_checkpoint_id = **kept;
+    else
+      r.pre_rollback_error = message_of(kept->error());
+  }
+  run->rp.deliver(std::move(r));
   rollback_discard(run);
 }
 
@@ -173,26 +180,25 @@ static void keep_replaced_tree(const run_ptr& run) {
         owner->state.dag.adopt(row);
         ++owner->state.checkpoints_created;
         settle_checkpoint(owner, row, run->faults, false);
-        rollback_reply(run,
-                       {{"pre_rollback_checkpoint_id", row.checkpoint_id}});
+        rollback_reply(run, expected<std::string>{row.checkpoint_id});
         prune(owner, [](json::array) {});
       },
       [run](caf::error err) {
         log::warn("session",
                   run->self->state.key() +
                       ": the replaced tree is not kept: " + message_of(err));
-        rollback_reply(run, {{"pre_rollback_checkpoint_id", nullptr},
-                             {"pre_rollback_error", message_of(err)}});
+        rollback_reply(run, expected<std::string>{std::move(err)});
       });
 }
 
 static void rollback_finish(const run_ptr& run) {
   auto self = run->self;
   auto& st = self->state;
-  json::object fields{{"checkpoint_id", run->target},
-                      {"origin", run->req.origin},
-                      {"scrub_runtime", run->req.scrub_runtime},
-                      {"removed_runtime_entries", run->removed}};
+  json::object fields{
+      {"checkpoint_id", run->target},
+      {"origin", run->req.origin},
+      {"scrub_runtime", run->req.scrub_runtime},
+      {"removed_runtime_entries", json::value_from(run->removed)}};
   metadata_write done;
   // Needs no fsync: if a power cut loses it, the journal (old_moved) is
   // still there and start-up commits the rollback from the disk, which the
@@ -212,7 +218,7 @@ static void rollback_finish(const run_ptr& run) {
         if (policy_of(run->self).keep_pre_rollback)
           keep_replaced_tree(run);
         else
-          rollback_reply(run, json::object{});
+          rollback_reply(run);
       },
       [run](caf::error err) {
         // Swapped on disk; the journal says old_moved and start-up will
@@ -224,16 +230,15 @@ static void rollback_finish(const run_ptr& run) {
 
 /// The filesystem half of a rollback, on a worker thread: returns the
 /// scrubbed runtime entries. A failure puts the old workspace back first.
-static expected<json::value> swap_in_checkpoint(const store::layout& paths,
-                                                const std::string& a,
-                                                const std::string& s,
-                                                const journal_row& j,
-                                                fault_set& faults) {
+static expected<std::vector<std::string>>
+swap_in_checkpoint(const store::layout& paths, const std::string& a,
+                   const std::string& s, const journal_row& j,
+                   fault_set& faults) {
   faults.trigger("rollback.before_snapshot");
   if (auto err =
           store::make_restore(paths, a, s, j.checkpoint_id, j.restore_name))
     return err;
-  json::array removed;
+  std::vector<std::string> removed;
   if (j.scrub_runtime) {
     auto entries =
         store::scrub_runtime(paths.session_dir(a, s) + "/" + j.restore_name);
@@ -241,8 +246,7 @@ static expected<json::value> swap_in_checkpoint(const store::layout& paths,
       store::remove_in_session(paths, a, s, j.restore_name);
       return entries.error();
     }
-    for (auto& e : *entries)
-      removed.emplace_back(e);
+    removed = std::move(*entries);
   }
   faults.trigger("rollback.after_snapshot");
   faults.trigger("rollback.before_move_old");
@@ -264,13 +268,15 @@ static expected<json::value> swap_in_checkpoint(const store::layout& paths,
     return err;
   }
   faults.trigger("rollback.after_move_new");
-  return json::value(std::move(removed));
+  return removed;
 }
 
 /// Guards, target resolution and the swap; answers through `rp`.
 /// `terminated` lists runs killed first (kill_processes), or is null.
-static void begin_rollback(self_ptr self, promise rp, params::rollback req,
-                           bool after_reset, json::value terminated) {
+static void begin_rollback(self_ptr self,
+                           caf::typed_response_promise<rollback_result> rp,
+                           params::rollback req, bool after_reset,
+                           caf::optional<std::vector<std::string>> terminated) {
   auto& st = self->state;
   if (after_reset) {
     if (auto err = require_alive(self)) {
@@ -329,13 +335,13 @@ static void begin_rollback(self_ptr self, promise rp, params::rollback req,
         auto s = owner->state.session_id();
         auto j = run->journal;
         auto faults = run->faults;
-        mutation_step(
+        mutation_step<std::vector<std::string>>(
             owner,
-            [paths, a, s, j, faults]() -> expected<json::value> {
+            [paths, a, s, j, faults]() {
               return swap_in_checkpoint(paths, a, s, j, *faults);
             },
-            [run](json::value& removed) {
-              run->removed = std::move(removed.as_array());
+            [run](std::vector<std::string>& removed) {
+              run->removed = std::move(removed);
               rollback_finish(run);
             },
             [run](caf::error err) { rollback_abort(run, err); });
@@ -343,8 +349,8 @@ static void begin_rollback(self_ptr self, promise rp, params::rollback req,
       [run](caf::error err) { rollback_fail(run, err); });
 }
 
-caf::result<json::value> handle_rollback(self_ptr self,
-                                         const cmd::session_rollback& c) {
+caf::result<rollback_result> handle(self_ptr self,
+                                    const cmd::session_rollback& c) {
   auto& st = self->state;
   // kill_processes defaults to --kill-session-processes-on-rollback (the
   // RPC actor decoded it so).
@@ -353,9 +359,9 @@ caf::result<json::value> handle_rollback(self_ptr self,
   if (req.kill_processes && !st.runs.config)
     return make_error(errc::unsupported,
                       "kill_processes requires process tracking");
-  auto rp = self->make_response_promise<json::value>();
+  auto rp = self->make_response_promise<rollback_result>();
   if (!req.kill_processes) {
-    begin_rollback(self, rp, std::move(req), after_reset, json::value());
+    begin_rollback(self, rp, std::move(req), after_reset, caf::none);
     return rp;
   }
   // Kill the session's process trees first; roll back once they ended.
@@ -367,8 +373,11 @@ caf::result<json::value> handle_rollback(self_ptr self,
                                     "rollback remains fenced"));
                 return;
               }
+              std::vector<std::string> ids;
+              for (const auto& id : killed)
+                ids.emplace_back(id.as_string());
               begin_rollback(self, rp, std::move(req), after_reset,
-                             std::move(killed));
+                             std::move(ids));
             });
   return rp;
 }

@@ -4,7 +4,7 @@
 // are answered from memory; older ones from the catalog's runs table
 // through METADATA (no thread per query); log slices are read on the
 // session's read lane.
-#include "actors/session/facets.hpp"
+#include "actors/session/handlers.hpp"
 #include "guest/os/fs.hpp"
 #include "messages/results/runs_json.hpp"
 #include "messages/utf8.hpp"
@@ -110,8 +110,7 @@ const run_row* known_row(self_ptr self, const std::string& id) {
   return it == runs.end() ? nullptr : &it->second.row;
 }
 
-caf::result<run_row> handle_process_get(self_ptr self,
-                                        const cmd::process_get& c) {
+caf::result<run_row> handle(self_ptr self, const cmd::process_get& c) {
   if (!self->state.runs.config)
     return no_execution();
   if (const auto* row = known_row(self, c.run_id))
@@ -123,8 +122,7 @@ caf::result<run_row> handle_process_get(self_ptr self,
 // The catalog holds every row this actor wrote (METADATA answers after
 // committing what was queued before the question), so a page is one
 // indexed query, whatever the length of the history.
-caf::result<json::value> handle_process_list(self_ptr self,
-                                             const cmd::process_list& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::process_list& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
@@ -168,8 +166,8 @@ caf::result<json::value> handle_process_list(self_ptr self,
 // A live stream reads the run's logs itself (on the HTTP loop, when
 // inotify says they grew); the session only tells it the run's state
 // changes, so an idle stream costs nothing here.
-caf::result<json::value>
-handle_process_subscribe(self_ptr self, const cmd::process_subscribe& c) {
+caf::result<json::value> handle(self_ptr self,
+                                const cmd::process_subscribe& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
@@ -185,8 +183,7 @@ handle_process_subscribe(self_ptr self, const cmd::process_subscribe& c) {
   });
 }
 
-caf::result<json::value> handle_process_output(self_ptr self,
-                                               const cmd::process_output& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::process_output& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();

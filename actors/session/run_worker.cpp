@@ -2,7 +2,7 @@
 // The run worker of the SESSION actor's runs facet: the detached thread
 // that prepares, starts and waits for one run; the row of a new run; and
 // run rows written to the catalog.
-#include "actors/session/facets.hpp"
+#include "actors/session/handlers.hpp"
 #include "guest/log.hpp"
 #include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"

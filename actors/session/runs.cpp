@@ -4,7 +4,7 @@
 // of live runs at shutdown. session.configure is in configure.cpp. Queries
 // (process.get, list, output, events, the stream's subscription) are in
 // run_queries.cpp, the worker and the run rows in run_worker.cpp.
-#include "actors/session/facets.hpp"
+#include "actors/session/handlers.hpp"
 #include "guest/log.hpp"
 #include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
@@ -60,8 +60,7 @@ static json::object start_fields(const run_row& row) {
 
 /// The audit record of a run's end: its final state and exit code.
 static audit_event end_audit(self_ptr self, const run_row& row) {
-  json::object fields{{"run_id", row.run_id},
-                      {"state", to_string(row.state)}};
+  json::object fields{{"run_id", row.run_id}, {"state", to_string(row.state)}};
   fields["exit_code"] = row.root_exit_code ? json::value(*row.root_exit_code)
                                            : json::value(nullptr);
   return audit(self, "process.end", std::move(fields));
@@ -70,8 +69,7 @@ static audit_event end_audit(self_ptr self, const run_row& row) {
 // Commits the run's `starting` row while its worker prepares (logs,
 // cgroup), and lets the worker spawn once both are done: a daemon crash
 // from then on leaves a row that start-up finds and turns into a fence.
-caf::result<run_row> handle_process_start(self_ptr self,
-                                              const cmd::process_start& c) {
+caf::result<run_row> handle(self_ptr self, const cmd::process_start& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
@@ -279,7 +277,7 @@ void on_run_finished(self_ptr self, const run_finished& e) {
   bool ok = empty && !e.error;
   if (e.error)
     row.error = *e.error;
-  row.state = !ok              ? run_phase::failed
+  row.state = !ok               ? run_phase::failed
               : row.stop_reason ? run_phase::stopped
                                 : run_phase::completed;
   row.session_fenced = !empty;
@@ -392,8 +390,7 @@ void shutdown_runs(self_ptr self) {
   caf::anon_send(st.init.metadata, atom::write_v, std::move(w));
 }
 
-caf::result<run_row> handle_process_stop(self_ptr self,
-                                             const cmd::process_stop& c) {
+caf::result<run_row> handle(self_ptr self, const cmd::process_stop& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
@@ -429,8 +426,7 @@ static expected<run_state*> interactive_run(self_ptr self,
 // Writes without blocking the actor: what the run has not read yet stays
 // in the pipe (64 KiB) or the terminal's buffer, and the caller learns how
 // much was taken (`written`) and sends the rest later.
-caf::result<json::value> handle_process_input(self_ptr self,
-                                              const cmd::process_input& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::process_input& c) {
   if (!self->state.runs.config)
     return no_execution();
   auto run = interactive_run(self, c.run_id);
@@ -455,8 +451,7 @@ caf::result<json::value> handle_process_input(self_ptr self,
       {"run_id", c.run_id}, {"written", *written}, {"eof", closed}});
 }
 
-caf::result<json::value> handle_process_resize(self_ptr self,
-                                               const cmd::process_resize& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::process_resize& c) {
   if (!self->state.runs.config)
     return no_execution();
   auto run = interactive_run(self, c.run_id);
@@ -474,14 +469,13 @@ caf::result<json::value> handle_process_resize(self_ptr self,
 // Answers the moment the run ends, so callers never poll: the promise
 // waits in the run's state until on_run_finished, or until its own
 // timeout message answers it with the row as it is then.
-caf::result<run_row> handle_process_wait(self_ptr self,
-                                             const cmd::process_wait& c) {
+caf::result<run_row> handle(self_ptr self, const cmd::process_wait& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
   auto it = st.runs.runs.find(c.run_id);
   if (it == st.runs.runs.end())
-    return handle_process_get(self, cmd::process_get{c.session, c.run_id});
+    return handle(self, cmd::process_get{c.session, c.run_id});
   auto& run = it->second;
   if ((!run.active && !run.draining) || c.timeout_ms == 0)
     return run.row;

@@ -3,7 +3,7 @@
 // (execution.acquire/release), background executions of outside launchers
 // (runtime.register_background), the runtime reset fence
 // (runtime.begin_reset/complete_reset) and session.unfence.
-#include "actors/session/facets.hpp"
+#include "actors/session/handlers.hpp"
 #include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/store/run_recovery.hpp"
@@ -16,8 +16,8 @@ namespace allox::session_facets {
 
 // -- leases, background executions, runtime reset -----------------------------
 
-caf::result<lease_granted> handle_acquire(self_ptr self,
-                                          const cmd::execution_acquire&) {
+caf::result<lease_granted> handle(self_ptr self,
+                                  const cmd::execution_acquire&) {
   if (auto err = require_alive(self))
     return err;
   auto& st = self->state;
@@ -30,15 +30,14 @@ caf::result<lease_granted> handle_acquire(self_ptr self,
   return lease_granted{token};
 }
 
-caf::result<json::value> handle_release(self_ptr self,
-                                        const cmd::execution_release& c) {
+caf::result<json::value> handle(self_ptr self,
+                                const cmd::execution_release& c) {
   bool released = self->state.leases.erase(c.lease_token) > 0;
   return json_reply(json::object{{"released", released}});
 }
 
-caf::result<json::value>
-handle_register_background(self_ptr self,
-                           const cmd::runtime_register_background& c) {
+caf::result<json::value> handle(self_ptr self,
+                                const cmd::runtime_register_background& c) {
   if (auto err = require_alive(self))
     return err;
   if (mutating(self))
@@ -77,8 +76,8 @@ static void begin_reset(self_ptr self,
   rp.deliver(reset_begun{st.reset_token, json::value(std::move(r))});
 }
 
-caf::result<reset_begun> handle_begin_reset(self_ptr self,
-                                            const cmd::runtime_begin_reset& c) {
+caf::result<reset_begun> handle(self_ptr self,
+                                const cmd::runtime_begin_reset& c) {
   auto& st = self->state;
   bool kill_default = st.runs.config && st.runs.config->kill_on_rollback;
   bool kill = c.kill_processes ? *c.kill_processes : kill_default;
@@ -96,8 +95,8 @@ caf::result<reset_begun> handle_begin_reset(self_ptr self,
   return rp;
 }
 
-caf::result<json::value>
-handle_complete_reset(self_ptr self, const cmd::runtime_complete_reset& c) {
+caf::result<json::value> handle(self_ptr self,
+                                const cmd::runtime_complete_reset& c) {
   auto& st = self->state;
   if (st.reset_token.empty() || st.reset_token != c.reset_token)
     return make_error(errc::not_found, "unknown runtime reset token");
@@ -112,8 +111,7 @@ handle_complete_reset(self_ptr self, const cmd::runtime_complete_reset& c) {
 // An administrator's way out of a fence the prototype could only leave by
 // restarting: forgets the runtime reset, every lease and every background
 // registration, with an audit record of what was cleared.
-caf::result<json::value> handle_unfence(self_ptr self,
-                                        const cmd::session_unfence& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::session_unfence& c) {
   auto& st = self->state;
   if (st.phase == session_phase::mutating)
     return conflict("session mutation in progress: " + st.key());

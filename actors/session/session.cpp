@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/session/session.hpp"
 
+#include "actors/command_list.hpp"
 #include "actors/dump.hpp"
 #include "actors/failures.hpp"
-#include "actors/session/facets.hpp"
+#include "actors/session/handlers.hpp"
 #include "guest/log.hpp"
 #include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
+#include "messages/commands/lists.hpp"
 #include "messages/ids.hpp"
+#include "messages/results/sessions_json.hpp"
 
 #include <caf/stateful_actor.hpp>
 
@@ -37,24 +40,24 @@ std::string session_state::key() const {
   return session_key(agent_id(), session_id());
 }
 
-json::object describe_session(const session_row& row,
-                              const store::checkpoint_dag& dag) {
+session_view view_of(const session_row& row, const store::checkpoint_dag& dag) {
   const auto& a = row.agent_id;
   const auto& s = row.session_id;
-  json::object o;
-  o["agent_id"] = a;
-  o["session_id"] = s;
-  o["workspace_level"] = "session";
-  o["relative_agent_workspace"] = store::layout::rel_agent_workspace(a);
-  o["relative_agent_shared"] = store::layout::rel_agent_shared(a);
-  o["relative_session_workspace"] = store::layout::rel_session(a, s);
-  o["relative_workspace"] = store::layout::rel_current(a, s);
-  o["checkpoint_ids"] = json::value_from(dag.present_ids());
-  if (dag.head())
-    o["checkpoint_head"] = *dag.head();
-  else
-    o["checkpoint_head"] = nullptr;
-  return o;
+  session_view v;
+  v.agent_id = a;
+  v.session_id = s;
+  v.relative_agent_workspace = store::layout::rel_agent_workspace(a);
+  v.relative_agent_shared = store::layout::rel_agent_shared(a);
+  v.relative_session_workspace = store::layout::rel_session(a, s);
+  v.relative_workspace = store::layout::rel_current(a, s);
+  v.checkpoint_ids = dag.present_ids();
+  v.checkpoint_head = dag.head();
+  return v;
+}
+
+json::object describe_session(const session_row& row,
+                              const store::checkpoint_dag& dag) {
+  return to_json(view_of(row, dag));
 }
 
 namespace session_facets {
@@ -137,13 +140,6 @@ void end_mutation(self_ptr self) {
   self->state.mutation.clear();
 }
 
-/// A mutation ended in `err`: counted, the session freed, the caller told.
-void mutation_failed(self_ptr self, promise& rp, caf::error err) {
-  ++self->state.failures;
-  end_mutation(self);
-  rp.deliver(std::move(err));
-}
-
 /// A catalog write failed: the store may be mid-operation, so nothing else
 /// may touch the session until start-up recovery has run.
 void fence(self_ptr self, const caf::error& err, std::string_view what) {
@@ -156,8 +152,7 @@ void fence(self_ptr self, const caf::error& err, std::string_view what) {
 
 // -- session.describe, dump, dispatch -----------------------------------------
 
-caf::result<json::value> handle_describe(self_ptr self,
-                                         const cmd::session_describe&) {
+caf::result<session_view> handle(self_ptr self, const cmd::session_describe&) {
   if (self->state.phase == session_phase::retired)
     return make_error(errc::not_found,
                       "session does not exist: " + self->state.key());
@@ -177,7 +172,7 @@ caf::result<json::value> handle_describe(self_ptr self,
                       "session workspace is not a managed directory: " +
                           current);
   }
-  return json_reply(describe_session(row, self->state.dag));
+  return view_of(row, self->state.dag);
 }
 
 static json::value dump(self_ptr self) {
@@ -230,6 +225,15 @@ static json::value dump(self_ptr self) {
   return o;
 }
 
+/// debug.fault: arms a fault at a named point of this actor; the probe's
+/// and the reader's points (tracking.*) are the TRACKER's.
+caf::result<json::value> handle(self_ptr self, const cmd::debug_fault& c) {
+  if (c.point.rfind("tracking.", 0) == 0 && tracking_on(self))
+    return self->delegate(self->state.runs.config->tracker, c);
+  self->state.faults.arm(fault{c.point, c.effect, c.millis});
+  return json_reply(json::object{{"armed", true}});
+}
+
 /// The action a command came as (the fault point and the failure log).
 template <class Command>
 const char* action_of(const Command&) {
@@ -244,13 +248,13 @@ const char* action_of(const cmd::session_rollback& c) {
 /// Serves one command with its facet's handler: counted, named for the
 /// failure log (left set if the handler throws), and with the fault point
 /// of its action, where tests fail this actor mid-request.
-template <class Command, class Handler>
-auto serve(self_ptr self, const Command& c, Handler handler) {
+template <class Command>
+auto serve(self_ptr self, const Command& c) {
   auto& st = self->state;
   ++st.requests;
   st.handling = action_of(c);
   st.faults.trigger(st.handling);
-  auto result = handler(self, c);
+  auto result = handle(self, c);
   st.handling.clear();
   return result;
 }
@@ -309,185 +313,25 @@ session_actor::behavior_type session(session_facets::self_ptr self,
     return actor_failed(ep, "session " + self->state.key(),
                         self->state.handling);
   });
-  return {
-      // -- lifecycle (session.cpp, lifecycle.cpp) --------------------------
-      [self](const cmd::session_describe& c) {
-        return serve(self, c, handle_describe);
-      },
-      [self](const cmd::session_delete& c) {
-        return serve(self, c, handle_delete);
-      },
-      [self](const cmd::debug_fault& c) -> caf::result<json::value> {
-        // The probe's and the reader's fault points are the TRACKER's.
-        if (c.point.rfind("tracking.", 0) == 0 && tracking_on(self))
-          return self->delegate(self->state.runs.config->tracker, c);
-        self->state.faults.arm(fault{c.point, c.effect, c.millis});
-        return json_reply(json::object{{"armed", true}});
-      },
+  // Every command of the list goes to its facet's handler through serve;
+  // the rest are events from the session's own workers and timers, the
+  // TRACKER, the broker and its AGENT.
+  return behavior_of<session_actor::behavior_type>(
+      cmd::session_commands{}, [self](const auto& c) { return serve(self, c); },
       [self](atom::retire, bool retire) { return handle_retire(self, retire); },
-      // -- checkpoints (checkpoints.cpp, rollback.cpp) ----------------------
-      [self](const cmd::checkpoint_list& c) {
-        return serve(self, c, handle_checkpoint_list);
-      },
-      [self](const cmd::checkpoint_describe& c) {
-        return serve(self, c, handle_checkpoint_describe);
-      },
-      [self](const cmd::checkpoint_diff& c) {
-        return serve(self, c, handle_checkpoint_diff);
-      },
-      [self](const cmd::checkpoint_create& c) {
-        return serve(self, c, handle_checkpoint_create);
-      },
-      [self](const cmd::checkpoint_delete& c) {
-        return serve(self, c, handle_checkpoint_delete);
-      },
-      [self](const cmd::session_rollback& c) {
-        return serve(self, c, handle_rollback);
-      },
-      [self](const cmd::session_fork_into& c) {
-        return serve(self, c, handle_fork_into);
-      },
-      // -- files (files.cpp) -------------------------------------------------
-      [self](const cmd::file_stat& c) {
-        return serve(self, c, handle_file_stat);
-      },
-      [self](const cmd::file_list& c) {
-        return serve(self, c, handle_file_list);
-      },
-      [self](const cmd::file_read& c) {
-        return serve(self, c, handle_file_read);
-      },
-      [self](const cmd::file_write& c) {
-        return serve(self, c, handle_file_write);
-      },
-      [self](const cmd::file_mkdir& c) {
-        return serve(self, c, handle_file_mkdir);
-      },
-      [self](const cmd::file_remove& c) {
-        return serve(self, c, handle_file_remove);
-      },
-      [self](const cmd::file_move& c) {
-        return serve(self, c, handle_file_move);
-      },
-      [self](const cmd::file_transfer& c) {
-        return serve(self, c, handle_file_transfer);
-      },
       [self](atom::purge) { idle_work(self); },
-      // -- runs (runs.cpp, run_worker.cpp) ----------------------------------
-      [self](const cmd::session_configure& c) {
-        return serve(self, c, handle_configure);
-      },
-      [self](const cmd::process_start& c) {
-        return serve(self, c, handle_process_start);
-      },
-      [self](const cmd::process_get& c) {
-        return serve(self, c, handle_process_get);
-      },
-      [self](const cmd::process_list& c) {
-        return serve(self, c, handle_process_list);
-      },
-      [self](const cmd::process_stop& c) {
-        return serve(self, c, handle_process_stop);
-      },
-      [self](const cmd::process_wait& c) {
-        return serve(self, c, handle_process_wait);
-      },
-      [self](const cmd::process_input& c) {
-        return serve(self, c, handle_process_input);
-      },
-      [self](const cmd::process_resize& c) {
-        return serve(self, c, handle_process_resize);
-      },
       [self](const wait_timeout& t) {
         on_wait_timeout(self, t.run_id, t.waiter);
-      },
-      [self](const cmd::process_subscribe& c) {
-        return serve(self, c, handle_process_subscribe);
-      },
-      [self](const cmd::process_output& c) {
-        return serve(self, c, handle_process_output);
-      },
-      [self](const cmd::process_events& c) {
-        return serve(self, c, handle_process_events);
-      },
-      [self](const cmd::process_tree& c) {
-        return serve(self, c, handle_process_tree);
       },
       [self](const run_started& e) { on_run_started(self, e.run_id, e.pid); },
       [self](const run_finished& e) { on_run_finished(self, e); },
       [self](const run_timeout& t) { kill_run(self, t.run_id, "timeout", {}); },
-      // -- network (network.cpp) --------------------------------------------
-      [self](const cmd::network_status& c) {
-        return serve(self, c, handle_network_status);
-      },
       [self](const cmd::egress_attempt& e) { on_egress_attempt(self, e); },
-      // -- tracking (tracking.cpp) ------------------------------------------
       [self](const process_event_batch& b) { on_event_batch(self, b); },
       [self](const tracking_failure& f) { on_tracking_failure(self, f); },
-      // -- runtime (runtime.cpp) --------------------------------------------
-      [self](const cmd::execution_acquire& c) {
-        return serve(self, c, handle_acquire);
-      },
-      [self](const cmd::execution_release& c) {
-        return serve(self, c, handle_release);
-      },
-      [self](const cmd::runtime_register_background& c) {
-        return serve(self, c, handle_register_background);
-      },
-      [self](const cmd::runtime_begin_reset& c) {
-        return serve(self, c, handle_begin_reset);
-      },
-      [self](const cmd::runtime_complete_reset& c) {
-        return serve(self, c, handle_complete_reset);
-      },
-      [self](const cmd::session_unfence& c) {
-        return serve(self, c, handle_unfence);
-      },
-      // -- turns and policy (turns.cpp, policy.cpp) ----------------------
-      [self](const cmd::turn_session_start& c) {
-        return serve(self, c, handle_turn_session_start);
-      },
-      [self](const cmd::turn_message& c) {
-        return serve(self, c, handle_turn_message);
-      },
-      [self](const cmd::turn_end& c) {
-        return serve(self, c, handle_turn_end);
-      },
-      [self](const cmd::turn_status& c) {
-        return serve(self, c, handle_turn_status);
-      },
-      [self](const cmd::policy_get& c) {
-        return serve(self, c, handle_policy_get);
-      },
-      [self](const cmd::policy_set& c) {
-        return serve(self, c, handle_policy_set);
-      },
       [self](const cmd::agent_policy_changed& c) { on_agent_policy(self, c); },
       [self](const cmd::interval_tick& t) { on_interval_tick(self, t); },
-      // -- sharing (share.cpp) --------------------------------------------
-      [self](const cmd::share_status& c) {
-        return serve(self, c, handle_share_status);
-      },
-      [self](const cmd::share_enable& c) {
-        return serve(self, c, handle_share_enable);
-      },
-      [self](const cmd::share_disable& c) {
-        return serve(self, c, handle_share_disable);
-      },
-      [self](const cmd::share_list& c) {
-        return serve(self, c, handle_share_list);
-      },
-      [self](const cmd::share_read& c) {
-        return serve(self, c, handle_share_read);
-      },
-      [self](const cmd::share_write& c) {
-        return serve(self, c, handle_share_write);
-      },
-      [self](const cmd::share_access& c) {
-        return serve(self, c, handle_share_access);
-      },
-      [self](atom::dump) -> json::value { return dump(self); },
-  };
+      [self](atom::dump) -> json::value { return dump(self); });
 }
 
 } // namespace allox

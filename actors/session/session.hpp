@@ -6,7 +6,8 @@
 // any other session.
 //
 // The actor's code is split by what it serves (docs/architecture.md,
-// "Session facets"); actors/session/facets.hpp is its internal header.
+// "Session facets"); actors/session/facets.hpp and the facet headers
+// gathered by handlers.hpp are its internal headers.
 #pragma once
 
 #include "actors/session/session_runs.hpp"
@@ -16,6 +17,7 @@
 #include "messages/actors.hpp"
 #include "messages/fork_signal.hpp"
 #include "messages/policy.hpp"
+#include "messages/results/sessions.hpp"
 #include "messages/share.hpp"
 
 #include <chrono>
@@ -254,6 +256,10 @@ session_actor::behavior_type
 session(session_actor::stateful_pointer<session_state> self, session_init init);
 
 /// The session.describe result.
+session_view view_of(const session_row& row, const store::checkpoint_dag& dag);
+
+/// The session part of the agent's replies (session.create, fork), still
+/// JSON built by the AGENT.
 json::object describe_session(const session_row& row,
                               const store::checkpoint_dag& dag);
 

@@ -26,7 +26,7 @@
 // shared between the two sessions, nor with any other; the caller's
 // policy is read when the request passes the caller, the target's when it
 // reaches the target.
-#include "actors/session/facets.hpp"
+#include "actors/session/handlers.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/os/share_files.hpp"
 
@@ -188,15 +188,13 @@ void load_share(self_ptr self) {
   st.share_next = st.share;
 }
 
-caf::result<json::value> handle_share_status(self_ptr self,
-                                             const cmd::share_status&) {
+caf::result<json::value> handle(self_ptr self, const cmd::share_status&) {
   if (auto err = require_alive(self))
     return err;
   return json_reply(describe(self, self->state.share));
 }
 
-caf::result<json::value> handle_share_enable(self_ptr self,
-                                             const cmd::share_enable& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::share_enable& c) {
   auto root = self->state.init.paths.current(self->state.agent_id(),
                                              self->state.session_id());
   auto parts = split_share_path(c.scope);
@@ -216,8 +214,7 @@ caf::result<json::value> handle_share_enable(self_ptr self,
                        });
 }
 
-caf::result<json::value> handle_share_disable(self_ptr self,
-                                              const cmd::share_disable& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::share_disable& c) {
   // An empty step: in order with an enable still checking its scope.
   auto nothing = []() -> expected<json::value> {
     return json::value();
@@ -229,24 +226,20 @@ caf::result<json::value> handle_share_disable(self_ptr self,
                        });
 }
 
-caf::result<json::value> handle_share_list(self_ptr self,
-                                           const cmd::share_list& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::share_list& c) {
   return ask_target(self, {c.target, c.session, "list", c.path, {}});
 }
 
-caf::result<json::value> handle_share_read(self_ptr self,
-                                           const cmd::share_read& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::share_read& c) {
   return ask_target(self, {c.target, c.session, "read", c.path, {}});
 }
 
-caf::result<json::value> handle_share_write(self_ptr self,
-                                            const cmd::share_write& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::share_write& c) {
   return ask_target(self,
                     {c.target, c.session, "write", c.path, c.data_base64});
 }
 
-caf::result<json::value> handle_share_access(self_ptr self,
-                                             const cmd::share_access& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::share_access& c) {
   auto& st = self->state;
   auto refuse = [self, &c](caf::error err) -> caf::result<json::value> {
     ++self->state.share_refused;

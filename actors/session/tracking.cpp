@@ -7,7 +7,7 @@
 // A run's process map lives in its row (`processes`, reference 9.5) and is
 // persisted with the row's transitions; its events are appended to
 // <run dir>/events.jsonl on the session's read lane, one write per batch.
-#include "actors/session/facets.hpp"
+#include "actors/session/handlers.hpp"
 #include "actors/session/process_map.hpp"
 #include "guest/log.hpp"
 #include "guest/os/fs.hpp"
@@ -222,8 +222,7 @@ void drain_run(self_ptr self, const std::string& id,
           });
 }
 
-caf::result<json::value> handle_process_events(self_ptr self,
-                                               const cmd::process_events& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::process_events& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
@@ -271,8 +270,7 @@ caf::result<json::value> handle_process_events(self_ptr self,
   return rp;
 }
 
-caf::result<json::value> handle_process_tree(self_ptr self,
-                                             const cmd::process_tree& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::process_tree& c) {
   if (!self->state.runs.config)
     return no_execution();
   auto rp = self->make_response_promise<json::value>();
@@ -281,12 +279,12 @@ caf::result<json::value> handle_process_tree(self_ptr self,
       [rp, c](run_row row) mutable {
         const auto& processes = row.processes;
         auto roots = nest(processes);
-        rp.deliver(json::value(
-            json::object{{"run_id", c.run_id},
-                         {"state", to_string(row.state)},
-                         {"trace_complete", row.trace_complete},
-                         {"processes", processes.size()},
-                         {"tree", std::move(roots)}}));
+        rp.deliver(
+            json::value(json::object{{"run_id", c.run_id},
+                                     {"state", to_string(row.state)},
+                                     {"trace_complete", row.trace_complete},
+                                     {"processes", processes.size()},
+                                     {"tree", std::move(roots)}}));
       },
       [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;

@@ -4,7 +4,7 @@
 // (TurnCheckpointLifecycle, docs/rpc.md), in the daemon. The state is the
 // adapter's, kept in the session's catalog row and written before each
 // reply, so neither an actor restart nor a daemon restart forgets a turn.
-#include "actors/session/facets.hpp"
+#include "actors/session/handlers.hpp"
 #include "guest/log.hpp"
 
 #include <memory>
@@ -169,8 +169,8 @@ void load_turns(self_ptr self) {
 
 // Once per session: a second start is a duplicate even when the first
 // one's checkpoint failed, as in the reference.
-caf::result<json::value>
-handle_turn_session_start(self_ptr self, const cmd::turn_session_start& c) {
+caf::result<json::value> handle(self_ptr self,
+                                const cmd::turn_session_start& c) {
   if (auto err = require_alive(self))
     return err;
   if (!policy_of(self).auto_checkpoint_turns)
@@ -192,8 +192,7 @@ handle_turn_session_start(self_ptr self, const cmd::turn_session_start& c) {
 
 // Captured even while turns are disabled, as in the reference: enabling
 // them mid-turn still names the checkpoint after the user's message.
-caf::result<json::value> handle_turn_message(self_ptr self,
-                                             const cmd::turn_message& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::turn_message& c) {
   if (auto err = require_alive(self))
     return err;
   auto& t = self->state.turns;
@@ -207,8 +206,7 @@ caf::result<json::value> handle_turn_message(self_ptr self,
 // The reference's order: disabled, duplicate id (remembered even when the
 // turn is then skipped), the rollback skip (once), then the counter moves
 // and the checkpoint is taken; a failed checkpoint keeps the new count.
-caf::result<json::value> handle_turn_end(self_ptr self,
-                                         const cmd::turn_end& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::turn_end& c) {
   if (auto err = require_alive(self))
     return err;
   if (!policy_of(self).auto_checkpoint_turns)
@@ -248,8 +246,7 @@ caf::result<json::value> handle_turn_end(self_ptr self,
       self, {"turn_end", "turn-lifecycle", message, std::move(metadata)});
 }
 
-caf::result<json::value> handle_turn_status(self_ptr self,
-                                            const cmd::turn_status&) {
+caf::result<json::value> handle(self_ptr self, const cmd::turn_status&) {
   if (auto err = require_alive(self))
     return err;
   const auto& st = self->state;

@@ -104,6 +104,8 @@ struct session_rollback {
   /// the extra arguments keep it out of is_action (its own routing row).
   static session_rollback decode(params::reader& r, bool after_reset,
                                  bool kill_default);
+  /// What the session answers (the native front encodes it).
+  using reply = rollback_result;
   session_ref session;
   params::rollback req;
   bool after_reset = false;

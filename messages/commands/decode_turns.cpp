@@ -1,65 +1,45 @@
 // SPDX-License-Identifier: Apache-2.0
 // Decoders of the turn.* and policy.* commands (messages/commands/turns.hpp).
-#include "messages/commands/decode.hpp"
-#include "messages/commands/decode_detail.hpp"
-#include "messages/params.hpp"
+#include "messages/commands/turns.hpp"
 
 namespace allox::cmd {
 
-// -- turns and policy ---------------------------------------------------------
-
-expected<turn_session_start> decode_turn_session_start(const json::object& p) {
-  auto rid = params::optional_string(p, "runtime_session_id");
-  if (!rid)
-    return rid.error();
+turn_session_start turn_session_start::decode(params::reader& r) {
   turn_session_start c;
-  c.runtime_session_id = std::move(*rid);
+  c.runtime_session_id = r.optional_string("runtime_session_id");
   return c;
 }
 
-expected<turn_message> decode_turn_message(const json::object& p) {
-  auto* m = p.if_contains("message");
-  if (m == nullptr)
-    return invalid("missing parameter: message");
+turn_message turn_message::decode(params::reader& r) {
   turn_message c;
+  auto* m = r.params().if_contains("message");
+  r.check(m != nullptr, "missing parameter: message");
   // As the reference adapter: anything but a string captures nothing.
-  if (m->is_string())
+  if (m != nullptr && m->is_string())
     c.message = std::string{m->get_string()};
   return c;
 }
 
-expected<turn_end> decode_turn_end(const json::object& p) {
-  auto id = params::optional_string(p, "turn_id");
-  if (!id)
-    return id.error();
-  auto completed = params::optional_bool(p, "completed", true);
-  if (!completed)
-    return completed.error();
-  auto interrupted = params::optional_bool(p, "interrupted", false);
-  if (!interrupted)
-    return interrupted.error();
+turn_end turn_end::decode(params::reader& r) {
   turn_end c;
-  c.turn_id = std::move(*id);
-  c.completed = *completed;
-  c.interrupted = *interrupted;
+  c.turn_id = r.optional_string("turn_id");
+  c.completed = r.optional_bool("completed", true);
+  c.interrupted = r.optional_bool("interrupted", false);
   return c;
 }
 
-expected<turn_status> decode_turn_status(const json::object&) {
-  return turn_status{};
+turn_status turn_status::decode(params::reader&) {
+  return {};
 }
 
-expected<policy_get> decode_policy_get(const json::object&) {
-  return policy_get{};
+policy_get policy_get::decode(params::reader&) {
+  return {};
 }
 
-expected<policy_set> decode_policy_set(const json::object& p) {
-  auto change = decode_policy_change(p);
-  if (!change)
-    return change.error();
+policy_set policy_set::decode(params::reader& r) {
   policy_set c;
-  c.change = std::move(*change);
-  c.origin = params::origin(p);
+  c.change = r.take(decode_policy_change(r.params()));
+  c.origin = r.origin();
   return c;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "messages/commands/command.hpp"
+#include "messages/results/sessions.hpp"
 #include "messages/records.hpp"
 
 #include <caf/meta/type_name.hpp>
@@ -70,6 +71,8 @@ struct session_unfence {
 struct session_describe {
   static inline const char* name = "session.describe";
   static session_describe decode(params::reader& r);
+  /// What the session answers (the native front encodes it).
+  using reply = session_view;
   session_ref session;
 };
 

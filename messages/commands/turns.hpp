@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Commands of a session's turns facet (turn lifecycle events and the
 // automatic checkpoint policy): one struct per RPC action, decoded once by
-// the RPC actor (messages/commands/decode.hpp) and answered by the
+// the RPC actor (messages/commands/command.hpp) and answered by the
 // SESSION's handler for that type (policy.get/set without a session_id by
 // the AGENT's).
 #pragma once
 
+#include "messages/commands/command.hpp"
 #include "messages/policy.hpp"
 #include "messages/records.hpp"
 
@@ -20,6 +21,7 @@ namespace allox::cmd {
 /// turn.session_start {runtime_session_id?}: the baseline checkpoint, once.
 struct turn_session_start {
   static inline const char* name = "turn.session_start";
+  static turn_session_start decode(params::reader& r);
   session_ref session;
   std::string runtime_session_id;
 };
@@ -27,6 +29,7 @@ struct turn_session_start {
 /// turn.message {message}: the next turn checkpoint's message.
 struct turn_message {
   static inline const char* name = "turn.message";
+  static turn_message decode(params::reader& r);
   session_ref session;
   /// Empty when the message was empty or not a string (nothing captured).
   std::string message;
@@ -35,6 +38,7 @@ struct turn_message {
 /// turn.end {turn_id?, completed?, interrupted?}: a checkpoint per turn.
 struct turn_end {
   static inline const char* name = "turn.end";
+  static turn_end decode(params::reader& r);
   session_ref session;
   std::string turn_id;
   bool completed = true;
@@ -44,6 +48,7 @@ struct turn_end {
 /// turn.status: the session's turn state and whether turns are enabled.
 struct turn_status {
   static inline const char* name = "turn.status";
+  static turn_status decode(params::reader& r);
   session_ref session;
 };
 
@@ -51,6 +56,7 @@ struct turn_status {
 /// comes from. Without a session_id (empty) the agent's level.
 struct policy_get {
   static inline const char* name = "policy.get";
+  static policy_get decode(params::reader& r);
   session_ref session;
 };
 
@@ -59,6 +65,7 @@ struct policy_get {
 /// session_id.
 struct policy_set {
   static inline const char* name = "policy.set";
+  static policy_set decode(params::reader& r);
   session_ref session;
   policy_change change;
   std::string origin;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The typed results of checkpoint.list and checkpoint.describe: records of
-// a session's checkpoint DAG. Their native JSON is written once, in
-// messages/results/checkpoints_json.hpp.
+// The typed results of the checkpoint actions: records of a session's
+// checkpoint DAG, the created and deleted ones, and diff pages. Their native
+// JSON is written once, in messages/results/checkpoints_json.hpp.
 #pragma once
 
 #include "messages/records.hpp"
@@ -9,6 +9,7 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/optional.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,108 @@ struct checkpoint_page {
   std::vector<checkpoint_record> checkpoints;
 };
 
+/// checkpoint.create: the new checkpoint's row (the reply shows its ids,
+/// its parent and its metadata).
+struct checkpoint_created {
+  checkpoint_row row;
+};
+
+/// checkpoint.delete: the checkpoint deleted (its children moved to its
+/// parent).
+struct checkpoint_deleted {
+  std::string agent_id;
+  std::string session_id;
+  std::string checkpoint_id;
+};
+
+/// How a path differs between two trees.
+enum class path_change_kind { added, modified, deleted };
+
+/// One changed path of a diff.
+struct path_change {
+  /// Relative to the workspace root, without a leading slash.
+  std::string path;
+  path_change_kind change = path_change_kind::modified;
+  /// file, directory, symlink or other.
+  std::string type;
+};
+
+/// How many paths of a whole diff (not only the page) changed each way.
+struct diff_counts {
+  int64_t added = 0;
+  int64_t modified = 0;
+  int64_t deleted = 0;
+};
+
+/// What the diff read to find the changes (the Btrfs generation walk or a
+/// full comparison).
+struct diff_cost {
+  std::string method;
+  uint64_t changed_inodes = 0;
+  uint64_t compared_paths = 0;
+  uint64_t listed_dirs = 0;
+};
+
+/// checkpoint.diff: one page of the paths changed between a checkpoint and
+/// another one, or current/ (`to` absent), ordered by path.
+struct diff_page {
+  std::string agent_id;
+  std::string session_id;
+  std::string from;
+  caf::optional<std::string> to;
+  /// The common ancestor whose generation bounded the walk, if any.
+  caf::optional<std::string> base_checkpoint;
+  std::vector<path_change> changes;
+  diff_counts counts;
+  /// The last path of this page (the next page's cursor); none if empty.
+  caf::optional<std::string> next_cursor;
+  bool has_more = false;
+  diff_cost cost;
+};
+
+/// session.rollback (and rollback_after_runtime_reset): the checkpoint
+/// current/ was restored from.
+struct rollback_result {
+  std::string agent_id;
+  std::string session_id;
+  std::string checkpoint_id;
+  /// current/ relative to the store root.
+  std::string relative_workspace;
+  /// Runtime entries scrubbed from the restored tree (scrub_runtime).
+  std::vector<std::string> removed_runtime_entries;
+  /// Runs killed first (kill_processes); absent when none were asked to be.
+  caf::optional<std::vector<std::string>> terminated_process_runs;
+  /// keep_pre_rollback was on: the checkpoint made of the replaced tree,
+  /// or none and why.
+  bool keep_asked = false;
+  caf::optional<std::string> pre_rollback_checkpoint_id;
+  caf::optional<std::string> pre_rollback_error;
+};
+
+/// The wire's name of a change ("added", "modified", "deleted").
+const char* to_string(path_change_kind k);
+
+/// Counts one change of a whole diff.
+inline void count(diff_counts& c, path_change_kind k) {
+  switch (k) {
+  case path_change_kind::added:
+    ++c.added;
+    break;
+  case path_change_kind::modified:
+    ++c.modified;
+    break;
+  case path_change_kind::deleted:
+    ++c.deleted;
+    break;
+  }
+}
+
 } // namespace allox
 
 // Local messages only.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::checkpoint_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::checkpoint_page)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::checkpoint_created)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::checkpoint_deleted)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::diff_page)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::rollback_result)

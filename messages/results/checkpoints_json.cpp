@@ -1,23 +1,37 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "messages/results/checkpoints_json.hpp"
 
+#include "messages/results/json_detail.hpp"
+
 namespace allox {
 
 namespace {
 
-json::value opt(const caf::optional<std::string>& v) {
-  return v ? json::value(*v) : json::value(nullptr);
-}
+using results_detail::opt;
+using results_detail::strings;
 
-json::array strings(const std::vector<std::string>& xs) {
-  json::array out;
-  out.reserve(xs.size());
-  for (const auto& x : xs)
-    out.emplace_back(x);
-  return out;
+/// The catalog keeps the caller's metadata as its JSON text.
+json::value metadata_of(const checkpoint_row& row) {
+  if (!row.metadata)
+    return nullptr;
+  boost::system::error_code ec;
+  auto parsed = json::parse(*row.metadata, ec);
+  return ec ? json::value(nullptr) : parsed;
 }
 
 } // namespace
+
+const char* to_string(path_change_kind k) {
+  switch (k) {
+  case path_change_kind::added:
+    return "added";
+  case path_change_kind::modified:
+    return "modified";
+  case path_change_kind::deleted:
+    return "deleted";
+  }
+  return "modified";
+}
 
 json::object to_json(const checkpoint_record& r) {
   const auto& row = r.row;
@@ -27,15 +41,7 @@ json::object to_json(const checkpoint_record& r) {
   o["origin"] = row.origin;
   o["message"] = opt(row.message);
   o["pinned"] = row.pinned;
-  // The catalog keeps the caller's metadata as its JSON text.
-  json::value meta = nullptr;
-  if (row.metadata) {
-    boost::system::error_code ec;
-    auto parsed = json::parse(*row.metadata, ec);
-    if (!ec)
-      meta = std::move(parsed);
-  }
-  o["metadata"] = std::move(meta);
+  o["metadata"] = metadata_of(row);
   o["missing"] = row.missing;
   o["parent_id"] = opt(row.parent_id);
   o["child_ids"] = strings(r.child_ids);
@@ -69,6 +75,62 @@ json::object to_json(const checkpoint_page& p) {
   for (const auto& r : p.checkpoints)
     records.emplace_back(to_json(r));
   o["checkpoints"] = std::move(records);
+  return o;
+}
+
+json::object to_json(const checkpoint_created& c) {
+  const auto& row = c.row;
+  json::object o{{"agent_id", row.agent_id},
+                 {"session_id", row.session_id},
+                 {"checkpoint_id", row.checkpoint_id}};
+  o["parent_id"] = opt(row.parent_id);
+  o["metadata"] = metadata_of(row);
+  return o;
+}
+
+json::object to_json(const checkpoint_deleted& d) {
+  return {{"agent_id", d.agent_id},
+          {"session_id", d.session_id},
+          {"checkpoint_id", d.checkpoint_id},
+          {"deleted", true}};
+}
+
+json::object to_json(const diff_page& p) {
+  json::object o{
+      {"agent_id", p.agent_id}, {"session_id", p.session_id}, {"from", p.from}};
+  o["to"] = opt(p.to);
+  o["base_checkpoint"] = opt(p.base_checkpoint);
+  json::array changes;
+  changes.reserve(p.changes.size());
+  for (const auto& c : p.changes)
+    changes.emplace_back(json::object{
+        {"path", c.path}, {"change", to_string(c.change)}, {"type", c.type}});
+  o["changes"] = std::move(changes);
+  o["counts"] = json::object{{"added", p.counts.added},
+                             {"modified", p.counts.modified},
+                             {"deleted", p.counts.deleted}};
+  o["next_cursor"] = opt(p.next_cursor);
+  o["has_more"] = p.has_more;
+  o["method"] = p.cost.method;
+  o["stats"] = json::object{{"changed_inodes", p.cost.changed_inodes},
+                            {"compared_paths", p.cost.compared_paths},
+                            {"listed_dirs", p.cost.listed_dirs}};
+  return o;
+}
+
+json::object to_json(const rollback_result& r) {
+  json::object o{
+      {"agent_id", r.agent_id},
+      {"session_id", r.session_id},
+      {"checkpoint_id", r.checkpoint_id},
+      {"relative_workspace", r.relative_workspace},
+      {"removed_runtime_entries", strings(r.removed_runtime_entries)}};
+  if (r.terminated_process_runs)
+    o["terminated_process_runs"] = strings(*r.terminated_process_runs);
+  if (r.keep_asked)
+    o["pre_rollback_checkpoint_id"] = opt(r.pre_rollback_checkpoint_id);
+  if (r.pre_rollback_error)
+    o["pre_rollback_error"] = *r.pre_rollback_error;
   return o;
 }
 

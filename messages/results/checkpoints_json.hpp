@@ -12,5 +12,16 @@ namespace allox {
 json::object to_json(const checkpoint_record& r);
 json::object to_json(const checkpoint_view& v);
 json::object to_json(const checkpoint_page& p);
+/// {agent_id, session_id, checkpoint_id, parent_id, metadata}.
+json::object to_json(const checkpoint_created& c);
+/// {agent_id, session_id, checkpoint_id, deleted: true}.
+json::object to_json(const checkpoint_deleted& d);
+/// {agent_id, session_id, from, to, base_checkpoint, changes, counts,
+/// next_cursor, has_more, method, stats}.
+json::object to_json(const diff_page& p);
+/// {agent_id, session_id, checkpoint_id, relative_workspace,
+/// removed_runtime_entries, terminated_process_runs?,
+/// pre_rollback_checkpoint_id?, pre_rollback_error?}.
+json::object to_json(const rollback_result& r);
 
 } // namespace allox

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "messages/results/runs_json.hpp"
 
+#include "messages/results/json_detail.hpp"
+
 #include <array>
 #include <utility>
 
@@ -17,16 +19,10 @@ constexpr std::array<std::pair<run_phase, std::string_view>, 6> phase_names{{
     {run_phase::interrupted, "interrupted"},
 }};
 
-json::value opt(const caf::optional<int64_t>& v) {
-  return v ? json::value(*v) : json::value(nullptr);
-}
-
-json::value opt(const caf::optional<std::string>& v) {
-  return v ? json::value(*v) : json::value(nullptr);
-}
+using results_detail::opt;
 
 /// True for an array of strings only.
-bool strings(const json::value& v) {
+bool all_strings(const json::value& v) {
   if (!v.is_array())
     return false;
   for (const auto& e : v.get_array())
@@ -234,7 +230,7 @@ expected<run_row> run_row_from_json(const json::object& o) {
       r.network_mode = std::string{v.get_string()};
     else if (key == "limits" && v.is_object())
       r.limits = v.get_object();
-    else if (key == "argv" && strings(v))
+    else if (key == "argv" && all_strings(v))
       r.argv = strings_of(v.get_array());
     else if (key == "stdin" && v.is_string())
       r.stdin_mode = std::string{v.get_string()};

@@ -244,7 +244,7 @@ TEST_CASE_FIXTURE(session_fixture,
                   "session facets: interrupted runs fence a restarted actor "
                   "until session.unfence releases them in the catalog") {
   spawn_session({"r-old"}, false);
-  auto blocked = ask(cmd::checkpoint_delete{ref(), "c1", false, ""});
+  auto blocked = ask_wire(cmd::checkpoint_delete{ref(), "c1", false, ""});
   CHECK(code_of(blocked.second) == errc::conflict);
   auto lease = ask<lease_granted>(cmd::execution_acquire{ref()});
   CHECK(code_of(lease.second) == errc::conflict);

@@ -1,53 +1,51 @@
 // SPDX-License-Identifier: Apache-2.0
-// Part of facets.hpp, included only there: the runs facet (runs.cpp,
-// run_queries.cpp, run_worker.cpp) as session.cpp and the other facets
-// see it.
+// The runs facet of the SESSION actor: runs, their queries, their workers and
+// the session's execution settings (runs.cpp, run_queries.cpp, run_worker.cpp,
+// configure.cpp). Internal to actors/session/.
 #pragma once
 
+#include "actors/session/facets.hpp"
+
 namespace allox::session_facets {
+
+// -- runs (runs.cpp) ----------------------------------------------------------
+
+/// `unsupported`: the daemon runs without tracked execution.
+caf::error no_execution();
 
 // -- runs (runs.cpp, run_queries.cpp) -----------------------------------------
 
 /// process.start: takes the lease, records the run and spawns its worker;
 /// answers once the run has started (or failed to).
-caf::result<run_row> handle_process_start(self_ptr self,
-                                              const cmd::process_start& c);
+caf::result<run_row> handle(self_ptr self, const cmd::process_start& c);
 
 /// process.get: a run's row, live or from the catalog.
-caf::result<run_row> handle_process_get(self_ptr self,
-                                            const cmd::process_get& c);
+caf::result<run_row> handle(self_ptr self, const cmd::process_get& c);
 
 /// process.list: the session's runs from the catalog, all or a page.
-caf::result<json::value> handle_process_list(self_ptr self,
-                                             const cmd::process_list& c);
+caf::result<json::value> handle(self_ptr self, const cmd::process_list& c);
 
 /// process.stop: kills one run; answers once it has ended.
-caf::result<run_row> handle_process_stop(self_ptr self,
-                                             const cmd::process_stop& c);
+caf::result<run_row> handle(self_ptr self, const cmd::process_stop& c);
 
 /// process.wait: the run's row once it has ended, or at the timeout.
-caf::result<run_row> handle_process_wait(self_ptr self,
-                                             const cmd::process_wait& c);
+caf::result<run_row> handle(self_ptr self, const cmd::process_wait& c);
 
 /// process.input: writes to a live run's stdin pipe or terminal.
-caf::result<json::value> handle_process_input(self_ptr self,
-                                              const cmd::process_input& c);
+caf::result<json::value> handle(self_ptr self, const cmd::process_input& c);
 
 /// process.resize: a live terminal run's new size.
-caf::result<json::value> handle_process_resize(self_ptr self,
-                                               const cmd::process_resize& c);
+caf::result<json::value> handle(self_ptr self, const cmd::process_resize& c);
 
 /// A process.wait reached its timeout: answers it with the current row.
 void on_wait_timeout(self_ptr self, const std::string& id, uint64_t waiter);
 
 /// A live stream's subscription: registers its sink on an active run;
 /// replies {row, dir}.
-caf::result<json::value>
-handle_process_subscribe(self_ptr self, const cmd::process_subscribe& c);
+caf::result<json::value> handle(self_ptr self, const cmd::process_subscribe& c);
 
 /// process.output: a range of a run's stdout or stderr log.
-caf::result<json::value> handle_process_output(self_ptr self,
-                                               const cmd::process_output& c);
+caf::result<json::value> handle(self_ptr self, const cmd::process_output& c);
 
 /// Kills the run's whole tree (cgroup.kill) with a stop reason, and calls
 /// `then` once the run has ended.
@@ -145,5 +143,15 @@ struct run_launch {
 /// and reports `started`/`finished`.
 caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
                          run_launch job);
+
+// -- settings (configure.cpp) -------------------------------------------------
+
+/// The session's execution settings over the daemon's defaults:
+/// {network, egress {allow, deny}, limits, max_runs}.
+json::object effective_settings(self_ptr self);
+
+/// session.configure (and network.configure): network mode, egress
+/// policy, cgroup limits and max_runs.
+caf::result<json::value> handle(self_ptr self, const cmd::session_configure& c);
 
 } // namespace allox::session_facets

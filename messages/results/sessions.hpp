@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// The typed result of session.describe (and the session part of
+// session.create and session.fork): a session's ids, its paths relative to
+// the store root and its checkpoint ids. Its native JSON is written once,
+// in messages/results/sessions_json.hpp.
+#pragma once
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/optional.hpp>
+
+#include <string>
+#include <vector>
+
+namespace allox {
+
+/// A session as callers see it.
+struct session_view {
+  std::string agent_id;
+  std::string session_id;
+  /// Paths relative to the store root (guest/store/layout.hpp).
+  std::string relative_agent_workspace;
+  std::string relative_agent_shared;
+  std::string relative_session_workspace;
+  /// The session's current/: the tree its runs and file.* see.
+  std::string relative_workspace;
+  /// Present checkpoints, in creation order.
+  std::vector<std::string> checkpoint_ids;
+  caf::optional<std::string> checkpoint_head;
+};
+
+} // namespace allox
+
+// Local messages only.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::session_view)

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "messages/results/sessions_json.hpp"
+
+#include "messages/results/json_detail.hpp"
+
+namespace allox {
+
+json::object to_json(const session_view& v) {
+  json::object o;
+  o["agent_id"] = v.agent_id;
+  o["session_id"] = v.session_id;
+  o["workspace_level"] = "session";
+  o["relative_agent_workspace"] = v.relative_agent_workspace;
+  o["relative_agent_shared"] = v.relative_agent_shared;
+  o["relative_session_workspace"] = v.relative_session_workspace;
+  o["relative_workspace"] = v.relative_workspace;
+  o["checkpoint_ids"] = results_detail::strings(v.checkpoint_ids);
+  o["checkpoint_head"] = results_detail::opt(v.checkpoint_head);
+  return o;
+}
+
+} // namespace allox
