@@ -103,6 +103,14 @@ metadata(self_ptr self, std::shared_ptr<store::catalog> db, std::string path) {
           return snap.error();
         return std::move(*snap);
       },
+      [self](atom::load,
+             const std::string& a) -> caf::result<catalog_snapshot> {
+        flush(self);
+        auto snap = self->state.db->load_agent(a);
+        if (!snap)
+          return snap.error();
+        return std::move(*snap);
+      },
       [self](atom::load, const std::string& a,
              const std::string& s) -> caf::result<catalog_snapshot> {
         flush(self);

@@ -42,6 +42,9 @@ using dump_client_actor = caf::typed_actor<
 using metadata_actor = caf::typed_actor<
     // Loads every row of the catalog (daemon start).
     caf::replies_to<atom::load>::with<catalog_snapshot>,
+    // Loads one agent's row, sessions and checkpoints (restarting its
+    // actor).
+    caf::replies_to<atom::load, std::string>::with<catalog_snapshot>,
     // Loads one session's row and checkpoints (restarting its actor).
     caf::replies_to<atom::load, std::string,
                     std::string>::with<catalog_snapshot>,

@@ -143,34 +143,46 @@ caf::error catalog::migrate() {
   return caf::none;
 }
 
-expected<catalog_snapshot> catalog::load() {
-  catalog_snapshot snap;
-  statement agents{db_, "SELECT agent_id, created_ns, deleting, policy FROM "
-                        "agents ORDER BY agent_id"};
-  if (!agents)
-    return db_error(db_, "load agents");
+namespace {
+
+/// Reads the agent, session and checkpoint rows into `snap`, every one or
+/// (with `agent`) one agent's, in the same order either way.
+caf::error load_rows(sqlite3* db, const std::string* agent,
+                     catalog_snapshot& snap) {
+  std::string where = agent != nullptr ? " WHERE agent_id = ?1" : "";
+  // Binds the agent to the statement's ?1 (nothing to bind for every row).
+  auto ready = [agent](statement& st) {
+    if (st && agent != nullptr)
+      st.bind(1, *agent);
+    return static_cast<bool>(st);
+  };
+  auto sql = "SELECT agent_id, created_ns, deleting, policy FROM agents" +
+             where + " ORDER BY agent_id";
+  statement agents{db, sql.c_str()};
+  if (!ready(agents))
+    return db_error(db, "load agents");
   while (agents.step() == SQLITE_ROW)
     snap.agents.push_back({agents.text(0), agents.integer(1),
                            agents.integer(2) != 0, agents.nullable_text(3)});
-  statement sessions{db_, "SELECT agent_id, session_id, created_ns, deleting, "
-                          "head, exec_settings, turn_state, policy, "
-                          "share_policy FROM sessions ORDER BY agent_id, "
-                          "session_id"};
-  if (!sessions)
-    return db_error(db_, "load sessions");
+  sql = "SELECT agent_id, session_id, created_ns, deleting, head, "
+        "exec_settings, turn_state, policy, share_policy FROM sessions" +
+        where + " ORDER BY agent_id, session_id";
+  statement sessions{db, sql.c_str()};
+  if (!ready(sessions))
+    return db_error(db, "load sessions");
   while (sessions.step() == SQLITE_ROW)
     snap.sessions.push_back(
         {sessions.text(0), sessions.text(1), sessions.integer(2),
          sessions.integer(3) != 0, sessions.nullable_text(4),
          sessions.nullable_text(5), sessions.nullable_text(6),
          sessions.nullable_text(7), sessions.nullable_text(8)});
-  statement checkpoints{
-      db_, "SELECT agent_id, session_id, checkpoint_id, created_at_ns, origin, "
-           "message, pinned, metadata, missing, parent_id, generation FROM "
-           "checkpoints ORDER BY agent_id, session_id, created_at_ns, "
-           "checkpoint_id"};
-  if (!checkpoints)
-    return db_error(db_, "load checkpoints");
+  sql = "SELECT agent_id, session_id, checkpoint_id, created_at_ns, origin, "
+        "message, pinned, metadata, missing, parent_id, generation FROM "
+        "checkpoints" +
+        where + " ORDER BY agent_id, session_id, created_at_ns, checkpoint_id";
+  statement checkpoints{db, sql.c_str()};
+  if (!ready(checkpoints))
+    return db_error(db, "load checkpoints");
   while (checkpoints.step() == SQLITE_ROW) {
     checkpoint_row r;
     r.agent_id = checkpoints.text(0);
@@ -186,6 +198,15 @@ expected<catalog_snapshot> catalog::load() {
     r.generation = checkpoints.integer(10);
     snap.checkpoints.push_back(std::move(r));
   }
+  return caf::none;
+}
+
+} // namespace
+
+expected<catalog_snapshot> catalog::load() {
+  catalog_snapshot snap;
+  if (auto err = load_rows(db_, nullptr, snap))
+    return err;
   statement imported{db_,
                      "SELECT 1 FROM meta WHERE key = 'prototype_imported'"};
   if (!imported)
@@ -207,19 +228,25 @@ expected<catalog_snapshot> catalog::load() {
   return snap;
 }
 
+expected<catalog_snapshot> catalog::load_agent(const std::string& agent_id) {
+  catalog_snapshot snap;
+  if (auto err = load_rows(db_, &agent_id, snap))
+    return err;
+  return snap;
+}
+
 expected<catalog_snapshot>
 catalog::load_session(const std::string& agent_id,
                       const std::string& session_id) {
-  // Small enough to filter a full load; restarts are rare.
-  auto all = load();
+  auto all = load_agent(agent_id);
   if (!all)
     return all;
   catalog_snapshot one;
   for (auto& s : all->sessions)
-    if (s.agent_id == agent_id && s.session_id == session_id)
+    if (s.session_id == session_id)
       one.sessions.push_back(std::move(s));
   for (auto& c : all->checkpoints)
-    if (c.agent_id == agent_id && c.session_id == session_id)
+    if (c.session_id == session_id)
       one.checkpoints.push_back(std::move(c));
   return one;
 }

@@ -35,6 +35,10 @@ public:
   /// start-up recovery needs.
   expected<catalog_snapshot> load();
 
+  /// One agent's rows: its own, its sessions' and their checkpoints', in
+  /// load()'s order (restarting its actor).
+  expected<catalog_snapshot> load_agent(const std::string& agent_id);
+
   /// One session's row and checkpoints.
   expected<catalog_snapshot> load_session(const std::string& agent_id,
                                           const std::string& session_id);

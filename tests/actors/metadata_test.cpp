@@ -148,6 +148,68 @@ TEST_CASE_FIXTURE(deterministic, "metadata: a failed commit fails every "
   sched.run();
 }
 
+TEST_CASE_FIXTURE(deterministic,
+                  "metadata: one agent's rows load alone, in the full load's "
+                  "order (restarting its actor)") {
+  test::temp_dir dir;
+  auto shared = open_catalog(dir);
+  auto m = sys.spawn(metadata, shared, dir / "allox.db");
+  {
+    caf::scoped_actor self{sys};
+    metadata_write w;
+    for (auto aid : {"a", "b"}) {
+      w.put_agents.push_back({aid, 1, false, caf::none});
+      for (auto sid : {"s2", "s1"}) {
+        w.put_sessions.push_back({aid, sid, 1, false, {}, {}});
+        checkpoint_row c;
+        c.agent_id = aid;
+        c.session_id = sid;
+        c.checkpoint_id = std::string{"c-"} + sid;
+        c.created_at_ns = 1;
+        c.origin = "test";
+        w.put_checkpoints.push_back(c);
+      }
+    }
+    w.set_policies.push_back({"a", "", std::string{R"({"interval_s":5})"}});
+    self->send(m, atom::write_v, std::move(w));
+    sched.run();
+    self->receive([](caf::ok_atom) {}, caf::after(std::chrono::seconds{0}) >>
+                                           [] { FAIL("no ack"); });
+    self->send(m, atom::load_v, std::string{"a"});
+    sched.run();
+    self->receive(
+        [&](catalog_snapshot& snap) {
+          REQUIRE(snap.agents.size() == 1);
+          CHECK(snap.agents[0].agent_id == "a");
+          CHECK(snap.agents[0].policy == std::string{R"({"interval_s":5})"});
+          REQUIRE(snap.sessions.size() == 2);
+          CHECK(snap.sessions[0].session_id == "s1");
+          CHECK(snap.sessions[1].session_id == "s2");
+          REQUIRE(snap.checkpoints.size() == 2);
+          CHECK(snap.checkpoints[0].checkpoint_id == "c-s1");
+          for (const auto& s : snap.sessions)
+            CHECK(s.agent_id == "a");
+          for (const auto& c : snap.checkpoints)
+            CHECK(c.agent_id == "a");
+        },
+        [&](caf::error&) { FAIL("load failed"); },
+        caf::after(std::chrono::seconds{0}) >> [] { FAIL("no snapshot"); });
+    // An agent the catalog does not know has no rows.
+    self->send(m, atom::load_v, std::string{"zz"});
+    sched.run();
+    self->receive(
+        [&](catalog_snapshot& snap) {
+          CHECK(snap.agents.empty());
+          CHECK(snap.sessions.empty());
+          CHECK(snap.checkpoints.empty());
+        },
+        [&](caf::error&) { FAIL("load failed"); },
+        caf::after(std::chrono::seconds{0}) >> [] { FAIL("no snapshot"); });
+  }
+  caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
 TEST_CASE("metadata: its own thread does not preempt the request path on "
           "wake-up") {
   test::temp_dir dir;

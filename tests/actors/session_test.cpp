@@ -37,6 +37,9 @@ metadata_actor::behavior_type fake_metadata(catalog_ptr log) {
       [](atom::load) -> caf::result<catalog_snapshot> {
         return catalog_snapshot{};
       },
+      [](atom::load, const std::string&) -> caf::result<catalog_snapshot> {
+        return catalog_snapshot{};
+      },
       [](atom::load, const std::string&, const std::string&)
           -> caf::result<catalog_snapshot> { return catalog_snapshot{}; },
       [log](atom::write, metadata_write& w) -> caf::result<caf::ok_atom> {
