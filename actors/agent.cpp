@@ -5,7 +5,6 @@
 
 #include "actors/blocking.hpp"
 #include "actors/dump.hpp"
-#include "actors/failures.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/cgroup.hpp"
@@ -395,70 +394,38 @@ caf::result<json::value> handle_debug_fault(self_ptr self,
 
 // -- supervision --------------------------------------------------------------
 
-/// True once no session actor lives.
-bool no_live_sessions(self_ptr self) {
-  for (auto& [sid, e] : self->state.sessions)
-    if (e.handle)
-      return false;
-  return true;
+/// A session actor failed (supervision::on_child_down decided): it is
+/// re-spawned from its rows or, past its budget, left failed; either way
+/// audited.
+void on_session_failed(
+    self_ptr self,
+    supervision::child_down<decltype(agent_state::sessions)>& down,
+    const caf::error& why) {
+  auto& [sid, e] = *down.child;
+  auto reason = message_of(why);
+  json::object fields{{"reason", reason}};
+  if (down.decision == supervision::down_decision::give_up) {
+    fields["restarted"] = false;
+    log::error("agent", "session " + session_key(e.row.agent_id, sid) +
+                            " failed too often; not restarting");
+  } else {
+    restart_session(self, sid);
+    fields["restarted"] = true;
+    log::warn("agent", "session " + session_key(e.row.agent_id, sid) +
+                           " failed (" + reason + "); restarted");
+  }
+  metadata_write w;
+  w.audit.push_back(
+      audit("session.actor_failed", e.row.agent_id, sid, std::move(fields)));
+  caf::anon_send(self->state.init.metadata, atom::write_v, std::move(w));
 }
 
-void on_session_down(self_ptr self, const caf::down_msg& dm) {
-  auto& st = self->state;
-  if (st.stopping) {
-    for (auto& [sid, e] : st.sessions)
-      if (e.handle && e.handle.address() == dm.source)
-        e.handle = nullptr;
-    if (no_live_sessions(self))
-      self->quit(st.stop_reason);
-    return;
-  }
-  for (auto& [sid, e] : st.sessions) {
-    if (!e.handle || e.handle.address() != dm.source)
-      continue;
-    if (!dm.reason || dm.reason == caf::exit_reason::user_shutdown) {
-      e.handle = nullptr;
-      return;
-    }
-    auto reason = message_of(dm.reason);
-    metadata_write w;
-    json::object fields{{"reason", reason}};
-    if (!within_restart_budget(e.recent_failures)) {
-      e.handle = nullptr;
-      e.status = child_status::failed;
-      fields["restarted"] = false;
-      log::error("agent", "session " + session_key(e.row.agent_id, sid) +
-                              " failed too often; not restarting");
-    } else {
-      ++e.restarts;
-      e.handle = nullptr;
-      restart_session(self, sid);
-      fields["restarted"] = true;
-      log::warn("agent", "session " + session_key(e.row.agent_id, sid) +
-                             " failed (" + reason + "); restarted");
-    }
-    w.audit.push_back(
-        audit("session.actor_failed", e.row.agent_id, sid, std::move(fields)));
-    caf::anon_send(st.init.metadata, atom::write_v, std::move(w));
-    return;
-  }
-}
-
-/// Serves one command with its handler: counted, named for the failure
-/// log, with the fault point of its action, where tests fail this actor
-/// mid-request, and refused while the agent is being deleted.
+/// Serves one command (supervision::serve), refused while the agent is
+/// being deleted.
 template <class Command, class Handler>
 caf::result<json::value> serve(self_ptr self, const Command& c,
                                Handler handler) {
-  auto& st = self->state;
-  ++st.requests;
-  return while_handling(st.handling, Command::name,
-                        [&]() -> caf::result<json::value> {
-                          st.faults.trigger(Command::name);
-                          if (auto err = agent_busy(self))
-                            return err;
-                          return handler(self, c);
-                        });
+  return supervision::serve(self, c, handler, agent_busy);
 }
 
 } // namespace
@@ -476,25 +443,11 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
   }
   self->state.init.sessions.clear();
   self->state.init.checkpoints.clear();
-  self->set_down_handler(
-      [self](caf::down_msg& dm) { on_session_down(self, dm); });
-  self->set_exception_handler([self](std::exception_ptr& ep) {
-    return actor_failed(ep, "agent " + self->state.init.row.agent_id,
-                        self->state.handling);
-  });
-  // Children's exits are handled by the down handler (restarts); only the
-  // parent's exit stops the agent, and its sessions with it.
-  self->set_exit_handler([self](caf::exit_msg& em) {
-    if (em.source != self->state.init.parent)
-      return;
-    for (auto& [sid, e] : self->state.sessions)
-      if (e.handle)
-        self->send_exit(e.handle, em.reason);
-    self->state.stopping = true;
-    self->state.stop_reason = em.reason;
-    if (no_live_sessions(self))
-      self->quit(self->state.stop_reason);
-  });
+  // Only the parent's exit stops the agent, and its sessions with it; a
+  // session that ends goes through on_session_failed if it failed.
+  supervision::supervise(self, self->state.init.parent, &agent_state::sessions,
+                         "agent " + self->state.init.row.agent_id,
+                         on_session_failed);
   return {
       [self](const cmd::agent_create& c) {
         return serve(self, c, handle_agent_create);

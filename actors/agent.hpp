@@ -5,13 +5,12 @@
 #pragma once
 
 #include "actors/session/session.hpp"
-#include "guest/faults.hpp"
+#include "actors/supervision.hpp"
 #include "guest/store/layout.hpp"
 #include "messages/actors.hpp"
 #include "messages/fork_signal.hpp"
 
 #include <chrono>
-#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -54,39 +53,6 @@ struct agent_init {
   std::shared_ptr<fork_ledger> forks = std::make_shared<fork_ledger>();
 };
 
-/// Where a supervised child (a session of an AGENT, an agent of AGENTS)
-/// is; system.dump prints it.
-enum class child_status {
-  /// Its actor serves.
-  running,
-  /// Being created; requests for it wait or get not_found.
-  creating,
-  /// Failed; its replacement is being loaded.
-  restarting,
-  /// Being deleted.
-  deleting,
-  /// Failed more often than the restart budget allows; left for an
-  /// operator.
-  failed,
-};
-
-/// The status's name, as system.dump shows it.
-inline const char* to_string(child_status s) {
-  switch (s) {
-  case child_status::running:
-    return "running";
-  case child_status::creating:
-    return "creating";
-  case child_status::restarting:
-    return "restarting";
-  case child_status::deleting:
-    return "deleting";
-  case child_status::failed:
-    return "failed";
-  }
-  return "unknown";
-}
-
 /// Where an AGENT is in its life.
 enum class agent_phase {
   idle,
@@ -94,58 +60,22 @@ enum class agent_phase {
   deleting,
 };
 
-struct session_entry {
-  session_actor handle;
+/// A session's slot: its actor, status and budget, and the row its
+/// replacement starts from.
+struct session_entry : supervision::child_slot<session_actor> {
   session_row row;
-  uint32_t restarts = 0;
-  std::deque<std::chrono::steady_clock::time_point> recent_failures;
-  child_status status = child_status::running;
 };
 
-struct agent_state {
+/// Stopping, the failure log's action, the counters and the fault points
+/// come with supervision::supervisor_base.
+struct agent_state : supervision::supervisor_base {
   static inline const char* name = "agent";
 
   agent_init init;
   std::map<std::string, session_entry> sessions;
   agent_phase phase = agent_phase::idle;
-  /// Set by the parent's exit: the agent ends with this reason once every
-  /// session has ended (their last writes come first; docs/architecture.md,
-  /// "Shutdown").
-  bool stopping = false;
-  caf::error stop_reason;
-  /// The action being handled, for the failure log.
-  std::string handling;
-  uint64_t requests = 0;
-  uint64_t failures = 0;
   std::chrono::steady_clock::time_point started;
-  fault_set faults;
 };
-
-/// Restarts allowed per child within `restart_window` before the child is
-/// marked failed and left for an operator.
-inline constexpr size_t max_restarts_per_window = 5;
-inline constexpr std::chrono::seconds restart_window{60};
-
-/// Records a failure now; false when the child exceeded its budget.
-inline bool within_restart_budget(
-    std::deque<std::chrono::steady_clock::time_point>& failures) {
-  auto now = std::chrono::steady_clock::now();
-  failures.push_back(now);
-  while (!failures.empty() && now - failures.front() > restart_window)
-    failures.pop_front();
-  return failures.size() <= max_restarts_per_window;
-}
-
-/// Runs a request's handler with `handling` naming its action for the
-/// failure log: left set if the handler throws, cleared once it returned.
-template <class Handler>
-auto while_handling(std::string& handling, const char* action,
-                    Handler handler) {
-  handling = action;
-  auto result = handler();
-  handling.clear();
-  return result;
-}
 
 agent_actor::behavior_type
 agent(agent_actor::stateful_pointer<agent_state> self, agent_init init);

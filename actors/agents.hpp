@@ -6,11 +6,11 @@
 #pragma once
 
 #include "actors/agent.hpp"
+#include "actors/supervision.hpp"
 #include "guest/store/layout.hpp"
 #include "messages/actors.hpp"
 
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,12 +19,10 @@
 
 namespace allox {
 
-struct agent_slot {
-  agent_actor handle;
+/// An agent's slot: its actor, status and budget, and the row its
+/// replacement starts from.
+struct agent_slot : supervision::child_slot<agent_actor> {
   agent_row row;
-  uint32_t restarts = 0;
-  std::deque<std::chrono::steady_clock::time_point> recent_failures;
-  child_status status = child_status::running;
   /// Handed to every AGENT spawned for this slot.
   std::shared_ptr<fork_ledger> forks = std::make_shared<fork_ledger>();
 };
@@ -34,7 +32,9 @@ struct agent_slot {
 /// answers its caller with the error).
 using queued_call = std::function<void(const caf::error&)>;
 
-struct agents_state {
+/// Stopping (by the SUPERVISOR's exit), the failure log's action and the
+/// counters come with supervision::supervisor_base.
+struct agents_state : supervision::supervisor_base {
   static inline const char* name = "agents";
 
   store::layout paths;
@@ -43,14 +43,6 @@ struct agents_state {
   std::map<std::string, agent_slot> agents;
   std::map<std::string, std::vector<queued_call>> creating;
   bool ready = false;
-  /// Set by the SUPERVISOR's exit: the registry ends with this reason once
-  /// every AGENT has ended.
-  bool stopping = false;
-  caf::error stop_reason;
-  /// The action being handled, for the failure log.
-  std::string handling;
-  uint64_t requests = 0;
-  uint64_t failures = 0;
   std::chrono::steady_clock::time_point started;
 };
 
