@@ -6,10 +6,10 @@
 //   actor system -> reconcile + spawn (before serving) -> listen -> serve
 //   SIGINT/SIGTERM: stop accepting -> drain in-flight -> stop actors ->
 //   close catalog -> unmount what we mounted.
-#include "actors/supervisor.hpp"
+// What runs between the catalog and the unmount is daemon/runtime.hpp.
 #include "daemon/destinations.hpp"
 #include "daemon/options.hpp"
-#include "guest/http/event_endpoint.hpp"
+#include "daemon/runtime.hpp"
 #include "guest/http/server.hpp"
 #include "guest/log.hpp"
 #include "guest/net/broker.hpp"
@@ -20,11 +20,6 @@
 #include "bpf/connect_guard.hpp"
 #include "tracking/readiness.hpp"
 #endif
-#include "messages/type_ids.hpp"
-
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
-#include <caf/scoped_actor.hpp>
 
 #include <climits>
 #include <csignal>
@@ -68,59 +63,6 @@ log::level level_from(const std::string& s) {
   if (s == "error")
     return log::level::error;
   return log::level::info;
-}
-
-/// State of the loop thread's shutdown sequence.
-struct loop_context {
-  http::server* server = nullptr;
-  /// The in-guest event endpoint, with tracked execution.
-  http::event_endpoint* endpoint = nullptr;
-  caf::actor_system* system = nullptr;
-  rpc_actor rpc;
-  uv_signal_t sigint{}, sigterm{}, sigusr1{};
-  uv_timer_t drain{};
-  uv_async_t fatal{};
-  std::chrono::steady_clock::time_point drain_deadline;
-  std::chrono::milliseconds grace{10000};
-  bool stopping = false;
-  int exit_code = 0;
-};
-
-void finish_loop(loop_context* ctx) {
-  uv_timer_stop(&ctx->drain);
-  ctx->server->close();
-  if (ctx->endpoint != nullptr)
-    ctx->endpoint->close();
-  for (auto* h : {reinterpret_cast<uv_handle_t*>(&ctx->sigint),
-                  reinterpret_cast<uv_handle_t*>(&ctx->sigterm),
-                  reinterpret_cast<uv_handle_t*>(&ctx->sigusr1),
-                  reinterpret_cast<uv_handle_t*>(&ctx->drain),
-                  reinterpret_cast<uv_handle_t*>(&ctx->fatal)})
-    if (!uv_is_closing(h))
-      uv_close(h, nullptr);
-}
-
-void begin_shutdown(loop_context* ctx, const char* why) {
-  if (ctx->stopping)
-    return;
-  ctx->stopping = true;
-  log::info("daemon", std::string{"shutting down ("} + why +
-                          "): no new connections, draining requests");
-  ctx->server->stop_accepting();
-  ctx->drain_deadline = std::chrono::steady_clock::now() + ctx->grace;
-  uv_timer_start(
-      &ctx->drain,
-      [](uv_timer_t* t) {
-        auto* c = static_cast<loop_context*>(t->data);
-        if (c->server->in_flight() == 0 ||
-            std::chrono::steady_clock::now() >= c->drain_deadline) {
-          if (c->server->in_flight() > 0)
-            log::warn("daemon", std::to_string(c->server->in_flight()) +
-                                    " request(s) still running at shutdown");
-          finish_loop(c);
-        }
-      },
-      0, 20);
 }
 
 /// The uid and gid of --sandbox-user: a user name, UID:GID or root.
@@ -249,56 +191,52 @@ std::optional<std::string> check_tracking(const daemon::options& opts) {
 #endif
 }
 
-/// Everything between mounting and unmounting the store; returns the exit
-/// code so that main() always unmounts what it mounted.
-int serve(const daemon::options& opts,
-          const std::pair<std::string, uint16_t>& listen_on,
-          const std::string& root, os::loop_mount* loop) {
-  auto fail = [](const std::string& msg) {
-    log::error("daemon", msg);
-    std::cerr << "allox-workspace-daemon: " << msg << std::endl;
-    return 1;
-  };
-  const auto* listen = &listen_on;
+/// Checks the store and opens what the actors need, in order: the Btrfs
+/// check, the metadata directory, process tracking's readiness, tracked
+/// execution, the connect guard, the catalog.
+expected<daemon::store_setup> open_store(const daemon::options& opts,
+                                         const std::string& root) {
   if (auto err = os::require_btrfs(root))
-    return fail(message_of(err));
-  store::layout paths{absolute(root)};
-  if (auto err = os::ensure_managed_dir(paths.metadata_dir(), 0700,
+    return err;
+  daemon::store_setup setup;
+  setup.paths = store::layout{absolute(root)};
+  if (auto err = os::ensure_managed_dir(setup.paths.metadata_dir(), 0700,
                                         "metadata directory"))
-    return fail(message_of(err));
-  std::shared_ptr<const exec_config> exec;
+    return err;
   if (opts.process_tracking == "ebpf") {
-    if (auto err = check_tracking(opts))
-      return fail(*err);
+    if (auto missing = check_tracking(opts))
+      return make_error(errc::invalid_argument, *missing);
   }
   if (!opts.process_audit_root.empty()) {
-    auto made = make_exec_config(opts, paths);
+    auto made = make_exec_config(opts, setup.paths);
     if (!made)
-      return fail(message_of(made.error()));
-    exec = std::move(*made);
+      return made.error();
+    setup.exec = std::move(*made);
   }
-  daemon::guard_handle guard;
-  if (exec) {
-    auto attached = daemon::guard_connections(opts, exec->cgroups.root());
+  if (setup.exec) {
+    auto attached = daemon::guard_connections(opts, setup.exec->cgroups.root());
     if (!attached)
-      return fail(message_of(attached.error()));
-    guard = std::move(*attached);
+      return attached.error();
+    setup.guard = std::move(*attached);
   } else if (opts.kill_on_rollback) {
-    return fail("process audit root is required when Session execution "
-                "features are enabled");
+    return make_error(errc::invalid_argument,
+                      "process audit root is required when Session execution "
+                      "features are enabled");
   }
-  auto catalog = store::catalog::open(paths.database());
+  auto catalog = store::catalog::open(setup.paths.database());
   if (!catalog)
-    return fail(message_of(catalog.error()));
-  auto shared_catalog = std::make_shared<store::catalog>(std::move(*catalog));
+    return catalog.error();
+  setup.catalog = std::make_shared<store::catalog>(std::move(*catalog));
+  return setup;
+}
 
-  uv_loop_t uv;
-  uv_loop_init(&uv);
-  loop_context ctx;
-  ctx.grace = opts.shutdown_grace;
+/// The HTTP server's settings from the flags.
+expected<http::server_options>
+server_options(const daemon::options& opts,
+               const std::pair<std::string, uint16_t>& listen) {
   http::server_options sopts;
-  sopts.host = listen->first;
-  sopts.port = listen->second;
+  sopts.host = listen.first;
+  sopts.port = listen.second;
   sopts.token = opts.token;
   sopts.idle_timeout = opts.idle_timeout;
   sopts.header_timeout = opts.header_timeout;
@@ -311,159 +249,36 @@ int serve(const daemon::options& opts,
   if (!opts.metrics_listen.empty()) {
     auto m = http::parse_listen(opts.metrics_listen);
     if (!m)
-      return fail(message_of(m.error()));
+      return m.error();
     sopts.metrics_host = m->first;
     sopts.metrics_port = m->second;
   }
-  // Declared before the actor system so it outlives every actor that may
-  // still post a reply.
-  http::server server{
-      &uv, sopts,
-      [&ctx](uint64_t ticket, std::string action, json::object params) {
-        caf::anon_send(ctx.rpc, atom::rpc_v, ticket, std::move(action),
-                       json::value(std::move(params)));
-      },
-      [&ctx](stream_request req) {
-        caf::anon_send(ctx.rpc, std::move(req));
-      }};
-  server.set_transfer([&ctx](transfer_request req) {
-    caf::anon_send(ctx.rpc, std::move(req));
-  });
-  ctx.server = &server;
-  uv_async_init(&uv, &ctx.fatal, [](uv_async_t* a) {
-    auto* c = static_cast<loop_context*>(a->data);
-    c->exit_code = 1;
-    begin_shutdown(c, "core actor failure");
-  });
-  ctx.fatal.data = &ctx;
+  return sopts;
+}
 
-  caf::actor_system_config cfg;
-  add_message_types(cfg);
-  cfg.set("scheduler.max-threads", opts.workers);
-  // CAF's idle workers poll their queues in a loop of 50 us sleeps for
-  // tens of milliseconds before waiting on a condition variable. Each
-  // request leaves them polling through the Btrfs work it starts, and on
-  // a guest with two vCPUs that polling takes CPU time from the kernel
-  // threads writing the data out (measured: a fifth of a CPU during a
-  // burst of checkpoints). Enqueuing wakes a waiting worker anyway, so
-  // go from the short spin straight to waiting.
-  cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
-  caf::actor_system system{cfg};
-  ctx.system = &system;
-
-  json::object info{{"pid", static_cast<int64_t>(::getpid())},
-                    {"root", paths.root},
-                    {"listen", opts.listen},
-                    {"loop_device", loop ? loop->device() : ""},
-                    {"workers", opts.workers}};
-  auto sup = system.spawn(
-      supervisor,
-      supervisor_init{paths, shared_catalog, &server, info, exec,
-                      [&ctx](std::string) { uv_async_send(&ctx.fatal); },
-                      opts.request_timeout});
-  shared_catalog.reset();
-
-  // Reconcile and spawn every agent and session before serving. The
-  // scoped actor lives only in this block, on the main thread, and is
-  // gone before the loop runs.
-  std::string startup_error;
-  {
-    caf::scoped_actor self{system};
-    auto started = std::chrono::steady_clock::now();
-    agents_actor agents;
-    auto on_error = [&](caf::error& err) {
-      startup_error = message_of(err);
-    };
-    self->request(sup, std::chrono::seconds{10}, atom::agent_v)
-        .receive([&](agents_actor& a) { agents = a; }, on_error);
-    self->request(sup, std::chrono::seconds{10}, atom::rpc_v)
-        .receive([&](rpc_actor& r) { ctx.rpc = r; }, on_error);
-    if (startup_error.empty())
-      self->request(agents, std::chrono::minutes{10}, atom::load_v)
-          .receive(
-              [&](json::value& summary) {
-                auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::steady_clock::now() - started)
-                              .count();
-                log::info("daemon", "store ready in " + std::to_string(ms) +
-                                        " ms: " + json::serialize(summary));
-              },
-              [&](caf::error& err) {
-                startup_error = "start-up recovery failed: " + message_of(err);
-              });
+/// Everything between mounting and unmounting the store; returns the exit
+/// code so that main() always unmounts what it mounted.
+int serve(const daemon::options& opts,
+          const std::pair<std::string, uint16_t>& listen,
+          const std::string& root, os::loop_mount* loop) {
+  auto fail = [](const std::string& msg) {
+    log::error("daemon", msg);
+    std::cerr << "allox-workspace-daemon: " << msg << std::endl;
+    return 1;
+  };
+  auto setup = open_store(opts, root);
+  if (!setup)
+    return fail(message_of(setup.error()));
+  auto sopts = server_options(opts, listen);
+  if (!sopts)
+    return fail(message_of(sopts.error()));
+  daemon::runtime daemon{opts, std::move(*sopts), std::move(*setup),
+                         loop ? loop->device() : ""};
+  if (auto err = daemon.start()) {
+    daemon.stop();
+    return fail(message_of(err));
   }
-  // Runs reach the daemon through the event endpoint only
-  // (guest/http/event_endpoint.hpp); it serves before the first run can.
-  std::optional<http::event_endpoint> endpoint;
-  if (exec && startup_error.empty()) {
-    auto rel = exec->cgroups.root().substr(exec->cgroups.mount().size());
-    endpoint.emplace(&uv, &server, exec->events_socket, rel);
-    if (auto err = endpoint->listen())
-      startup_error = message_of(err);
-    else
-      ctx.endpoint = &*endpoint;
-  }
-  if (startup_error.empty())
-    if (auto err = server.listen())
-      startup_error = message_of(err);
-  if (!startup_error.empty()) {
-    ctx.rpc = nullptr;
-    caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
-    system.await_all_actors_done();
-    sup = nullptr;
-    server.close();
-    if (ctx.endpoint != nullptr)
-      ctx.endpoint->close();
-    uv_close(reinterpret_cast<uv_handle_t*>(&ctx.fatal), nullptr);
-    uv_run(&uv, UV_RUN_DEFAULT);
-    uv_loop_close(&uv);
-    return fail(startup_error);
-  }
-  auto where =
-      (listen->first.find(':') != std::string::npos ? "[" + listen->first + "]"
-                                                    : listen->first) +
-      ":" + std::to_string(server.port());
-  log::info("daemon", "serving on http://" + where + "/v1/rpc" +
-                          (opts.token.empty() ? "" : " (token required)"));
-
-  for (auto* sig : {&ctx.sigint, &ctx.sigterm, &ctx.sigusr1}) {
-    uv_signal_init(&uv, sig);
-    sig->data = &ctx;
-  }
-  uv_signal_start(
-      &ctx.sigint,
-      [](uv_signal_t* s, int) {
-        begin_shutdown(static_cast<loop_context*>(s->data), "SIGINT");
-      },
-      SIGINT);
-  uv_signal_start(
-      &ctx.sigterm,
-      [](uv_signal_t* s, int) {
-        begin_shutdown(static_cast<loop_context*>(s->data), "SIGTERM");
-      },
-      SIGTERM);
-  uv_signal_start(
-      &ctx.sigusr1,
-      [](uv_signal_t* s, int) {
-        caf::anon_send(static_cast<loop_context*>(s->data)->rpc, atom::log_v);
-      },
-      SIGUSR1);
-  uv_timer_init(&uv, &ctx.drain);
-  ctx.drain.data = &ctx;
-
-  uv_run(&uv, UV_RUN_DEFAULT);
-
-  ctx.rpc = nullptr;
-  // The handle stays until every actor is done: the supervisor stops its
-  // children in order (docs/architecture.md, "Shutdown"), and an actor
-  // nobody references any more would be killed as unreachable, cutting
-  // that order short.
-  caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
-  system.await_all_actors_done();
-  sup = nullptr;
-  uv_run(&uv, UV_RUN_NOWAIT);
-  uv_loop_close(&uv);
-  return ctx.exit_code;
+  return daemon.serve();
 }
 
 } // namespace

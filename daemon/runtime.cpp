@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "daemon/runtime.hpp"
+
+#include "guest/log.hpp"
+#include "messages/type_ids.hpp"
+
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include <csignal>
+#include <unistd.h>
+
+namespace allox::daemon {
+
+namespace {
+
+/// Closes every handle of the loop that is still open; safe to call again
+/// (a closed server, endpoint or handle is left alone).
+void finish_loop(loop_context* ctx) {
+  uv_timer_stop(&ctx->drain);
+  ctx->server->close();
+  if (ctx->endpoint != nullptr)
+    ctx->endpoint->close();
+  for (auto* h : {reinterpret_cast<uv_handle_t*>(&ctx->sigint),
+                  reinterpret_cast<uv_handle_t*>(&ctx->sigterm),
+                  reinterpret_cast<uv_handle_t*>(&ctx->sigusr1),
+                  reinterpret_cast<uv_handle_t*>(&ctx->drain),
+                  reinterpret_cast<uv_handle_t*>(&ctx->fatal)})
+    if (!uv_is_closing(h))
+      uv_close(h, nullptr);
+}
+
+/// Stops accepting and drains the requests in flight (up to the grace
+/// period), then closes the loop's handles, which ends the loop.
+void begin_shutdown(loop_context* ctx, const char* why) {
+  if (ctx->stopping)
+    return;
+  ctx->stopping = true;
+  log::info("daemon", std::string{"shutting down ("} + why +
+                          "): no new connections, draining requests");
+  ctx->server->stop_accepting();
+  ctx->drain_deadline = std::chrono::steady_clock::now() + ctx->grace;
+  uv_timer_start(
+      &ctx->drain,
+      [](uv_timer_t* t) {
+        auto* c = static_cast<loop_context*>(t->data);
+        if (c->server->in_flight() == 0 ||
+            std::chrono::steady_clock::now() >= c->drain_deadline) {
+          if (c->server->in_flight() > 0)
+            log::warn("daemon", std::to_string(c->server->in_flight()) +
+                                    " request(s) still running at shutdown");
+          finish_loop(c);
+        }
+      },
+      0, 20);
+}
+
+caf::actor_system_config& configure(caf::actor_system_config& cfg,
+                                    const options& opts) {
+  add_message_types(cfg);
+  cfg.set("scheduler.max-threads", opts.workers);
+  // CAF's idle workers poll their queues in a loop of 50 us sleeps for
+  // tens of milliseconds before waiting on a condition variable. Each
+  // request leaves them polling through the Btrfs work it starts, and on
+  // a guest with two vCPUs that polling takes CPU time from the kernel
+  // threads writing the data out (measured: a fifth of a CPU during a
+  // burst of checkpoints). Enqueuing wakes a waiting worker anyway, so
+  // go from the short spin straight to waiting.
+  cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
+  return cfg;
+}
+
+} // namespace
+
+runtime::runtime(const options& opts, http::server_options sopts,
+                 store_setup setup, const std::string& loop_device)
+    : opts_(opts),
+      setup_(std::move(setup)), info_{{"pid", static_cast<int64_t>(::getpid())},
+                                      {"root", setup_.paths.root},
+                                      {"listen", opts.listen},
+                                      {"loop_device", loop_device},
+                                      {"workers", opts.workers}},
+      host_(sopts.host),
+      server_{&loop_.uv, std::move(sopts),
+              [this](uint64_t ticket, std::string action, json::object params) {
+                caf::anon_send(ctx_.rpc, atom::rpc_v, ticket, std::move(action),
+                               json::value(std::move(params)));
+              },
+              [this](stream_request req) {
+                caf::anon_send(ctx_.rpc, std::move(req));
+              }},
+      system_{configure(cfg_, opts)} {
+  ctx_.grace = opts.shutdown_grace;
+  server_.set_transfer([this](transfer_request req) {
+    caf::anon_send(ctx_.rpc, std::move(req));
+  });
+  ctx_.server = &server_;
+  // Every handle exists from here on, so that stop() can close them all,
+  // whether or not the daemon got to serve; the signals start in serve().
+  uv_async_init(&loop_.uv, &ctx_.fatal, [](uv_async_t* a) {
+    auto* c = static_cast<loop_context*>(a->data);
+    c->exit_code = 1;
+    begin_shutdown(c, "core actor failure");
+  });
+  ctx_.fatal.data = &ctx_;
+  for (auto* sig : {&ctx_.sigint, &ctx_.sigterm, &ctx_.sigusr1}) {
+    uv_signal_init(&loop_.uv, sig);
+    sig->data = &ctx_;
+  }
+  uv_timer_init(&loop_.uv, &ctx_.drain);
+  ctx_.drain.data = &ctx_;
+}
+
+runtime::~runtime() {
+  stop();
+}
+
+caf::error runtime::recover() {
+  caf::error failed;
+  caf::scoped_actor self{system_};
+  auto started = std::chrono::steady_clock::now();
+  agents_actor agents;
+  auto on_error = [&](caf::error& err) {
+    failed = std::move(err);
+  };
+  self->request(sup_, std::chrono::seconds{10}, atom::agent_v)
+      .receive([&](agents_actor& a) { agents = a; }, on_error);
+  self->request(sup_, std::chrono::seconds{10}, atom::rpc_v)
+      .receive([&](rpc_actor& r) { ctx_.rpc = r; }, on_error);
+  if (failed)
+    return make_error(code_of(failed), message_of(failed));
+  self->request(agents, std::chrono::minutes{10}, atom::load_v)
+      .receive(
+          [&](json::value& summary) {
+            auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - started)
+                          .count();
+            log::info("daemon", "store ready in " + std::to_string(ms) +
+                                    " ms: " + json::serialize(summary));
+          },
+          [&](caf::error& err) {
+            failed = make_error(code_of(err),
+                                "start-up recovery failed: " + message_of(err));
+          });
+  return failed;
+}
+
+caf::error runtime::start() {
+  sup_ = system_.spawn(supervisor, supervisor_init{setup_.paths, setup_.catalog,
+                                                   &server_, info_, setup_.exec,
+                                                   [this](std::string) {
+                                                     uv_async_send(&ctx_.fatal);
+                                                   },
+                                                   opts_.request_timeout});
+  setup_.catalog.reset();
+  if (auto err = recover())
+    return err;
+  // The event endpoint serves before the first run can.
+  if (const auto& exec = setup_.exec) {
+    auto rel = exec->cgroups.root().substr(exec->cgroups.mount().size());
+    endpoint_.emplace(&loop_.uv, &server_, exec->events_socket, rel);
+    if (auto err = endpoint_->listen())
+      return err;
+    ctx_.endpoint = &*endpoint_;
+  }
+  return server_.listen();
+}
+
+int runtime::serve() {
+  const auto& host = host_;
+  auto where = (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
+               ":" + std::to_string(server_.port());
+  log::info("daemon", "serving on http://" + where + "/v1/rpc" +
+                          (opts_.token.empty() ? "" : " (token required)"));
+  uv_signal_start(
+      &ctx_.sigint,
+      [](uv_signal_t* s, int) {
+        begin_shutdown(static_cast<loop_context*>(s->data), "SIGINT");
+      },
+      SIGINT);
+  uv_signal_start(
+      &ctx_.sigterm,
+      [](uv_signal_t* s, int) {
+        begin_shutdown(static_cast<loop_context*>(s->data), "SIGTERM");
+      },
+      SIGTERM);
+  uv_signal_start(
+      &ctx_.sigusr1,
+      [](uv_signal_t* s, int) {
+        caf::anon_send(static_cast<loop_context*>(s->data)->rpc, atom::log_v);
+      },
+      SIGUSR1);
+  uv_run(&loop_.uv, UV_RUN_DEFAULT);
+  stop();
+  return ctx_.exit_code;
+}
+
+void runtime::stop() {
+  if (stopped_)
+    return;
+  stopped_ = true;
+  ctx_.rpc = nullptr;
+  if (sup_) {
+    caf::anon_send_exit(sup_, caf::exit_reason::user_shutdown);
+    system_.await_all_actors_done();
+    sup_ = nullptr;
+  }
+  // After a signal the loop has closed them already; after a failed
+  // start nothing has.
+  finish_loop(&ctx_);
+  uv_run(&loop_.uv, UV_RUN_DEFAULT);
+  uv_loop_close(&loop_.uv);
+}
+
+} // namespace allox::daemon
