@@ -498,35 +498,39 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
                                 key);
         return it->second.handle;
       },
-      [self](atom::dump) -> caf::result<json::value> {
+      [self](atom::stats) -> caf::result<actor_stats> {
         auto& st = self->state;
-        json::object o;
-        o["kind"] = "agent";
-        o["agent_id"] = st.init.row.agent_id;
-        o["state"] = st.phase == agent_phase::idle ? "idle" : "deleting";
-        o["mailbox"] = self->mailbox().size();
-        o["resources"] = json::object{
-            {"workspace", st.init.paths.agent_workspace(st.init.row.agent_id)}};
-        o["counters"] = json::object{{"requests", st.requests},
-                                     {"failures", st.failures},
-                                     {"restarts", st.init.restarts}};
-        o["uptime_ms"] = uptime_ms(st.started);
+        actor_stats s;
+        s.kind = "agent";
+        s.agent_id = st.init.row.agent_id;
+        s.top()
+            .fact("state", st.phase == agent_phase::idle ? "idle" : "deleting")
+            .gauge("mailbox", self->mailbox().size());
+        s.group("resources")
+            .fact("workspace",
+                  st.init.paths.agent_workspace(st.init.row.agent_id));
+        s.group("counters")
+            .counter("requests", st.requests)
+            .counter("failures", st.failures)
+            .counter("restarts", st.init.restarts);
+        s.top().gauge("uptime_ms", uptime_ms(st.started));
         std::vector<session_actor> live;
-        json::array stopped;
+        std::vector<actor_stats> stopped;
         for (auto& [sid, e] : st.sessions) {
           if (e.handle) {
             live.push_back(e.handle);
             continue;
           }
           // Sessions without an actor still show, with why.
-          stopped.push_back(json::object{
-              {"kind", "session"},
-              {"agent_id", e.row.agent_id},
-              {"session_id", sid},
-              {"state", to_string(e.status)},
-              {"counters", json::object{{"restarts", e.restarts}}}});
+          auto& c = stopped.emplace_back();
+          c.kind = "session";
+          c.agent_id = e.row.agent_id;
+          c.session_id = sid;
+          c.top().fact("state", to_string(e.status));
+          c.group("counters").counter("restarts", e.restarts);
         }
-        return dump_with_children(self, std::move(o), live, std::move(stopped));
+        return stats_with_children(self, std::move(s), live,
+                                   std::move(stopped));
       },
   };
 }

@@ -349,28 +349,33 @@ agents_actor::behavior_type agents(self_ptr self, store::layout paths,
                             "session does not exist: " + session_key(aid, sid));
         return self->delegate(it->second.handle, atom::session_v, sid);
       },
-      [self](atom::dump) -> caf::result<json::value> {
+      [self](atom::stats) -> caf::result<actor_stats> {
         auto& st = self->state;
-        json::object o;
-        o["kind"] = "agents";
-        o["state"] = st.ready ? "idle" : "starting";
-        o["mailbox"] = self->mailbox().size();
-        o["resources"] = json::object{{"store", st.paths.root}};
-        o["counters"] = json::object{{"requests", st.requests},
-                                     {"failures", st.failures},
-                                     {"agents", st.agents.size()}};
-        o["uptime_ms"] = uptime_ms(st.started);
+        actor_stats s;
+        s.kind = "agents";
+        s.top()
+            .fact("state", st.ready ? "idle" : "starting")
+            .gauge("mailbox", self->mailbox().size());
+        s.group("resources").fact("store", st.paths.root);
+        s.group("counters")
+            .counter("requests", st.requests)
+            .counter("failures", st.failures)
+            .gauge("agents", st.agents.size());
+        s.top().gauge("uptime_ms", uptime_ms(st.started));
         std::vector<agent_actor> live;
-        json::array stopped;
+        std::vector<actor_stats> stopped;
         for (auto& [aid, slot] : st.agents) {
-          if (slot.handle)
+          if (slot.handle) {
             live.push_back(slot.handle);
-          else
-            stopped.push_back(json::object{{"kind", "agent"},
-                                           {"agent_id", aid},
-                                           {"state", to_string(slot.status)}});
+            continue;
+          }
+          auto& a = stopped.emplace_back();
+          a.kind = "agent";
+          a.agent_id = aid;
+          a.top().fact("state", to_string(slot.status));
         }
-        return dump_with_children(self, std::move(o), live, std::move(stopped));
+        return stats_with_children(self, std::move(s), live,
+                                   std::move(stopped));
       },
   };
 }

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// system.dump support: each supervisor describes itself and asks every
-// child for its own description, with a timeout so one stuck child shows up
-// as "unresponsive" instead of stalling the dump.
+// Gathering the actor tree's stats (system.dump, /metrics): each
+// supervisor reports itself and asks every child for its own stats, with a
+// timeout so one stuck child shows up as "unresponsive" instead of
+// stalling the whole answer.
 #pragma once
 
 #include "messages/actors.hpp"
 #include "messages/errors.hpp"
+#include "messages/results/stats_json.hpp"
+#include "messages/stats.hpp"
 
 #include <chrono>
 #include <memory>
@@ -22,39 +25,39 @@ inline int64_t uptime_ms(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-/// Delivers `self` as `base` with `children` = `extra` plus the dump of
-/// every handle in `handles`.
+/// Delivers `base` as a supervisor's stats, its children `extra` (those
+/// without an actor, reported by the supervisor) plus the stats of every
+/// handle in `handles`, in the order they answer.
 template <class Self, class Handle>
-caf::result<json::value> dump_with_children(Self* self, json::object base,
-                                            const std::vector<Handle>& handles,
-                                            json::array extra = {}) {
-  auto rp = self->template make_response_promise<json::value>();
+caf::result<actor_stats>
+stats_with_children(Self* self, actor_stats base,
+                    const std::vector<Handle>& handles,
+                    std::vector<actor_stats> extra = {}) {
+  auto rp = self->template make_response_promise<actor_stats>();
   struct gather {
-    json::object base;
-    json::array children;
+    actor_stats base;
     size_t remaining;
   };
-  auto g = std::make_shared<gather>(
-      gather{std::move(base), std::move(extra), handles.size()});
+  base.supervises = true;
+  base.children = std::move(extra);
+  auto g = std::make_shared<gather>(gather{std::move(base), handles.size()});
   auto finish = [rp, g]() mutable {
-    g->base["children"] = std::move(g->children);
-    rp.deliver(json::value(std::move(g->base)));
+    rp.deliver(std::move(g->base));
   };
   if (handles.empty()) {
     finish();
     return rp;
   }
   for (const auto& h : handles) {
-    self->request(h, dump_timeout, atom::dump_v)
+    self->request(h, dump_timeout, atom::stats_v)
         .then(
-            [g, finish](json::value& v) mutable {
-              g->children.push_back(std::move(v));
+            [g, finish](actor_stats& s) mutable {
+              g->base.children.push_back(std::move(s));
               if (--g->remaining == 0)
                 finish();
             },
             [g, finish](caf::error& err) mutable {
-              g->children.push_back(json::object{{"state", "unresponsive"},
-                                                 {"error", message_of(err)}});
+              g->base.children.push_back(unresponsive_stats(message_of(err)));
               if (--g->remaining == 0)
                 finish();
             });

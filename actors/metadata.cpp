@@ -166,22 +166,25 @@ metadata(self_ptr self, std::shared_ptr<store::catalog> db, std::string path) {
           return r.error();
         return std::move(*r);
       },
-      [self](atom::dump) -> json::value {
+      [self](atom::stats) {
         const auto& st = self->state;
-        json::object o;
-        o["kind"] = "metadata";
-        o["state"] = st.queued.empty() ? "idle" : "busy";
-        o["mailbox"] = self->mailbox().size();
-        o["resources"] = json::object{{"database", st.path}};
-        o["counters"] = json::object{{"commits", st.commits},
-                                     {"batches", st.batches},
-                                     {"failures", st.failures},
-                                     {"run_queries", st.run_queries},
-                                     {"wal_checkpoints", st.wal_checkpoints}};
-        o["wal_pages"] = st.db->wal_pages();
-        o["commit_seconds"] = st.commit_seconds.to_json();
-        o["uptime_ms"] = uptime_ms(st.started);
-        return o;
+        actor_stats s;
+        s.kind = "metadata";
+        s.top()
+            .fact("state", st.queued.empty() ? "idle" : "busy")
+            .gauge("mailbox", self->mailbox().size());
+        s.group("resources").fact("database", st.path);
+        s.group("counters")
+            .counter("commits", st.commits)
+            .counter("batches", st.batches)
+            .counter("failures", st.failures)
+            .counter("run_queries", st.run_queries)
+            .counter("wal_checkpoints", st.wal_checkpoints);
+        s.top()
+            .gauge("wal_pages", st.db->wal_pages())
+            .histogram("commit_seconds", st.commit_seconds.to_stats())
+            .gauge("uptime_ms", uptime_ms(st.started));
+        return s;
       },
   };
 }

@@ -6,6 +6,7 @@
 #include "actors/dump.hpp"
 #include "actors/failures.hpp"
 #include "guest/log.hpp"
+#include "messages/results/stats_json.hpp"
 
 #include <caf/stateful_actor.hpp>
 
@@ -53,10 +54,15 @@ static bool untrack(self_ptr self, uint64_t ticket) {
 }
 
 void reply(self_ptr self, uint64_t ticket, const json::value& result) {
+  reply(self, ticket, result, nullptr);
+}
+
+void reply(self_ptr self, uint64_t ticket, const json::value& result,
+           std::shared_ptr<const actor_stats> stats) {
   if (!untrack(self, ticket))
     return;
   self->state.init.channel->post(
-      {ticket, 200, ok_body(json::serialize(result))});
+      {ticket, 200, ok_body(json::serialize(result)), std::move(stats)});
 }
 
 void reply_error(self_ptr self, uint64_t ticket, const caf::error& err) {
@@ -69,7 +75,7 @@ void reply_error(self_ptr self, uint64_t ticket, const caf::error& err) {
     log::warn("rpc",
               "request failed: " + msg + " (" + caf::to_string(err) + ")");
   self->state.init.channel->post(
-      {ticket, http_status(code), error_body(msg, code_name(code))});
+      {ticket, http_status(code), error_body(msg, code_name(code)), nullptr});
 }
 
 /// Answers every request past its deadline.
@@ -171,27 +177,29 @@ rpc_actor::behavior_type rpc(rpc_detail::self_ptr self, rpc_init init) {
         open_transfer(self, req);
       },
       [self](atom::log) {
-        self->request(self->state.init.supervisor, caf::infinite, atom::dump_v)
+        self->request(self->state.init.supervisor, caf::infinite, atom::stats_v)
             .then(
-                [](json::value& tree) {
-                  log::info("dump", json::serialize(tree));
+                [](actor_stats& tree) {
+                  log::info("dump", json::serialize(to_json(tree)));
                 },
                 [](caf::error& err) {
                   log::error("dump", "system dump failed: " + message_of(err));
                 });
       },
-      [self](atom::dump) -> json::value {
+      [self](atom::stats) {
         auto& st = self->state;
-        json::object o;
-        o["kind"] = "rpc";
-        o["state"] = st.in_flight.empty() ? "idle" : "busy";
-        o["mailbox"] = self->mailbox().size();
-        o["counters"] = json::object{{"requests", st.requests},
-                                     {"errors", st.errors},
-                                     {"cached_sessions", st.sessions.size()},
-                                     {"in_flight", st.in_flight.size()}};
-        o["uptime_ms"] = uptime_ms(st.started);
-        return o;
+        actor_stats s;
+        s.kind = "rpc";
+        s.top()
+            .fact("state", st.in_flight.empty() ? "idle" : "busy")
+            .gauge("mailbox", self->mailbox().size());
+        s.group("counters")
+            .counter("requests", st.requests)
+            .counter("errors", st.errors)
+            .gauge("cached_sessions", st.sessions.size())
+            .gauge("in_flight", st.in_flight.size());
+        s.top().gauge("uptime_ms", uptime_ms(st.started));
+        return s;
       },
   };
 }

@@ -408,12 +408,14 @@ void route_tracker_status(self_ptr self, uint64_t ticket, const json::object&) {
 
 /// system.dump: the actor tree from SUPERVISOR, with the daemon's facts.
 void route_dump(self_ptr self, uint64_t ticket, const json::object&) {
-  self->request(self->state.init.supervisor, caf::infinite, atom::dump_v)
+  self->request(self->state.init.supervisor, caf::infinite, atom::stats_v)
       .then(
-          [self, ticket](json::value& tree) {
+          [self, ticket](actor_stats& tree) {
             json::object o{{"daemon", self->state.init.daemon_info},
-                           {"tree", std::move(tree)}};
-            reply(self, ticket, o);
+                           {"tree", to_json(tree)}};
+            // The typed tree goes along: a /metrics scrape renders from it.
+            reply(self, ticket, o,
+                  std::make_shared<const actor_stats>(std::move(tree)));
           },
           [self, ticket](caf::error& e) { reply_error(self, ticket, e); });
 }

@@ -4,9 +4,11 @@
 #pragma once
 
 #include "actors/rpc.hpp"
+#include "messages/results/stats_json.hpp"
 
 #include <caf/stateful_actor.hpp>
 
+#include <memory>
 #include <string_view>
 #include <unordered_map>
 
@@ -20,6 +22,11 @@ void track(self_ptr self, uint64_t ticket);
 
 /// Answers a request (unless it was answered already).
 void reply(self_ptr self, uint64_t ticket, const json::value& result);
+
+/// As reply(), with the actor tree's stats the result was rendered from
+/// (system.dump), for the HTTP server's /metrics.
+void reply(self_ptr self, uint64_t ticket, const json::value& result,
+           std::shared_ptr<const actor_stats> stats);
 
 /// Answers a request with an error (unless it was answered already).
 void reply_error(self_ptr self, uint64_t ticket, const caf::error& err);

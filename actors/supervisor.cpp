@@ -93,20 +93,21 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
   return {
       [self](atom::rpc) { return self->state.rpc; },
       [self](atom::agent) { return self->state.agents; },
-      [self](atom::dump) -> caf::result<json::value> {
+      [self](atom::stats) -> caf::result<actor_stats> {
         auto& st = self->state;
-        json::object o;
-        o["kind"] = "supervisor";
-        o["state"] = "idle";
-        o["mailbox"] = self->mailbox().size();
-        o["uptime_ms"] = uptime_ms(st.started);
-        std::vector<dump_client_actor> children{
-            caf::actor_cast<dump_client_actor>(st.metadata),
-            caf::actor_cast<dump_client_actor>(st.rpc),
-            caf::actor_cast<dump_client_actor>(st.agents)};
+        actor_stats s;
+        s.kind = "supervisor";
+        s.top()
+            .fact("state", "idle")
+            .gauge("mailbox", self->mailbox().size())
+            .gauge("uptime_ms", uptime_ms(st.started));
+        std::vector<stats_client_actor> children{
+            caf::actor_cast<stats_client_actor>(st.metadata),
+            caf::actor_cast<stats_client_actor>(st.rpc),
+            caf::actor_cast<stats_client_actor>(st.agents)};
         if (st.tracker)
-          children.push_back(caf::actor_cast<dump_client_actor>(st.tracker));
-        return dump_with_children(self, std::move(o), children);
+          children.push_back(caf::actor_cast<stats_client_actor>(st.tracker));
+        return stats_with_children(self, std::move(s), children);
       },
   };
 }

@@ -15,6 +15,7 @@
 
 #include "actors/dump.hpp"
 #include "guest/log.hpp"
+#include "messages/results/stats_json.hpp"
 #include "tracking/events.hpp"
 
 #include <caf/send.hpp>
@@ -299,34 +300,50 @@ void on_failure(self_ptr self, const std::string& reason) {
   schedule_restart(self);
 }
 
-json::value status(self_ptr self) {
+/// The TRACKER's stats; its counters group is also tracker.status.
+actor_stats stats_of(self_ptr self) {
   const auto& st = self->state;
-  json::object lost;
+  actor_stats s;
+  s.kind = "tracker";
+  s.top()
+      .fact("state", st.ready ? "ready" : "down")
+      .gauge("mailbox", self->mailbox().size());
+  auto c = s.group("counters");
+  c.fact("backend", "ebpf")
+      .fact("abi", ALLOX_PROCESS_ABI)
+      .fact("ready", st.ready)
+      .counter("generation", st.generation)
+      .counter("events_received", st.events_received)
+      .counter("batches", st.batches);
+  auto lost = c.group("events_lost");
   uint64_t total = 0;
   for (size_t i = 0; i < ALLOX_LOSS_CAUSES; ++i) {
-    lost[bpf::loss_cause_name(i)] = st.lost[i];
+    lost.counter(std::string{bpf::loss_cause_name(i)}, st.lost[i]);
     total += st.lost[i];
   }
-  lost["drain_timeout"] = st.lost_at_drain;
-  lost["runs_lost_to_failure"] = st.runs_lost_to_failure;
-  lost["total"] = total + st.lost_at_drain;
-  return json::object{{"backend", "ebpf"},
-                      {"abi", ALLOX_PROCESS_ABI},
-                      {"ready", st.ready},
-                      {"generation", st.generation},
-                      {"events_received", st.events_received},
-                      {"batches", st.batches},
-                      {"events_lost", std::move(lost)},
-                      {"decode_errors", st.decode_errors},
-                      {"restarts", st.restarts},
-                      {"tracked_runs", st.runs.size()},
-                      {"runs_tracked", st.runs_tracked},
-                      {"runs_failed", st.runs_failed},
-                      {"ring_bytes", st.init.probe.ring_bytes},
-                      {"drain_us", json::object{{"last", st.drain_us_last},
-                                                {"max", st.drain_us_max}}},
-                      {"error", st.error.empty() ? json::value(nullptr)
-                                                 : json::value(st.error)}};
+  lost.counter("drain_timeout", st.lost_at_drain)
+      .counter("runs_lost_to_failure", st.runs_lost_to_failure)
+      .counter("total", total + st.lost_at_drain);
+  c.counter("decode_errors", st.decode_errors)
+      .counter("restarts", st.restarts)
+      .gauge("tracked_runs", st.runs.size())
+      .counter("runs_tracked", st.runs_tracked)
+      .counter("runs_failed", st.runs_failed)
+      .gauge("ring_bytes", st.init.probe.ring_bytes);
+  c.group("drain_us")
+      .gauge("last", st.drain_us_last)
+      .gauge("max", st.drain_us_max);
+  if (st.error.empty())
+    c.fact("error", nullptr);
+  else
+    c.fact("error", st.error);
+  s.top().gauge("uptime_ms", uptime_ms(st.started));
+  return s;
+}
+
+/// tracker.status: the counters of its stats, as system.dump shows them.
+json::value status(self_ptr self) {
+  return to_json(stats_of(self)).at("counters");
 }
 
 void on_batch(self_ptr self, const reader_batch& rb) {
@@ -466,16 +483,7 @@ tracker(tracker_actor::stateful_pointer<tracker_state> self,
         return json_reply(json::object{{"armed", true}});
       },
       [self](atom::status) -> json::value { return status(self); },
-      [self](atom::dump) -> json::value {
-        auto& st = self->state;
-        json::object o;
-        o["kind"] = "tracker";
-        o["state"] = st.ready ? "ready" : "down";
-        o["mailbox"] = self->mailbox().size();
-        o["counters"] = status(self);
-        o["uptime_ms"] = uptime_ms(st.started);
-        return o;
-      },
+      [self](atom::stats) { return stats_of(self); },
   };
 }
 

@@ -56,34 +56,20 @@ void latency_histogram::render(std::string& out, std::string_view name,
   sample(out, std::string{name} + "_count", labels, number(count_));
 }
 
-json::value latency_histogram::to_json() const {
-  json::array counts;
-  for (auto c : counts_)
-    counts.emplace_back(c);
-  return json::object{{"counts", std::move(counts)},
-                      {"sum", sum_},
-                      {"count", count_}};
+stats_histogram latency_histogram::to_stats() const {
+  return {{counts_.begin(), counts_.end()}, sum_, count_};
 }
 
 std::optional<latency_histogram>
-latency_histogram::from_json(const json::value& v) {
-  auto* o = v.if_object();
-  if (!o)
-    return std::nullopt;
-  auto* counts = o->if_contains("counts");
-  auto* sum = o->if_contains("sum");
-  if (!counts || !counts->is_array() || !sum || !sum->is_number() ||
-      counts->as_array().size() != bounds.size() + 1)
-    return std::nullopt;
+latency_histogram::from_stats(const stats_histogram& s) {
   latency_histogram h;
+  if (s.counts.size() != h.counts_.size())
+    return std::nullopt;
   for (size_t i = 0; i < h.counts_.size(); ++i) {
-    const auto& c = counts->as_array()[i];
-    if (!c.is_number())
-      return std::nullopt;
-    h.counts_[i] = c.to_number<uint64_t>();
-    h.count_ += h.counts_[i];
+    h.counts_[i] = s.counts[i];
+    h.count_ += s.counts[i];
   }
-  h.sum_ = sum->to_number<double>();
+  h.sum_ = s.sum;
   return h;
 }
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // A latency histogram with fixed bounds, as Prometheus reads them: cheap to
 // observe (no allocation), rendered in the text exposition format, and
-// carried through system.dump as JSON by actors that keep one.
+// reported in their stats by actors that keep one.
 #pragma once
 
-#include "messages/json.hpp"
+#include "messages/stats.hpp"
 
 #include <array>
 #include <cstdint>
@@ -29,11 +29,12 @@ public:
   void render(std::string& out, std::string_view name,
               std::string_view labels) const;
 
-  /// {counts: [...], sum, count} for system.dump.
-  json::value to_json() const;
+  /// Its buckets as an actor reports them (system.dump, /metrics).
+  stats_histogram to_stats() const;
 
-  /// The histogram to_json() wrote; nothing if it is not one.
-  static std::optional<latency_histogram> from_json(const json::value& v);
+  /// The histogram to_stats() reported; nothing if the bucket count does
+  /// not match these bounds.
+  static std::optional<latency_histogram> from_stats(const stats_histogram& s);
 
   uint64_t count() const { return count_; }
 

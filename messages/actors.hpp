@@ -23,6 +23,7 @@
 #include "messages/records.hpp"
 #include "messages/results/runs.hpp"
 #include "messages/results/sessions.hpp"
+#include "messages/stats.hpp"
 
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
@@ -33,10 +34,11 @@
 
 namespace allox {
 
-/// Every actor answers `dump` with a JSON description for system.dump.
-using dump_client_actor = caf::typed_actor<
-    // Describes the actor and, for supervisors, its children.
-    caf::replies_to<atom::dump>::with<json::value>>;
+/// Every actor answers `stats` with what it reports about itself, typed;
+/// system.dump and /metrics are both rendered from it (messages/stats.hpp).
+using stats_client_actor = caf::typed_actor<
+    // The actor's stats and, for supervisors, its children's.
+    caf::replies_to<atom::stats>::with<actor_stats>>;
 
 /// The METADATA actor: sole owner and writer of the SQLite catalog.
 using metadata_actor = caf::typed_actor<
@@ -59,8 +61,8 @@ using metadata_actor = caf::typed_actor<
     caf::replies_to<atom::audit, audit_query>::with<json::value>,
     // One run by id, or a page of a session's runs.
     caf::replies_to<atom::runs, run_query>::with<run_page>,
-    // Describes the actor for system.dump.
-    caf::replies_to<atom::dump>::with<json::value>>;
+    // Its stats, for system.dump and /metrics.
+    caf::replies_to<atom::stats>::with<actor_stats>>;
 
 /// A lease handed out by execution.acquire; RPC remembers which session
 /// issued the token, since execution.release names only the token.
@@ -192,8 +194,8 @@ using tracker_actor = caf::typed_actor<
     caf::replies_to<cmd::debug_fault>::with<json::value>,
     // tracker.status: backend, readiness, counters, restarts, error.
     caf::replies_to<atom::status>::with<json::value>,
-    // Describes the actor and its counters for system.dump.
-    caf::replies_to<atom::dump>::with<json::value>>;
+    // Its stats and counters, for system.dump and /metrics.
+    caf::replies_to<atom::stats>::with<actor_stats>>;
 
 /// The RUNTIME facet of a SESSION (actors/session/runtime.cpp): execution
 /// leases, background executions of outside launchers, runtime resets.
@@ -275,7 +277,7 @@ using session_actor = caf::typed_actor<
     extend_with<session_checkpoints_actor, session_runs_actor,
                 session_files_actor, session_tracking_actor,
                 session_runtime_actor, session_turns_actor, session_share_actor,
-                session_network_actor, dump_client_actor>;
+                session_network_actor, stats_client_actor>;
 
 /// The commands of one agent: served by its AGENT, and by AGENTS, which
 /// forwards them to that AGENT (creating the agent for agent.create and
@@ -308,7 +310,7 @@ using agent_actor = caf::typed_actor<
     caf::replies_to<atom::session, std::string>::with<session_actor>,
     // A session lifted the fence of its interrupted runs (its actor).
     caf::reacts_to<fence_lifted>>::extend_with<agent_commands_actor,
-                                               dump_client_actor>;
+                                               stats_client_actor>;
 
 /// The AGENTS actor: the registry of agent actors.
 using agents_actor = caf::typed_actor<
@@ -322,7 +324,7 @@ using agents_actor = caf::typed_actor<
     caf::replies_to<cmd::store_initialize>::with<json::value>,
     // Lists every agent id.
     caf::replies_to<cmd::agent_list>::with<json::value>>::
-    extend_with<agent_commands_actor, dump_client_actor>;
+    extend_with<agent_commands_actor, stats_client_actor>;
 
 /// The RPC actor: bridge from the HTTP thread to the owning actors.
 using rpc_actor = caf::typed_actor<
@@ -339,8 +341,9 @@ using rpc_actor = caf::typed_actor<
     caf::reacts_to<atom::tick>,
     // Writes the full system dump to the log (SIGUSR1).
     caf::reacts_to<atom::log>,
-    // Describes the actor (routing cache, pending requests) for system.dump.
-    caf::replies_to<atom::dump>::with<json::value>>;
+    // Its stats (routing cache, pending requests), for system.dump and
+    // /metrics.
+    caf::replies_to<atom::stats>::with<actor_stats>>;
 
 /// The SUPERVISOR: root of the tree; owns METADATA, AGENTS and RPC.
 using supervisor_actor = caf::typed_actor<
@@ -348,7 +351,7 @@ using supervisor_actor = caf::typed_actor<
     caf::replies_to<atom::rpc>::with<rpc_actor>,
     // Returns the AGENTS actor (start-up and tests).
     caf::replies_to<atom::agent>::with<agents_actor>,
-    // Describes the whole actor tree for system.dump.
-    caf::replies_to<atom::dump>::with<json::value>>;
+    // The stats of the whole actor tree, for system.dump and /metrics.
+    caf::replies_to<atom::stats>::with<actor_stats>>;
 
 } // namespace allox

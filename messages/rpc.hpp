@@ -4,6 +4,7 @@
 
 #include "messages/json.hpp"
 #include "messages/results/runs.hpp"
+#include "messages/stats.hpp"
 
 #include <caf/allowed_unsafe_message_type.hpp>
 
@@ -18,6 +19,9 @@ struct rpc_reply {
   uint64_t ticket = 0;
   int status = 200;
   std::string body;
+  /// system.dump's tree as the actors reported it, typed: a /metrics
+  /// scrape renders from it rather than from `body`'s JSON.
+  std::shared_ptr<const actor_stats> stats;
 };
 
 /// Where the RPC actor delivers replies; implemented by the HTTP server.

@@ -175,54 +175,62 @@ caf::result<session_view> handle(self_ptr self, const cmd::session_describe&) {
   return view_of(row, self->state.dag);
 }
 
-static json::value dump(self_ptr self) {
+static actor_stats stats_of(self_ptr self) {
   const auto& st = self->state;
-  json::object o;
-  o["kind"] = "session";
-  o["agent_id"] = st.agent_id();
-  o["session_id"] = st.session_id();
-  o["state"] = to_string(st.phase);
+  actor_stats s;
+  s.kind = "session";
+  s.agent_id = st.agent_id();
+  s.session_id = st.session_id();
+  auto top = s.top();
+  top.fact("state", to_string(st.phase));
   if (!st.mutation.empty())
-    o["mutation"] = st.mutation;
+    top.fact("mutation", st.mutation);
   if (!st.fence_reason.empty())
-    o["fence_reason"] = st.fence_reason;
-  o["mailbox"] = self->mailbox().size();
-  o["resources"] = json::object{
-      {"subvolume", st.init.paths.current(st.agent_id(), st.session_id())},
-      {"checkpoints", st.dag.size()}};
-  o["leases"] = st.leases.size();
-  o["runs"] = st.runs.active.size();
-  o["pending_discards"] = st.discards.size();
-  o["unsynced_checkpoints"] = st.unsynced_intents.size();
-  o["lane"] = static_cast<bool>(*st.lane);
-  o["background_executions"] = st.background.size();
-  o["reset_fence"] = !st.reset_token.empty();
-  o["head"] =
-      st.dag.head() ? json::value(*st.dag.head()) : json::value(nullptr);
-  o["counters"] = json::object{{"requests", st.requests},
-                               {"failures", st.failures},
-                               {"restarts", st.init.restarts},
-                               {"checkpoints_created", st.checkpoints_created},
-                               {"live_checkpoints", st.live_checkpoints},
-                               {"rollbacks", st.rollbacks}};
+    top.fact("fence_reason", st.fence_reason);
+  top.gauge("mailbox", self->mailbox().size());
+  s.group("resources")
+      .fact("subvolume", st.init.paths.current(st.agent_id(), st.session_id()))
+      .gauge("checkpoints", st.dag.size());
+  top.gauge("leases", st.leases.size())
+      .gauge("runs", st.runs.active.size())
+      .gauge("pending_discards", st.discards.size())
+      .gauge("unsynced_checkpoints", st.unsynced_intents.size())
+      .fact("lane", static_cast<bool>(*st.lane))
+      .gauge("background_executions", st.background.size())
+      .fact("reset_fence", !st.reset_token.empty());
+  if (st.dag.head())
+    top.fact("head", *st.dag.head());
+  else
+    top.fact("head", nullptr);
+  s.group("counters")
+      .counter("requests", st.requests)
+      .counter("failures", st.failures)
+      .counter("restarts", st.init.restarts)
+      .counter("checkpoints_created", st.checkpoints_created)
+      .counter("live_checkpoints", st.live_checkpoints)
+      .counter("rollbacks", st.rollbacks);
   if (tracking_on(self))
-    o["tracking"] = json::object{{"tracked_runs", st.runs.by_cookie.size()},
-                                 {"events_received", st.runs.events_received},
-                                 {"events_lost", st.runs.events_lost},
-                                 {"trace_failures", st.runs.trace_failures}};
-  o["turns"] = json::object{{"turn_count", st.turns.turn_count},
-                            {"interval_checkpoints", st.interval_checkpoints},
-                            {"interval_unchanged", st.interval_unchanged},
-                            {"interval_busy", st.interval_busy},
-                            {"auto_pruned", st.auto_pruned}};
-  o["share"] = json::object{{"enabled", st.share.enabled},
-                            {"permission", st.share.permission},
-                            {"served", st.share_served},
-                            {"refused", st.share_refused}};
+    s.group("tracking")
+        .gauge("tracked_runs", st.runs.by_cookie.size())
+        .counter("events_received", st.runs.events_received)
+        .counter("events_lost", st.runs.events_lost)
+        .counter("trace_failures", st.runs.trace_failures);
+  s.group("turns")
+      .counter("turn_count", st.turns.turn_count)
+      .counter("interval_checkpoints", st.interval_checkpoints)
+      .counter("interval_unchanged", st.interval_unchanged)
+      .counter("interval_busy", st.interval_busy)
+      .counter("auto_pruned", st.auto_pruned);
+  s.group("share")
+      .fact("enabled", st.share.enabled)
+      .fact("permission", st.share.permission)
+      .counter("served", st.share_served)
+      .counter("refused", st.share_refused);
+  // network.status's answer, as it is: its shape is the network facet's.
   if (st.proxy)
-    o["network"] = network_status_of(self);
-  o["uptime_ms"] = uptime_ms(st.started);
-  return o;
+    add_json_entries(s.group("network"), network_status_of(self));
+  top.gauge("uptime_ms", uptime_ms(st.started));
+  return s;
 }
 
 /// debug.fault: arms a fault at a named point of this actor; the probe's
@@ -331,7 +339,7 @@ session_actor::behavior_type session(session_facets::self_ptr self,
       [self](const tracking_failure& f) { on_tracking_failure(self, f); },
       [self](const cmd::agent_policy_changed& c) { on_agent_policy(self, c); },
       [self](const cmd::interval_tick& t) { on_interval_tick(self, t); },
-      [self](atom::dump) -> json::value { return dump(self); });
+      [self](atom::stats) { return stats_of(self); });
 }
 
 } // namespace allox

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace allox::http {
@@ -22,44 +23,47 @@ std::string label(std::string_view k, std::string_view v) {
   return std::string{k} + "=\"" + escape_label(v) + "\"";
 }
 
-/// A dump node's numeric field, or nothing.
-const json::value* numeric(const json::object& o, const char* key) {
-  auto* v = o.if_contains(key);
-  return v && (v->is_int64() || v->is_uint64() || v->is_double()) ? v
-                                                                  : nullptr;
-}
-
-double as_double(const json::value& v) {
-  return v.to_number<double>();
-}
-
-/// One actor of the dump, flattened.
+/// One actor of the tree, flattened.
 struct actor_node {
-  std::string kind;
+  std::string_view kind;
   std::string id;
-  const json::object* node;
+  const actor_stats* stats;
 };
 
-std::string node_id(const json::object& o) {
-  std::string id;
-  for (const char* key : {"agent_id", "session_id"})
-    if (auto* v = o.if_contains(key); v && v->is_string())
-      id += (id.empty() ? "" : "/") + std::string{v->get_string()};
+/// agent_id, agent_id/session_id, or empty.
+std::string node_id(const actor_stats& s) {
+  std::string id = s.agent_id;
+  if (!s.session_id.empty())
+    id += (id.empty() ? "" : "/") + s.session_id;
   return id;
 }
 
-void flatten(const json::value& v, std::vector<actor_node>& out) {
-  auto* o = v.if_object();
-  if (!o)
-    return;
-  if (auto* k = o->if_contains("kind"); k && k->is_string())
-    out.push_back({std::string{k->get_string()}, node_id(*o), o});
-  if (auto* children = o->if_contains("children");
-      children && children->is_array())
-    for (const auto& c : children->as_array())
-      flatten(c, out);
-  if (auto* sup = o->if_contains("supervisor"))
-    flatten(*sup, out);
+/// Every actor that reported a kind (an unresponsive child has none).
+void flatten(const actor_stats& s, std::vector<actor_node>& out) {
+  if (!s.kind.empty())
+    out.push_back({s.kind, node_id(s), &s});
+  for (const auto& c : s.children)
+    flatten(c, out);
+}
+
+/// The value of entry `name` in `group` if it is a number of `kind`.
+std::optional<double> number_of(const actor_stats& s, std::string_view group,
+                                std::string_view name, stats_kind kind) {
+  auto* e = s.find(group, name);
+  double v = 0;
+  if (!e || e->kind != kind || !numeric_value(e->value, v))
+    return std::nullopt;
+  return v;
+}
+
+/// Where every actor keeps its own counters and gauges: exported by name
+/// under allox_actor_counter_total and allox_actor_counter. Entries of
+/// other groups (turns, share, tracking ...) stay in system.dump, which
+/// keeps the number of series per session bounded.
+constexpr std::string_view counters_group = "counters";
+
+std::string actor_labels(const actor_node& n) {
+  return label("kind", n.kind) + "," + label("id", n.id);
 }
 
 } // namespace
@@ -96,7 +100,7 @@ void request_metrics::rejected(int status) {
 }
 
 std::string request_metrics::render(const server_gauges& server,
-                                    const json::value& dump) const {
+                                    const actor_stats* tree) const {
   std::string out;
   family(out, "allox_rpc_requests_total", "counter",
          "RPC requests answered, by action and HTTP status.");
@@ -138,24 +142,25 @@ std::string request_metrics::render(const server_gauges& server,
          "Idle connections closed to make room at the connection limit.");
   sample(out, "allox_http_evicted_connections_total", "",
          number(server.evicted));
-  render_actor_metrics(out, dump);
+  render_actor_metrics(out, tree);
   return out;
 }
 
-void render_actor_metrics(std::string& out, const json::value& dump) {
+void render_actor_metrics(std::string& out, const actor_stats* tree) {
   std::vector<actor_node> nodes;
-  flatten(dump, nodes);
+  if (tree)
+    flatten(*tree, nodes);
   family(out, "allox_up", "gauge",
          "1 when the actor tree answered this scrape, else 0.");
   sample(out, "allox_up", "", nodes.empty() ? "0" : "1");
   if (nodes.empty())
     return;
-  std::map<std::string, uint64_t> live;
-  uint64_t runs = 0;
+  std::map<std::string_view, uint64_t> live;
+  double runs = 0;
   for (const auto& n : nodes) {
     ++live[n.kind];
-    if (auto* r = numeric(*n.node, "runs"); r && n.kind == "session")
-      runs += static_cast<uint64_t>(as_double(*r));
+    if (n.kind == "session")
+      runs += number_of(*n.stats, "", "runs", stats_kind::gauge).value_or(0);
   }
   family(out, "allox_actors", "gauge", "Live actors by kind.");
   for (const auto& [kind, n] : live)
@@ -165,63 +170,67 @@ void render_actor_metrics(std::string& out, const json::value& dump) {
   family(out, "allox_actor_mailbox_messages", "gauge",
          "Messages waiting in an actor's mailbox.");
   for (const auto& n : nodes)
-    if (auto* m = numeric(*n.node, "mailbox"))
-      sample(out, "allox_actor_mailbox_messages",
-             label("kind", n.kind) + "," + label("id", n.id),
-             number(as_double(*m)));
+    if (auto m = number_of(*n.stats, "", "mailbox", stats_kind::gauge))
+      sample(out, "allox_actor_mailbox_messages", actor_labels(n), number(*m));
   family(out, "allox_actor_restarts_total", "counter",
          "Times an actor was restarted by its supervisor.");
   for (const auto& n : nodes)
-    if (auto* c = n.node->if_contains("counters"); c && c->is_object())
-      if (auto* r = numeric(c->as_object(), "restarts"))
-        sample(out, "allox_actor_restarts_total",
-               label("kind", n.kind) + "," + label("id", n.id),
-               number(as_double(*r)));
-  // Every other counter an actor reports, without a name of its own here
-  // (the TRACKER's events received and lost among them).
-  family(out, "allox_actor_counter", "gauge",
+    if (auto r = number_of(*n.stats, counters_group, "restarts",
+                           stats_kind::counter))
+      sample(out, "allox_actor_restarts_total", actor_labels(n), number(*r));
+  // Every other counter and gauge an actor reports, without a name of its
+  // own here (the TRACKER's events received among them), each by the kind
+  // the actor gave it.
+  auto by_name = [&](std::string_view metric, stats_kind kind) {
+    for (const auto& n : nodes)
+      for (const auto& e : n.stats->entries) {
+        double v = 0;
+        if (e.group != counters_group || e.kind != kind ||
+            (kind == stats_kind::counter && e.name == "restarts") ||
+            !numeric_value(e.value, v))
+          continue;
+        sample(out, metric, actor_labels(n) + "," + label("name", e.name),
+               number(v));
+      }
+  };
+  family(out, "allox_actor_counter_total", "counter",
          "A counter an actor reports in system.dump, by name.");
-  for (const auto& n : nodes)
-    if (auto* c = n.node->if_contains("counters"); c && c->is_object())
-      for (const auto& kv : c->as_object())
-        if (kv.key() != "restarts" &&
-            (kv.value().is_int64() || kv.value().is_uint64() ||
-             kv.value().is_double()))
-          sample(out, "allox_actor_counter",
-                 label("kind", n.kind) + "," + label("id", n.id) + "," +
-                     label("name", kv.key()),
-                 number(as_double(kv.value())));
+  by_name("allox_actor_counter_total", stats_kind::counter);
+  family(out, "allox_actor_counter", "gauge",
+         "A gauge an actor reports among its counters in system.dump, by "
+         "name.");
+  by_name("allox_actor_counter", stats_kind::gauge);
   // The TRACKER's events, under their own names (lost by cause).
   for (const auto& n : nodes) {
     if (n.kind != "tracker")
       continue;
-    auto* c = n.node->if_contains("counters");
-    if (!c || !c->is_object())
-      continue;
-    const auto& counters = c->as_object();
+    const auto& st = *n.stats;
     family(out, "allox_tracker_events_received_total", "counter",
            "Process events the tracker received from the kernel.");
-    if (auto* r = numeric(counters, "events_received"))
-      sample(out, "allox_tracker_events_received_total", "",
-             number(as_double(*r)));
+    if (auto r = number_of(st, counters_group, "events_received",
+                           stats_kind::counter))
+      sample(out, "allox_tracker_events_received_total", "", number(*r));
     family(out, "allox_tracker_events_lost_total", "counter",
            "Process events lost, by cause (never silently: the runs they "
            "belong to fail).");
-    if (auto* lost = counters.if_contains("events_lost");
-        lost && lost->is_object())
-      for (const auto& kv : lost->as_object())
-        if (kv.key() != "total" && kv.value().is_number())
-          sample(out, "allox_tracker_events_lost_total",
-                 label("cause", kv.key()), number(as_double(kv.value())));
+    for (const auto& e : st.entries) {
+      double v = 0;
+      if (e.group == "counters/events_lost" && e.kind == stats_kind::counter &&
+          e.name != "total" && numeric_value(e.value, v))
+        sample(out, "allox_tracker_events_lost_total", label("cause", e.name),
+               number(v));
+    }
   }
   // The catalog's commit latency, kept by METADATA as a histogram.
   family(out, "allox_catalog_commit_duration_seconds", "histogram",
          "Time of one catalog transaction (a batch of writes).");
   for (const auto& n : nodes)
     if (n.kind == "metadata")
-      if (auto* h = n.node->if_contains("commit_seconds"))
-        if (auto hist = latency_histogram::from_json(*h))
-          hist->render(out, "allox_catalog_commit_duration_seconds", "");
+      if (auto* e = n.stats->find("", "commit_seconds");
+          e && e->kind == stats_kind::histogram)
+        if (auto* h = caf::get_if<stats_histogram>(&e->value))
+          if (auto hist = latency_histogram::from_stats(*h))
+            hist->render(out, "allox_catalog_commit_duration_seconds", "");
 }
 
 } // namespace allox::http

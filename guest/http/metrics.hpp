@@ -4,13 +4,15 @@
 // Request counts and latencies are kept by the HTTP server on its loop
 // thread, where every request starts and every reply ends, so counting
 // takes no lock and no atomic on the request path. What the actors know
-// (live agents, sessions and runs, mailboxes, restarts, their counters,
-// catalog commit latency) comes from the system.dump tree, fetched once
-// per scrape.
+// (live agents, sessions and runs, mailboxes, restarts, their counters and
+// gauges, catalog commit latency) comes from the typed stats of the actor
+// tree (messages/stats.hpp), which each scrape asks for once through
+// system.dump: an entry's kind says whether it is a counter or a gauge,
+// so no key of the dump's JSON is read here.
 #pragma once
 
 #include "guest/histogram.hpp"
-#include "messages/json.hpp"
+#include "messages/stats.hpp"
 
 #include <array>
 #include <chrono>
@@ -43,9 +45,9 @@ public:
   void rejected(int status);
 
   /// The whole exposition: request metrics, server gauges and, when the
-  /// dump is an object, the actor tree's.
+  /// actors answered (`tree` not null), theirs.
   std::string render(const server_gauges& server,
-                     const json::value& dump) const;
+                     const actor_stats* tree) const;
 
 private:
   struct action_stats {
@@ -56,8 +58,9 @@ private:
   std::map<int, uint64_t> rejected_;
 };
 
-/// Appends the metrics of a system.dump tree to `out`.
-void render_actor_metrics(std::string& out, const json::value& dump);
+/// Appends the metrics of the actor tree's stats to `out`; with no tree,
+/// only `allox_up 0`.
+void render_actor_metrics(std::string& out, const actor_stats* tree);
 
 /// A label value escaped for the exposition format.
 std::string escape_label(std::string_view v);

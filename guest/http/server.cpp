@@ -183,7 +183,8 @@ void server::open_stream(connection* conn, uint64_t stream, json::object params,
   streams_.emplace(stream, conn);
   if (!open_) {
     post({ticket, 400,
-          error_body("live streams are not served here", "unsupported")});
+          error_body("live streams are not served here", "unsupported"),
+          nullptr});
     return;
   }
   open_(
@@ -195,7 +196,8 @@ void server::transfer(connection* conn, json::object params, bool done) {
   tickets_.emplace(ticket, pending{conn, {}, {}, false, {}});
   if (!transfer_) {
     post({ticket, 400,
-          error_body("file transfers are not served here", "unsupported")});
+          error_body("file transfers are not served here", "unsupported"),
+          nullptr});
     return;
   }
   transfer_(transfer_request{ticket, json::value(std::move(params)), done});
@@ -290,21 +292,11 @@ void server::deliver_replies() {
 
 std::string server::render_metrics(const rpc_reply& dump) const {
   // The actors' part is left out (allox_up 0) when the tree did not come.
-  json::value tree;
-  if (dump.status == 200) {
-    boost::system::error_code ec;
-    auto v = json::parse(dump.body, ec);
-    if (!ec && v.is_object())
-      if (auto* result = v.as_object().if_contains("result");
-          result && result->is_object())
-        if (auto* t = result->as_object().if_contains("tree"))
-          tree = *t;
-  }
   server_gauges g;
   g.connections = connections_.size();
   g.in_flight = tickets_.size();
   g.evicted = evicted_;
-  return metrics_.render(g, tree);
+  return metrics_.render(g, dump.status == 200 ? dump.stats.get() : nullptr);
 }
 
 void server::stop_accepting() {

@@ -4,6 +4,7 @@
 #include "actors/metadata.hpp"
 
 #include "guest/os/sched.hpp"
+#include "messages/results/stats_json.hpp"
 #include "tests/fixtures/deterministic.hpp"
 #include "tests/fixtures/stale_reader.hpp"
 #include "tests/fixtures/temp_dir.hpp"
@@ -64,19 +65,15 @@ void write_padded(caf::scoped_actor& self, const metadata_actor& m,
                 caf::after(std::chrono::seconds{0}) >> [] { FAIL("no ack"); });
 }
 
-/// One of the actor's counters, from its system.dump answer.
+/// One of the actor's counters, from its stats as system.dump spells them.
 int64_t counter_of(caf::scoped_actor& self, const metadata_actor& m,
                    caf::scheduler::test_coordinator& sched, const char* name) {
   int64_t n = -1;
-  self->send(m, atom::dump_v);
+  self->send(m, atom::stats_v);
   sched.run();
   self->receive(
-      [&](json::value& v) {
-        n = v.as_object()
-                .at("counters")
-                .as_object()
-                .at(name)
-                .to_number<int64_t>();
+      [&](actor_stats& s) {
+        n = to_json(s).at("counters").as_object().at(name).to_number<int64_t>();
       },
       caf::after(std::chrono::seconds{0}) >> [] { FAIL("no dump"); });
   return n;

@@ -26,7 +26,7 @@ struct captured_replies final : reply_channel {
 
 /// The promises of dump requests a fake SUPERVISOR has not answered.
 using held_promises =
-    std::shared_ptr<std::vector<caf::typed_response_promise<json::value>>>;
+    std::shared_ptr<std::vector<caf::typed_response_promise<actor_stats>>>;
 
 /// A SUPERVISOR that holds every dump request until the test sends it
 /// `atom::rpc`, which answers them all (promises are delivered from the
@@ -36,14 +36,14 @@ silent_supervisor(supervisor_actor::pointer self, held_promises held) {
   return {
       [held](atom::rpc) -> caf::result<rpc_actor> {
         for (auto& rp : *held)
-          rp.deliver(json::value(json::object{}));
+          rp.deliver(actor_stats{});
         return make_error(errc::unsupported, "not in this test");
       },
       [](atom::agent) -> caf::result<agents_actor> {
         return make_error(errc::unsupported, "not in this test");
       },
-      [self, held](atom::dump) -> caf::result<json::value> {
-        auto rp = self->make_response_promise<json::value>();
+      [self, held](atom::stats) -> caf::result<actor_stats> {
+        auto rp = self->make_response_promise<actor_stats>();
         held->push_back(rp);
         return rp;
       },
@@ -55,7 +55,7 @@ silent_supervisor(supervisor_actor::pointer self, held_promises held) {
 struct rpc_fixture : test::deterministic {
   captured_replies channel;
   held_promises held =
-      std::make_shared<std::vector<caf::typed_response_promise<json::value>>>();
+      std::make_shared<std::vector<caf::typed_response_promise<actor_stats>>>();
   supervisor_actor supervisor = sys.spawn(silent_supervisor, held);
   rpc_actor rpc_handle;
 

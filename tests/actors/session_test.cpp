@@ -5,6 +5,7 @@
 // are in tests/integration/.)
 #include "actors/session/session.hpp"
 #include "messages/results/checkpoints_json.hpp"
+#include "messages/results/stats_json.hpp"
 
 #include "tests/fixtures/deterministic.hpp"
 
@@ -57,7 +58,7 @@ metadata_actor::behavior_type fake_metadata(catalog_ptr log) {
         log->queries.push_back(q);
         return log->page;
       },
-      [](atom::dump) -> json::value { return json::object{}; },
+      [](atom::stats) { return actor_stats{}; },
   };
 }
 
@@ -134,6 +135,16 @@ struct session_fixture : test::deterministic {
     });
     sched.run();
     return *out;
+  }
+
+  /// The session's stats as system.dump spells them.
+  std::pair<std::optional<json::value>, caf::error> ask_dump() {
+    auto r = ask<actor_stats>(atom::stats_v);
+    std::pair<std::optional<json::value>, caf::error> out{std::nullopt,
+                                                          r.second};
+    if (r.first)
+      out.first = json::value(to_json(*r.first));
+    return out;
   }
 
   /// As ask(), with the command's typed reply as the native wire spells it.
@@ -366,7 +377,7 @@ TEST_CASE_FIXTURE(session_fixture,
   REQUIRE(ask<lease_granted>(cmd::execution_acquire{ref()}).first);
   sched.advance_time(std::chrono::seconds{5});
   sched.run();
-  auto dump = ask(atom::dump_v);
+  auto dump = ask_dump();
   REQUIRE(dump.first);
   CHECK(dump.first->at("turns").at("interval_busy") == 1);
   CHECK(sched.has_pending_timeout());
@@ -377,7 +388,7 @@ TEST_CASE_FIXTURE(session_fixture,
   sched.advance_time(std::chrono::seconds{5});
   sched.run();
   CHECK_FALSE(sched.has_pending_timeout());
-  dump = ask(atom::dump_v);
+  dump = ask_dump();
   CHECK(dump.first->at("turns").at("interval_busy") == 1);
   // The policy.set was durable and audited.
   REQUIRE_FALSE(catalog->writes.empty());
@@ -412,7 +423,7 @@ TEST_CASE_FIXTURE(session_fixture,
   REQUIRE(probed.size() == 1);
   CHECK(probed[0] ==
         "/nonexistent-store/agents/a/workspace/sessions/s/current");
-  auto dump = ask(atom::dump_v);
+  auto dump = ask_dump();
   REQUIRE(dump.first);
   CHECK(dump.first->at("turns").at("interval_unchanged") == 1);
   CHECK(dump.first->at("turns").at("interval_checkpoints") == 0);
@@ -424,7 +435,7 @@ TEST_CASE_FIXTURE(session_fixture,
   sched.advance_time(std::chrono::seconds{30});
   sched.run();
   CHECK(probed.size() == 2);
-  dump = ask(atom::dump_v);
+  dump = ask_dump();
   CHECK(dump.first->at("turns").at("interval_unchanged") == 2);
   // A failed probe is logged and the timer goes on.
   unreadable = true;

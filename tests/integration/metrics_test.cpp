@@ -244,8 +244,14 @@ TEST_CASE("metrics: the exposition is well formed and counts what happened") {
                 {{"kind", "session"}, {"id", "a/s"}}) >= 0);
   CHECK(e.value("allox_actor_restarts_total",
                 {{"kind", "session"}, {"id", "a/s"}}) == 0);
-  CHECK(e.value("allox_actor_counter",
+  // Counters are counters (named _total), gauges stay gauges.
+  CHECK(e.value("allox_actor_counter_total",
                 {{"kind", "session"}, {"name", "checkpoints_created"}}) == 2);
+  CHECK(e.value("allox_actor_counter",
+                {{"kind", "agents"}, {"name", "agents"}}) == 1);
+  CHECK(e.types.at("allox_actor_counter_total") == "counter");
+  CHECK(e.types.at("allox_actor_counter") == "gauge");
+  CHECK(e.types.at("allox_actor_restarts_total") == "counter");
   CHECK(e.value("allox_catalog_commit_duration_seconds_count") >= 1);
   CHECK(e.types.at("allox_rpc_requests_total") == "counter");
   CHECK(e.types.at("allox_catalog_commit_duration_seconds") == "histogram");

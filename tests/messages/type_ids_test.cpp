@@ -58,7 +58,7 @@ struct interface_registered<caf::typed_actor<Sigs...>> {
   static constexpr bool value = (signature_registered<Sigs>::value && ...);
 };
 
-static_assert(interface_registered<dump_client_actor>::value);
+static_assert(interface_registered<stats_client_actor>::value);
 static_assert(interface_registered<metadata_actor>::value);
 static_assert(interface_registered<session_actor>::value);
 static_assert(interface_registered<tracker_actor>::value);
@@ -78,7 +78,7 @@ TEST_CASE("type IDs: every message type is known to the actor system by "
        {"allox::cmd::checkpoint_create", "allox::cmd::process_start",
         "allox::run_finished", "allox::process_event_batch",
         "allox::metadata_write", "allox::lease_granted",
-        "allox::cmd::share_access"}) {
+        "allox::cmd::share_access", "allox::actor_stats"}) {
     CAPTURE(name);
     CHECK(sys.types().make_value(name) != nullptr);
   }
