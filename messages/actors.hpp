@@ -132,7 +132,7 @@ using session_runs_actor = caf::typed_actor<
     // Subscribes a live stream to a run's state changes; replies {row, dir}.
     caf::replies_to<cmd::process_subscribe>::with<json::value>,
     // A slice of a run's stdout or stderr.
-    caf::replies_to<cmd::process_output>::with<json::value>,
+    caf::replies_to<cmd::process_output>::with<output_slice>,
     // A page of a run's process events.
     caf::replies_to<cmd::process_events>::with<json::value>,
     // A run's process tree, nested from its root.

@@ -7,7 +7,6 @@
 #include "actors/session/handlers.hpp"
 #include "guest/os/fs.hpp"
 #include "messages/results/runs_json.hpp"
-#include "messages/utf8.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -183,33 +182,31 @@ caf::result<json::value> handle(self_ptr self,
   });
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::process_output& c) {
+caf::result<output_slice> handle(self_ptr self, const cmd::process_output& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
   auto path = run_dir(*st.runs.config, c.run_id) + "/" + c.stream + ".log";
-  auto rp = self->make_response_promise<json::value>();
+  auto rp = self->make_response_promise<output_slice>();
   row_view_of(
       self, c.run_id,
       [self, rp, path, c](const run_row& row) mutable {
         auto phase = row.state;
-        read_step(
+        read_step<output_slice>(
             self,
-            [path, c, phase]() -> expected<json::value> {
-              std::string data;
-              auto size = read_slice(path, c.offset, c.limit, data);
-              auto next = c.offset + static_cast<int64_t>(data.size());
-              bool finished = is_final(phase);
-              return json::value(json::object{{"run_id", c.run_id},
-                                              {"stream", c.stream},
-                                              {"offset", c.offset},
-                                              {"next_offset", next},
-                                              {"size", size},
-                                              {"data", valid_utf8(data)},
-                                              {"eof", finished && next >= size},
-                                              {"state", to_string(phase)}});
+            [path, c, phase]() -> expected<output_slice> {
+              output_slice out;
+              out.run_id = c.run_id;
+              out.stream = c.stream;
+              out.offset = c.offset;
+              out.size = read_slice(path, c.offset, c.limit, out.data);
+              out.next_offset =
+                  c.offset + static_cast<int64_t>(out.data.size());
+              out.eof = is_final(phase) && out.next_offset >= out.size;
+              out.state = phase;
+              return out;
             },
-            [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+            [rp](output_slice& v) mutable { rp.deliver(std::move(v)); },
             [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
       },
       [rp](caf::error err) mutable { rp.deliver(std::move(err)); });

@@ -45,7 +45,7 @@ void on_wait_timeout(self_ptr self, const std::string& id, uint64_t waiter);
 caf::result<json::value> handle(self_ptr self, const cmd::process_subscribe& c);
 
 /// process.output: a range of a run's stdout or stderr log.
-caf::result<json::value> handle(self_ptr self, const cmd::process_output& c);
+caf::result<output_slice> handle(self_ptr self, const cmd::process_output& c);
 
 /// Kills the run's whole tree (cgroup.kill) with a stop reason, and calls
 /// `then` once the run has ended.

@@ -175,6 +175,8 @@ struct process_output {
   static inline const char* name = "process.output";
   static process_output decode(params::reader& r);
   static constexpr bool needs_exec = true;
+  /// What the session answers (the native front encodes it).
+  using reply = output_slice;
   session_ref session;
   std::string run_id;
   /// "stdout" or "stderr".

@@ -98,7 +98,26 @@ struct run_row {
   json::object unknown;
 };
 
+/// process.output: a slice of a run's stdout or stderr log.
+struct output_slice {
+  std::string run_id;
+  /// "stdout" or "stderr".
+  std::string stream;
+  int64_t offset = 0;
+  /// Where the next slice starts (offset + the bytes read).
+  int64_t next_offset = 0;
+  /// The log's size when read.
+  int64_t size = 0;
+  /// The bytes read, as they are (a front decides how to show them).
+  std::string data;
+  /// The run is final and the slice reached the end of its log.
+  bool eof = false;
+  /// The run's phase when the slice was read.
+  run_phase state = run_phase::running;
+};
+
 } // namespace allox
 
 // Local messages only: rows never cross a network.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::run_row)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::output_slice)

@@ -2,6 +2,7 @@
 #include "messages/results/runs_json.hpp"
 
 #include "messages/results/json_detail.hpp"
+#include "messages/utf8.hpp"
 
 #include <array>
 #include <utility>
@@ -258,6 +259,13 @@ expected<run_row> run_row_from_text(const std::string& text) {
   if (ec || !v.is_object())
     return make_error(errc::invalid_argument, "run row: not a JSON object");
   return run_row_from_json(v.get_object());
+}
+
+json::object to_json(const output_slice& s) {
+  return {{"run_id", s.run_id}, {"stream", s.stream},
+          {"offset", s.offset}, {"next_offset", s.next_offset},
+          {"size", s.size},     {"data", valid_utf8(s.data)},
+          {"eof", s.eof},       {"state", to_string(s.state)}};
 }
 
 } // namespace allox

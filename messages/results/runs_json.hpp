@@ -14,6 +14,10 @@ namespace allox {
 /// The row as the wire and the catalog spell it.
 json::object to_json(const run_row& row);
 
+/// {run_id, stream, offset, next_offset, size, data, eof, state}; `data`
+/// as UTF-8 (invalid sequences replaced).
+json::object to_json(const output_slice& s);
+
 /// A row from its JSON; keys it does not know are kept in `unknown`.
 /// `invalid_argument` when a known key has the wrong type or the row has
 /// no run_id.
