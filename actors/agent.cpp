@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/agent.hpp"
+#include "actors/command_list.hpp"
 
 #include "actors/agent_detail.hpp"
 
@@ -9,6 +10,7 @@
 #include "guest/os/btrfs.hpp"
 #include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
+#include "messages/commands/lists.hpp"
 #include "messages/ids.hpp"
 
 #include <caf/exit_reason.hpp>
@@ -130,8 +132,7 @@ expected<json::value> create_session_files(const store::layout& paths,
   return json::value();
 }
 
-caf::result<json::value> handle_session_create(self_ptr self,
-                                               const cmd::session_create& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::session_create& c) {
   const auto& sid = c.session.session_id;
   auto& st = self->state;
   const auto& aid = st.init.row.agent_id;
@@ -180,8 +181,8 @@ caf::result<json::value> handle_session_create(self_ptr self,
 
 // -- session.delete -----------------------------------------------------------
 
-caf::result<json::value>
-handle_session_delete(self_ptr self, const cmd::session_delete_request& c) {
+caf::result<json::value> handle(self_ptr self,
+                                const cmd::session_delete_request& c) {
   const auto& sid = c.session.session_id;
   auto& st = self->state;
   auto it = st.sessions.find(sid);
@@ -288,8 +289,7 @@ void delete_agent_files(self_ptr self,
 
 // Every session is retired first (refused if one is busy), then the agent
 // directory goes the way of delete_agent_files.
-caf::result<json::value> handle_agent_delete(self_ptr self,
-                                             const cmd::agent_delete& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::agent_delete& c) {
   auto rp = self->make_response_promise<json::value>();
   const auto& origin = c.origin;
   std::vector<session_actor> live;
@@ -329,8 +329,7 @@ caf::result<json::value> handle_agent_delete(self_ptr self,
 
 // -- agent.create (existing agent) -------------------------------------------
 
-caf::result<json::value> handle_agent_create(self_ptr self,
-                                             const cmd::agent_create& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::agent_create& c) {
   auto rp = self->make_response_promise<json::value>();
   const auto& origin = c.origin;
   auto paths = self->state.init.paths;
@@ -372,22 +371,20 @@ json::array session_ids(self_ptr self) {
 
 // -- agent.describe, session.list, debug.fault --------------------------------
 
-caf::result<json::value> handle_agent_describe(self_ptr self,
-                                               const cmd::agent_describe&) {
+caf::result<json::value> handle(self_ptr self, const cmd::agent_describe&) {
   auto o = describe_agent_workspace(self->state.init.row.agent_id);
   o["created_ns"] = self->state.init.row.created_ns;
   o["session_ids"] = session_ids(self);
   return json_reply(std::move(o));
 }
 
-caf::result<json::value> handle_session_list(self_ptr self,
-                                             const cmd::session_list&) {
+caf::result<json::value> handle(self_ptr self, const cmd::session_list&) {
   return json_reply(json::object{{"agent_id", self->state.init.row.agent_id},
                                  {"session_ids", session_ids(self)}});
 }
 
-caf::result<json::value> handle_debug_fault(self_ptr self,
-                                            const cmd::agent_debug_fault& c) {
+caf::result<json::value> handle(self_ptr self,
+                                const cmd::agent_debug_fault& c) {
   self->state.faults.arm(fault{c.point, c.effect, c.millis});
   return json_reply(json::object{{"armed", true}});
 }
@@ -448,36 +445,14 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
   supervision::supervise(self, self->state.init.parent, &agent_state::sessions,
                          "agent " + self->state.init.row.agent_id,
                          on_session_failed);
-  return {
-      [self](const cmd::agent_create& c) {
-        return serve(self, c, handle_agent_create);
-      },
-      [self](const cmd::agent_describe& c) {
-        return serve(self, c, handle_agent_describe);
-      },
-      [self](const cmd::agent_delete& c) {
-        return serve(self, c, handle_agent_delete);
-      },
-      [self](const cmd::session_create& c) {
-        return serve(self, c, handle_session_create);
-      },
-      [self](const cmd::session_fork& c) {
-        return serve(self, c, handle_session_fork);
-      },
-      [self](const cmd::session_list& c) {
-        return serve(self, c, handle_session_list);
-      },
-      [self](const cmd::session_delete_request& c) {
-        return serve(self, c, handle_session_delete);
-      },
-      [self](const cmd::agent_debug_fault& c) {
-        return serve(self, c, handle_debug_fault);
-      },
-      [self](const cmd::policy_get& c) {
-        return serve(self, c, handle_agent_policy_get);
-      },
-      [self](const cmd::policy_set& c) {
-        return serve(self, c, handle_agent_policy_set);
+  // Every command of the agent's list goes to its handler through serve
+  // (refused while agent.delete runs); the rest are a session's news and
+  // lookups.
+  return behavior_of<agent_actor::behavior_type>(
+      cmd::agent_commands{},
+      [self](const auto& c) {
+        return serve(self, c,
+                     [](self_ptr s, const auto& x) { return handle(s, x); });
       },
       [self](const fence_lifted& e) {
         self->state.init.fenced_runs.erase(e.session_id);
@@ -531,8 +506,7 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
         }
         return stats_with_children(self, std::move(s), live,
                                    std::move(stopped));
-      },
-  };
+      });
 }
 
 } // namespace allox

@@ -27,16 +27,13 @@ void spawn_session(self_ptr self, session_entry& e,
                    std::vector<std::string> unsynced = {});
 
 /// session.fork (agent_fork.cpp).
-caf::result<json::value> handle_session_fork(self_ptr self,
-                                             const cmd::session_fork& c);
+caf::result<json::value> handle(self_ptr self, const cmd::session_fork& c);
 
 /// policy.get without a session_id: the agent's level (agent_policy.cpp).
-caf::result<json::value> handle_agent_policy_get(self_ptr self,
-                                                 const cmd::policy_get& c);
+caf::result<json::value> handle(self_ptr self, const cmd::policy_get& c);
 
 /// policy.set without a session_id: the agent's level, committed and told
 /// to its sessions (agent_policy.cpp).
-caf::result<json::value> handle_agent_policy_set(self_ptr self,
-                                                 const cmd::policy_set& c);
+caf::result<json::value> handle(self_ptr self, const cmd::policy_set& c);
 
 } // namespace allox::agent_detail

@@ -225,8 +225,7 @@ void checkpoint_source(self_ptr self, job_ptr job) {
 
 } // namespace
 
-caf::result<json::value> handle_session_fork(self_ptr self,
-                                             const cmd::session_fork& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::session_fork& c) {
   auto& st = self->state;
   const auto& aid = st.init.row.agent_id;
   const auto& sid = c.new_session_id;

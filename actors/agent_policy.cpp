@@ -10,8 +10,7 @@
 
 namespace allox::agent_detail {
 
-caf::result<json::value> handle_agent_policy_get(self_ptr self,
-                                                 const cmd::policy_get&) {
+caf::result<json::value> handle(self_ptr self, const cmd::policy_get&) {
   const auto& row = self->state.init.row;
   auto o = describe_policy(parse_policy(row.policy), {}, false);
   o["agent_id"] = row.agent_id;
@@ -20,8 +19,7 @@ caf::result<json::value> handle_agent_policy_get(self_ptr self,
 
 // Applied in memory at once, so a second policy.set that arrives before the
 // commit builds on this one; the sessions hear of it once it is committed.
-caf::result<json::value> handle_agent_policy_set(self_ptr self,
-                                                 const cmd::policy_set& c) {
+caf::result<json::value> handle(self_ptr self, const cmd::policy_set& c) {
   auto& row = self->state.init.row;
   auto before = row.policy;
   auto next = apply(parse_policy(row.policy), c.change);

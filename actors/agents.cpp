@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/agents.hpp"
+#include "actors/command_list.hpp"
 
 #include "actors/agents_detail.hpp"
 
@@ -8,6 +9,7 @@
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
+#include "messages/commands/lists.hpp"
 #include "messages/ids.hpp"
 
 #include <caf/exit_reason.hpp>
@@ -163,8 +165,7 @@ void create_agent(self_ptr self, const std::string& aid,
           });
 }
 
-caf::result<json::value> handle_store_initialize(self_ptr self,
-                                                 const cmd::store_initialize&) {
+caf::result<json::value> handle(self_ptr self, const cmd::store_initialize&) {
   auto rp = self->make_response_promise<json::value>();
   auto paths = self->state.paths;
   run_blocking(self,
@@ -248,8 +249,7 @@ void on_agent_failed(
   restart_agent(self, aid);
 }
 
-caf::result<json::value> handle_agent_list(self_ptr self,
-                                           const cmd::agent_list&) {
+caf::result<json::value> handle(self_ptr self, const cmd::agent_list&) {
   json::array ids;
   for (const auto& [aid, slot] : self->state.agents)
     ids.emplace_back(aid);
@@ -287,6 +287,17 @@ caf::result<json::value> route(self_ptr self, const Command& c) {
   return forward(self, slot, c);
 }
 
+/// What AGENTS does with a command: answers a store-level one itself
+/// (handle), routes an agent's to its AGENT.
+template <class Command>
+caf::result<json::value> answer(self_ptr self, const Command& c) {
+  if constexpr (std::is_same_v<Command, cmd::store_initialize> ||
+                std::is_same_v<Command, cmd::agent_list>)
+    return handle(self, c);
+  else
+    return route(self, c);
+}
+
 using supervision::serve;
 
 } // namespace
@@ -303,44 +314,15 @@ agents_actor::behavior_type agents(self_ptr self, store::layout paths,
   // it; an agent that ends goes through on_agent_failed if it failed.
   supervision::supervise(self, std::move(parent), &agents_state::agents,
                          "agents", on_agent_failed);
-  return {
+  // Store-level commands are answered here, an agent's commands routed
+  // to its AGENT (queued while it is created); both lists through serve.
+  return behavior_of<agents_actor::behavior_type>(
+      caf::detail::tl_concat_t<cmd::agents_commands, cmd::agent_commands>{},
+      [self](const auto& c) {
+        return serve(self, c,
+                     [](self_ptr s, const auto& x) { return answer(s, x); });
+      },
       [self](atom::load) -> caf::result<json::value> { return recover(self); },
-      [self](const cmd::store_initialize& c) {
-        return serve(self, c, handle_store_initialize);
-      },
-      [self](const cmd::agent_list& c) {
-        return serve(self, c, handle_agent_list);
-      },
-      [self](const cmd::agent_create& c) {
-        return serve(self, c, route<cmd::agent_create>);
-      },
-      [self](const cmd::agent_describe& c) {
-        return serve(self, c, route<cmd::agent_describe>);
-      },
-      [self](const cmd::agent_delete& c) {
-        return serve(self, c, route<cmd::agent_delete>);
-      },
-      [self](const cmd::session_create& c) {
-        return serve(self, c, route<cmd::session_create>);
-      },
-      [self](const cmd::session_fork& c) {
-        return serve(self, c, route<cmd::session_fork>);
-      },
-      [self](const cmd::session_list& c) {
-        return serve(self, c, route<cmd::session_list>);
-      },
-      [self](const cmd::session_delete_request& c) {
-        return serve(self, c, route<cmd::session_delete_request>);
-      },
-      [self](const cmd::agent_debug_fault& c) {
-        return serve(self, c, route<cmd::agent_debug_fault>);
-      },
-      [self](const cmd::policy_get& c) {
-        return serve(self, c, route<cmd::policy_get>);
-      },
-      [self](const cmd::policy_set& c) {
-        return serve(self, c, route<cmd::policy_set>);
-      },
       [self](atom::session, const std::string& aid,
              const std::string& sid) -> caf::result<session_actor> {
         auto it = self->state.agents.find(aid);
@@ -376,8 +358,7 @@ agents_actor::behavior_type agents(self_ptr self, store::layout paths,
         }
         return stats_with_children(self, std::move(s), live,
                                    std::move(stopped));
-      },
-  };
+      });
 }
 
 } // namespace allox
