@@ -43,8 +43,9 @@ TEST_CASE("stats json: entries in their order, each group created where "
                    R"("uptime_ms":9})");
 }
 
-TEST_CASE("stats json: '/' nests groups; ids and kind only when set; "
-          "children only for supervisors, even when empty") {
+// No ';' in the name: CTest's test discovery would split the case there.
+TEST_CASE("stats json: '/' nests groups, ids and kind only when set, "
+          "children only for supervisors (even when empty)") {
   actor_stats t;
   t.kind = "tracker";
   auto c = t.group("counters");
