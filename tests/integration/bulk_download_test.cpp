@@ -65,16 +65,17 @@ TEST_CASE("bulk download: a client reading slowly but steadily outlives "
   expect_ok(d.client().rpc("session.create", ids("a", "s")));
   auto data = put_file(d, "slow", 12 << 20);
   raw_socket sock{d.port()};
-  // Read every 100 ms: the socket's buffers start small and grow, so the
-  // body takes seconds, and the daemon's send buffer has a third of itself
-  // free (when poll says it takes more) less often than once a second.
+  // Read at most 256 KiB every 100 ms: the body takes at least 4.8 s, well
+  // past the idle timeout, and the daemon's send buffer has a third of
+  // itself free (when poll says it takes more) less often than once a
+  // second. (Reads of 1 MiB let a grown buffer finish in under 2 s.)
   REQUIRE(sock.send_all("GET /v1/files/a/s/slow HTTP/1.1\r\nHost: x\r\n\r\n"));
   std::string got;
   auto received = [&] {
     auto head = got.find("\r\n\r\n");
     return head == std::string::npos ? size_t{0} : got.size() - head - 4;
   };
-  std::vector<char> buf(1 << 20);
+  std::vector<char> buf(256 << 10);
   auto started = std::chrono::steady_clock::now();
   while (received() < data.size() &&
          std::chrono::steady_clock::now() - started < 60s) {
