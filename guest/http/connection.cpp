@@ -14,6 +14,8 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -107,13 +109,28 @@ void connection::refuse() {
 bool connection::evictable() const {
   if (!active() || waiting_ || streaming_ || bulk_)
     return false;
-  return !writing_ || clock_type::now() - write_progress_ >= stalled_write;
+  return !(writing_ || behind_) ||
+         clock_type::now() - write_progress_ >= stalled_write;
 }
 
 int connection::socket_fd() const {
   uv_os_fd_t fd = -1;
   return uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) == 0 ? fd
                                                                           : -1;
+}
+
+bool connection::peer_behind() {
+  int unread = 0;
+  if (::ioctl(socket_fd(), SIOCOUTQ, &unread) != 0 ||
+      unread <= max_unread_output) {
+    behind_ = false;
+    return false;
+  }
+  if (behind_ && unread < unread_)
+    write_progress_ = clock_type::now();
+  behind_ = true;
+  unread_ = unread;
+  return true;
 }
 
 void connection::close() {
@@ -215,7 +232,7 @@ void connection::reset_parser() {
 void connection::update_reading() {
   if (closing_)
     return;
-  bool busy = waiting_ || writing_ || streaming_;
+  bool busy = waiting_ || writing_ || behind_ || streaming_;
   bool want = lingering_ || !busy || pending_input() < pause_input;
   if (bulk_ && !lingering_)
     want = transfer_wants_input();
@@ -236,8 +253,8 @@ void connection::update_reading() {
 // Parses as much buffered input as possible; at most one request is
 // outstanding at a time, later pipelined requests wait in input_.
 void connection::process() {
-  while (!closing_ && !lingering_ && !waiting_ && !writing_ && !streaming_ &&
-         !bulk_ && pending_input() > 0) {
+  while (!closing_ && !lingering_ && !waiting_ && !writing_ && !behind_ &&
+         !streaming_ && !bulk_ && pending_input() > 0) {
     if (request_started_ == never)
       request_started_ = clock_type::now();
     beast::error_code ec;
@@ -412,6 +429,12 @@ connection::next_deadline() const {
   // A peer that does not take our output is idle, whatever it sends.
   if (writing_ || stream_writes_ > 0)
     return {write_progress_ + o.idle_timeout, overdue::stalled_write};
+  // Nor one that leaves our answers unread; whether it reads is seen
+  // only by looking again.
+  if (behind_)
+    return {std::min(write_progress_ + o.idle_timeout,
+                     clock_type::now() + unread_recheck),
+            overdue::unread};
   // Never cut off a request the daemon is serving, nor an idle stream.
   if (waiting_ || streaming_)
     return {never, overdue::none};
@@ -443,6 +466,19 @@ void connection::on_deadline(uv_timer_t* t) {
   auto [when, what] = self->next_deadline();
   if (what == overdue::none)
     return;
+  // The look again is due whenever the timer fires (its deadline moves
+  // with the clock).
+  if (what == overdue::unread) {
+    if (self->peer_behind() && clock_type::now() - self->write_progress_ >=
+                                   self->srv_->options().idle_timeout) {
+      self->close();
+      return;
+    }
+    self->process();
+    self->update_reading();
+    self->arm_deadline();
+    return;
+  }
   if (clock_type::now() < when) {
     self->arm_deadline();
     return;
@@ -552,6 +588,10 @@ void connection::on_written(uv_write_t* req, int status) {
       self->linger();
     return;
   }
+  // Only a pipelined request can be answered before the peer read the
+  // last answer.
+  if (self->pending_input() > 0)
+    self->peer_behind();
   self->process();
   self->update_reading();
   self->arm_deadline();

@@ -7,9 +7,10 @@
 // - input: at most one request is served at a time; while it is, reading
 //   stops once `pause_input` bytes of later (pipelined) requests wait, and
 //   resumes when they can be parsed;
-// - output: one response at a time; a stream reads more of its run's logs only
-// while its
-//   write queue is under `max_stream_queue`;
+// - output: one response at a time; a pipelined request waits while more
+//   than `max_unread_output` bytes of earlier answers sit unacknowledged in
+//   the socket (the peer is not reading them); a stream reads more of its
+//   run's logs only while its write queue is under `max_stream_queue`;
 // - time: a request head must arrive within header_timeout of its first
 //   byte and its body within body_timeout of the head (a trickling peer
 //   cannot reset the clock byte by byte), a peer that does not read our
@@ -49,6 +50,12 @@ public:
   static constexpr size_t pause_input = 64 << 10;
   /// Queued stream output above which a stream stops polling for more.
   static constexpr size_t max_stream_queue = 1 << 20;
+  /// Answers left unread by the peer (SIOCOUTQ) above which pipelined
+  /// requests wait: without it a client that never reads gets every
+  /// request the kernel buffered served, into every buffer between us.
+  static constexpr int max_unread_output = 256 << 10;
+  /// How often a connection waiting for its peer to read looks again.
+  static constexpr std::chrono::milliseconds unread_recheck{10};
 
   /// `metrics_only`: accepted on the metrics address (--metrics-listen),
   /// which serves GET /metrics and /health only, without the token.
@@ -105,12 +112,15 @@ private:
   void update_reading();
   /// The socket's descriptor (-1 once closed).
   int socket_fd() const;
+  /// Whether more than max_unread_output bytes of our answers wait for
+  /// the peer; a drop since the last look counts as write progress.
+  bool peer_behind();
 
   // -- deadlines ----------------------------------------------------------
   static void on_deadline(uv_timer_t* t);
   void arm_deadline();
   /// When the connection must next make progress, and what to do then.
-  enum class overdue { none, idle, head, body, stalled_write };
+  enum class overdue { none, idle, head, body, stalled_write, unread };
   std::pair<clock_type::time_point, overdue> next_deadline() const;
 
   // -- output -------------------------------------------------------------
@@ -198,6 +208,10 @@ private:
   bool waiting_ = false;
   /// A response is being written (one at a time).
   bool writing_ = false;
+  /// Pipelined requests wait for the peer to read our answers.
+  bool behind_ = false;
+  /// Unread bytes at the last look while behind_.
+  int unread_ = 0;
   /// Stream writes queued and not yet completed.
   size_t stream_writes_ = 0;
   bool closing_ = false;

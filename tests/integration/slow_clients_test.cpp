@@ -100,6 +100,36 @@ TEST_CASE("slow clients: a pipelining client that never reads is bounded "
   CHECK(d.new_client()->request("GET", "/health").status == 200);
 }
 
+TEST_CASE("slow clients: a pipelining client that reads late gets "
+          "every answer") {
+  daemon_process d;
+  d.start();
+  raw_socket s{d.port()};
+  // More answers than the kernel buffers take unread: the daemon waits
+  // for the peer to read, then serves the rest.
+  constexpr size_t requests = 40000;
+  std::string all;
+  for (size_t i = 0; i < requests; ++i)
+    all += list_request;
+  auto sender = std::async(std::launch::async, [&] { return s.send_all(all); });
+  std::this_thread::sleep_for(500ms);
+  std::string got;
+  size_t answers = 0;
+  size_t scanned = 0;
+  auto deadline = clock_type::now() + 30s;
+  while (answers < requests && clock_type::now() < deadline) {
+    got += s.read_for(100ms);
+    for (auto at = got.find("HTTP/1.1 200 OK", scanned);
+         at != std::string::npos; at = got.find("HTTP/1.1 200 OK", scanned)) {
+      ++answers;
+      scanned = at + 1;
+    }
+  }
+  CHECK(sender.get());
+  CHECK(answers == requests);
+  CHECK(got.find("HTTP/1.1 4") == std::string::npos);
+}
+
 TEST_CASE("slow clients: a request head must arrive within the header "
           "timeout of its first byte") {
   daemon_process d{with_args({"--header-timeout-ms", "1000"})};
