@@ -40,10 +40,10 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
 #endif
     st.agents = self->spawn<caf::linked + caf::monitored>(
         agents, st.init.paths, st.metadata, self->address(), st.init.exec);
-    st.rpc = self->spawn<caf::linked + caf::monitored>(
-        rpc, rpc_init{caf::actor_cast<supervisor_actor>(self), st.agents,
-                      st.metadata, st.init.channel, st.init.daemon_info,
-                      st.init.exec, st.init.request_timeout});
+    if (st.init.spawn_front)
+      st.rpc = st.init.spawn_front(
+          self, core_handles{caf::actor_cast<supervisor_actor>(self), st.agents,
+                             st.metadata, st.init.exec});
   }
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
@@ -82,7 +82,8 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
     // children: AGENTS waits for its agents, each AGENT for its sessions.
     st.stopping = true;
     st.stop_reason = em.reason;
-    self->send_exit(st.rpc, em.reason);
+    if (st.rpc)
+      self->send_exit(st.rpc, em.reason);
     if (st.metadata_ended)
       self->quit(em.reason);
     else if (st.agents_ended)
@@ -102,9 +103,10 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
             .gauge("mailbox", self->mailbox().size())
             .gauge("uptime_ms", uptime_ms(st.started));
         std::vector<stats_client_actor> children{
-            caf::actor_cast<stats_client_actor>(st.metadata),
-            caf::actor_cast<stats_client_actor>(st.rpc),
-            caf::actor_cast<stats_client_actor>(st.agents)};
+            caf::actor_cast<stats_client_actor>(st.metadata)};
+        if (st.rpc)
+          children.push_back(caf::actor_cast<stats_client_actor>(st.rpc));
+        children.push_back(caf::actor_cast<stats_client_actor>(st.agents));
         if (st.tracker)
           children.push_back(caf::actor_cast<stats_client_actor>(st.tracker));
         return stats_with_children(self, std::move(s), children);

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The SUPERVISOR: root of the actor tree. It spawns METADATA (detached),
-// AGENTS and RPC, answers system.dump for the whole tree, and treats the
+// AGENTS and the native front's RPC actor (through the daemon's factory:
+// the core never includes a front), answers the stats of the whole tree,
+// and treats the
 // failure of any direct child as fatal for the daemon: without its catalog
 // or registry the daemon cannot keep its promises, so it stops serving and
 // lets the service manager restart it (start-up recovery then runs).
 #pragma once
 
-#include "actors/rpc.hpp"
 #include "actors/session/session_runs.hpp"
 #include "guest/store/catalog.hpp"
 #include "guest/store/layout.hpp"
@@ -18,17 +19,30 @@
 
 namespace allox {
 
+/// The core a front is spawned over.
+struct core_handles {
+  supervisor_actor supervisor;
+  agents_actor agents;
+  metadata_actor metadata;
+  /// Tracked execution; null when disabled.
+  std::shared_ptr<const exec_config> exec;
+};
+
+/// Spawns the native front's RPC actor as a child of `self` (linked and
+/// monitored, so that it stops with the tree and its failure is seen).
+using front_factory = std::function<rpc_actor(
+    supervisor_actor::stateful_pointer<struct supervisor_state> self,
+    const core_handles& core)>;
+
 struct supervisor_init {
   store::layout paths;
   std::shared_ptr<store::catalog> catalog;
-  reply_channel* channel = nullptr;
-  json::object daemon_info;
   /// Tracked execution; null when disabled.
   std::shared_ptr<const exec_config> exec;
   /// Called (from an actor thread) when a direct child fails.
   std::function<void(std::string)> on_fatal;
-  /// How long a request may take inside the daemon (rpc_init::timeout).
-  std::chrono::milliseconds request_timeout = rpc_timeout;
+  /// The daemon's: spawns the RPC actor once the core exists.
+  front_factory spawn_front;
 };
 
 struct supervisor_state {

@@ -146,12 +146,20 @@ caf::error runtime::recover() {
 }
 
 caf::error runtime::start() {
-  sup_ = system_.spawn(supervisor, supervisor_init{setup_.paths, setup_.catalog,
-                                                   &server_, info_, setup_.exec,
-                                                   [this](std::string) {
-                                                     uv_async_send(&ctx_.fatal);
-                                                   },
-                                                   opts_.request_timeout});
+  supervisor_init init;
+  init.paths = setup_.paths;
+  init.catalog = setup_.catalog;
+  init.exec = setup_.exec;
+  init.on_fatal = [this](std::string) {
+    uv_async_send(&ctx_.fatal);
+  };
+  // The native front over the core, answering through the HTTP server.
+  init.spawn_front = [this](auto self, const core_handles& core) {
+    return self->template spawn<caf::linked + caf::monitored>(
+        rpc, rpc_init{core.supervisor, core.agents, core.metadata, &server_,
+                      info_, core.exec, opts_.request_timeout});
+  };
+  sup_ = system_.spawn(supervisor, std::move(init));
   setup_.catalog.reset();
   if (auto err = recover())
     return err;

@@ -16,6 +16,7 @@
 #include "actors/supervisor.hpp"
 #include "daemon/destinations.hpp"
 #include "daemon/options.hpp"
+#include "fronts/native/rpc.hpp"
 #include "guest/http/event_endpoint.hpp"
 #include "guest/http/server.hpp"
 #include "guest/store/catalog.hpp"

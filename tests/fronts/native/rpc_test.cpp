@@ -2,7 +2,7 @@
 // The RPC actor's own request deadlines under CAF's deterministic
 // scheduler: a request nobody answers is answered `internal` once its
 // deadline passes, exactly once, and a late answer is dropped.
-#include "actors/rpc.hpp"
+#include "fronts/native/rpc.hpp"
 
 #include "tests/fixtures/deterministic.hpp"
 

@@ -2,7 +2,7 @@
 // The RPC front's routing table, derived from the actors' command lists:
 // every action served has a golden wire transcript, and every transcript
 // names a served action.
-#include "actors/rpc_routing.hpp"
+#include "fronts/native/routing.hpp"
 #include "messages/commands/lists.hpp"
 
 #include <doctest/doctest.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "actors/rpc.hpp"
+#include "fronts/native/rpc.hpp"
 
-#include "actors/rpc_routing.hpp"
+#include "fronts/native/routing.hpp"
 
 #include "actors/dump.hpp"
 #include "actors/failures.hpp"
@@ -15,7 +15,6 @@
 namespace allox {
 
 namespace rpc_detail {
-
 
 // -- request bookkeeping ------------------------------------------------------
 
@@ -112,7 +111,7 @@ namespace {
 using namespace rpc_detail;
 
 /// Every action goes by its entry in the routing table
-/// (actors/rpc_routes.cpp).
+/// (fronts/native/routes.cpp).
 void dispatch(self_ptr self, uint64_t ticket, std::string action,
               json::object params) {
   const auto& table = routes();

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Internal to the RPC actor (actors/rpc.cpp, actors/rpc_routes.cpp): the
-// request bookkeeping both use and the routing table.
+// Internal to the RPC actor (fronts/native/rpc.cpp, fronts/native/routes.cpp):
+// the request bookkeeping both use and the routing table.
 #pragma once
 
-#include "actors/rpc.hpp"
+#include "fronts/native/rpc.hpp"
 #include "messages/results/stats_json.hpp"
 
 #include <caf/stateful_actor.hpp>

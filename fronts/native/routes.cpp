@@ -3,7 +3,7 @@
 // decodes the request's command once and sends it to the actor that owns
 // it (a SESSION, AGENTS, METADATA or SUPERVISOR), with the re-routing of
 // requests bounced by an actor that ended before it saw them.
-#include "actors/rpc_routing.hpp"
+#include "fronts/native/routing.hpp"
 
 #include "guest/faults.hpp"
 #include "messages/commands/command.hpp"
