@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "daemon/runtime.hpp"
 
+#include "fronts/console/console.hpp"
+#include "fronts/metrics/actor_metrics.hpp"
 #include "guest/log.hpp"
 #include "messages/type_ids.hpp"
 
@@ -91,6 +93,8 @@ runtime::runtime(const options& opts, http::server_options sopts,
               }},
       system_{configure(cfg_, opts)} {
   ctx_.grace = opts.shutdown_grace;
+  fronts::serve_console(server_);
+  server_.set_tree_metrics(fronts::render_actor_metrics);
   server_.set_transfer([this](transfer_request req) {
     caf::anon_send(ctx_.rpc, std::move(req));
   });

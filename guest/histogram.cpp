@@ -25,6 +25,30 @@ void sample(std::string& out, std::string_view name, std::string_view labels,
   out.append(" ").append(value).append("\n");
 }
 
+std::string escape_label(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+void family(std::string& out, std::string_view name, std::string_view type,
+            std::string_view help) {
+  out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+  out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+std::string label(std::string_view k, std::string_view v) {
+  return std::string{k} + "=\"" + escape_label(v) + "\"";
+}
+
 } // namespace metrics_text
 
 void latency_histogram::observe(double seconds) {

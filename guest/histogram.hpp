@@ -55,6 +55,16 @@ std::string number(uint64_t v);
 void sample(std::string& out, std::string_view name, std::string_view labels,
             const std::string& value);
 
+/// A metric family's HELP and TYPE lines.
+void family(std::string& out, std::string_view name, std::string_view type,
+            std::string_view help);
+
+/// A label value escaped for the exposition format.
+std::string escape_label(std::string_view v);
+
+/// `k="v"`, the value escaped.
+std::string label(std::string_view k, std::string_view v);
+
 } // namespace metrics_text
 
 } // namespace allox

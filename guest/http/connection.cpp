@@ -20,11 +20,7 @@
 
 #include <algorithm>
 #include <memory>
-
-namespace allox::assets {
-/// The operator console page (generated from guest/http/ui/).
-std::string_view console_html();
-} // namespace allox::assets
+#include <utility>
 
 namespace allox::http {
 
@@ -91,6 +87,13 @@ void connection::answer(int status, std::string body) {
     on_stream_reply(status, body);
   else
     respond(status, std::move(body), !keep_alive_);
+  arm_deadline();
+}
+
+void connection::answer_route(route_response response) {
+  waiting_ = false;
+  respond(response.status, std::move(response.body), !keep_alive_,
+          response.content_type, &response.headers);
   arm_deadline();
 }
 
@@ -329,6 +332,11 @@ bool connection::check_header() {
     return false;
   }
   parser_->body_limit(srv_->options().max_body);
+  // A front's route: it serves the whole request, under its access rule.
+  route_ = srv_->find_route(
+      req.method(), std::string_view{req.target().data(), req.target().size()});
+  if (route_ != nullptr)
+    return route_->access == route_access::open || authorized(req);
   // Health stays open (probes carry no token); metrics follow the RPC's
   // token rule.
   if (req.method() == bhttp::verb::get && req.target() == "/metrics")
@@ -367,6 +375,11 @@ void connection::handle_request() {
   auto req = parser_->release();
   reset_parser();
   request_started_ = head_done_ = never;
+  if (const auto* r = std::exchange(route_, nullptr)) {
+    waiting_ = true;
+    srv_->serve_route(this, *r, std::move(req));
+    return;
+  }
   if (req.method() == bhttp::verb::get && is_stream(req.target())) {
     auto last = req.find("Last-Event-ID");
     start_stream(req.target(),
@@ -376,11 +389,6 @@ void connection::handle_request() {
   if (req.method() == bhttp::verb::get) {
     if (req.target() == "/health") {
       respond(200, R"({"status":"healthy"})", !keep_alive_);
-    } else if (req.target() == "/ui" || req.target() == "/ui/") {
-      // The page is code only; every datum it shows comes through the RPC
-      // under its token (docs/console.md), so the page itself is open.
-      respond(200, std::string{assets::console_html()}, !keep_alive_,
-              "text/html; charset=utf-8");
     } else if (req.target() == "/metrics") {
       waiting_ = true;
       srv_->scrape(this);
@@ -503,13 +511,18 @@ void connection::reject(int status, std::string_view message,
   respond(status, error_body(message, code), true);
 }
 
-void connection::respond(int status, std::string body, bool close_after,
-                         std::string_view content_type) {
+void connection::respond(
+    int status, std::string body, bool close_after,
+    std::string_view content_type,
+    const std::vector<std::pair<std::string, std::string>>* headers) {
   bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status),
                                           11};
   res.set(bhttp::field::content_type,
           beast::string_view{content_type.data(), content_type.size()});
   res.set(bhttp::field::server, "allox-workspace-daemon");
+  if (headers != nullptr)
+    for (const auto& [name, value] : *headers)
+      res.insert(name, value);
   res.keep_alive(!close_after);
   res.body() = std::move(body);
   res.prepare_payload();

@@ -22,6 +22,7 @@
 // Everything here runs on the loop thread.
 #pragma once
 
+#include "guest/http/routes.hpp"
 #include "guest/os/unique_fd.hpp"
 #include "messages/json.hpp"
 
@@ -35,6 +36,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace allox::http {
 
@@ -71,6 +74,8 @@ public:
 
   /// Answers GET /metrics with the exposition text.
   void answer_metrics(std::string text);
+  /// The answer of a front's route.
+  void answer_route(route_response response);
 
   /// Rejects the connection outright (too many connections, none to evict).
   void refuse();
@@ -126,7 +131,9 @@ private:
   // -- output -------------------------------------------------------------
   void reject(int status, std::string_view message, std::string_view code);
   void respond(int status, std::string body, bool close_after,
-               std::string_view content_type = "application/json");
+               std::string_view content_type = "application/json",
+               const std::vector<std::pair<std::string, std::string>>* headers =
+                   nullptr);
   void send(std::string data, bool last);
   static void on_written(uv_write_t* req, int status);
   void linger();
@@ -204,6 +211,8 @@ private:
   bool reading_ = false;
   bool header_checked_ = false;
   bool keep_alive_ = true;
+  /// The route of the request being read, once its head was checked.
+  const route* route_ = nullptr;
   /// A request is being served by the daemon.
   bool waiting_ = false;
   /// A response is being written (one at a time).

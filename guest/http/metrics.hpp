@@ -1,18 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Prometheus metrics (GET /metrics, text exposition format 0.0.4).
 //
-// Request counts and latencies are kept by the HTTP server on its loop
-// thread, where every request starts and every reply ends, so counting
-// takes no lock and no atomic on the request path. What the actors know
-// (live agents, sessions and runs, mailboxes, restarts, their counters and
-// gauges, catalog commit latency) comes from the typed stats of the actor
-// tree (messages/stats.hpp), which each scrape asks for once through
-// system.dump: an entry's kind says whether it is a counter or a gauge,
-// so no key of the dump's JSON is read here.
+// The transport's part: request counts and latencies, kept by the HTTP
+// server on its loop thread, where every request starts and every reply
+// ends, so counting takes no lock and no atomic on the request path. What
+// the actors know comes from the metrics front (fronts/metrics/), which
+// renders the typed stats of the actor tree; the server appends its text
+// to the scrape's answer.
 #pragma once
 
 #include "guest/histogram.hpp"
-#include "messages/stats.hpp"
 
 #include <array>
 #include <chrono>
@@ -44,10 +41,8 @@ public:
   /// 503 ...).
   void rejected(int status);
 
-  /// The whole exposition: request metrics, server gauges and, when the
-  /// actors answered (`tree` not null), theirs.
-  std::string render(const server_gauges& server,
-                     const actor_stats* tree) const;
+  /// The transport's exposition: request metrics and server gauges.
+  std::string render(const server_gauges& server) const;
 
 private:
   struct action_stats {
@@ -57,12 +52,5 @@ private:
   std::map<std::string, action_stats, std::less<>> actions_;
   std::map<int, uint64_t> rejected_;
 };
-
-/// Appends the metrics of the actor tree's stats to `out`; with no tree,
-/// only `allox_up 0`.
-void render_actor_metrics(std::string& out, const actor_stats* tree);
-
-/// A label value escaped for the exposition format.
-std::string escape_label(std::string_view v);
 
 } // namespace allox::http

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace allox::http {
 
@@ -170,6 +171,53 @@ uint64_t server::dispatch(std::function<void(int, std::string)> reply,
   return ticket;
 }
 
+void server::add_route(route r) {
+  for (const auto& known : routes_)
+    if (known.method == r.method && known.path == r.path)
+      throw std::logic_error("route registered twice: " + r.path);
+  routes_.push_back(std::move(r));
+}
+
+void server::serve_route(connection* conn, const route& r, route_request req) {
+  auto ticket = next_ticket_++;
+  tickets_.emplace(
+      ticket,
+      pending{conn, r.path, std::chrono::steady_clock::now(), false, {}});
+  r.serve(req, responder{this, ticket});
+}
+
+void server::post_routed(uint64_t ticket, route_response response) {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (closed_)
+      return;
+    routed_.emplace_back(ticket, std::move(response));
+  }
+  uv_async_send(&wakeup_);
+}
+
+void responder::operator()(route_response response) const {
+  srv_->post_routed(ticket_, std::move(response));
+}
+
+const route* find_route(const std::vector<route>& routes,
+                        boost::beast::http::verb method,
+                        std::string_view target) {
+  auto path = target.substr(0, target.find('?'));
+  const route* best = nullptr;
+  for (const auto& r : routes) {
+    if (r.method != method)
+      continue;
+    if (r.path == path)
+      return &r;
+    bool prefix = r.match == route_match::prefix &&
+                  path.substr(0, r.path.size()) == r.path;
+    if (prefix && (best == nullptr || r.path.size() > best->path.size()))
+      best = &r;
+  }
+  return best;
+}
+
 void server::scrape(connection* conn) {
   auto ticket = next_ticket_++;
   tickets_.emplace(ticket, pending{conn, {}, {}, true, {}});
@@ -259,11 +307,25 @@ void server::on_wakeup(uv_async_t* async) {
 
 void server::deliver_replies() {
   std::deque<rpc_reply> batch;
+  std::deque<std::pair<uint64_t, route_response>> routed;
   std::deque<std::pair<uint64_t, std::string>> pushes;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     batch.swap(replies_);
+    routed.swap(routed_);
     pushes.swap(pushes_);
+  }
+  for (auto& [ticket, response] : routed) {
+    auto it = tickets_.find(ticket);
+    if (it == tickets_.end())
+      continue; // answered already, or the client went away
+    auto p = std::move(it->second);
+    tickets_.erase(it);
+    metrics_.observe(p.action, response.status,
+                     std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - p.started)
+                         .count());
+    p.conn->answer_route(std::move(response));
   }
   for (auto& r : batch) {
     auto it = tickets_.find(r.ticket);
@@ -296,7 +358,10 @@ std::string server::render_metrics(const rpc_reply& dump) const {
   g.connections = connections_.size();
   g.in_flight = tickets_.size();
   g.evicted = evicted_;
-  return metrics_.render(g, dump.status == 200 ? dump.stats.get() : nullptr);
+  auto out = metrics_.render(g);
+  if (tree_metrics_)
+    tree_metrics_(out, dump.status == 200 ? dump.stats.get() : nullptr);
+  return out;
 }
 
 void server::stop_accepting() {

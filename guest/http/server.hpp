@@ -9,9 +9,11 @@
 #pragma once
 
 #include "guest/http/metrics.hpp"
+#include "guest/http/routes.hpp"
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 #include "messages/rpc.hpp"
+#include "messages/stats.hpp"
 
 #include <uv.h>
 
@@ -23,6 +25,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace allox::http {
 
@@ -76,6 +79,15 @@ public:
   /// `unsupported`).
   void set_transfer(transfer_fn fn) { transfer_ = std::move(fn); }
 
+  /// Appends the actors' part to each GET /metrics (the metrics front's);
+  /// given the tree the actors answered, or null when they did not.
+  using tree_metrics_fn = std::function<void(std::string&, const actor_stats*)>;
+  void set_tree_metrics(tree_metrics_fn fn) { tree_metrics_ = std::move(fn); }
+
+  /// A front serves `r.path` from now on; before listen() only (requests
+  /// keep a pointer to their route). A path taken twice is a bug: thrown.
+  void add_route(route r);
+
   /// Binds and listens; the error names the address.
   caf::error listen();
 
@@ -118,6 +130,14 @@ public:
                     std::string action, json::object params);
   /// Forgets a request whose caller went away.
   void cancel(uint64_t ticket) { tickets_.erase(ticket); }
+  const route* find_route(boost::beast::http::verb method,
+                          std::string_view target) const {
+    return http::find_route(routes_, method, target);
+  }
+  /// Hands a request to its route; answered through post_routed.
+  void serve_route(connection* conn, const route& r, route_request req);
+  /// Thread-safe: queues a routed request's answer and wakes the loop.
+  void post_routed(uint64_t ticket, route_response response);
   /// GET /metrics: asks the actors for their tree, then answers `conn`
   /// with the exposition.
   void scrape(connection* conn);
@@ -152,6 +172,7 @@ private:
   dispatch_fn dispatch_;
   stream_fn open_;
   transfer_fn transfer_;
+  tree_metrics_fn tree_metrics_;
   /// agent/session -> bytes of its uploads in flight.
   std::unordered_map<std::string, uint64_t> uploads_;
   uv_tcp_t listener_{};
@@ -177,11 +198,14 @@ private:
     std::function<void(int, std::string)> reply;
   };
   std::unordered_map<uint64_t, pending> tickets_;
+  std::vector<route> routes_;
   request_metrics metrics_;
   std::unordered_map<connection*, std::unique_ptr<connection>> connections_;
 
-  std::mutex mtx_; // guards replies_, pushes_ and closed_ (actor threads)
+  // guards replies_, routed_, pushes_ and closed_ (actor threads)
+  std::mutex mtx_;
   std::deque<rpc_reply> replies_;
+  std::deque<std::pair<uint64_t, route_response>> routed_;
   std::deque<std::pair<uint64_t, std::string>> pushes_;
   bool closed_ = false;
 };

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// The actors' part of GET /metrics (guest/http/metrics.cpp), rendered
+// The actors' part of GET /metrics (fronts/metrics/), rendered
 // from a hand-built stats tree: an entry's kind, never its name, decides
 // whether it is a counter, a gauge or not exported at all.
-#include "guest/http/metrics.hpp"
+#include "fronts/metrics/actor_metrics.hpp"
 
 #include <doctest/doctest.h>
 
 #include <string>
 
 using namespace allox;
-using namespace allox::http;
+using namespace allox::fronts;
 
 namespace {
 

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+// Routes a front registers on the HTTP server: which route serves a path,
+// and a real server on loopback handing requests to them and writing their
+// answers, given at once on the loop or later from another thread.
+#include "guest/http/server.hpp"
+#include "tests/fixtures/raw_socket.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <future>
+#include <stdexcept>
+#include <thread>
+
+using namespace allox;
+using namespace allox::http;
+using boost::beast::http::verb;
+
+namespace {
+
+route_fn answering(std::string body) {
+  return [body](const route_request&, responder answer) {
+    answer({200, "text/plain", body, {}});
+  };
+}
+
+/// A server on an ephemeral loopback port, its loop on a thread of its
+/// own; routes are added before it starts.
+class route_server {
+public:
+  explicit route_server(std::string token = {}) {
+    uv_loop_init(&loop_);
+    server_options o;
+    o.port = 0;
+    o.token = std::move(token);
+    srv_ = std::make_unique<server>(&loop_, o,
+                                    [](uint64_t, std::string, json::object) {});
+    uv_async_init(&loop_, &stop_, [](uv_async_t* a) {
+      static_cast<route_server*>(a->data)->srv_->close();
+      uv_close(reinterpret_cast<uv_handle_t*>(a), nullptr);
+    });
+    stop_.data = this;
+  }
+  ~route_server() {
+    if (thread_.joinable()) {
+      uv_async_send(&stop_);
+      thread_.join();
+    }
+    uv_loop_close(&loop_);
+  }
+  server& srv() { return *srv_; }
+  uint16_t start() {
+    REQUIRE_FALSE(srv_->listen());
+    thread_ = std::thread{[this] {
+      uv_run(&loop_, UV_RUN_DEFAULT);
+    }};
+    return srv_->port();
+  }
+
+private:
+  uv_loop_t loop_{};
+  uv_async_t stop_{};
+  std::unique_ptr<server> srv_;
+  std::thread thread_;
+};
+
+std::string exchange(uint16_t port, const std::string& request) {
+  test::raw_socket s{port};
+  REQUIRE(s.send_all(request));
+  return s.read_until_closed(std::chrono::seconds{5});
+}
+
+} // namespace
+
+TEST_CASE("routes: an exact path before the longest prefix, the query "
+          "ignored, the method required") {
+  std::vector<route> routes;
+  auto open = route_access::open;
+  routes.push_back({verb::get, "/e2b/", route_match::prefix, open, {}});
+  routes.push_back({verb::get, "/e2b/envd/", route_match::prefix, open, {}});
+  routes.push_back({verb::get, "/e2b/health", route_match::exact, open, {}});
+  routes.push_back({verb::post, "/mcp", route_match::exact, open, {}});
+  auto path_of = [&](verb m, std::string_view target) -> std::string {
+    auto* r = find_route(routes, m, target);
+    return r ? r->path : "none";
+  };
+  CHECK(path_of(verb::get, "/e2b/health") == "/e2b/health");
+  CHECK(path_of(verb::get, "/e2b/health/x") == "/e2b/");
+  CHECK(path_of(verb::get, "/e2b/envd/files?path=/x") == "/e2b/envd/");
+  CHECK(path_of(verb::get, "/e2b/sandboxes") == "/e2b/");
+  CHECK(path_of(verb::get, "/e2b") == "none");
+  CHECK(path_of(verb::post, "/mcp?agent=a") == "/mcp");
+  CHECK(path_of(verb::post, "/mcp/x") == "none");
+  CHECK(path_of(verb::get, "/mcp") == "none");
+}
+
+TEST_CASE("routes: a path registered twice is refused") {
+  route_server rs;
+  rs.srv().add_route({verb::get, "/x", route_match::exact, route_access::open,
+                      answering("a")});
+  CHECK_THROWS_AS(rs.srv().add_route({verb::get, "/x", route_match::exact,
+                                      route_access::open, answering("b")}),
+                  std::logic_error);
+  rs.srv().add_route({verb::post, "/x", route_match::exact, route_access::open,
+                      answering("c")});
+}
+
+TEST_CASE("routes: the server hands a request to its route and writes the "
+          "answer, given at once or later from another thread") {
+  route_server rs{"tok"};
+  rs.srv().add_route({verb::get, "/page", route_match::exact,
+                      route_access::open,
+                      [](const route_request& req, responder answer) {
+                        answer({200,
+                                "text/html",
+                                "page " + std::string{req.target()},
+                                {{"X-Front", "page"}}});
+                      }});
+  std::vector<std::future<void>> later;
+  rs.srv().add_route(
+      {verb::post, "/api/", route_match::prefix, route_access::token,
+       [&later](const route_request& req, responder answer) {
+         later.push_back(
+             std::async(std::launch::async, [answer, body = req.body()] {
+               std::this_thread::sleep_for(std::chrono::milliseconds{50});
+               answer({201, "application/json", "{\"echo\":" + body + "}", {}});
+             }));
+       }});
+  auto port = rs.start();
+
+  auto page = exchange(port, "GET /page?x=1 HTTP/1.1\r\nHost: h\r\n"
+                             "Connection: close\r\n\r\n");
+  CHECK(page.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(page.find("Content-Type: text/html") != std::string::npos);
+  CHECK(page.find("X-Front: page") != std::string::npos);
+  CHECK(page.find("\r\n\r\npage /page?x=1") != std::string::npos);
+
+  // The token rule of the route, as the native RPC's.
+  auto refused = exchange(port, "POST /api/a HTTP/1.1\r\nHost: h\r\n"
+                                "Content-Length: 2\r\n\r\n{}");
+  CHECK(refused.rfind("HTTP/1.1 401", 0) == 0);
+
+  auto api = exchange(port, "POST /api/a HTTP/1.1\r\nHost: h\r\n"
+                            "Authorization: Bearer tok\r\n"
+                            "Connection: close\r\n"
+                            "Content-Length: 2\r\n\r\n[]");
+  CHECK(api.rfind("HTTP/1.1 201", 0) == 0);
+  CHECK(api.find("\r\n\r\n{\"echo\":[]}") != std::string::npos);
+
+  // Paths no route serves keep the transport's answers.
+  auto none = exchange(port, "GET /pages HTTP/1.1\r\nHost: h\r\n"
+                             "Connection: close\r\n\r\n");
+  CHECK(none.rfind("HTTP/1.1 404", 0) == 0);
+  auto health = exchange(port, "GET /health HTTP/1.1\r\nHost: h\r\n"
+                               "Connection: close\r\n\r\n");
+  CHECK(health.rfind("HTTP/1.1 200", 0) == 0);
+  for (auto& f : later)
+    f.get();
+}
