@@ -157,3 +157,34 @@ TEST_CASE("routes: the server hands a request to its route and writes the "
   for (auto& f : later)
     f.get();
 }
+
+TEST_CASE("routes: an answer given after its client went away is dropped, "
+          "and the server serves on") {
+  route_server rs;
+  std::promise<responder> held;
+  auto taken = held.get_future();
+  rs.srv().add_route({verb::get, "/slow", route_match::exact,
+                      route_access::open,
+                      [&held](const route_request&, responder answer) {
+                        held.set_value(answer);
+                      }});
+  rs.srv().add_route({verb::get, "/fast", route_match::exact,
+                      route_access::open, answering("fast")});
+  auto port = rs.start();
+  {
+    test::raw_socket gone{port};
+    REQUIRE(gone.send_all("GET /slow HTTP/1.1\r\nHost: h\r\n\r\n"));
+    REQUIRE(taken.wait_for(std::chrono::seconds{5}) ==
+            std::future_status::ready);
+  }
+  // The connection closes; its answer comes later and must go nowhere.
+  std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  auto answer = taken.get();
+  answer({200, "text/plain", "late", {}});
+  answer({200, "text/plain", "twice", {}});
+  auto fast = exchange(port, "GET /fast HTTP/1.1\r\nHost: h\r\n"
+                             "Connection: close\r\n\r\n");
+  CHECK(fast.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(fast.find("late") == std::string::npos);
+  CHECK(fast.find("\r\n\r\nfast") != std::string::npos);
+}
