@@ -2,10 +2,10 @@
 // The SUPERVISOR: root of the actor tree. It spawns METADATA (detached),
 // AGENTS and the native front's RPC actor (through the daemon's factory:
 // the core never includes a front), answers the stats of the whole tree,
-// and treats the
-// failure of any direct child as fatal for the daemon: without its catalog
-// or registry the daemon cannot keep its promises, so it stops serving and
-// lets the service manager restart it (start-up recovery then runs).
+// and treats the failure of any direct child as fatal for the daemon:
+// without its catalog or registry the daemon cannot keep its promises, so
+// it stops serving and lets the service manager restart it (start-up
+// recovery then runs).
 #pragma once
 
 #include "actors/session/session_runs.hpp"
@@ -28,10 +28,12 @@ struct core_handles {
   std::shared_ptr<const exec_config> exec;
 };
 
+struct supervisor_state;
+
 /// Spawns the native front's RPC actor as a child of `self` (linked and
 /// monitored, so that it stops with the tree and its failure is seen).
 using front_factory = std::function<rpc_actor(
-    supervisor_actor::stateful_pointer<struct supervisor_state> self,
+    supervisor_actor::stateful_pointer<supervisor_state> self,
     const core_handles& core)>;
 
 struct supervisor_init {
