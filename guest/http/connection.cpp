@@ -14,8 +14,6 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -29,16 +27,11 @@ namespace bhttp = boost::beast::http;
 
 namespace {
 
-constexpr auto never = connection::clock_type::time_point::max();
-
 // A closing connection first half-closes and reads (and drops) what the
 // client is still sending, so a client in the middle of a large request
 // reads our response instead of a connection reset.
 constexpr size_t linger_limit = 4 << 20;
 constexpr uint64_t linger_ms = 2000;
-
-/// A response whose write has made no progress this long may be evicted.
-constexpr std::chrono::seconds stalled_write{1};
 
 bool is_stream(beast::string_view target) {
   auto url = boost::urls::parse_origin_form(
@@ -109,31 +102,10 @@ void connection::refuse() {
   respond(503, error_body("too many connections", "unavailable"), true);
 }
 
-bool connection::evictable() const {
-  if (!active() || waiting_ || streaming_ || bulk_)
-    return false;
-  return !(writing_ || behind_) ||
-         clock_type::now() - write_progress_ >= stalled_write;
-}
-
 int connection::socket_fd() const {
   uv_os_fd_t fd = -1;
   return uv_fileno(reinterpret_cast<const uv_handle_t*>(&tcp_), &fd) == 0 ? fd
                                                                           : -1;
-}
-
-bool connection::peer_behind() {
-  int unread = 0;
-  if (::ioctl(socket_fd(), SIOCOUTQ, &unread) != 0 ||
-      unread <= max_unread_output) {
-    behind_ = false;
-    return false;
-  }
-  if (behind_ && unread < unread_)
-    write_progress_ = clock_type::now();
-  behind_ = true;
-  unread_ = unread;
-  return true;
 }
 
 void connection::close() {
@@ -423,84 +395,6 @@ void connection::handle_request() {
     p = std::move(obj->at("params").as_object());
   waiting_ = true;
   srv_->dispatch(this, std::string{action->get_string()}, std::move(p));
-}
-
-// -- deadlines ----------------------------------------------------------------
-
-std::pair<connection::clock_type::time_point, connection::overdue>
-connection::next_deadline() const {
-  const auto& o = srv_->options();
-  // A transfer is idle once neither the peer nor its worker moved.
-  if (bulk_)
-    return {std::max(last_activity_, write_progress_) + o.idle_timeout,
-            overdue::idle};
-  // A peer that does not take our output is idle, whatever it sends.
-  if (writing_ || stream_writes_ > 0)
-    return {write_progress_ + o.idle_timeout, overdue::stalled_write};
-  // Nor one that leaves our answers unread; whether it reads is seen
-  // only by looking again.
-  if (behind_)
-    return {std::min(write_progress_ + o.idle_timeout,
-                     clock_type::now() + unread_recheck),
-            overdue::unread};
-  // Never cut off a request the daemon is serving, nor an idle stream.
-  if (waiting_ || streaming_)
-    return {never, overdue::none};
-  // From the first byte, not the last: a trickle does not reset the clock.
-  if (head_done_ != never)
-    return {head_done_ + o.body_timeout, overdue::body};
-  if (request_started_ != never)
-    return {request_started_ + o.header_timeout, overdue::head};
-  return {last_activity_ + o.idle_timeout, overdue::idle};
-}
-
-void connection::arm_deadline() {
-  if (closing_ || lingering_)
-    return;
-  auto [when, what] = next_deadline();
-  if (what == overdue::none) {
-    uv_timer_stop(&deadline_);
-    return;
-  }
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  when - clock_type::now())
-                  .count();
-  uv_timer_start(&deadline_, on_deadline,
-                 static_cast<uint64_t>(std::max<int64_t>(left, 0)) + 1, 0);
-}
-
-void connection::on_deadline(uv_timer_t* t) {
-  auto* self = static_cast<connection*>(t->data);
-  auto [when, what] = self->next_deadline();
-  if (what == overdue::none)
-    return;
-  // The look again is due whenever the timer fires (its deadline moves
-  // with the clock).
-  if (what == overdue::unread) {
-    if (self->peer_behind() && clock_type::now() - self->write_progress_ >=
-                                   self->srv_->options().idle_timeout) {
-      self->close();
-      return;
-    }
-    self->process();
-    self->update_reading();
-    self->arm_deadline();
-    return;
-  }
-  if (clock_type::now() < when) {
-    self->arm_deadline();
-    return;
-  }
-  switch (what) {
-  case overdue::head:
-    self->reject(408, "request head not received in time", "request_timeout");
-    return;
-  case overdue::body:
-    self->reject(408, "request body not received in time", "request_timeout");
-    return;
-  default:
-    self->close();
-  }
 }
 
 // -- output -------------------------------------------------------------------

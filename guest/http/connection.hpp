@@ -118,7 +118,8 @@ private:
   /// The socket's descriptor (-1 once closed).
   int socket_fd() const;
   /// Whether more than max_unread_output bytes of our answers wait for
-  /// the peer; a drop since the last look counts as write progress.
+  /// the peer; a drop since the last look counts as write progress
+  /// (deadlines.cpp, with everything else about time).
   bool peer_behind();
 
   // -- deadlines ----------------------------------------------------------
@@ -229,10 +230,12 @@ private:
   size_t lingered_ = 0;
 
   clock_type::time_point last_activity_;
-  /// First byte of the request being received; max() when none.
-  clock_type::time_point request_started_ = clock_type::time_point::max();
-  /// The request head was complete; max() when not yet.
-  clock_type::time_point head_done_ = clock_type::time_point::max();
+  /// No such moment (yet).
+  static constexpr clock_type::time_point never = clock_type::time_point::max();
+  /// First byte of the request being received; never when none.
+  clock_type::time_point request_started_ = never;
+  /// The request head was complete; never when not yet.
+  clock_type::time_point head_done_ = never;
   /// Last time a write completed or started on an empty queue.
   clock_type::time_point write_progress_;
 

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "guest/os/workspace_transfer.hpp"
 
+#include "guest/os/socket_queue.hpp"
 #include "guest/os/writeback.hpp"
 
 #include <fcntl.h>
-#include <linux/sockios.h>
 #include <poll.h>
-#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -101,12 +100,6 @@ namespace {
 
 /// Bytes per sendfile call: the loop hears of progress this often.
 constexpr size_t send_step = 4 << 20;
-
-/// Bytes queued on `sock` that the peer has not acknowledged.
-int unacknowledged(int sock) {
-  int n = 0;
-  return ::ioctl(sock, SIOCOUTQ, &n) == 0 ? n : -1;
-}
 
 /// Waits until `sock` takes more (or has failed: the next call says how);
 /// false once `going()` says stop. poll(2) reports room only once a third
