@@ -303,34 +303,17 @@ void route_session_fault(self_ptr self, uint64_t ticket,
 }
 
 caf::error decode_audit_query(const json::object& p, audit_query& q) {
-  if (params::has(p, "agent_id")) {
-    auto a = params::required_id(p, "agent_id", "agent");
-    if (!a)
-      return a.error();
-    q.agent_id = *a;
-  }
-  if (params::has(p, "session_id")) {
-    auto s = params::required_id(p, "session_id", "session");
-    if (!s)
-      return s.error();
-    q.session_id = *s;
-  }
-  auto op = params::optional_string(p, "op");
-  if (!op)
-    return op.error();
-  q.op = *op;
-  auto cursor = params::optional_int(p, "cursor", 0);
-  if (!cursor)
-    return cursor.error();
-  auto limit = params::optional_int(p, "limit", 100);
-  if (!limit)
-    return limit.error();
-  if (*cursor < 0 || *limit < 1 || *limit > 1000)
-    return make_error(errc::invalid_argument,
-                      "cursor must be nonnegative; limit must be 1..1000");
-  q.after = *cursor;
-  q.limit = *limit;
-  return caf::none;
+  params::reader r{p};
+  if (r.has("agent_id"))
+    q.agent_id = r.required_id("agent_id", "agent");
+  if (r.has("session_id"))
+    q.session_id = r.required_id("session_id", "session");
+  q.op = r.optional_string("op");
+  q.after = r.optional_int("cursor", 0);
+  q.limit = r.optional_int("limit", 100);
+  r.check(q.after >= 0 && q.limit >= 1 && q.limit <= 1000,
+          "cursor must be nonnegative; limit must be 1..1000");
+  return r.error();
 }
 
 // -- store and agent commands -------------------------------------------------
