@@ -118,7 +118,7 @@ using session_runs_actor = caf::typed_actor<
     // The row of a run, live or from its history.
     caf::replies_to<cmd::process_get>::with<run_row>,
     // Every run of the session.
-    caf::replies_to<cmd::process_list>::with<json::value>,
+    caf::replies_to<cmd::process_list>::with<run_list>,
     // Kills a run's tree; replies with the final row.
     caf::replies_to<cmd::process_stop>::with<run_row>,
     // Waits for a run to end; replies with its row then (or at the timeout).

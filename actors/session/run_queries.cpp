@@ -121,7 +121,7 @@ caf::result<run_row> handle(self_ptr self, const cmd::process_get& c) {
 // The catalog holds every row this actor wrote (METADATA answers after
 // committing what was queued before the question), so a page is one
 // indexed query, whatever the length of the history.
-caf::result<json::value> handle(self_ptr self, const cmd::process_list& c) {
+caf::result<run_list> handle(self_ptr self, const cmd::process_list& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
@@ -130,33 +130,21 @@ caf::result<json::value> handle(self_ptr self, const cmd::process_list& c) {
   q.session_id = st.session_id();
   q.after = c.cursor;
   q.limit = c.limit;
-  auto rp = self->make_response_promise<json::value>();
-  auto paged = c.limit > 0;
+  auto rp = self->make_response_promise<run_list>();
+  run_list list;
+  list.agent_id = st.agent_id();
+  list.session_id = st.session_id();
+  list.paged = c.limit > 0;
   query_runs(
       self, std::move(q),
-      [self, rp, paged](run_page& page) mutable {
-        json::array rows;
-        for (const auto& rec : page.runs) {
-          auto row = parse_row(rec);
-          if (!row)
-            continue;
-          auto wire = to_json(*row);
-          wire.erase("processes");
-          rows.emplace_back(std::move(wire));
-        }
-        if (!paged) {
-          rp.deliver(json::value(std::move(rows)));
-          return;
-        }
-        json::value next = nullptr;
+      [rp, list](run_page& page) mutable {
+        for (const auto& rec : page.runs)
+          if (auto row = parse_row(rec))
+            list.runs.push_back(std::move(*row));
+        list.has_more = page.has_more;
         if (!page.runs.empty())
-          next = page.runs.back().run_id;
-        rp.deliver(
-            json::value(json::object{{"agent_id", self->state.agent_id()},
-                                     {"session_id", self->state.session_id()},
-                                     {"runs", std::move(rows)},
-                                     {"has_more", page.has_more},
-                                     {"next_cursor", std::move(next)}}));
+          list.next_cursor = page.runs.back().run_id;
+        rp.deliver(std::move(list));
       },
       [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;

@@ -23,7 +23,7 @@ caf::result<run_row> handle(self_ptr self, const cmd::process_start& c);
 caf::result<run_row> handle(self_ptr self, const cmd::process_get& c);
 
 /// process.list: the session's runs from the catalog, all or a page.
-caf::result<json::value> handle(self_ptr self, const cmd::process_list& c);
+caf::result<run_list> handle(self_ptr self, const cmd::process_list& c);
 
 /// process.stop: kills one run; answers once it has ended.
 caf::result<run_row> handle(self_ptr self, const cmd::process_stop& c);

@@ -74,7 +74,7 @@ struct terminal_size {
   uint16_t cols = 80;
 };
 
-/// process.start {argv, env?, timeout?, stdin?, pty?}.
+/// process.start {argv, env?, timeout?, stdin?, pty?, cwd?, home?}.
 struct process_start {
   static inline const char* name = "process.start";
   static process_start decode(params::reader& r);
@@ -89,6 +89,13 @@ struct process_start {
   bool stdin_pipe = false;
   /// A pseudo-terminal for stdin, stdout and stderr.
   caf::optional<terminal_size> pty;
+  /// Where the run starts, an absolute path inside the sandbox; empty:
+  /// `home`, else /workspace.
+  std::string cwd;
+  /// A second place the workspace appears at, /home/<user>, which HOME and
+  /// USER then name (the view of clients that expect a home directory);
+  /// empty: /workspace only.
+  std::string home;
 };
 
 /// process.input {run_id, data?, eof?}: bytes for the run's stdin or
@@ -130,6 +137,8 @@ struct process_list {
   static inline const char* name = "process.list";
   static process_list decode(params::reader& r);
   static constexpr bool needs_exec = true;
+  /// What the session answers (the native front encodes it).
+  using reply = run_list;
   session_ref session;
   /// 0: every run (the prototype's answer, a bare array).
   int64_t limit = 0;

@@ -98,6 +98,19 @@ struct run_row {
   json::object unknown;
 };
 
+/// process.list: a session's runs, oldest first, without their process
+/// maps; every run, or a page after a cursor.
+struct run_list {
+  std::string agent_id;
+  std::string session_id;
+  std::vector<run_row> runs;
+  /// Asked for with a limit: the page's shape (has_more, next_cursor).
+  bool paged = false;
+  bool has_more = false;
+  /// The page's last run id; none on an empty page.
+  caf::optional<std::string> next_cursor;
+};
+
 /// process.output: a slice of a run's stdout or stderr log.
 struct output_slice {
   std::string run_id;
@@ -121,3 +134,4 @@ struct output_slice {
 // Local messages only: rows never cross a network.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::run_row)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::output_slice)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::run_list)

@@ -268,4 +268,26 @@ json::object to_json(const output_slice& s) {
           {"eof", s.eof},       {"state", to_string(s.state)}};
 }
 
+json::value to_json(const run_list& l) {
+  json::array rows;
+  rows.reserve(l.runs.size());
+  for (const auto& row : l.runs) {
+    auto wire = to_json(row);
+    // The rows of a list never carried their process maps; erasing moves
+    // the last key into the place of `processes`, as the wire has it.
+    wire.erase("processes");
+    rows.emplace_back(std::move(wire));
+  }
+  if (!l.paged)
+    return rows;
+  json::value next = nullptr;
+  if (l.next_cursor)
+    next = *l.next_cursor;
+  return json::object{{"agent_id", l.agent_id},
+                      {"session_id", l.session_id},
+                      {"runs", std::move(rows)},
+                      {"has_more", l.has_more},
+                      {"next_cursor", std::move(next)}};
+}
+
 } // namespace allox

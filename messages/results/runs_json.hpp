@@ -18,6 +18,10 @@ json::object to_json(const run_row& row);
 /// as UTF-8 (invalid sequences replaced).
 json::object to_json(const output_slice& s);
 
+/// process.list: a bare array of rows without `processes`, or for a page
+/// {agent_id, session_id, runs, has_more, next_cursor}.
+json::value to_json(const run_list& l);
+
 /// A row from its JSON; keys it does not know are kept in `unknown`.
 /// `invalid_argument` when a known key has the wrong type or the row has
 /// no run_id.

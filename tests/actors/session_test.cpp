@@ -5,6 +5,7 @@
 // are in tests/integration/.)
 #include "actors/session/session.hpp"
 #include "messages/results/checkpoints_json.hpp"
+#include "messages/results/runs_json.hpp"
 #include "messages/results/stats_json.hpp"
 
 #include "tests/fixtures/deterministic.hpp"
@@ -193,23 +194,27 @@ TEST_CASE_FIXTURE(session_fixture,
   catalog->page.runs = {earlier_run("r1", "s"), earlier_run("r2", "s")};
   catalog->page.has_more = true;
   cmd::process_list paged{ref(), 2, "r0"};
-  auto page = ask(paged);
+  auto page = ask<run_list>(paged);
   REQUIRE(page.first);
+  CHECK(page.first->runs.size() == 2);
+  CHECK(page.first->has_more);
+  CHECK(page.first->next_cursor == std::string{"r2"});
   REQUIRE(catalog->queries.size() == 1);
   auto& q = catalog->queries[0];
   CHECK(q.agent_id == "a");
   CHECK(q.session_id == "s");
   CHECK(q.after == "r0");
   CHECK(q.limit == 2);
-  auto& o = page.first->as_object();
+  auto wire = to_json(*page.first);
+  auto& o = wire.as_object();
   CHECK(o.at("has_more") == true);
   CHECK(o.at("next_cursor") == "r2");
   REQUIRE(o.at("runs").as_array().size() == 2);
   CHECK_FALSE(o.at("runs").as_array()[0].as_object().contains("processes"));
   // Unpaged: the prototype's bare array.
-  auto all = ask(cmd::process_list{ref(), 0, ""});
+  auto all = ask<run_list>(cmd::process_list{ref(), 0, ""});
   REQUIRE(all.first);
-  CHECK(all.first->as_array().size() == 2);
+  CHECK(to_json(*all.first).as_array().size() == 2);
 }
 
 TEST_CASE_FIXTURE(session_fixture,
