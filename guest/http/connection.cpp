@@ -84,9 +84,33 @@ void connection::answer(int status, std::string body) {
 }
 
 void connection::answer_route(route_response response) {
+  if (response.streaming) {
+    // Still waiting: nothing else is read, and the connection is neither
+    // idle nor evictable until the last part; a peer not reading stalls.
+    bhttp::response<bhttp::empty_body> res{
+        static_cast<bhttp::status>(response.status), 11};
+    res.set(bhttp::field::content_type, response.content_type);
+    res.set(bhttp::field::server, "allox-workspace-daemon");
+    res.set(bhttp::field::cache_control, "no-cache");
+    for (const auto& [name, value] : response.headers)
+      res.insert(name, value);
+    res.keep_alive(false);
+    send(serialize(res, true) + response.body, false);
+    arm_deadline();
+    return;
+  }
   waiting_ = false;
   respond(response.status, std::move(response.body), !keep_alive_,
           response.content_type, &response.headers);
+  arm_deadline();
+}
+
+void connection::answer_route_part(std::string data, bool last) {
+  if (closing_ || lingering_)
+    return;
+  if (data.empty() && !last)
+    return;
+  send(std::move(data), last);
   arm_deadline();
 }
 

@@ -74,8 +74,10 @@ public:
 
   /// Answers GET /metrics with the exposition text.
   void answer_metrics(std::string text);
-  /// The answer of a front's route.
+  /// The answer of a front's route (the head of a streamed one).
   void answer_route(route_response response);
+  /// More of a streamed route answer; the connection closes after `last`.
+  void answer_route_part(std::string data, bool last);
 
   /// Rejects the connection outright (too many connections, none to evict).
   void refuse();

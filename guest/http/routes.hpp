@@ -9,8 +9,10 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/verb.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +32,11 @@ struct route_response {
   std::string body;
   /// More header fields, in order (Content-Type and Server are set).
   std::vector<std::pair<std::string, std::string>> headers;
+  /// A streamed answer: the head and `body` go out now, more bytes follow
+  /// through responder::more() until its last part, and the connection
+  /// closes after it (the body ends with the connection, as HTTP/1.1
+  /// allows without a length).
+  bool streaming = false;
 };
 
 /// Answers one routed request. Thread-safe; the first answer counts, and
@@ -37,12 +44,23 @@ struct route_response {
 /// dropped.
 class responder {
 public:
-  responder(server* srv, uint64_t ticket) : srv_(srv), ticket_(ticket) {}
+  responder(server* srv, uint64_t ticket,
+            std::shared_ptr<const std::atomic<bool>> open)
+      : srv_(srv), ticket_(ticket), open_(std::move(open)) {}
   void operator()(route_response response) const;
+
+  /// More of a streamed answer; `last` ends it. Dropped once the client
+  /// went away.
+  void more(std::string data, bool last = false) const;
+
+  /// False once the answer is complete or its client went away: a front
+  /// feeding a stream stops then.
+  bool open() const { return open_->load(std::memory_order_relaxed); }
 
 private:
   server* srv_;
   uint64_t ticket_;
+  std::shared_ptr<const std::atomic<bool>> open_;
 };
 
 /// Serves a request on the loop thread; answers through the responder,

@@ -154,9 +154,13 @@ void server::accept(uv_stream_t* listener, bool metrics_only) {
 uint64_t server::dispatch(connection* conn, std::string action,
                           json::object params) {
   auto ticket = next_ticket_++;
-  tickets_.emplace(
-      ticket,
-      pending{conn, action, std::chrono::steady_clock::now(), false, {}});
+  tickets_.emplace(ticket, pending{conn,
+                                   action,
+                                   std::chrono::steady_clock::now(),
+                                   false,
+                                   {},
+                                   {},
+                                   false});
   dispatch_(ticket, std::move(action), std::move(params));
   return ticket;
 }
@@ -164,7 +168,8 @@ uint64_t server::dispatch(connection* conn, std::string action,
 uint64_t server::dispatch(std::function<void(int, std::string)> reply,
                           std::string action, json::object params) {
   auto ticket = next_ticket_++;
-  pending p{nullptr, action, std::chrono::steady_clock::now(), false, {}};
+  pending p{nullptr, action, std::chrono::steady_clock::now(), false, {},
+            {},      false};
   p.reply = std::move(reply);
   tickets_.emplace(ticket, std::move(p));
   dispatch_(ticket, std::move(action), std::move(params));
@@ -180,24 +185,39 @@ void server::add_route(route r) {
 
 void server::serve_route(connection* conn, const route& r, route_request req) {
   auto ticket = next_ticket_++;
-  tickets_.emplace(
-      ticket,
-      pending{conn, r.path, std::chrono::steady_clock::now(), false, {}});
-  r.serve(req, responder{this, ticket});
+  pending p{conn, r.path, std::chrono::steady_clock::now(), false, {},
+            {},   false};
+  p.open = std::make_shared<std::atomic<bool>>(true);
+  auto open = p.open;
+  tickets_.emplace(ticket, std::move(p));
+  r.serve(req, responder{this, ticket, std::move(open)});
 }
 
-void server::post_routed(uint64_t ticket, route_response response) {
+void server::post_routed(uint64_t ticket, route_response response, bool more,
+                         bool last) {
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (closed_)
       return;
-    routed_.emplace_back(ticket, std::move(response));
+    routed_.push_back({ticket, std::move(response), more, last});
   }
   uv_async_send(&wakeup_);
 }
 
+void server::drop_ticket(std::unordered_map<uint64_t, pending>::iterator it) {
+  if (it->second.open)
+    it->second.open->store(false, std::memory_order_relaxed);
+  tickets_.erase(it);
+}
+
 void responder::operator()(route_response response) const {
   srv_->post_routed(ticket_, std::move(response));
+}
+
+void responder::more(std::string data, bool last) const {
+  route_response part;
+  part.body = std::move(data);
+  srv_->post_routed(ticket_, std::move(part), true, last);
 }
 
 const route* find_route(const std::vector<route>& routes,
@@ -220,14 +240,14 @@ const route* find_route(const std::vector<route>& routes,
 
 void server::scrape(connection* conn) {
   auto ticket = next_ticket_++;
-  tickets_.emplace(ticket, pending{conn, {}, {}, true, {}});
+  tickets_.emplace(ticket, pending{conn, {}, {}, true, {}, {}, false});
   dispatch_(ticket, "system.dump", {});
 }
 
 void server::open_stream(connection* conn, uint64_t stream, json::object params,
                          std::shared_ptr<run_sink> sink) {
   auto ticket = next_ticket_++;
-  tickets_.emplace(ticket, pending{conn, {}, {}, false, {}});
+  tickets_.emplace(ticket, pending{conn, {}, {}, false, {}, {}, false});
   streams_.emplace(stream, conn);
   if (!open_) {
     post({ticket, 400,
@@ -241,7 +261,7 @@ void server::open_stream(connection* conn, uint64_t stream, json::object params,
 
 void server::transfer(connection* conn, json::object params, bool done) {
   auto ticket = next_ticket_++;
-  tickets_.emplace(ticket, pending{conn, {}, {}, false, {}});
+  tickets_.emplace(ticket, pending{conn, {}, {}, false, {}, {}, false});
   if (!transfer_) {
     post({ticket, 400,
           error_body("file transfers are not served here", "unsupported"),
@@ -283,10 +303,10 @@ void server::push_stream(uint64_t stream, std::string row_json) {
 
 void server::forget(connection* conn) {
   for (auto it = tickets_.begin(); it != tickets_.end();) {
+    auto next = std::next(it);
     if (it->second.conn == conn)
-      it = tickets_.erase(it);
-    else
-      ++it;
+      drop_ticket(it);
+    it = next;
   }
   connections_.erase(conn);
 }
@@ -307,7 +327,7 @@ void server::on_wakeup(uv_async_t* async) {
 
 void server::deliver_replies() {
   std::deque<rpc_reply> batch;
-  std::deque<std::pair<uint64_t, route_response>> routed;
+  std::deque<routed_part> routed;
   std::deque<std::pair<uint64_t, std::string>> pushes;
   {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -315,17 +335,32 @@ void server::deliver_replies() {
     routed.swap(routed_);
     pushes.swap(pushes_);
   }
-  for (auto& [ticket, response] : routed) {
-    auto it = tickets_.find(ticket);
+  for (auto& part : routed) {
+    auto it = tickets_.find(part.ticket);
     if (it == tickets_.end())
       continue; // answered already, or the client went away
-    auto p = std::move(it->second);
-    tickets_.erase(it);
-    metrics_.observe(p.action, response.status,
+    auto* conn = it->second.conn;
+    if (part.more) {
+      // A part before its head, or after a plain answer, is a front's bug.
+      if (!it->second.streaming)
+        continue;
+      if (part.last)
+        drop_ticket(it);
+      conn->answer_route_part(std::move(part.response.body), part.last);
+      continue;
+    }
+    if (it->second.streaming)
+      continue; // a second head
+    // A streamed answer is counted when its head goes out.
+    metrics_.observe(it->second.action, part.response.status,
                      std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - p.started)
+                         std::chrono::steady_clock::now() - it->second.started)
                          .count());
-    p.conn->answer_route(std::move(response));
+    if (part.response.streaming)
+      it->second.streaming = true;
+    else
+      drop_ticket(it);
+    conn->answer_route(std::move(part.response));
   }
   for (auto& r : batch) {
     auto it = tickets_.find(r.ticket);
@@ -379,6 +414,14 @@ void server::stop_accepting() {
     streaming.push_back(conn);
   for (auto* conn : streaming)
     conn->end_stream_for_shutdown();
+  // So do a front's streamed answers: cut off (their front sees the
+  // responder closed), as their clients see the daemon go.
+  std::vector<connection*> routed;
+  for (auto& [ticket, p] : tickets_)
+    if (p.streaming)
+      routed.push_back(p.conn);
+  for (auto* conn : routed)
+    conn->close();
 }
 
 void server::close() {

@@ -17,6 +17,7 @@
 
 #include <uv.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -129,15 +130,20 @@ public:
   uint64_t dispatch(std::function<void(int, std::string)> reply,
                     std::string action, json::object params);
   /// Forgets a request whose caller went away.
-  void cancel(uint64_t ticket) { tickets_.erase(ticket); }
+  void cancel(uint64_t ticket) {
+    if (auto it = tickets_.find(ticket); it != tickets_.end())
+      drop_ticket(it);
+  }
   const route* find_route(boost::beast::http::verb method,
                           std::string_view target) const {
     return http::find_route(routes_, method, target);
   }
   /// Hands a request to its route; answered through post_routed.
   void serve_route(connection* conn, const route& r, route_request req);
-  /// Thread-safe: queues a routed request's answer and wakes the loop.
-  void post_routed(uint64_t ticket, route_response response);
+  /// Thread-safe: queues a routed request's answer (or, `more`, a later
+  /// part of a streamed one) and wakes the loop.
+  void post_routed(uint64_t ticket, route_response response, bool more = false,
+                   bool last = false);
   /// GET /metrics: asks the actors for their tree, then answers `conn`
   /// with the exposition.
   void scrape(connection* conn);
@@ -196,7 +202,21 @@ private:
     bool scrape = false;
     /// Set instead of conn for callers that are not HTTP connections.
     std::function<void(int, std::string)> reply;
+    /// A routed request's: true until its answer is complete or its
+    /// client went away (what responder::open() reads).
+    std::shared_ptr<std::atomic<bool>> open;
+    /// A routed answer whose head went out and whose body is streaming.
+    bool streaming = false;
   };
+  /// A routed answer or a later part of a streamed one.
+  struct routed_part {
+    uint64_t ticket;
+    route_response response;
+    bool more = false;
+    bool last = false;
+  };
+  /// Forgets a ticket; a routed one's responder sees it closed.
+  void drop_ticket(std::unordered_map<uint64_t, pending>::iterator it);
   std::unordered_map<uint64_t, pending> tickets_;
   std::vector<route> routes_;
   request_metrics metrics_;
@@ -205,7 +225,7 @@ private:
   // guards replies_, routed_, pushes_ and closed_ (actor threads)
   std::mutex mtx_;
   std::deque<rpc_reply> replies_;
-  std::deque<std::pair<uint64_t, route_response>> routed_;
+  std::deque<routed_part> routed_;
   std::deque<std::pair<uint64_t, std::string>> pushes_;
   bool closed_ = false;
 };

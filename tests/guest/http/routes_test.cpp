@@ -188,3 +188,56 @@ TEST_CASE("routes: an answer given after its client went away is dropped, "
   CHECK(fast.find("late") == std::string::npos);
   CHECK(fast.find("\r\n\r\nfast") != std::string::npos);
 }
+
+TEST_CASE("routes: a streamed answer goes out part by part and ends with "
+          "its connection; a stream whose client left reads closed") {
+  route_server rs;
+  std::promise<responder> held;
+  auto taken = held.get_future();
+  rs.srv().add_route(
+      {verb::post, "/stream", route_match::exact, route_access::open,
+       [&held](const route_request&, responder answer) {
+         route_response head{200, "application/x-parts", "first;", {}};
+         head.streaming = true;
+         answer(std::move(head));
+         held.set_value(answer);
+       }});
+  auto port = rs.start();
+  test::raw_socket s{port};
+  REQUIRE(s.send_all("POST /stream HTTP/1.1\r\nHost: h\r\n"
+                     "Content-Length: 0\r\n\r\n"));
+  REQUIRE(taken.wait_for(std::chrono::seconds{5}) == std::future_status::ready);
+  auto answer = taken.get();
+  auto head = s.read_for(std::chrono::seconds{5}, "first;");
+  CHECK(head.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(head.find("Content-Type: application/x-parts") != std::string::npos);
+  CHECK(head.find("Content-Length") == std::string::npos);
+  CHECK(answer.open());
+  answer.more("second;");
+  CHECK(s.read_for(std::chrono::seconds{5}, "second;") == "second;");
+  answer.more("last", true);
+  CHECK(s.read_until_closed(std::chrono::seconds{5}) == "last");
+  // Complete: the front sees it closed, and later parts go nowhere.
+  for (int i = 0; i < 100 && answer.open(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  CHECK_FALSE(answer.open());
+  answer.more("after");
+
+  // A client that leaves mid-stream closes its responder.
+  std::promise<responder> again;
+  auto second = again.get_future();
+  held = std::move(again);
+  {
+    test::raw_socket gone{port};
+    REQUIRE(gone.send_all("POST /stream HTTP/1.1\r\nHost: h\r\n"
+                          "Content-Length: 0\r\n\r\n"));
+    REQUIRE(second.wait_for(std::chrono::seconds{5}) ==
+            std::future_status::ready);
+    gone.read_for(std::chrono::seconds{5}, "first;");
+  }
+  auto left = second.get();
+  for (int i = 0; i < 200 && left.open(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  CHECK_FALSE(left.open());
+  left.more("to nobody", true);
+}
