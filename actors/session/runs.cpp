@@ -110,6 +110,8 @@ caf::result<run_row> handle(self_ptr self, const cmd::process_start& c) {
   spec.session_id = st.session_id();
   spec.env = c.env;
   spec.argv = c.argv;
+  spec.cwd = c.cwd;
+  spec.home = c.home;
   spec.isolated_network = settings.at("network") == "isolated";
   spec.proxy_network = settings.at("network") == "proxy";
   if (spec.proxy_network) {

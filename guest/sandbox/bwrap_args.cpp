@@ -22,6 +22,10 @@ std::vector<std::string> bwrap_argv(const spec& s) {
                      // Writable by the sandbox user, as a /tmp is.
                      "--perms", "1777", "--tmpfs", "/tmp", "--dir",
                      "/run/allox", "--ro-bind", s.init, init_path});
+  // The same tree, not a copy: what the run writes under its home is the
+  // workspace checkpoints and rollback see.
+  if (!s.home.empty())
+    a.insert(a.end(), {"--bind", s.current, s.home});
   // The event endpoint (guest/http/event_endpoint.hpp) and its clients.
   if (!s.events_socket.empty())
     a.insert(a.end(), {"--ro-bind", s.events_socket, events_socket_path});
@@ -61,6 +65,9 @@ std::vector<std::string> bwrap_argv(const spec& s) {
   };
   for (const auto& [k, v] : fixed)
     a.insert(a.end(), {"--setenv", k, v});
+  if (!s.home.empty())
+    a.insert(a.end(), {"--setenv", "HOME", s.home, "--setenv", "USER",
+                       s.home.substr(s.home.rfind('/') + 1)});
   if (!s.events_socket.empty())
     a.insert(a.end(), {"--setenv", "ALLOX_EVENTS_SOCKET", events_socket_path});
   // Proxy mode (guest/net/): every HTTP(S) client that honours these goes
@@ -75,7 +82,8 @@ std::vector<std::string> bwrap_argv(const spec& s) {
   // Our init is PID 1: it reaps orphans and stays until every process of
   // the run has exited, so double-forked and setsid descendants keep the
   // run (and the namespace) alive.
-  a.insert(a.end(), {"--chdir", "/workspace", "--as-pid-1", init_path});
+  auto cwd = !s.cwd.empty() ? s.cwd : !s.home.empty() ? s.home : "/workspace";
+  a.insert(a.end(), {"--chdir", cwd, "--as-pid-1", init_path});
   if (!s.syscall_filter)
     a.emplace_back("--no-syscall-filter");
   if (s.uid != 0)

@@ -42,6 +42,10 @@ struct spec {
   /// The sandbox user; 0:0 keeps the prototype's uid 0 (no capabilities).
   uid_t uid = 0;
   gid_t gid = 0;
+  /// Where the run starts (empty: `home`, else /workspace).
+  std::string cwd;
+  /// /home/<user>: the workspace bound there too, HOME and USER naming it.
+  std::string home;
   std::vector<std::string> argv;
 };
 

@@ -36,6 +36,39 @@ expected<terminal_size> decode_terminal_size(const json::value& v,
   return terminal_size{static_cast<uint16_t>(r), static_cast<uint16_t>(c)};
 }
 
+/// An absolute, normalised path of at most 4096 bytes: no empty, . or ..
+/// component, no NUL.
+bool sandbox_path(const std::string& p) {
+  if (p.empty() || p[0] != '/' || p.size() > 4096 ||
+      p.find('\0') != std::string::npos)
+    return false;
+  size_t at = 1;
+  while (at <= p.size()) {
+    auto end = p.find('/', at);
+    if (end == std::string::npos)
+      end = p.size();
+    auto part = p.substr(at, end - at);
+    if ((part.empty() && end != p.size()) || part == "." || part == "..")
+      return false;
+    at = end + 1;
+  }
+  return true;
+}
+
+/// /home/<name>, the name of the kind a user name has.
+bool home_path(const std::string& p) {
+  constexpr std::string_view prefix = "/home/";
+  if (p.compare(0, prefix.size(), prefix) != 0)
+    return false;
+  auto name = p.substr(prefix.size());
+  if (name.empty() || name.size() > 32 || name == "." || name == "..")
+    return false;
+  return std::all_of(name.begin(), name.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' ||
+           ch == '_' || ch == '-';
+  });
+}
+
 /// The most process.input takes at once.
 constexpr size_t max_input_bytes = 65536;
 
@@ -211,6 +244,12 @@ process_start process_start::decode(params::reader& r) {
     // The terminal is the run's stdin.
     c.stdin_pipe = false;
   }
+  c.cwd = r.optional_string("cwd");
+  r.check(c.cwd.empty() || sandbox_path(c.cwd),
+          "cwd must be an absolute path without . or .. components");
+  c.home = r.optional_string("home");
+  r.check(c.home.empty() || home_path(c.home),
+          "home must be /home/<name> with a name of letters, digits, . _ -");
   return c;
 }
 
