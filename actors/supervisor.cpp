@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/supervisor.hpp"
 
+#include <algorithm>
+
 #include "actors/agents.hpp"
 #include "actors/dump.hpp"
 #include "actors/metadata.hpp"
@@ -40,10 +42,12 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
 #endif
     st.agents = self->spawn<caf::linked + caf::monitored>(
         agents, st.init.paths, st.metadata, self->address(), st.init.exec);
+    core_handles core{caf::actor_cast<supervisor_actor>(self), st.agents,
+                      st.metadata, st.init.exec};
     if (st.init.spawn_front)
-      st.rpc = st.init.spawn_front(
-          self, core_handles{caf::actor_cast<supervisor_actor>(self), st.agents,
-                             st.metadata, st.init.exec});
+      st.rpc = st.init.spawn_front(self, core);
+    if (st.init.spawn_more_fronts)
+      st.fronts = st.init.spawn_more_fronts(self, core);
   }
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
@@ -72,8 +76,13 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
   });
   self->set_exit_handler([self](caf::exit_msg& em) {
     auto& st = self->state;
+    auto is_front = [&st](const caf::actor_addr& a) {
+      return std::any_of(st.fronts.begin(), st.fronts.end(),
+                         [&a](const auto& f) { return f.address() == a; });
+    };
     if (em.source == st.metadata.address() ||
         em.source == st.agents.address() || em.source == st.rpc.address() ||
+        is_front(em.source) ||
         (st.tracker && em.source == st.tracker.address()))
       return; // the down handler reports it
     if (st.stopping)
@@ -84,6 +93,8 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
     st.stop_reason = em.reason;
     if (st.rpc)
       self->send_exit(st.rpc, em.reason);
+    for (const auto& f : st.fronts)
+      self->send_exit(f, em.reason);
     if (st.metadata_ended)
       self->quit(em.reason);
     else if (st.agents_ended)
@@ -106,6 +117,7 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
             caf::actor_cast<stats_client_actor>(st.metadata)};
         if (st.rpc)
           children.push_back(caf::actor_cast<stats_client_actor>(st.rpc));
+        children.insert(children.end(), st.fronts.begin(), st.fronts.end());
         children.push_back(caf::actor_cast<stats_client_actor>(st.agents));
         if (st.tracker)
           children.push_back(caf::actor_cast<stats_client_actor>(st.tracker));

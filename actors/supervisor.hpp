@@ -16,6 +16,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace allox {
 
@@ -36,6 +37,11 @@ using front_factory = std::function<rpc_actor(
     supervisor_actor::stateful_pointer<supervisor_state> self,
     const core_handles& core)>;
 
+/// Spawns the other fronts (E2B, ...) as children of `self`, as above.
+using more_fronts_factory = std::function<std::vector<stats_client_actor>(
+    supervisor_actor::stateful_pointer<supervisor_state> self,
+    const core_handles& core)>;
+
 struct supervisor_init {
   store::layout paths;
   std::shared_ptr<store::catalog> catalog;
@@ -45,6 +51,8 @@ struct supervisor_init {
   std::function<void(std::string)> on_fatal;
   /// The daemon's: spawns the RPC actor once the core exists.
   front_factory spawn_front;
+  /// The daemon's: spawns the other fronts after the RPC actor.
+  more_fronts_factory spawn_more_fronts;
 };
 
 struct supervisor_state {
@@ -54,6 +62,8 @@ struct supervisor_state {
   metadata_actor metadata;
   agents_actor agents;
   rpc_actor rpc;
+  /// The other fronts; each stops with the tree and fails it as RPC does.
+  std::vector<stats_client_actor> fronts;
   /// The TRACKER, while process tracking is "ebpf".
   tracker_actor tracker;
   /// Set by an orderly stop: METADATA is stopped once AGENTS (and with it

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "daemon/options.hpp"
 
+#include "messages/ids.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
@@ -130,6 +132,17 @@ int parse(int argc, char** argv, options& out) {
         } catch (...) {
         }
         return "must be a power of two from 4096 to 1073741824";
+      });
+  app.add_option("--e2b", out.e2b,
+                 "the E2B-compatible API under /e2b (docs/e2b.md): on or off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--e2b-agent", out.e2b_agent,
+                 "the agent of E2B sandboxes whose metadata names none "
+                 "(allox.agent)")
+      ->capture_default_str()
+      ->check([](const std::string& v) -> std::string {
+        return is_valid_id(v) ? std::string{} : "must be a valid agent id";
       });
   try {
     app.parse(argc, argv);

@@ -53,6 +53,10 @@ struct options {
   std::string process_tracking = "disabled";
   /// Size of the tracker's ring buffer: a power of two, at least a page.
   uint32_t tracker_ring_bytes = 256 * 1024;
+  /// The E2B-compatible front under /e2b: "on" or "off".
+  std::string e2b = "on";
+  /// The agent of E2B sandboxes whose metadata names none (allox.agent).
+  std::string e2b_agent = "e2b";
 };
 
 /// Parses argv; returns an exit code >= 0 when the program should stop

@@ -94,6 +94,8 @@ runtime::runtime(const options& opts, http::server_options sopts,
       system_{configure(cfg_, opts)} {
   ctx_.grace = opts.shutdown_grace;
   fronts::serve_console(server_);
+  if (opts.e2b == "on")
+    e2b::serve_e2b(server_, [this] { return e2b_; });
   server_.set_tree_metrics(fronts::render_actor_metrics);
   server_.set_transfer([this](transfer_request req) {
     caf::anon_send(ctx_.rpc, std::move(req));
@@ -163,6 +165,18 @@ caf::error runtime::start() {
         rpc, rpc_init{core.supervisor, core.agents, core.metadata, &server_,
                       info_, core.exec, opts_.request_timeout});
   };
+  if (opts_.e2b == "on")
+    init.spawn_more_fronts = [this](auto self, const core_handles& core) {
+      e2b::front_init fi;
+      fi.agents = core.agents;
+      fi.token = opts_.token;
+      fi.default_agent = opts_.e2b_agent;
+      fi.execution = core.exec != nullptr;
+      e2b_ = self->template spawn<caf::linked + caf::monitored>(e2b::front,
+                                                                std::move(fi));
+      return std::vector<stats_client_actor>{
+          caf::actor_cast<stats_client_actor>(e2b_)};
+    };
   sup_ = system_.spawn(supervisor, std::move(init));
   setup_.catalog.reset();
   if (auto err = recover())
@@ -212,6 +226,7 @@ void runtime::stop() {
     return;
   stopped_ = true;
   ctx_.rpc = nullptr;
+  e2b_ = nullptr;
   if (sup_) {
     caf::anon_send_exit(sup_, caf::exit_reason::user_shutdown);
     system_.await_all_actors_done();

@@ -16,6 +16,7 @@
 #include "actors/supervisor.hpp"
 #include "daemon/destinations.hpp"
 #include "daemon/options.hpp"
+#include "fronts/e2b/front.hpp"
 #include "fronts/native/rpc.hpp"
 #include "guest/http/event_endpoint.hpp"
 #include "guest/http/server.hpp"
@@ -107,6 +108,9 @@ private:
   /// Held until every actor is done: an actor nobody references any more
   /// would be killed as unreachable, cutting the supervisor's order short.
   supervisor_actor sup_;
+  /// The E2B front (with --e2b on), set while the tree is spawned, before
+  /// the loop runs; its routes read it on the loop.
+  e2b::e2b_actor e2b_;
   /// Runs reach the daemon through it only (guest/http/event_endpoint.hpp).
   std::optional<http::event_endpoint> endpoint_;
   bool stopped_ = false;

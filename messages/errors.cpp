@@ -59,6 +59,11 @@ errc code_of(const caf::error& err) {
   return errc::internal;
 }
 
+bool receiver_down(const caf::error& err) {
+  return err.category() == caf::atom("system") &&
+         err.code() == static_cast<uint8_t>(caf::sec::request_receiver_down);
+}
+
 std::string message_of(const caf::error& err) {
   if (err.category() == caf::atom("allox")) {
     const auto& ctx = err.context();

@@ -55,6 +55,11 @@ caf::error sys_error(const std::string& what);
 /// The code of an error; errors from other categories map to `internal`.
 errc code_of(const caf::error& err);
 
+/// A request that never reached its receiver: bounced from the mailbox of
+/// an actor that ended (deleted, or failed and restarted) before it got
+/// there, so it is safe to send it again to a successor.
+bool receiver_down(const caf::error& err);
+
 /// The human-readable message of an error made by make_error, or a generic
 /// text for errors that did not come from us.
 std::string message_of(const caf::error& err);

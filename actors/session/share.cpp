@@ -49,13 +49,6 @@ caf::error not_enabled() {
   return make_error(errc::forbidden, "both Sessions must enable share");
 }
 
-/// Nothing reached the target's actor: bounced from its mailbox (deleted
-/// or restarted meanwhile).
-bool bounced(const caf::error& err) {
-  return err.category() == caf::atom("system") &&
-         err.code() == static_cast<uint8_t>(caf::sec::request_receiver_down);
-}
-
 /// An access as the target's audit trail records it: the caller, the path
 /// as sent, and the outcome (never any file content).
 audit_event access_audit(const cmd::share_access& a, const caf::error& err,
@@ -161,7 +154,7 @@ caf::result<json::value> ask_target(self_ptr self, cmd::share_access a) {
                 .then(
                     [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
                     [rp, no_target](caf::error& err) mutable {
-                      if (bounced(err))
+                      if (receiver_down(err))
                         return no_target();
                       if (err == caf::sec::request_timeout) {
                         rp.deliver(make_error(
@@ -173,7 +166,7 @@ caf::result<json::value> ask_target(self_ptr self, cmd::share_access a) {
                     });
           },
           [rp, no_target](caf::error& err) mutable {
-            if (code_of(err) == errc::not_found || bounced(err))
+            if (code_of(err) == errc::not_found || receiver_down(err))
               return no_target();
             rp.deliver(std::move(err));
           });

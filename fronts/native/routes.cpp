@@ -46,16 +46,11 @@ void call_agents(self_ptr self, uint64_t ticket, Command cmd,
 
 // -- session commands ---------------------------------------------------------
 
-/// What a session replies to each command: the typed result its struct
-/// names (`Command::reply`), else the JSON it builds itself.
-template <class Command, class = void>
-struct reply_of {
-  using type = json::value;
-};
-
+/// What a session replies to each command (cmd::reply_t), but for the
+/// two token results, which are replies other actors read too.
 template <class Command>
-struct reply_of<Command, std::void_t<typename Command::reply>> {
-  using type = typename Command::reply;
+struct reply_of {
+  using type = cmd::reply_t<Command>;
 };
 
 template <>

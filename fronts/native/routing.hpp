@@ -34,10 +34,6 @@ void reply_error(self_ptr self, uint64_t ticket, const caf::error& err);
 /// Answers every request past its deadline (the tick).
 void expire(self_ptr self);
 
-/// The target went away before it handled the request: bounced from its
-/// mailbox, so it is safe to route it again.
-bool receiver_down(const caf::error& err);
-
 /// Routes one request: decode its command, send it on, answer.
 using route_fn = void (*)(self_ptr, uint64_t, const json::object&);
 

@@ -96,14 +96,6 @@ void expire(self_ptr self) {
     arm_tick(self);
 }
 
-/// The target went away before it handled the request: the request was
-/// bounced from its mailbox (an actor that failed or was deleted), so it
-/// is safe to route it again.
-bool receiver_down(const caf::error& err) {
-  return err.category() == caf::atom("system") &&
-         err.code() == static_cast<uint8_t>(caf::sec::request_receiver_down);
-}
-
 } // namespace rpc_detail
 
 namespace {

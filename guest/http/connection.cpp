@@ -321,16 +321,21 @@ bool connection::check_header() {
       start_transfer();
     return false;
   }
-  // Every other request's body is held in memory: at most max_body.
-  auto declared = parser_->content_length();
-  if (declared && *declared > srv_->options().max_body) {
-    reject(400, "invalid request size", "payload_too_large");
-    return false;
-  }
-  parser_->body_limit(srv_->options().max_body);
   // A front's route: it serves the whole request, under its access rule.
   route_ = srv_->find_route(
       req.method(), std::string_view{req.target().data(), req.target().size()});
+  // Every other request's body is held in memory: at most max_body (or
+  // the route's own limit).
+  auto limit = route_ != nullptr && route_->max_body > 0
+                   ? route_->max_body
+                   : srv_->options().max_body;
+  auto declared = parser_->content_length();
+  if (declared && *declared > limit) {
+    route_ = nullptr;
+    reject(400, "invalid request size", "payload_too_large");
+    return false;
+  }
+  parser_->body_limit(limit);
   if (route_ != nullptr)
     return route_->access == route_access::open || authorized(req);
   // Health stays open (probes carry no token); metrics follow the RPC's

@@ -80,6 +80,9 @@ struct route {
   route_match match;
   route_access access;
   route_fn serve;
+  /// The largest body the route takes (0: the server's max_body); held in
+  /// memory whole, so only routes that need more say so.
+  size_t max_body = 0;
 };
 
 /// The route serving `method` on `target` (the query ignored): an exact

@@ -50,6 +50,15 @@ bool token_matches(std::string_view header, std::string_view token) {
   return diff == 0;
 }
 
+bool secret_matches(std::string_view given, std::string_view secret) {
+  if (secret.empty() || given.size() != secret.size())
+    return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < secret.size(); ++i)
+    diff |= static_cast<unsigned char>(given[i] ^ secret[i]);
+  return diff == 0;
+}
+
 // -- server
 // ---------------------------------------------------------------------
 

@@ -239,4 +239,8 @@ bool is_loopback_host(const std::string& host);
 /// Constant-time comparison of the Authorization header with the token.
 bool token_matches(std::string_view header, std::string_view token);
 
+/// Constant-time comparison of a presented secret with the expected one
+/// (an empty secret matches nothing).
+bool secret_matches(std::string_view given, std::string_view secret);
+
 } // namespace allox::http

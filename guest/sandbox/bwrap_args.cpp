@@ -25,7 +25,8 @@ std::vector<std::string> bwrap_argv(const spec& s) {
   // The same tree, not a copy: what the run writes under its home is the
   // workspace checkpoints and rollback see.
   if (!s.home.empty())
-    a.insert(a.end(), {"--bind", s.current, s.home});
+    a.insert(a.end(), {"--perms", "0755", "--dir", "/home", "--bind", s.current,
+                       s.home});
   // The event endpoint (guest/http/event_endpoint.hpp) and its clients.
   if (!s.events_socket.empty())
     a.insert(a.end(), {"--ro-bind", s.events_socket, events_socket_path});

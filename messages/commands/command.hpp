@@ -37,6 +37,21 @@ template <class Command>
 struct needs_exec<Command, std::void_t<decltype(Command::needs_exec)>>
     : std::bool_constant<Command::needs_exec> {};
 
+/// What the actor serving `Command` replies: the typed result its struct
+/// names (`Command::reply`), else the JSON its handler builds.
+template <class Command, class = void>
+struct reply_type {
+  using type = json::value;
+};
+
+template <class Command>
+struct reply_type<Command, std::void_t<typename Command::reply>> {
+  using type = typename Command::reply;
+};
+
+template <class Command>
+using reply_t = typename reply_type<Command>::type;
+
 /// Decodes a command with `decoder` (a command's static decode function,
 /// given the extra arguments it takes): the value, or the first error its
 /// reads kept.

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: Apache-2.0
+// E2B's control plane: sandboxes created, listed, described, given more
+// time and killed. A sandbox is a session of its agent; the front keeps
+// what E2B knows beyond it (sandboxes.hpp).
+#include "fronts/e2b/handlers.hpp"
+
+#include "guest/http/server.hpp"
+#include "guest/log.hpp"
+#include "messages/commands/agents.hpp"
+#include "messages/ids.hpp"
+
+#include <vector>
+
+namespace allox::e2b {
+
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+constexpr std::string_view origin = "e2b";
+
+std::vector<std::string> segments(std::string_view path) {
+  std::vector<std::string> out;
+  while (!path.empty()) {
+    auto slash = path.find('/');
+    if (slash != 0)
+      out.emplace_back(path.substr(0, slash));
+    if (slash == std::string_view::npos)
+      break;
+    path.remove_prefix(slash + 1);
+  }
+  return out;
+}
+
+/// The body as JSON ({} when empty); null when it is not JSON.
+caf::optional<json::value> json_body(const request& req) {
+  const auto& body = req.http().body();
+  if (body.empty())
+    return json::value(json::object{});
+  boost::system::error_code ec;
+  auto doc = json::parse(body, ec);
+  if (ec)
+    return caf::none;
+  return doc;
+}
+
+void not_found(const request& req, const std::string& id) {
+  answer_error(req.answer(), 404, "sandbox " + id + " not found");
+}
+
+// -- handlers -----------------------------------------------------------------
+
+/// POST /v2/sandboxes (and /sandboxes): a new session of the sandbox's
+/// agent, created (with the agent) by AGENTS.
+void create(front_self self, request& req) {
+  auto body = json_body(req);
+  if (!body)
+    return answer_error(req.answer(), 400, "the body is not JSON");
+  auto asked = decode_create(*body);
+  if (!asked)
+    return answer_error(req.answer(), asked.error());
+  sandbox sb;
+  sb.agent = self->state.init.default_agent;
+  if (auto it = asked->metadata.find("allox.agent");
+      it != asked->metadata.end())
+    sb.agent = it->second;
+  if (auto err = validate_id("agent", sb.agent))
+    return answer_error(req.answer(), err);
+  // An E2B-style id (lowercase letters and digits), valid as ours.
+  sb.id = "i" + random_hex_token().substr(0, 19);
+  sb.template_id = asked->template_id;
+  sb.metadata = std::move(asked->metadata);
+  sb.envs = std::move(asked->envs);
+  sb.allow_internet = asked->allow_internet;
+  sb.at_timeout = asked->at_timeout;
+  sb.access_token = random_hex_token();
+  sb.started_ms = now_ms();
+  sb.end_ms = sb.started_ms + asked->timeout_s * 1000;
+  cmd::session_create c{session_ref{sb.agent, sb.id}, std::string{origin}};
+  auto answer = req.answer();
+  self->request(self->state.init.agents, caf::infinite, c)
+      .then(
+          [self, sb, answer](json::value&) mutable {
+            auto id = sb.id;
+            auto& kept = self->state.sandboxes[id] = std::move(sb);
+            answer_json(answer, 201, created_json(kept));
+          },
+          [self, answer](caf::error& err) {
+            ++self->state.errors;
+            answer_error(answer, err);
+          });
+}
+
+/// GET /v2/sandboxes and /sandboxes: a page by id, X-Next-Token naming the
+/// next.
+void list(front_self self, request& req) {
+  auto q = decode_list_query(req.query);
+  if (!q)
+    return answer_error(req.answer(), q.error());
+  std::string next;
+  json::array items;
+  for (const auto* sb : list_page(self->state.sandboxes, *q, next))
+    items.emplace_back(listed_json(*sb));
+  http::route_response r{200, "application/json", json::serialize(items), {}};
+  if (!next.empty())
+    r.headers.emplace_back("X-Next-Token", next);
+  req.answer()(std::move(r));
+}
+
+/// DELETE /sandboxes/{id}: the session deleted (its runs killed first).
+void kill(front_self self, request& req, const std::string& id) {
+  auto it = self->state.sandboxes.find(id);
+  if (it == self->state.sandboxes.end())
+    return not_found(req, id);
+  auto agent = it->second.agent;
+  // Gone for E2B at once: a second kill, or envd calls meanwhile, see no
+  // sandbox.
+  self->state.sandboxes.erase(it);
+  self->state.pids.erase(id);
+  cmd::session_delete_request c{session_ref{agent, id}, std::string{origin}};
+  auto answer = req.answer();
+  self->request(self->state.init.agents, caf::infinite, c)
+      .then([answer](json::value&) { answer_json(answer, 204, nullptr); },
+            [self, answer](caf::error& err) {
+              ++self->state.errors;
+              answer_error(answer, err);
+            });
+}
+
+/// POST /sandboxes/{id}/timeout {timeout}: the deadline is now + timeout.
+void set_timeout(request& req, sandbox& sb) {
+  auto body = json_body(req);
+  if (!body || !body->is_object() || !body->as_object().contains("timeout"))
+    return answer_error(req.answer(), 400,
+                        "the body must be {\"timeout\": seconds}");
+  auto t = decode_timeout(body->as_object().at("timeout"));
+  if (!t)
+    return answer_error(req.answer(), t.error());
+  sb.end_ms = now_ms() + *t * 1000;
+  answer_json(req.answer(), 204, nullptr);
+}
+
+/// POST /v2/sandboxes/{id}/connect {timeout?}: a running sandbox answers
+/// its create result again (a longer timeout, if given, extends it).
+void connect_to(front_self, request& req, sandbox& sb) {
+  auto body = json_body(req);
+  if (!body || !body->is_object())
+    return answer_error(req.answer(), 400, "the body is not a JSON object");
+  if (auto* t = body->as_object().if_contains("timeout");
+      t != nullptr && !t->is_null()) {
+    auto s = decode_timeout(*t);
+    if (!s)
+      return answer_error(req.answer(), s.error());
+    sb.end_ms = std::max(sb.end_ms, now_ms() + *s * 1000);
+  }
+  answer_json(req.answer(), 200, created_json(sb));
+}
+
+} // namespace
+
+void serve_control(front_self self, request& req) {
+  const auto& token = self->state.init.token;
+  auto key = req.header("X-API-Key");
+  if (key.empty() || (!token.empty() && !http::secret_matches(key, token)))
+    return answer_error(req.answer(), 401,
+                        key.empty() ? "X-API-Key is required"
+                                    : "X-API-Key does not match the "
+                                      "daemon's token");
+  auto parts = segments(req.path);
+  if (!parts.empty() && (parts[0] == "v2" || parts[0] == "v1"))
+    parts.erase(parts.begin());
+  auto method = req.http().method();
+  if (parts.size() == 1 && parts[0] == "sandboxes") {
+    if (method == bhttp::verb::post)
+      return create(self, req);
+    if (method == bhttp::verb::get)
+      return list(self, req);
+  }
+  if (parts.size() >= 2 && parts[0] == "sandboxes") {
+    const auto& id = parts[1];
+    if (parts.size() == 2 && method == bhttp::verb::delete_)
+      return kill(self, req, id);
+    auto it = self->state.sandboxes.find(id);
+    if (it == self->state.sandboxes.end())
+      return not_found(req, id);
+    auto& sb = it->second;
+    if (parts.size() == 2 && method == bhttp::verb::get)
+      return answer_json(req.answer(), 200, detail_json(sb));
+    if (parts.size() == 3 && method == bhttp::verb::post) {
+      if (parts[2] == "timeout")
+        return set_timeout(req, sb);
+      if (parts[2] == "connect")
+        return connect_to(self, req, sb);
+      if (parts[2] == "pause" || parts[2] == "fork" || parts[2] == "snapshots")
+        return answer_error(req.answer(), 501,
+                            parts[2] + " is not served by this daemon yet");
+    }
+    if (parts.size() == 3 && parts[2] == "metrics")
+      return answer_error(req.answer(), 501,
+                          "metrics are not served by this daemon yet");
+    if (parts.size() == 3 && parts[2] == "network")
+      return answer_error(req.answer(), 501,
+                          "network updates are not served by this daemon "
+                          "yet");
+  }
+  answer_error(req.answer(), 404, "no such route: " + req.path);
+}
+
+void expire_sandboxes(front_self self) {
+  auto now = now_ms();
+  std::vector<std::string> due;
+  for (const auto& [id, sb] : self->state.sandboxes)
+    if (sb.end_ms <= now)
+      due.push_back(id);
+  for (const auto& id : due) {
+    auto agent = self->state.sandboxes.at(id).agent;
+    self->state.sandboxes.erase(id);
+    self->state.pids.erase(id);
+    cmd::session_delete_request c{session_ref{agent, id},
+                                  std::string{origin} + ":timeout"};
+    self->request(self->state.init.agents, caf::infinite, c)
+        .then([](json::value&) {},
+              [self, id](caf::error& err) {
+                ++self->state.errors;
+                log::warn("e2b", "sandbox " + id +
+                                     " past its timeout: " + message_of(err));
+              });
+  }
+}
+
+} // namespace allox::e2b

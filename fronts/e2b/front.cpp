@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: Apache-2.0
+// The E2B actor: takes each request under /e2b, sends it to its part
+// (control plane, envd's services, /files), and answers in E2B's shapes.
+#include "fronts/e2b/handlers.hpp"
+
+#include "actors/dump.hpp"
+#include "actors/failures.hpp"
+#include "guest/http/server.hpp"
+#include "guest/log.hpp"
+
+#include <caf/send.hpp>
+
+#include <chrono>
+
+namespace allox::e2b {
+
+namespace bhttp = boost::beast::http;
+
+// -- requests -----------------------------------------------------------------
+
+std::string request::header(std::string_view name) const {
+  auto it = http().find(boost::beast::string_view{name.data(), name.size()});
+  return it == http().end()
+             ? std::string{}
+             : std::string{it->value().data(), it->value().size()};
+}
+
+std::string request::param(std::string_view name) const {
+  std::string_view rest = query;
+  while (!rest.empty()) {
+    auto amp = rest.find('&');
+    auto part = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view{}
+                                         : rest.substr(amp + 1);
+    auto eq = part.find('=');
+    std::string key;
+    if (!percent_decode(part.substr(0, eq), key, true) || key != name)
+      continue;
+    std::string value;
+    if (eq != std::string_view::npos &&
+        percent_decode(part.substr(eq + 1), value, true))
+      return value;
+    return {};
+  }
+  return {};
+}
+
+int64_t now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch())
+      .count();
+}
+
+// -- answers ------------------------------------------------------------------
+
+void answer_json(const http::responder& r, int status, const json::value& v) {
+  r({status, "application/json", status == 204 ? "" : json::serialize(v), {}});
+}
+
+void answer_error(const http::responder& r, int status,
+                  std::string_view message) {
+  r({status, "application/json", error_body(status, message), {}});
+}
+
+void answer_error(const http::responder& r, const caf::error& err) {
+  auto code = code_of(err);
+  int status = 500;
+  switch (code) {
+  case errc::invalid_argument:
+  case errc::payload_too_large:
+    status = 400;
+    break;
+  case errc::not_found:
+    status = 404;
+    break;
+  case errc::already_exists:
+  case errc::conflict:
+    status = 409;
+    break;
+  case errc::unauthorized:
+    status = 401;
+    break;
+  case errc::forbidden:
+    status = 403;
+    break;
+  case errc::unsupported:
+    status = 501;
+    break;
+  case errc::internal:
+    status = 500;
+    break;
+  }
+  answer_error(r, status, message_of(err));
+}
+
+void connect_ok(const http::responder& r, const json::object& message) {
+  r({200, std::string{connect::unary_json}, json::serialize(message), {}});
+}
+
+void connect_fail(const http::responder& r, const connect::error& e) {
+  r({connect::http_status(e.code),
+     std::string{connect::unary_json},
+     json::serialize(connect::to_json(e)),
+     {}});
+}
+
+void stream_fail(const http::responder& r, const connect::error& e) {
+  http::route_response head{
+      200, std::string{connect::stream_json}, connect::end_stream(e), {}};
+  head.streaming = true;
+  r(std::move(head));
+  r.more({}, true);
+}
+
+expected<json::object> connect_body(const request& req, bool streaming) {
+  std::string text = req.http().body();
+  if (streaming) {
+    auto one = connect::single_message(text);
+    if (!one)
+      return one.error();
+    text = std::move(*one);
+  }
+  boost::system::error_code ec;
+  auto doc = json::parse(text.empty() ? "{}" : text, ec);
+  if (ec || !doc.is_object())
+    return make_error(errc::invalid_argument,
+                      "the request message is not a JSON object");
+  return std::move(doc.as_object());
+}
+
+// -- paths --------------------------------------------------------------------
+
+expected<std::string> workspace_path(std::string_view p) {
+  if (p.empty())
+    return std::string{};
+  if (p.front() != '/')
+    return std::string{p};
+  if (p == home)
+    return std::string{};
+  if (p.size() > home.size() && p.compare(0, home.size(), home) == 0 &&
+      p[home.size()] == '/')
+    return std::string{p.substr(home.size() + 1)};
+  if (p == "~")
+    return std::string{};
+  return make_error(errc::invalid_argument,
+                    "path " + std::string{p} +
+                        " is outside the sandbox's workspace: only " +
+                        std::string{home} + " is served");
+}
+
+std::string e2b_path(std::string_view rel) {
+  if (rel.empty() || rel == ".")
+    return std::string{home};
+  return std::string{home} + "/" + std::string{rel};
+}
+
+// -- envd ---------------------------------------------------------------------
+
+const sandbox* envd_sandbox(front_self self, request& req, bool connect_rpc) {
+  auto fail = [&](int status, connect::code code, std::string msg) {
+    if (connect_rpc)
+      connect_fail(req.answer(), {code, std::move(msg)});
+    else
+      answer_error(req.answer(), status, msg);
+  };
+  auto id = req.header("E2b-Sandbox-Id");
+  auto it = self->state.sandboxes.find(id);
+  if (id.empty() || it == self->state.sandboxes.end()) {
+    // What the SDK reads as "the sandbox is gone" (TimeoutError).
+    fail(502, connect::code::unavailable,
+         id.empty() ? "no E2b-Sandbox-Id header"
+                    : "sandbox " + id + " is not running");
+    return nullptr;
+  }
+  auto token = req.header("X-Access-Token");
+  if (!http::secret_matches(token, it->second.access_token)) {
+    fail(401, connect::code::unauthenticated,
+         "X-Access-Token does not match the sandbox's envdAccessToken");
+    return nullptr;
+  }
+  if (it->second.paused) {
+    fail(502, connect::code::unavailable,
+         "sandbox " + id + " is paused; connect to resume it");
+    return nullptr;
+  }
+  return &it->second;
+}
+
+namespace {
+
+void serve_envd(front_self self, request& req) {
+  auto& path = req.path;
+  if (path == "/health") {
+    // The SDK's isRunning(): any 2xx for a sandbox that runs.
+    if (envd_sandbox(self, req, false) != nullptr)
+      req.answer()({204, "application/json", "", {}});
+    return;
+  }
+  if (path == "/files") {
+    if (const auto* sb = envd_sandbox(self, req, false))
+      serve_files(self, req, *sb);
+    return;
+  }
+  auto slash = path.find('/', 1);
+  auto service = path.substr(1, slash == std::string::npos ? std::string::npos
+                                                           : slash - 1);
+  auto method =
+      slash == std::string::npos ? std::string{} : path.substr(slash + 1);
+  if (req.http().method() != bhttp::verb::post ||
+      (service != "process.Process" && service != "filesystem.Filesystem")) {
+    connect_fail(req.answer(),
+                 {connect::code::unimplemented, "no such envd call: " + path});
+    return;
+  }
+  const auto* sb = envd_sandbox(self, req, true);
+  if (sb == nullptr)
+    return;
+  if (service == "process.Process")
+    serve_process(self, req, *sb, method);
+  else
+    serve_filesystem(self, req, *sb, method);
+}
+
+void serve(front_self self, e2b_call& call) {
+  ++self->state.requests;
+  request req{std::move(call), {}, {}};
+  auto target =
+      std::string_view{req.http().target().data(), req.http().target().size()};
+  auto q = target.find('?');
+  req.path = std::string{target.substr(0, q)};
+  if (q != std::string_view::npos)
+    req.query = std::string{target.substr(q + 1)};
+  // Routed under /e2b/: strip it.
+  req.path = req.path.substr(4);
+  constexpr std::string_view envd = "/envd";
+  if (req.path.compare(0, envd.size(), envd) == 0 &&
+      (req.path.size() == envd.size() || req.path[envd.size()] == '/')) {
+    req.path = req.path.substr(envd.size());
+    if (req.path.empty())
+      req.path = "/";
+    return serve_envd(self, req);
+  }
+  serve_control(self, req);
+}
+
+} // namespace
+
+e2b_actor::behavior_type front(front_self self, front_init init) {
+  self->state.init = std::move(init);
+  self->state.started = std::chrono::steady_clock::now();
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& cache = self->state.sessions;
+    for (auto it = cache.begin(); it != cache.end();)
+      it = it->second.address() == dm.source ? cache.erase(it) : std::next(it);
+  });
+  self->set_exception_handler(
+      [](std::exception_ptr& ep) { return actor_failed(ep, "e2b", ""); });
+  self->delayed_send(self, std::chrono::seconds{1}, atom::tick_v);
+  return {
+      [self](e2b_call& call) { serve(self, call); },
+      [self](stream_pump p) { pump(self, p.stream); },
+      [self](atom::tick) {
+        expire_sandboxes(self);
+        self->delayed_send(self, std::chrono::seconds{1}, atom::tick_v);
+      },
+      [self](atom::stats) {
+        auto& st = self->state;
+        actor_stats s;
+        s.kind = "e2b";
+        s.top()
+            .fact("state", st.streams.empty() ? "idle" : "busy")
+            .gauge("mailbox", self->mailbox().size());
+        s.group("counters")
+            .counter("requests", st.requests)
+            .counter("errors", st.errors)
+            .gauge("sandboxes", st.sandboxes.size())
+            .gauge("process_streams", st.streams.size());
+        s.top().gauge("uptime_ms", uptime_ms(st.started));
+        return s;
+      },
+  };
+}
+
+void serve_e2b(http::server& srv, std::function<e2b_actor()> get) {
+  auto serve = [get](const http::route_request& req, http::responder answer) {
+    auto actor = get();
+    if (!actor) {
+      answer({503,
+              "application/json",
+              error_body(503, "the daemon is starting"),
+              {}});
+      return;
+    }
+    caf::anon_send(actor, e2b_call{req, std::move(answer)});
+  };
+  // The front checks its own keys (X-API-Key, X-Access-Token): E2B's
+  // clients send no bearer token.
+  for (auto method : {bhttp::verb::get, bhttp::verb::post, bhttp::verb::put,
+                      bhttp::verb::delete_})
+    srv.add_route({method, "/e2b/", http::route_match::prefix,
+                   http::route_access::open, serve});
+  srv.add_route({bhttp::verb::post, "/e2b/envd/files", http::route_match::exact,
+                 http::route_access::open, serve, max_files_body});
+}
+
+} // namespace allox::e2b

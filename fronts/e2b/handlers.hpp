@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+// Internal to the E2B front (fronts/e2b/*.cpp): answering in E2B's shapes,
+// calling a sandbox's session, and the handlers each part serves.
+#pragma once
+
+#include "fronts/e2b/connect.hpp"
+#include "fronts/e2b/front.hpp"
+#include "messages/commands/command.hpp"
+
+#include <caf/stateful_actor.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace allox::e2b {
+
+/// One request: its call, and its path below /e2b and query split off.
+struct request {
+  e2b_call call;
+  std::string path;
+  std::string query;
+
+  const http::route_request& http() const { return call.request; }
+  const http::responder& answer() const { return call.answer; }
+  /// A header's value (empty when absent).
+  std::string header(std::string_view name) const;
+  /// A query parameter, percent-decoded (empty when absent).
+  std::string param(std::string_view name) const;
+};
+
+// -- answers ------------------------------------------------------------------
+
+/// A control-plane or /files answer.
+void answer_json(const http::responder& r, int status, const json::value& v);
+
+/// E2B's error {code, message} under `status`.
+void answer_error(const http::responder& r, int status,
+                  std::string_view message);
+
+/// One of our errors as E2B's control plane shapes it.
+void answer_error(const http::responder& r, const caf::error& err);
+
+/// A unary Connect answer (always 200 and a JSON body).
+void connect_ok(const http::responder& r, const json::object& message);
+
+/// A unary Connect error.
+void connect_fail(const http::responder& r, const connect::error& e);
+
+/// A server stream that fails before its first message: 200, then the
+/// end-stream frame carrying the error (the SDK reads errors there only).
+void stream_fail(const http::responder& r, const connect::error& e);
+
+// -- sessions
+// -------------------------------------------------------------------
+
+/// Sends `cmd` to the session of `sb`: the cached actor, else the one
+/// AGENTS names (cached from then on). A command bounced by a session
+/// actor that ended meanwhile goes once more to its successor.
+template <class Command, class OnOk, class OnErr>
+void call_session(front_self self, const std::string& agent,
+                  const std::string& id, Command cmd, OnOk ok, OnErr fail,
+                  bool retry = true) {
+  cmd.session = session_ref{agent, id};
+  auto go = [self, agent, id, cmd, ok, fail,
+             retry](const session_actor& target) mutable {
+    self->request(target, caf::infinite, cmd)
+        .then([ok](cmd::reply_t<Command>& r) mutable { ok(r); },
+              [self, agent, id, cmd, ok, fail, retry,
+               addr = target.address()](caf::error& err) mutable {
+                if (!retry || !receiver_down(err))
+                  return fail(err);
+                auto& cache = self->state.sessions;
+                if (auto it = cache.find(id);
+                    it != cache.end() && it->second.address() == addr)
+                  cache.erase(it);
+                call_session(self, agent, id, std::move(cmd), std::move(ok),
+                             std::move(fail), false);
+              });
+  };
+  auto& cache = self->state.sessions;
+  if (auto it = cache.find(id); it != cache.end())
+    return go(it->second);
+  self->request(self->state.init.agents, caf::infinite, atom::session_v, agent,
+                id)
+      .then(
+          [self, id, go](session_actor& target) mutable {
+            if (self->state.sessions.emplace(id, target).second)
+              self->monitor(target);
+            go(target);
+          },
+          [fail](caf::error& err) mutable { fail(err); });
+}
+
+// -- the parts ----------------------------------------------------------------
+
+/// The control plane (control.cpp): everything under /e2b but /e2b/envd.
+void serve_control(front_self self, request& req);
+
+/// Ends sandboxes past their deadline (control.cpp).
+void expire_sandboxes(front_self self);
+
+/// The sandbox an envd request names (E2b-Sandbox-Id) if its access token
+/// matches; else answered here with the error, and null.
+const sandbox* envd_sandbox(front_self self, request& req, bool connect_rpc);
+
+/// process.Process (envd_process.cpp); `method` after the service name.
+void serve_process(front_self self, request& req, const sandbox& sb,
+                   std::string_view method);
+
+/// The next step of a process stream (envd_process.cpp).
+void pump(front_self self, uint64_t stream);
+
+/// filesystem.Filesystem (envd_files.cpp).
+void serve_filesystem(front_self self, request& req, const sandbox& sb,
+                      std::string_view method);
+
+/// GET and POST /files (envd_files.cpp).
+void serve_files(front_self self, request& req, const sandbox& sb);
+
+/// A path of E2B's view (absolute under /home/user, or relative to it) as
+/// the session's workspace path; invalid_argument outside the home.
+expected<std::string> workspace_path(std::string_view e2b_path);
+
+/// The E2B path of a workspace path.
+std::string e2b_path(std::string_view rel);
+
+/// The body of a Connect call as JSON: unary (application/json) or a
+/// server stream's single envelope.
+expected<json::object> connect_body(const request& req, bool streaming);
+
+/// Unix milliseconds now.
+int64_t now_ms();
+
+} // namespace allox::e2b

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+// The E2B front's sandboxes: what E2B's control plane knows of a sandbox
+// beyond the session it is (its template, metadata, variables, deadline,
+// envd access token), the list filters and pages of GET /v2/sandboxes,
+// and the JSON E2B's SDK reads. Pure: the front actor owns the table.
+#pragma once
+
+#include "messages/errors.hpp"
+#include "messages/json.hpp"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace allox::e2b {
+
+/// The envd version the front reports: the SDK gates features on it
+/// (0.5.7: streamed octet-stream uploads; later versions add features we
+/// do not serve, which the SDK then refuses itself, with a clear error).
+inline constexpr std::string_view envd_version = "0.5.7";
+
+/// Where a sandbox user's home (the session's workspace) appears.
+inline constexpr std::string_view home = "/home/user";
+
+/// What happens to a sandbox at its deadline.
+enum class on_timeout : uint8_t { kill, pause };
+
+/// One sandbox: a session of `agent` whose id is the sandbox id.
+struct sandbox {
+  std::string id;
+  std::string agent;
+  std::string template_id = "base";
+  /// Metadata as given (string values).
+  std::map<std::string, std::string> metadata;
+  /// Variables every process of the sandbox starts with.
+  std::map<std::string, std::string> envs;
+  /// Required as X-Access-Token by envd calls.
+  std::string access_token;
+  /// Unix milliseconds.
+  int64_t started_ms = 0;
+  int64_t end_ms = 0;
+  on_timeout at_timeout = on_timeout::kill;
+  bool paused = false;
+  bool allow_internet = true;
+};
+
+/// POST /v2/sandboxes, decoded.
+struct create_request {
+  std::string template_id = "base";
+  /// Seconds; E2B's default is 300.
+  int64_t timeout_s = 300;
+  std::map<std::string, std::string> metadata;
+  std::map<std::string, std::string> envs;
+  bool allow_internet = true;
+  on_timeout at_timeout = on_timeout::kill;
+};
+
+/// Decodes a create body; errors are invalid_argument with the field.
+expected<create_request> decode_create(const json::value& body);
+
+/// The longest timeout a sandbox may have (E2B's: a day).
+inline constexpr int64_t max_timeout_s = 86400;
+
+/// A timeout in seconds, 1..max_timeout_s.
+expected<int64_t> decode_timeout(const json::value& v);
+
+/// The create (and connect) answer: sandboxID, templateID, envdVersion,
+/// envdAccessToken, clientID, alias, domain.
+json::object created_json(const sandbox& s);
+
+/// GET /sandboxes/{id}: the detail the SDK's getInfo reads.
+json::object detail_json(const sandbox& s);
+
+/// An item of GET /v2/sandboxes (and the v1 list).
+json::object listed_json(const sandbox& s);
+
+/// GET /v2/sandboxes's query: metadata pairs that must all match, the
+/// states wanted, and the page.
+struct list_query {
+  std::map<std::string, std::string> metadata;
+  /// Empty: both; else "running" and/or "paused".
+  std::vector<std::string> states;
+  size_t limit = 100;
+  /// The last id of the previous page.
+  std::string after;
+};
+
+/// Decodes the query (the part after '?'); `metadata` is form-encoded
+/// pairs whose keys and values are percent-encoded once more.
+expected<list_query> decode_list_query(std::string_view query);
+
+/// The page: sandboxes sorted by id after `q.after`, at most `q.limit`;
+/// `next` is the token of the page after (empty: none).
+std::vector<const sandbox*> list_page(const std::map<std::string, sandbox>& all,
+                                      const list_query& q, std::string& next);
+
+/// RFC 3339 in UTC with milliseconds.
+std::string rfc3339(int64_t unix_ms);
+
+/// E2B's error body {code, message}: the SDK reads the numeric code.
+std::string error_body(int status, std::string_view message);
+
+/// Percent-decodes; false on a malformed escape. `plus_space`: '+' is a
+/// space (form encoding).
+bool percent_decode(std::string_view in, std::string& out,
+                    bool plus_space = false);
+
+} // namespace allox::e2b
