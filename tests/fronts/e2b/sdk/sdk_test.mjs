@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: Apache-2.0
+// The real `e2b` package (pinned in package-lock.json) against the E2B
+// front of a daemon on a loop store: `node sdk_test.mjs <case>` with
+// E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY set, ALLOX_RPC naming the
+// native RPC (to look at the same session from our side). Prints
+// "ok <case>" and exits 0 when every assertion of the case held.
+// Driven by tests/integration/e2b_sdk_test.cpp.
+import assert from 'node:assert/strict'
+import {
+  AuthenticationError,
+  CommandExitError,
+  FileNotFoundError,
+  InvalidArgumentError,
+  NotFoundError,
+  Sandbox,
+  SandboxError,
+  SandboxNotFoundError,
+} from 'e2b'
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+/** A native RPC call (the daemon's own wire) on the same daemon. */
+async function rpc(action, params) {
+  const res = await fetch(process.env.ALLOX_RPC, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ action, params }),
+  })
+  const body = await res.json()
+  if (!body.ok) throw new Error(`${action}: ${JSON.stringify(body)}`)
+  return body.result
+}
+
+/** Expects `fn` to reject with an instance of `cls`. */
+async function rejects(fn, cls, what) {
+  try {
+    await fn()
+  } catch (e) {
+    assert.ok(e instanceof cls, `${what}: ${e?.constructor?.name}: ${e?.message}`)
+    return e
+  }
+  assert.fail(`${what}: did not fail`)
+}
+
+const cases = {
+  /** create, getInfo, list (filters, pages), setTimeout, connect, kill. */
+  async lifecycle() {
+    const a = await Sandbox.create({ metadata: { team: 'red', run: '1' } })
+    const b = await Sandbox.create({ metadata: { team: 'red', run: '2' } })
+    const c = await Sandbox.create({ metadata: { team: 'blue' }, timeoutMs: 60_000 })
+    const info = await a.getInfo()
+    assert.equal(info.sandboxId, a.sandboxId)
+    assert.equal(info.templateId, 'base')
+    assert.equal(info.state, 'running')
+    assert.deepEqual(info.metadata, { team: 'red', run: '1' })
+    assert.ok(info.endAt > info.startedAt)
+
+    // The sandbox is a session of agent "e2b": the native wire sees it.
+    const sessions = await rpc('session.list', { agent_id: 'e2b' })
+    for (const s of [a, b, c]) assert.ok(JSON.stringify(sessions).includes(s.sandboxId))
+
+    const red = await Sandbox.list({ query: { metadata: { team: 'red' } } }).nextItems()
+    assert.deepEqual(red.map((s) => s.sandboxId).sort(), [a.sandboxId, b.sandboxId].sort())
+    const paginator = Sandbox.list({ limit: 2 })
+    const first = await paginator.nextItems()
+    assert.equal(first.length, 2)
+    assert.ok(paginator.hasNext)
+    const second = await paginator.nextItems()
+    assert.equal(second.length, 1)
+    assert.ok(!paginator.hasNext)
+    const seen = [...first, ...second].map((s) => s.sandboxId).sort()
+    assert.deepEqual(seen, [a.sandboxId, b.sandboxId, c.sandboxId].sort())
+    const paused = await Sandbox.list({ query: { state: ['paused'] } }).nextItems()
+    assert.equal(paused.length, 0)
+
+    const before = (await c.getInfo()).endAt
+    await c.setTimeout(600_000)
+    assert.ok((await c.getInfo()).endAt > before)
+    const again = await Sandbox.connect(a.sandboxId)
+    assert.equal((await again.commands.run('echo again')).stdout, 'again\n')
+
+    for (const s of [a, b, c]) assert.equal(await s.kill(), true)
+    assert.equal(await Sandbox.kill(a.sandboxId), false)
+    await rejects(() => Sandbox.getInfo(a.sandboxId), SandboxNotFoundError, 'info after kill')
+    const gone = await rpc('session.list', { agent_id: 'e2b' })
+    assert.ok(!JSON.stringify(gone).includes(a.sandboxId))
+
+    // The metadata key allox.agent picks the sandbox's agent.
+    const own = await Sandbox.create({ metadata: { 'allox.agent': 'team-green' } })
+    const green = await rpc('session.list', { agent_id: 'team-green' })
+    assert.ok(JSON.stringify(green).includes(own.sandboxId))
+    await own.kill()
+  },
+
+  /** A sandbox past its timeout is killed; an extended one lives on. */
+  async timeout() {
+    const short = await Sandbox.create({ timeoutMs: 2_000 })
+    const kept = await Sandbox.create({ timeoutMs: 2_000 })
+    await kept.setTimeout(60_000)
+    await sleep(3_500)
+    await rejects(() => short.getInfo(), SandboxNotFoundError, 'expired sandbox')
+    assert.equal((await kept.getInfo()).state, 'running')
+    await kept.kill()
+  },
+
+  /** Every commands call. */
+  async commands() {
+    const sbx = await Sandbox.create({ envs: { FROM_CREATE: 'c1' } })
+    const r = await sbx.commands.run('echo out; echo err >&2; pwd; echo $HOME; echo $FROM_CREATE-$FROM_RUN', {
+      envs: { FROM_RUN: 'r1' },
+    })
+    assert.equal(r.exitCode, 0)
+    assert.equal(r.stdout, 'out\n/home/user\n/home/user\nc1-r1\n')
+    assert.equal(r.stderr, 'err\n')
+
+    const failed = await rejects(() => sbx.commands.run('echo partial; exit 7'), CommandExitError, 'exit 7')
+    assert.equal(failed.exitCode, 7)
+    assert.equal(failed.stdout, 'partial\n')
+
+    await sbx.files.makeDir('/home/user/sub/dir')
+    assert.equal((await sbx.commands.run('pwd', { cwd: '/home/user/sub/dir' })).stdout, '/home/user/sub/dir\n')
+    assert.equal((await sbx.commands.run('pwd', { cwd: '/tmp' })).stdout, '/tmp\n')
+    // root is served as the sandbox user (docs/e2b.md), never uid 0.
+    assert.notEqual((await sbx.commands.run('id -u', { user: 'root' })).stdout, '0\n')
+
+    // Streaming callbacks see output as it comes.
+    const chunks = []
+    await sbx.commands.run('for i in 1 2 3; do echo line$i; sleep 0.1; done', {
+      onStdout: (d) => chunks.push(d),
+    })
+    assert.equal(chunks.join(''), 'line1\nline2\nline3\n')
+
+    // Background, list, connect (the output from the start), kill.
+    const bg = await sbx.commands.run('echo started; sleep 60', { background: true })
+    assert.ok(bg.pid > 0)
+    let listed = await sbx.commands.list()
+    assert.ok(listed.some((p) => p.pid === bg.pid && p.args.includes('echo started; sleep 60')))
+    await sleep(300)
+    const attached = await sbx.commands.connect(bg.pid)
+    for (let i = 0; i < 50 && !attached.stdout.includes('started'); i++) await sleep(50)
+    assert.equal(attached.stdout, 'started\n')
+    assert.equal(await sbx.commands.kill(bg.pid), true)
+    await rejects(() => attached.wait(), CommandExitError, 'killed run')
+    listed = await sbx.commands.list()
+    assert.ok(!listed.some((p) => p.pid === bg.pid))
+    assert.equal(await sbx.commands.kill(999_999_999), false)
+
+    // stdin: sendStdin, then closeStdin ends `cat`.
+    const cat = await sbx.commands.run('cat', { background: true, stdin: true })
+    await sbx.commands.sendStdin(cat.pid, 'hello stdin\n')
+    await sbx.commands.closeStdin(cat.pid)
+    const catted = await cat.wait()
+    assert.equal(catted.stdout, 'hello stdin\n')
+
+    // A PTY: input, resize, output.
+    const out = []
+    const pty = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => out.push(Buffer.from(d).toString()) })
+    await sbx.pty.resize(pty.pid, { cols: 100, rows: 30 })
+    await sbx.pty.sendInput(pty.pid, new TextEncoder().encode('stty size; echo pty-$TERM; exit\n'))
+    await pty.wait().catch(() => {})
+    const text = out.join('')
+    assert.ok(text.includes('30 100'), text)
+    assert.ok(text.includes('pty-xterm-256color'), text)
+
+    // The runs are the session's: the native wire lists them.
+    const runs = await rpc('process.list', { agent_id: 'e2b', session_id: sbx.sandboxId })
+    assert.ok(runs.length >= 8)
+    await sbx.kill()
+  },
+
+  /** Every files call, and what the session's checkpoints see of them. */
+  async files() {
+    const sbx = await Sandbox.create()
+    const info = await sbx.files.write('/home/user/notes/a.txt', 'hello files')
+    assert.equal(info.path, '/home/user/notes/a.txt')
+    assert.equal(info.name, 'a.txt')
+    assert.equal(await sbx.files.read('/home/user/notes/a.txt'), 'hello files')
+    assert.equal(await sbx.files.read('notes/a.txt'), 'hello files')
+    const bytes = new Uint8Array(256).map((_, i) => i)
+    await sbx.files.write('/home/user/bin.dat', bytes)
+    assert.deepEqual(await sbx.files.read('/home/user/bin.dat', { format: 'bytes' }), bytes)
+    // Bigger than one read or write of the core (1 MiB).
+    const big = 'x'.repeat(5 * 1024 * 1024 + 17)
+    await sbx.files.write('/home/user/big.txt', big)
+    assert.equal((await sbx.files.read('/home/user/big.txt')).length, big.length)
+    assert.equal((await sbx.commands.run('wc -c < big.txt')).stdout.trim(), String(big.length))
+    // Several files at once.
+    const many = await sbx.files.write([
+      { path: '/home/user/m/1.txt', data: 'one' },
+      { path: '/home/user/m/2.txt', data: 'two' },
+    ])
+    assert.equal(many.length, 2)
+    assert.equal(await sbx.files.read('/home/user/m/2.txt'), 'two')
+
+    assert.equal(await sbx.files.exists('/home/user/notes/a.txt'), true)
+    assert.equal(await sbx.files.exists('/home/user/nope'), false)
+    const stat = await sbx.files.getInfo('/home/user/notes/a.txt')
+    assert.equal(stat.type, 'file')
+    assert.equal(stat.size, 11)
+    await rejects(() => sbx.files.getInfo('/home/user/nope'), FileNotFoundError, 'getInfo missing')
+
+    assert.equal(await sbx.files.makeDir('/home/user/d1/d2'), true)
+    assert.equal(await sbx.files.makeDir('/home/user/d1/d2'), false)
+    const top = await sbx.files.list('/home/user')
+    assert.ok(top.some((e) => e.name === 'notes' && e.type === 'dir'))
+    assert.ok(!top.some((e) => e.path === '/home/user/notes/a.txt'))
+    const deep = await sbx.files.list('/home/user', { depth: 2 })
+    assert.ok(deep.some((e) => e.path === '/home/user/notes/a.txt'))
+    assert.ok(deep.some((e) => e.path === '/home/user/d1/d2'))
+
+    const moved = await sbx.files.rename('/home/user/notes/a.txt', '/home/user/notes/b.txt')
+    assert.equal(moved.path, '/home/user/notes/b.txt')
+    assert.equal(await sbx.files.exists('/home/user/notes/a.txt'), false)
+    await sbx.files.remove('/home/user/d1')
+    assert.equal(await sbx.files.exists('/home/user/d1'), false)
+
+    // A process sees what files.write wrote, and the other way round.
+    await sbx.commands.run('echo from-run > made.txt')
+    assert.equal(await sbx.files.read('/home/user/made.txt'), 'from-run\n')
+
+    // The same tree checkpoints and rollback see (what E2B cannot do).
+    const cp = await rpc('checkpoint.create', { agent_id: 'e2b', session_id: sbx.sandboxId, checkpoint_id: 'before' })
+    assert.ok(cp)
+    await sbx.files.write('/home/user/notes/b.txt', 'changed')
+    await rpc('session.rollback', { agent_id: 'e2b', session_id: sbx.sandboxId, checkpoint_id: 'before' })
+    assert.equal(await sbx.files.read('/home/user/notes/b.txt'), 'hello files')
+    await sbx.kill()
+  },
+
+  /** Paths that leave the workspace are refused, and nothing is lost. */
+  async escapes() {
+    const sbx = await Sandbox.create()
+    await sbx.files.write('/home/user/keep.txt', 'kept')
+    await rejects(() => sbx.files.read('/etc/passwd'), InvalidArgumentError, 'outside home')
+    await rejects(() => sbx.files.read('/home/user/../../etc/passwd'), SandboxError, 'dot-dot read')
+    await rejects(() => sbx.files.write('/home/user/../x.txt', 'x'), SandboxError, 'dot-dot write')
+    await rejects(() => sbx.files.list('/home/user/..'), SandboxError, 'dot-dot list')
+    await sbx.commands.run('ln -s /etc /home/user/etc-link; ln -s /etc/passwd /home/user/pw')
+    await rejects(() => sbx.files.read('/home/user/etc-link/passwd'), SandboxError, 'symlinked dir')
+    await rejects(() => sbx.files.read('/home/user/pw'), SandboxError, 'symlinked file')
+    await rejects(() => sbx.files.write('/home/user/etc-link/evil', 'x'), SandboxError, 'write through link')
+    assert.equal(await sbx.files.read('/home/user/keep.txt'), 'kept')
+    await sbx.kill()
+  },
+
+  /** Keys and tokens: run against a daemon with --token secret-token. */
+  async auth() {
+    const ok = await Sandbox.create({ apiKey: 'secret-token' })
+    await rejects(() => Sandbox.create({ apiKey: 'e2b_wrong' }), AuthenticationError, 'wrong key')
+    await rejects(() => Sandbox.list({ apiKey: 'e2b_wrong' }).nextItems(), AuthenticationError, 'wrong key list')
+    // envd without the sandbox's access token, or with another's.
+    const base = process.env.E2B_SANDBOX_URL
+    const stat = (token) =>
+      fetch(`${base}/filesystem.Filesystem/Stat`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'e2b-sandbox-id': ok.sandboxId,
+          ...(token ? { 'x-access-token': token } : {}),
+        },
+        body: JSON.stringify({ path: '/home/user' }),
+      })
+    for (const token of [undefined, 'not-the-token']) {
+      const res = await stat(token)
+      assert.equal(res.status, 401)
+      assert.equal((await res.json()).code, 'unauthenticated')
+    }
+    const unknown = await fetch(`${base}/filesystem.Filesystem/Stat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'e2b-sandbox-id': 'i-not-there' },
+      body: '{"path":"/home/user"}',
+    })
+    assert.equal((await unknown.json()).code, 'unavailable')
+    assert.equal((await ok.commands.run('echo fine')).stdout, 'fine\n')
+    await ok.kill()
+  },
+
+  /** Malformed Connect requests get Connect errors and lose nothing. */
+  async malformed() {
+    const sbx = await Sandbox.create()
+    await sbx.files.write('/home/user/keep.txt', 'kept')
+    const base = process.env.E2B_SANDBOX_URL
+    const token = sbx.envdAccessToken
+    const post = (method, type, body) =>
+      fetch(`${base}/${method}`, {
+        method: 'POST',
+        headers: { 'content-type': type, 'e2b-sandbox-id': sbx.sandboxId, 'x-access-token': token },
+        body,
+      })
+    const frame = (json) => {
+      const payload = Buffer.from(json)
+      const head = Buffer.alloc(5)
+      head.writeUInt32BE(payload.length, 1)
+      return Buffer.concat([head, payload])
+    }
+    // A stream's end-stream frame carries the error.
+    const endError = async (res) => {
+      assert.equal(res.status, 200)
+      const body = Buffer.from(await res.arrayBuffer())
+      assert.equal(body[0], 0x02)
+      return JSON.parse(body.subarray(5).toString()).error
+    }
+    const cut = frame('{"process":{"cmd":"/bin/true"}}').subarray(0, 12)
+    assert.equal((await endError(await post('process.Process/Start', 'application/connect+json', cut))).code, 'invalid_argument')
+    const two = Buffer.concat([frame('{}'), frame('{}')])
+    assert.equal((await endError(await post('process.Process/Start', 'application/connect+json', two))).code, 'invalid_argument')
+    const noCmd = frame('{"process":{}}')
+    assert.equal((await endError(await post('process.Process/Start', 'application/connect+json', noCmd))).code, 'invalid_argument')
+    const badJson = await post('filesystem.Filesystem/Stat', 'application/json', '{not json')
+    assert.equal(badJson.status, 400)
+    assert.equal((await badJson.json()).code, 'invalid_argument')
+    const input = await post('process.Process/StreamInput', 'application/connect+json', frame('{}'))
+    assert.equal((await input.json()).code, 'unimplemented')
+    const unknownCall = await post('process.Process/Nope', 'application/json', '{}')
+    assert.equal((await unknownCall.json()).code, 'unimplemented')
+    // A stream cut by its client mid-way: the process goes on, the front too.
+    const ac = new AbortController()
+    const res = await fetch(`${base}/process.Process/Start`, {
+      method: 'POST',
+      signal: ac.signal,
+      headers: { 'content-type': 'application/connect+json', 'e2b-sandbox-id': sbx.sandboxId, 'x-access-token': token },
+      body: frame(JSON.stringify({ process: { cmd: '/bin/bash', args: ['-c', 'sleep 1; echo late > late.txt'] } })),
+    })
+    const reader = res.body.getReader()
+    await reader.read()
+    ac.abort()
+    await sleep(1_800)
+    assert.equal(await sbx.files.read('/home/user/late.txt'), 'late\n')
+    assert.equal(await sbx.files.read('/home/user/keep.txt'), 'kept')
+    // Unknown sandboxes and routes, in E2B's shapes.
+    await rejects(() => Sandbox.connect('i-not-there'), SandboxError, 'connect unknown')
+    await rejects(() => sbx.commands.connect(12345), NotFoundError, 'connect unknown pid')
+    await sbx.kill()
+  },
+}
+
+const name = process.argv[2]
+if (!cases[name]) {
+  console.error(`usage: node sdk_test.mjs <${Object.keys(cases).join('|')}>`)
+  process.exit(2)
+}
+try {
+  await cases[name]()
+  console.log(`ok ${name}`)
+  process.exit(0)
+} catch (e) {
+  console.error(`FAILED ${name}:`, e)
+  process.exit(1)
+}

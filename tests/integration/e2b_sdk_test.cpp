@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+// The E2B front driven by the real `e2b` npm package (version pinned in
+// tests/fronts/e2b/sdk/package-lock.json, installed by scripts/test.sh):
+// each case is one function of sdk_test.mjs, run with the SDK's two
+// environment variables pointed at a daemon on a loop store.
+#include "tests/fixtures/daemon.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+using namespace allox;
+using namespace allox::test;
+
+namespace {
+
+/// Runs `node sdk_test.mjs <name>` against `d`; its exit code and output.
+std::pair<int, std::string> run_case(const daemon_process& d,
+                                     const std::string& name,
+                                     const std::string& key = "e2b_test") {
+  std::string dir = ALLOX_E2B_SDK_DIR;
+  struct stat st {};
+  REQUIRE_MESSAGE(::stat((dir + "/node_modules/e2b").c_str(), &st) == 0,
+                  "the e2b SDK is not installed: npm ci --prefix " << dir);
+  auto base = "http://127.0.0.1:" + std::to_string(d.port());
+  auto cmd = "cd '" + dir + "' && E2B_API_URL=" + base +
+             "/e2b E2B_SANDBOX_URL=" + base + "/e2b/envd E2B_API_KEY=" + key +
+             " ALLOX_RPC=" + base + "/v1/rpc timeout 120 node sdk_test.mjs " +
+             name + " 2>&1";
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0)
+    out.append(buf, n);
+  int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+void check_case(daemon_process& d, const std::string& name,
+                const std::string& key = "e2b_test") {
+  auto [code, out] = run_case(d, name, key);
+  INFO(out);
+  INFO(d.log());
+  CHECK(code == 0);
+  CHECK(out.find("ok " + name) != std::string::npos);
+}
+
+} // namespace
+
+TEST_CASE("e2b sdk: sandboxes created, listed (filters, pages), described, "
+          "extended, connected and killed") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_case(d, "lifecycle");
+}
+
+TEST_CASE("e2b sdk: a sandbox past its timeout is killed") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_case(d, "timeout");
+}
+
+TEST_CASE("e2b sdk: every commands call, and a PTY") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_case(d, "commands");
+}
+
+TEST_CASE("e2b sdk: every files call, in the tree checkpoints and rollback "
+          "see") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_case(d, "files");
+}
+
+TEST_CASE("e2b sdk: paths leaving the workspace are refused") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_case(d, "escapes");
+}
+
+TEST_CASE("e2b sdk: the daemon's token as X-API-Key, the sandbox's access "
+          "token on envd") {
+  auto o = with_execution();
+  o.token = "secret-token";
+  daemon_process d{o};
+  d.start();
+  check_case(d, "auth", "secret-token");
+}
+
+TEST_CASE("e2b sdk: malformed Connect requests and a stream cut by its "
+          "client lose nothing") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_case(d, "malformed");
+}
