@@ -169,6 +169,7 @@ caf::error runtime::start() {
     init.spawn_more_fronts = [this](auto self, const core_handles& core) {
       e2b::front_init fi;
       fi.agents = core.agents;
+      fi.metadata = core.metadata;
       fi.token = opts_.token;
       fi.default_agent = opts_.e2b_agent;
       fi.execution = core.exec != nullptr;

@@ -45,6 +45,10 @@ struct session_row {
   /// text); none before the first share.enable. Written with
   /// set_share_policies.
   caf::optional<std::string> share_policy{};
+  /// What the front that made the session keeps of it (JSON text, e.g.
+  /// an E2B sandbox's template, metadata and deadline); none for the
+  /// native wire's. Written with set_front_records.
+  caf::optional<std::string> front_record{};
 };
 
 /// One checkpoint of a session's DAG. Absent values are none (NULL in the
@@ -167,6 +171,8 @@ struct metadata_write {
   std::vector<session_settings> set_policies;
   /// Sessions' share.* policies (settings: the JSON text).
   std::vector<session_settings> set_share_policies;
+  /// Sessions' front records (settings: the JSON text).
+  std::vector<session_settings> set_front_records;
   std::vector<journal_row> put_journals;
   std::vector<session_ref> delete_journals;
   std::vector<audit_event> audit;
@@ -216,7 +222,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_row& x) {
   return f(caf::meta::type_name("session_row"), x.agent_id, x.session_id,
            x.created_ns, x.deleting, x.head, x.exec_settings, x.turn_state,
-           x.policy, x.share_policy);
+           x.policy, x.share_policy, x.front_record);
 }
 
 template <class Inspector>
@@ -279,9 +285,9 @@ typename Inspector::result_type inspect(Inspector& f, metadata_write& x) {
            x.delete_agents, x.put_sessions, x.delete_sessions,
            x.put_checkpoints, x.delete_checkpoints, x.set_heads,
            x.set_exec_settings, x.set_turn_states, x.set_policies,
-           x.set_share_policies, x.put_journals, x.delete_journals, x.audit,
-           x.put_runs, x.release_runs, x.mark_prototype_imported,
-           x.mark_runs_imported, x.durable);
+           x.set_share_policies, x.set_front_records, x.put_journals,
+           x.delete_journals, x.audit, x.put_runs, x.release_runs,
+           x.mark_prototype_imported, x.mark_runs_imported, x.durable);
 }
 
 namespace detail {

@@ -83,7 +83,14 @@ void create(front_self self, request& req) {
           [self, sb, answer](json::value&) mutable {
             auto id = sb.id;
             auto& kept = self->state.sandboxes[id] = std::move(sb);
-            answer_json(answer, 201, created_json(kept));
+            // Answered once the record is durable: a sandbox the client
+            // was told of survives a crash.
+            save(self, kept,
+                 [answer, created = created_json(kept)](caf::error err) {
+                   if (err)
+                     return answer_error(answer, err);
+                   answer_json(answer, 201, created);
+                 });
           },
           [self, answer](caf::error& err) {
             ++self->state.errors;
@@ -128,7 +135,7 @@ void kill(front_self self, request& req, const std::string& id) {
 }
 
 /// POST /sandboxes/{id}/timeout {timeout}: the deadline is now + timeout.
-void set_timeout(request& req, sandbox& sb) {
+void set_timeout(front_self self, request& req, sandbox& sb) {
   auto body = json_body(req);
   if (!body || !body->is_object() || !body->as_object().contains("timeout"))
     return answer_error(req.answer(), 400,
@@ -137,12 +144,16 @@ void set_timeout(request& req, sandbox& sb) {
   if (!t)
     return answer_error(req.answer(), t.error());
   sb.end_ms = now_ms() + *t * 1000;
-  answer_json(req.answer(), 204, nullptr);
+  save(self, sb, [answer = req.answer()](caf::error err) {
+    if (err)
+      return answer_error(answer, err);
+    answer_json(answer, 204, nullptr);
+  });
 }
 
 /// POST /v2/sandboxes/{id}/connect {timeout?}: a running sandbox answers
 /// its create result again (a longer timeout, if given, extends it).
-void connect_to(front_self, request& req, sandbox& sb) {
+void connect_to(front_self self, request& req, sandbox& sb) {
   auto body = json_body(req);
   if (!body || !body->is_object())
     return answer_error(req.answer(), 400, "the body is not a JSON object");
@@ -153,7 +164,12 @@ void connect_to(front_self, request& req, sandbox& sb) {
       return answer_error(req.answer(), s.error());
     sb.end_ms = std::max(sb.end_ms, now_ms() + *s * 1000);
   }
-  answer_json(req.answer(), 200, created_json(sb));
+  save(self, sb,
+       [answer = req.answer(), created = created_json(sb)](caf::error err) {
+         if (err)
+           return answer_error(answer, err);
+         answer_json(answer, 200, created);
+       });
 }
 
 } // namespace
@@ -188,7 +204,7 @@ void serve_control(front_self self, request& req) {
       return answer_json(req.answer(), 200, detail_json(sb));
     if (parts.size() == 3 && method == bhttp::verb::post) {
       if (parts[2] == "timeout")
-        return set_timeout(req, sb);
+        return set_timeout(self, req, sb);
       if (parts[2] == "connect")
         return connect_to(self, req, sb);
       if (parts[2] == "pause" || parts[2] == "fork" || parts[2] == "snapshots")
@@ -204,6 +220,16 @@ void serve_control(front_self self, request& req) {
                           "yet");
   }
   answer_error(req.answer(), 404, "no such route: " + req.path);
+}
+
+void save(front_self self, const sandbox& sb,
+          std::function<void(caf::error)> done) {
+  metadata_write w;
+  w.set_front_records.push_back({sb.agent, sb.id, to_record(sb)});
+  self->request(self->state.init.metadata, caf::infinite, atom::write_v,
+                std::move(w))
+      .then([done](caf::ok_atom) { done(caf::none); },
+            [done](caf::error& err) { done(err); });
 }
 
 void expire_sandboxes(front_self self) {

@@ -222,6 +222,10 @@ void serve_envd(front_self self, request& req) {
 }
 
 void serve(front_self self, e2b_call& call) {
+  if (!self->state.loaded) {
+    self->state.waiting.push_back(std::move(call));
+    return;
+  }
   ++self->state.requests;
   request req{std::move(call), {}, {}};
   auto target =
@@ -255,6 +259,29 @@ e2b_actor::behavior_type front(front_self self, front_init init) {
   });
   self->set_exception_handler(
       [](std::exception_ptr& ep) { return actor_failed(ep, "e2b", ""); });
+  // The sandboxes of earlier runs of the daemon: every session whose row
+  // holds an E2B record (deadlines past while it was down end at the
+  // first tick).
+  self->request(self->state.init.metadata, caf::infinite, atom::load_v)
+      .then(
+          [self](catalog_snapshot& snap) {
+            for (const auto& row : snap.sessions)
+              if (row.front_record && !row.deleting)
+                if (auto sb = from_record(row.agent_id, row.session_id,
+                                          *row.front_record))
+                  self->state.sandboxes.emplace(sb->id, std::move(*sb));
+            self->state.loaded = true;
+            auto waiting = std::move(self->state.waiting);
+            for (auto& call : waiting)
+              serve(self, call);
+          },
+          [self](caf::error& err) {
+            // Without its records the front cannot tell its sandboxes;
+            // failing makes the supervisor stop the daemon, loudly.
+            self->quit(
+                make_error(errc::internal, "e2b: cannot read the sandboxes: " +
+                                               message_of(err)));
+          });
   self->delayed_send(self, std::chrono::seconds{1}, atom::tick_v);
   return {
       [self](e2b_call& call) { serve(self, call); },

@@ -29,6 +29,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace allox::http {
 class server;
@@ -58,6 +59,9 @@ using e2b_actor = caf::typed_actor<
 
 struct front_init {
   agents_actor agents;
+  /// Where each sandbox's record is kept (its session row), and read back
+  /// at start.
+  metadata_actor metadata;
   /// The daemon's token: X-API-Key must carry it (empty: any key).
   std::string token;
   /// The agent of sandboxes whose metadata names none (allox.agent).
@@ -101,6 +105,10 @@ struct front_state {
   std::unordered_map<std::string, std::map<uint32_t, std::string>> pids;
   std::unordered_map<uint64_t, process_stream> streams;
   uint64_t next_stream = 1;
+  /// The sandboxes of the catalog are known (start-up read it); requests
+  /// before that wait here.
+  bool loaded = false;
+  std::vector<e2b_call> waiting;
   uint64_t requests = 0;
   uint64_t errors = 0;
   std::chrono::steady_clock::time_point started;

@@ -96,6 +96,11 @@ void call_session(front_self self, const std::string& agent,
 /// The control plane (control.cpp): everything under /e2b but /e2b/envd.
 void serve_control(front_self self, request& req);
 
+/// Keeps `sb`'s record in its session row (durably: the catalog is its
+/// only copy across a restart), then `done` (control.cpp).
+void save(front_self self, const sandbox& sb,
+          std::function<void(caf::error)> done);
+
 /// Ends sandboxes past their deadline (control.cpp).
 void expire_sandboxes(front_self self);
 

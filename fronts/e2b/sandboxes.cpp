@@ -89,6 +89,56 @@ expected<create_request> decode_create(const json::value& body) {
   return r;
 }
 
+std::string to_record(const sandbox& s) {
+  return json::serialize(json::object{
+      {"front", "e2b"},
+      {"template", s.template_id},
+      {"metadata", string_object(s.metadata)},
+      {"envs", string_object(s.envs)},
+      {"access_token", s.access_token},
+      {"started_ms", s.started_ms},
+      {"end_ms", s.end_ms},
+      {"on_timeout", s.at_timeout == on_timeout::pause ? "pause" : "kill"},
+      {"allow_internet", s.allow_internet}});
+}
+
+caf::optional<sandbox> from_record(const std::string& agent,
+                                   const std::string& id,
+                                   const std::string& record) {
+  boost::system::error_code ec;
+  auto doc = json::parse(record, ec);
+  if (ec || !doc.is_object())
+    return caf::none;
+  const auto& o = doc.as_object();
+  auto* front = o.if_contains("front");
+  if (front == nullptr || *front != "e2b")
+    return caf::none;
+  sandbox s;
+  s.id = id;
+  s.agent = agent;
+  auto text = [&o](const char* key) {
+    auto* v = o.if_contains(key);
+    return v != nullptr && v->is_string() ? std::string{v->as_string()}
+                                          : std::string{};
+  };
+  auto number = [&o](const char* key) {
+    auto* v = o.if_contains(key);
+    return v != nullptr && v->is_int64() ? v->as_int64() : int64_t{0};
+  };
+  s.template_id = text("template");
+  s.access_token = text("access_token");
+  s.started_ms = number("started_ms");
+  s.end_ms = number("end_ms");
+  s.at_timeout =
+      text("on_timeout") == "pause" ? on_timeout::pause : on_timeout::kill;
+  if (auto* a = o.if_contains("allow_internet"); a != nullptr && a->is_bool())
+    s.allow_internet = a->as_bool();
+  if (string_map(o, "metadata", s.metadata) || string_map(o, "envs", s.envs) ||
+      s.access_token.empty())
+    return caf::none;
+  return s;
+}
+
 json::object created_json(const sandbox& s) {
   return {{"sandboxID", s.id},
           {"templateID", s.template_id},

@@ -8,6 +8,8 @@
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 
+#include <caf/optional.hpp>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -65,6 +67,16 @@ inline constexpr int64_t max_timeout_s = 86400;
 
 /// A timeout in seconds, 1..max_timeout_s.
 expected<int64_t> decode_timeout(const json::value& v);
+
+/// The sandbox as the catalog keeps it (the session row's front_record):
+/// {"front": "e2b", ...}; it holds the envd access token.
+std::string to_record(const sandbox& s);
+
+/// A sandbox from its session's front record; none when the record is
+/// another front's or unreadable.
+caf::optional<sandbox> from_record(const std::string& agent,
+                                   const std::string& id,
+                                   const std::string& record);
 
 /// The create (and connect) answer: sandboxID, templateID, envdVersion,
 /// envdAccessToken, clientID, alias, domain.

@@ -165,7 +165,8 @@ caf::error load_rows(sqlite3* db, const std::string* agent,
     snap.agents.push_back({agents.text(0), agents.integer(1),
                            agents.integer(2) != 0, agents.nullable_text(3)});
   sql = "SELECT agent_id, session_id, created_ns, deleting, head, "
-        "exec_settings, turn_state, policy, share_policy FROM sessions" +
+        "exec_settings, turn_state, policy, share_policy, front_record FROM "
+        "sessions" +
         where + " ORDER BY agent_id, session_id";
   statement sessions{db, sql.c_str()};
   if (!ready(sessions))
@@ -175,7 +176,8 @@ caf::error load_rows(sqlite3* db, const std::string* agent,
         {sessions.text(0), sessions.text(1), sessions.integer(2),
          sessions.integer(3) != 0, sessions.nullable_text(4),
          sessions.nullable_text(5), sessions.nullable_text(6),
-         sessions.nullable_text(7), sessions.nullable_text(8)});
+         sessions.nullable_text(7), sessions.nullable_text(8),
+         sessions.nullable_text(9)});
   sql = "SELECT agent_id, session_id, checkpoint_id, created_at_ns, origin, "
         "message, pinned, metadata, missing, parent_id, generation FROM "
         "checkpoints" +
@@ -311,6 +313,9 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
   statement set_share_policy{
       *stmts_, "UPDATE sessions SET share_policy = ?3 WHERE agent_id = ?1 AND "
                "session_id = ?2"};
+  statement set_front_record{
+      *stmts_, "UPDATE sessions SET front_record = ?3 WHERE agent_id = ?1 AND "
+               "session_id = ?2"};
   statement put_journal{
       *stmts_,
       "INSERT OR REPLACE INTO journals (agent_id, session_id, op, phase, "
@@ -338,7 +343,8 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       !del_agent_journals || !del_session_checkpoints || !del_session_journal ||
       !put_checkpoint || !del_checkpoint || !set_head || !put_journal ||
       !mark_imported || !set_settings || !set_turn_state ||
-      !set_session_policy || !set_agent_policy || !set_share_policy)
+      !set_session_policy || !set_agent_policy || !set_share_policy ||
+      !set_front_record)
     return fail("prepare");
   for (const auto* w : writes) {
     if (w->mark_prototype_imported) {
@@ -435,6 +441,14 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
       if (set_share_policy.step() != SQLITE_DONE)
         return fail("write share policy");
       set_share_policy.reset();
+    }
+    for (const auto& x : w->set_front_records) {
+      set_front_record.bind(1, x.agent_id);
+      set_front_record.bind(2, x.session_id);
+      set_front_record.bind_nullable(3, x.settings);
+      if (set_front_record.step() != SQLITE_DONE)
+        return fail("write front record");
+      set_front_record.reset();
     }
     for (const auto& j : w->put_journals) {
       put_journal.bind(1, j.agent_id);

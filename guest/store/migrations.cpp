@@ -110,6 +110,11 @@ const char* const migration_steps[] = {
     R"sql(
     ALTER TABLE sessions ADD COLUMN share_policy TEXT;
   )sql",
+    // 10: what the front that made a session keeps of it (the E2B front's
+    // sandbox record: JSON text, NULL for sessions of the native wire).
+    R"sql(
+    ALTER TABLE sessions ADD COLUMN front_record TEXT;
+  )sql",
 };
 
 const size_t migration_count = std::size(migration_steps);

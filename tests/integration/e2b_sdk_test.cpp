@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <string>
+#include <thread>
 
 using namespace allox;
 using namespace allox::test;
@@ -21,7 +22,8 @@ namespace {
 /// Runs `node sdk_test.mjs <name>` against `d`; its exit code and output.
 std::pair<int, std::string> run_case(const daemon_process& d,
                                      const std::string& name,
-                                     const std::string& key = "e2b_test") {
+                                     const std::string& key = "e2b_test",
+                                     const std::string& state = {}) {
   std::string dir = ALLOX_E2B_SDK_DIR;
   struct stat st {};
   REQUIRE_MESSAGE(::stat((dir + "/node_modules/e2b").c_str(), &st) == 0,
@@ -29,8 +31,8 @@ std::pair<int, std::string> run_case(const daemon_process& d,
   auto base = "http://127.0.0.1:" + std::to_string(d.port());
   auto cmd = "cd '" + dir + "' && E2B_API_URL=" + base +
              "/e2b E2B_SANDBOX_URL=" + base + "/e2b/envd E2B_API_KEY=" + key +
-             " ALLOX_RPC=" + base + "/v1/rpc timeout 120 node sdk_test.mjs " +
-             name + " 2>&1";
+             " ALLOX_RPC=" + base + "/v1/rpc ALLOX_STATE='" + state +
+             "' timeout 120 node sdk_test.mjs " + name + " 2>&1";
   std::string out;
   FILE* p = ::popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
@@ -43,8 +45,9 @@ std::pair<int, std::string> run_case(const daemon_process& d,
 }
 
 void check_case(daemon_process& d, const std::string& name,
-                const std::string& key = "e2b_test") {
-  auto [code, out] = run_case(d, name, key);
+                const std::string& key = "e2b_test",
+                const std::string& state = {}) {
+  auto [code, out] = run_case(d, name, key, state);
   INFO(out);
   INFO(d.log());
   CHECK(code == 0);
@@ -99,4 +102,17 @@ TEST_CASE("e2b sdk: malformed Connect requests and a stream cut by its "
   daemon_process d{with_execution()};
   d.start();
   check_case(d, "malformed");
+}
+
+TEST_CASE("e2b sdk: a restart keeps every sandbox, its deadline and its "
+          "acknowledged files; one that expired meanwhile is killed") {
+  daemon_process d{with_execution()};
+  d.start();
+  temp_dir scratch;
+  auto state = scratch.path() + "/sandboxes.json";
+  check_case(d, "before_restart", "e2b_test", state);
+  d.crash();
+  std::this_thread::sleep_for(std::chrono::seconds{3});
+  d.start();
+  check_case(d, "after_restart", "e2b_test", state);
 }

@@ -38,6 +38,7 @@ metadata_write one_of_each(const std::string& tag) {
   w.set_turn_states.push_back({tag, "s", R"({"turn_count":1})"});
   w.set_policies.push_back({tag, "", R"({"strict":true})"});
   w.set_share_policies.push_back({tag, "s", R"({"enabled":true})"});
+  w.set_front_records.push_back({tag, "s", R"({"front":"e2b"})"});
   journal_row j;
   j.agent_id = tag;
   w.put_journals.push_back(j);
@@ -56,12 +57,12 @@ TEST_CASE("records: inspect() names every field of metadata_write") {
   // the wire, the log and append() read), then count it here.
   auto& [put_agents, delete_agents, put_sessions, delete_sessions,
          put_checkpoints, delete_checkpoints, set_heads, set_exec_settings,
-         set_turn_states, set_policies, set_share_policies, put_journals,
-         delete_journals, audit, put_runs, release_runs,
+         set_turn_states, set_policies, set_share_policies, set_front_records,
+         put_journals, delete_journals, audit, put_runs, release_runs,
          mark_prototype_imported, mark_runs_imported, durable] = w;
   (void)put_agents;
   (void)durable;
-  CHECK(inspected_fields(w) == 19);
+  CHECK(inspected_fields(w) == 20);
 }
 
 TEST_CASE("records: append keeps every change of both writes, in order") {
@@ -79,6 +80,8 @@ TEST_CASE("records: append keeps every change of both writes, in order") {
   CHECK(into.set_exec_settings[0].agent_id == "a");
   CHECK(into.set_exec_settings[1].agent_id == "b");
   CHECK(into.set_exec_settings[1].settings == R"({"network":"isolated"})"s);
+  REQUIRE(into.set_front_records.size() == 2);
+  CHECK(into.set_front_records[1].agent_id == "b");
   REQUIRE(into.set_share_policies.size() == 2);
   CHECK(into.set_share_policies[1].agent_id == "b");
   CHECK(into.put_journals.size() == 2);

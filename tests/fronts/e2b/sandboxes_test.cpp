@@ -120,3 +120,28 @@ TEST_CASE("e2b multipart: one part per file, destinations in filename") {
   CHECK_FALSE(parse_form(body.substr(0, 60), "----B"));
   CHECK_FALSE(parse_form("no boundary here", "----B"));
 }
+
+TEST_CASE("e2b sandboxes: a record in the catalog gives back the sandbox") {
+  sandbox s;
+  s.id = "i1";
+  s.agent = "e2b";
+  s.template_id = "base";
+  s.metadata["k"] = "v";
+  s.envs["A"] = "1";
+  s.access_token = "tok";
+  s.started_ms = 1000;
+  s.end_ms = 2000;
+  s.at_timeout = on_timeout::pause;
+  s.allow_internet = false;
+  auto back = from_record("e2b", "i1", to_record(s));
+  REQUIRE(back);
+  CHECK(back->metadata == s.metadata);
+  CHECK(back->envs == s.envs);
+  CHECK(back->access_token == "tok");
+  CHECK(back->end_ms == 2000);
+  CHECK(back->at_timeout == on_timeout::pause);
+  CHECK_FALSE(back->allow_internet);
+  CHECK_FALSE(from_record("a", "s", R"({"front":"mcp"})"));
+  CHECK_FALSE(from_record("a", "s", "not json"));
+  CHECK_FALSE(from_record("a", "s", R"({"front":"e2b"})")); // no token
+}

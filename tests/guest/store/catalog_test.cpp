@@ -18,7 +18,7 @@ TEST_CASE("catalog: migrates a new database to the latest schema") {
   test::temp_dir dir;
   auto db = store::catalog::open(dir / "allox.db");
   REQUIRE(db);
-  CHECK(db->schema_version() == 9);
+  CHECK(db->schema_version() == 10);
   auto snap = db->load();
   REQUIRE(snap);
   CHECK(snap->agents.empty());
@@ -211,7 +211,8 @@ TEST_CASE("catalog: turn states and policies survive reopening") {
   CHECK(db->load()->agents[0].policy == caf::none);
 }
 
-TEST_CASE("catalog: share policies survive reopening and a session's reload") {
+TEST_CASE("catalog: share policies and front records survive reopening and "
+          "a session's reload") {
   test::temp_dir dir;
   {
     auto db = store::catalog::open(dir / "allox.db");
@@ -222,6 +223,7 @@ TEST_CASE("catalog: share policies survive reopening and a session's reload") {
     w.put_sessions.push_back({"a", "t", 3, false, {}, {}});
     w.set_share_policies.push_back(
         {"a", "s", R"({"enabled":true,"scope":".","permission":"write"})"s});
+    w.set_front_records.push_back({"a", "t", R"({"front":"e2b"})"s});
     REQUIRE_FALSE(db->apply({&w}));
   }
   auto db = store::catalog::open(dir / "allox.db");
@@ -233,6 +235,9 @@ TEST_CASE("catalog: share policies survive reopening and a session's reload") {
         R"({"enabled":true,"scope":".","permission":"write"})"s);
   // Never enabled: none.
   CHECK(snap->sessions[1].share_policy == caf::none);
+  // A front's record comes back with its row; other rows have none.
+  CHECK(snap->sessions[0].front_record == caf::none);
+  CHECK(snap->sessions[1].front_record == R"({"front":"e2b"})"s);
   auto one = db->load_session("a", "s");
   REQUIRE(one);
   REQUIRE(one->sessions.size() == 1);

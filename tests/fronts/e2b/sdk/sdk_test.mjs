@@ -334,6 +334,40 @@ const cases = {
   },
 }
 
+/** Before a restart of the daemon: sandboxes whose ids go to ALLOX_STATE. */
+cases.before_restart = async () => {
+  const kept = await Sandbox.create({ metadata: { keep: 'yes' }, timeoutMs: 120_000 })
+  await kept.files.write('/home/user/kept.txt', 'acknowledged')
+  const short = await Sandbox.create({ timeoutMs: 3_000 })
+  const { writeFileSync } = await import('node:fs')
+  writeFileSync(process.env.ALLOX_STATE, JSON.stringify({
+    kept: kept.sandboxId, endAt: (await kept.getInfo()).endAt, short: short.sandboxId,
+  }))
+}
+
+/** After it: the same sandboxes, deadlines and files; expired ones gone. */
+cases.after_restart = async () => {
+  const { readFileSync } = await import('node:fs')
+  const state = JSON.parse(readFileSync(process.env.ALLOX_STATE, 'utf8'))
+  const info = await Sandbox.getInfo(state.kept)
+  assert.deepEqual(info.metadata, { keep: 'yes' })
+  assert.equal(info.endAt.getTime(), new Date(state.endAt).getTime())
+  const kept = await Sandbox.connect(state.kept)
+  assert.equal(await kept.files.read('/home/user/kept.txt'), 'acknowledged')
+  assert.equal((await kept.commands.run('cat kept.txt')).stdout, 'acknowledged')
+  for (let i = 0; i < 50; i++) {
+    try {
+      await Sandbox.getInfo(state.short)
+    } catch (e) {
+      assert.ok(e instanceof SandboxNotFoundError, String(e))
+      await kept.kill()
+      return
+    }
+    await sleep(200)
+  }
+  assert.fail('the expired sandbox outlived the restart')
+}
+
 const name = process.argv[2]
 if (!cases[name]) {
   console.error(`usage: node sdk_test.mjs <${Object.keys(cases).join('|')}>`)
