@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// The E2B front through the real e2b SDK (bench/e2b.py starts the daemon
+// and sets the SDK's variables; docs/benchmarks.md, "E2B"). Prints one
+// JSON object of figures, each next to its raw baseline of the same run.
+import { createRequire } from 'node:module'
+import { execFileSync } from 'node:child_process'
+import { writeFileSync, rmSync } from 'node:fs'
+
+const require = createRequire(process.env.E2B_SDK_DIR + '/package.json')
+const { Sandbox } = require('e2b')
+const N = Number(process.env.BENCH_SAMPLES || 30)
+const now = () => Number(process.hrtime.bigint()) / 1e6
+
+function pct(xs, p) {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]
+}
+const summary = (xs) => ({ p50_ms: +pct(xs, 50).toFixed(2), p99_ms: +pct(xs, 99).toFixed(2), n: xs.length })
+
+async function rpc(action, params) {
+  const res = await fetch(process.env.ALLOX_RPC, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ action, params }),
+  })
+  const body = await res.json()
+  if (!body.ok) throw new Error(`${action}: ${JSON.stringify(body)}`)
+  return body.result
+}
+
+const out = {}
+
+// 1. Sandbox.create + the first commands.run('true').
+{
+  const xs = []
+  for (let i = 0; i < N; i++) {
+    const t = now()
+    const s = await Sandbox.create()
+    await s.commands.run('true')
+    xs.push(now() - t)
+    await s.kill()
+  }
+  out.create_and_first_run = summary(xs)
+}
+
+// 2. commands.run('true') against native process.start + process.wait of
+// the same argv in a session of the same daemon, alternating.
+{
+  const sbx = await Sandbox.create()
+  await rpc('session.create', { agent_id: 'bench', session_id: 'native' })
+  const argv = ['/bin/bash', '-l', '-c', 'true']
+  const sdk = [], native = []
+  for (let i = 0; i < 3; i++) await sbx.commands.run('true') // warm
+  for (let i = 0; i < N * 2; i++) {
+    let t = now()
+    await sbx.commands.run('true')
+    sdk.push(now() - t)
+    t = now()
+    const row = await rpc('process.start', { agent_id: 'bench', session_id: 'native', argv, home: '/home/user' })
+    await rpc('process.wait', { agent_id: 'bench', session_id: 'native', run_id: row.run_id })
+    native.push(now() - t)
+  }
+  out.run_true = { sdk: summary(sdk), native: summary(native),
+    ratio_p50: +(pct(sdk, 50) / pct(native, 50)).toFixed(3) }
+
+  // 3. files.write / files.read of a big file against cp (+ fsync) into
+  // the same store, and cp out of it.
+  const mib = Number(process.env.BENCH_FILE_MIB || 32)
+  const data = Buffer.alloc(mib << 20, 7)
+  const src = `${process.env.BENCH_WORK}/src.bin`
+  const dst = `${process.env.BENCH_STORE}/bench-copy.bin`
+  writeFileSync(src, data)
+  const w = [], r = [], cpw = [], cpr = []
+  for (let i = 0; i < 5; i++) {
+    let t = now()
+    await sbx.files.write('/home/user/big.bin', data)
+    w.push(now() - t)
+    t = now()
+    const back = await sbx.files.read('/home/user/big.bin', { format: 'bytes' })
+    r.push(now() - t)
+    if (back.length !== data.length) throw new Error('short read')
+    t = now()
+    execFileSync('dd', [`if=${src}`, `of=${dst}`, 'bs=1M', 'conv=fsync', 'status=none'])
+    cpw.push(now() - t)
+    t = now()
+    execFileSync('dd', [`if=${dst}`, 'of=/dev/null', 'bs=1M', 'status=none'])
+    cpr.push(now() - t)
+  }
+  rmSync(dst)
+  const mbps = (ms) => +(mib / (ms / 1000)).toFixed(1)
+  out.files = {
+    mib,
+    write_mib_s: mbps(pct(w, 50)), cp_fsync_mib_s: mbps(pct(cpw, 50)),
+    write_ratio: +(pct(cpw, 50) / pct(w, 50)).toFixed(3),
+    read_mib_s: mbps(pct(r, 50)), cp_read_mib_s: mbps(pct(cpr, 50)),
+    read_ratio: +(pct(cpr, 50) / pct(r, 50)).toFixed(3),
+  }
+  await sbx.kill()
+}
+console.log(JSON.stringify(out, null, 2))
