@@ -9,8 +9,6 @@
 #include "fronts/e2b/multipart.hpp"
 #include "messages/commands/files.hpp"
 
-#include <cstdio>
-#include <ctime>
 #include <memory>
 
 namespace allox::e2b {
@@ -33,17 +31,6 @@ std::string permissions(const file_entry& e) {
   for (int i = 0; i < 9; ++i)
     out.push_back((e.mode & (0400 >> i)) != 0 ? rwx[i] : '-');
   return out;
-}
-
-std::string rfc3339_ns(int64_t ns) {
-  std::time_t secs = static_cast<std::time_t>(ns / 1000000000);
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%09dZ",
-                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                tm.tm_min, tm.tm_sec, static_cast<int>(ns % 1000000000));
-  return buf;
 }
 
 json::object entry_info(const file_entry& e) {

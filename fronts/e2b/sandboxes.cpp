@@ -302,13 +302,20 @@ std::vector<const sandbox*> list_page(const std::map<std::string, sandbox>& all,
 }
 
 std::string rfc3339(int64_t unix_ms) {
-  std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
+  return rfc3339_ns(unix_ms * 1000000, 3);
+}
+
+std::string rfc3339_ns(int64_t unix_ns, int digits) {
+  std::time_t secs = static_cast<std::time_t>(unix_ns / 1000000000);
   std::tm tm{};
   ::gmtime_r(&secs, &tm);
+  auto fraction = unix_ns % 1000000000;
+  for (int i = digits; i < 9; ++i)
+    fraction /= 10;
   char buf[96];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%0*lldZ",
                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                tm.tm_min, tm.tm_sec, static_cast<int>(unix_ms % 1000));
+                tm.tm_min, tm.tm_sec, digits, static_cast<long long>(fraction));
   return buf;
 }
 

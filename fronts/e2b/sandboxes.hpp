@@ -111,6 +111,9 @@ std::vector<const sandbox*> list_page(const std::map<std::string, sandbox>& all,
 /// RFC 3339 in UTC with milliseconds.
 std::string rfc3339(int64_t unix_ms);
 
+/// RFC 3339 in UTC with `digits` (1..9) of the second's fraction.
+std::string rfc3339_ns(int64_t unix_ns, int digits = 9);
+
 /// E2B's error body {code, message}: the SDK reads the numeric code.
 std::string error_body(int status, std::string_view message);
 

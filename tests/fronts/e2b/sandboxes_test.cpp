@@ -145,3 +145,8 @@ TEST_CASE("e2b sandboxes: a record in the catalog gives back the sandbox") {
   CHECK_FALSE(from_record("a", "s", "not json"));
   CHECK_FALSE(from_record("a", "s", R"({"front":"e2b"})")); // no token
 }
+
+TEST_CASE("e2b sandboxes: RFC 3339 with nanoseconds, as envd's entries") {
+  CHECK(rfc3339_ns(1796319180123456789) == "2026-12-03T17:33:00.123456789Z");
+  CHECK(rfc3339_ns(1796319180123456789, 3) == "2026-12-03T17:33:00.123Z");
+}
