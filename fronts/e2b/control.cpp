@@ -9,6 +9,7 @@
 #include "messages/commands/agents.hpp"
 #include "messages/ids.hpp"
 
+#include <memory>
 #include <vector>
 
 namespace allox::e2b {
@@ -66,8 +67,7 @@ void create(front_self self, request& req) {
     sb.agent = it->second;
   if (auto err = validate_id("agent", sb.agent))
     return answer_error(req.answer(), err);
-  // An E2B-style id (lowercase letters and digits), valid as ours.
-  sb.id = "i" + random_hex_token().substr(0, 19);
+  sb.id = new_sandbox_id();
   sb.template_id = asked->template_id;
   sb.metadata = std::move(asked->metadata);
   sb.envs = std::move(asked->envs);
@@ -76,6 +76,14 @@ void create(front_self self, request& req) {
   sb.access_token = random_hex_token();
   sb.started_ms = now_ms();
   sb.end_ms = sb.started_ms + asked->timeout_s * 1000;
+  if (sb.template_id != "base") {
+    if (create_from_snapshot(self, sb.template_id, sb, req.answer()))
+      return;
+    return answer_error(req.answer(), 400,
+                        "template " + sb.template_id +
+                            " is not known: this daemon serves the base "
+                            "template and snapshots of its sandboxes");
+  }
   cmd::session_create c{session_ref{sb.agent, sb.id}, std::string{origin}};
   auto answer = req.answer();
   self->request(self->state.init.agents, caf::infinite, c)
@@ -114,24 +122,77 @@ void list(front_self self, request& req) {
   req.answer()(std::move(r));
 }
 
-/// DELETE /sandboxes/{id}: the session deleted (its runs killed first).
-void kill(front_self self, request& req, const std::string& id) {
+/// Ends a sandbox: its live runs stopped (a session with runs is not
+/// deleted), then its session deleted, which takes its record along; the
+/// sandbox leaves the table once that is done, and stays (no longer
+/// ending) if it failed.
+void end_sandbox(front_self self, const std::string& id, const std::string& why,
+                 std::function<void(caf::error)> done) {
   auto it = self->state.sandboxes.find(id);
   if (it == self->state.sandboxes.end())
-    return not_found(req, id);
+    return done(caf::none);
+  it->second.ending = true;
   auto agent = it->second.agent;
-  // Gone for E2B at once: a second kill, or envd calls meanwhile, see no
-  // sandbox.
-  self->state.sandboxes.erase(it);
-  self->state.pids.erase(id);
-  cmd::session_delete_request c{session_ref{agent, id}, std::string{origin}};
-  auto answer = req.answer();
-  self->request(self->state.init.agents, caf::infinite, c)
-      .then([answer](json::value&) { answer_json(answer, 204, nullptr); },
-            [self, answer](caf::error& err) {
+  auto remove = [self, id, agent, why, done] {
+    cmd::session_delete_request c{session_ref{agent, id}, why};
+    self->request(self->state.init.agents, caf::infinite, c)
+        .then(
+            [self, id, done](json::value&) {
+              self->state.sandboxes.erase(id);
+              self->state.pids.erase(id);
+              done(caf::none);
+            },
+            [self, id, done](caf::error& err) {
               ++self->state.errors;
-              answer_error(answer, err);
+              if (code_of(err) == errc::not_found) {
+                // Deleted on the native wire meanwhile: gone all the same.
+                self->state.sandboxes.erase(id);
+                self->state.pids.erase(id);
+                return done(caf::none);
+              }
+              if (auto kept = self->state.sandboxes.find(id);
+                  kept != self->state.sandboxes.end())
+                kept->second.ending = false;
+              done(err);
             });
+  };
+  call_session(
+      self, agent, id, cmd::process_list{{}, 0, {}},
+      [self, agent, id, remove](run_list& list) {
+        auto left = std::make_shared<size_t>(0);
+        for (const auto& row : list.runs)
+          if (!is_final(row.state))
+            ++*left;
+        if (*left == 0)
+          return remove();
+        for (const auto& row : list.runs)
+          if (!is_final(row.state))
+            call_session(
+                self, agent, id, cmd::process_stop{{}, row.run_id},
+                [left, remove](run_row&) {
+                  if (--*left == 0)
+                    remove();
+                },
+                [left, remove](caf::error&) {
+                  // Ended by itself meanwhile, or not: the delete says.
+                  if (--*left == 0)
+                    remove();
+                });
+      },
+      [remove](caf::error&) { remove(); });
+}
+
+/// DELETE /sandboxes/{id}: its runs killed, then its session deleted.
+void kill(front_self self, request& req, const std::string& id) {
+  auto it = self->state.sandboxes.find(id);
+  if (it == self->state.sandboxes.end() || it->second.ending)
+    return not_found(req, id);
+  end_sandbox(self, id, std::string{origin},
+              [answer = req.answer()](caf::error err) {
+                if (err)
+                  return answer_error(answer, err);
+                answer_json(answer, 204, nullptr);
+              });
 }
 
 /// POST /sandboxes/{id}/timeout {timeout}: the deadline is now + timeout.
@@ -192,6 +253,9 @@ void serve_control(front_self self, request& req) {
     if (method == bhttp::verb::get)
       return list(self, req);
   }
+  if (parts.size() == 1 && parts[0] == "snapshots" &&
+      method == bhttp::verb::get)
+    return list_snapshots(self, req);
   if (parts.size() >= 2 && parts[0] == "sandboxes") {
     const auto& id = parts[1];
     if (parts.size() == 2 && method == bhttp::verb::delete_)
@@ -207,9 +271,18 @@ void serve_control(front_self self, request& req) {
         return set_timeout(self, req, sb);
       if (parts[2] == "connect")
         return connect_to(self, req, sb);
-      if (parts[2] == "pause" || parts[2] == "fork" || parts[2] == "snapshots")
+      if (parts[2] == "snapshots" || parts[2] == "fork") {
+        auto body = json_body(req);
+        if (!body || !body->is_object())
+          return answer_error(req.answer(), 400,
+                              "the body is not a JSON object");
+        if (parts[2] == "snapshots")
+          return take_snapshot(self, req, sb, body->as_object());
+        return fork_sandbox(self, req, sb, body->as_object());
+      }
+      if (parts[2] == "pause")
         return answer_error(req.answer(), 501,
-                            parts[2] + " is not served by this daemon yet");
+                            "pause is not served by this daemon yet");
     }
     if (parts.size() == 3 && parts[2] == "metrics")
       return answer_error(req.answer(), 501,
@@ -236,22 +309,15 @@ void expire_sandboxes(front_self self) {
   auto now = now_ms();
   std::vector<std::string> due;
   for (const auto& [id, sb] : self->state.sandboxes)
-    if (sb.end_ms <= now)
+    if (sb.end_ms <= now && !sb.ending)
       due.push_back(id);
-  for (const auto& id : due) {
-    auto agent = self->state.sandboxes.at(id).agent;
-    self->state.sandboxes.erase(id);
-    self->state.pids.erase(id);
-    cmd::session_delete_request c{session_ref{agent, id},
-                                  std::string{origin} + ":timeout"};
-    self->request(self->state.init.agents, caf::infinite, c)
-        .then([](json::value&) {},
-              [self, id](caf::error& err) {
-                ++self->state.errors;
-                log::warn("e2b", "sandbox " + id +
-                                     " past its timeout: " + message_of(err));
-              });
-  }
+  for (const auto& id : due)
+    end_sandbox(
+        self, id, std::string{origin} + ":timeout", [id](caf::error err) {
+          if (err)
+            log::warn("e2b", "sandbox " + id +
+                                 " past its timeout: " + message_of(err));
+        });
 }
 
 } // namespace allox::e2b

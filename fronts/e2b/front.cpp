@@ -178,6 +178,10 @@ const sandbox* envd_sandbox(front_self self, request& req, bool connect_rpc) {
          "X-Access-Token does not match the sandbox's envdAccessToken");
     return nullptr;
   }
+  if (it->second.ending) {
+    fail(502, connect::code::unavailable, "sandbox " + id + " is ending");
+    return nullptr;
+  }
   if (it->second.paused) {
     fail(502, connect::code::unavailable,
          "sandbox " + id + " is paused; connect to resume it");

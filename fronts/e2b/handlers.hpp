@@ -101,6 +101,26 @@ void serve_control(front_self self, request& req);
 void save(front_self self, const sandbox& sb,
           std::function<void(caf::error)> done);
 
+/// A new sandbox id: "i" and 19 hex digits.
+std::string new_sandbox_id();
+
+/// POST /sandboxes/{id}/snapshots {name?} (snapshots.cpp).
+void take_snapshot(front_self self, request& req, const sandbox& sb,
+                   const json::object& body);
+
+/// GET /snapshots?sandboxID= (snapshots.cpp).
+void list_snapshots(front_self self, request& req);
+
+/// POST /sandboxes/{id}/fork {count?, timeout?} (snapshots.cpp).
+void fork_sandbox(front_self self, request& req, const sandbox& sb,
+                  const json::object& body);
+
+/// A create whose templateID is a snapshot id: `sb` forked from it and
+/// answered; false (nothing done) when it names no snapshot of a known
+/// sandbox (snapshots.cpp).
+bool create_from_snapshot(front_self self, const std::string& template_id,
+                          sandbox sb, const http::responder& answer);
+
 /// Ends sandboxes past their deadline (control.cpp).
 void expire_sandboxes(front_self self);
 

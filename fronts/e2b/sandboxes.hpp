@@ -46,6 +46,9 @@ struct sandbox {
   on_timeout at_timeout = on_timeout::kill;
   bool paused = false;
   bool allow_internet = true;
+  /// Being killed (its runs stopped, then its session deleted): envd
+  /// and a second kill see it gone already.
+  bool ending = false;
 };
 
 /// POST /v2/sandboxes, decoded.

@@ -82,6 +82,13 @@ TEST_CASE("e2b sdk: every files call, in the tree checkpoints and rollback "
   check_case(d, "files");
 }
 
+TEST_CASE("e2b sdk: a snapshot is a live checkpoint, a sandbox made from "
+          "it or forked has its own tree") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_case(d, "snapshots");
+}
+
 TEST_CASE("e2b sdk: paths leaving the workspace are refused") {
   daemon_process d{with_execution()};
   d.start();

@@ -97,8 +97,12 @@ const cases = {
     const short = await Sandbox.create({ timeoutMs: 2_000 })
     const kept = await Sandbox.create({ timeoutMs: 2_000 })
     await kept.setTimeout(60_000)
+    // A live process does not keep an expired sandbox alive.
+    await short.commands.run('sleep 60', { background: true })
     await sleep(3_500)
     await rejects(() => short.getInfo(), SandboxNotFoundError, 'expired sandbox')
+    const left = await rpc('session.list', { agent_id: 'e2b' })
+    assert.ok(!JSON.stringify(left).includes(short.sandboxId))
     assert.equal((await kept.getInfo()).state, 'running')
     await kept.kill()
   },
@@ -332,6 +336,39 @@ const cases = {
     await rejects(() => sbx.commands.connect(12345), NotFoundError, 'connect unknown pid')
     await sbx.kill()
   },
+}
+
+/** Snapshots are live checkpoints; forks are independent sandboxes. */
+cases.snapshots = async () => {
+  const src = await Sandbox.create({ metadata: { team: 'snap' } })
+  await src.files.write('/home/user/v.txt', 'one')
+  const bg = await src.commands.run('sleep 60', { background: true })
+  const snap = await src.createSnapshot({ name: 'first' })
+  assert.ok(snap.snapshotId.startsWith(src.sandboxId + '_'))
+  await src.files.write('/home/user/v.txt', 'two')
+  // The source kept its process through the snapshot.
+  assert.ok((await src.commands.list()).some((p) => p.pid === bg.pid))
+
+  const fromSnap = await Sandbox.create(snap.snapshotId, { metadata: { from: 'snap' } })
+  assert.equal(await fromSnap.files.read('/home/user/v.txt'), 'one')
+  assert.deepEqual((await fromSnap.getInfo()).metadata, { from: 'snap' })
+  const snaps = await Sandbox.listSnapshots({ sandboxId: src.sandboxId }).nextItems()
+  assert.deepEqual(snaps.map((x) => x.snapshotId), [snap.snapshotId])
+  assert.deepEqual(snaps[0].names, ['first'])
+
+  const forks = await src.fork({ count: 3 })
+  assert.equal(forks.length, 3)
+  for (const [i, f] of forks.entries()) {
+    assert.ok(f instanceof Sandbox, String(f))
+    assert.equal(await f.files.read('/home/user/v.txt'), 'two')
+    await f.files.write('/home/user/v.txt', `fork-${i}`)
+  }
+  for (const [i, f] of forks.entries())
+    assert.equal(await f.files.read('/home/user/v.txt'), `fork-${i}`)
+  assert.equal(await src.files.read('/home/user/v.txt'), 'two')
+  await rejects(() => Sandbox.create('code-interpreter-v1'), SandboxError, 'unknown template')
+  await rejects(() => Sandbox.fork('i-not-there', { count: 1 }), SandboxNotFoundError, 'fork unknown')
+  for (const s of [src, fromSnap, ...forks]) await s.kill()
 }
 
 /** Before a restart of the daemon: sandboxes whose ids go to ALLOX_STATE. */
