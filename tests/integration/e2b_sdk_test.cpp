@@ -112,7 +112,7 @@ TEST_CASE("e2b sdk: malformed Connect requests and a stream cut by its "
 }
 
 TEST_CASE("e2b sdk: a restart keeps every sandbox, its deadline and its "
-          "acknowledged files; one that expired meanwhile is killed") {
+          "acknowledged files, and one that expired meanwhile is killed") {
   daemon_process d{with_execution()};
   d.start();
   temp_dir scratch;

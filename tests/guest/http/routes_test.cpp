@@ -190,7 +190,7 @@ TEST_CASE("routes: an answer given after its client went away is dropped, "
 }
 
 TEST_CASE("routes: a streamed answer goes out part by part and ends with "
-          "its connection; a stream whose client left reads closed") {
+          "its connection, and a stream whose client left reads closed") {
   route_server rs;
   std::promise<responder> held;
   auto taken = held.get_future();
