@@ -14,6 +14,7 @@
 #include "messages/commands/checkpoints.hpp"
 #include "messages/commands/files.hpp"
 #include "messages/commands/network.hpp"
+#include "messages/commands/pause.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
 #include "messages/commands/share.hpp"
@@ -262,6 +263,16 @@ using session_network_actor = caf::typed_actor<
     // A connection attempt the broker relayed or refused (its loop thread).
     caf::reacts_to<cmd::egress_attempt>>;
 
+/// The PAUSE facet of a SESSION (actors/session/pause.cpp): its processes
+/// held frozen (or stopped) with a checkpoint of its files, and its usage.
+using session_pause_actor = caf::typed_actor<
+    // Freezes (or stops) the session's runs and checkpoints its files.
+    caf::replies_to<cmd::session_pause>::with<pause_result>,
+    // Thaws a paused session's runs.
+    caf::replies_to<cmd::session_resume>::with<resume_result>,
+    // CPU, memory and processes of its cgroup; its workspace's disk use.
+    caf::replies_to<cmd::session_usage>::with<usage_report>>;
+
 /// The SESSION actor: single owner of one session's subvolume and state,
 /// composed of its facets (actors/session/).
 using session_actor = caf::typed_actor<
@@ -277,7 +288,8 @@ using session_actor = caf::typed_actor<
     extend_with<session_checkpoints_actor, session_runs_actor,
                 session_files_actor, session_tracking_actor,
                 session_runtime_actor, session_turns_actor, session_share_actor,
-                session_network_actor, stats_client_actor>;
+                session_network_actor, session_pause_actor,
+                stats_client_actor>;
 
 /// The commands of one agent: served by its AGENT, and by AGENTS, which
 /// forwards them to that AGENT (creating the agent for agent.create and

@@ -16,6 +16,7 @@
 #include "messages/commands/checkpoints.hpp"
 #include "messages/commands/files.hpp"
 #include "messages/commands/network.hpp"
+#include "messages/commands/pause.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
 #include "messages/commands/share.hpp"
@@ -140,6 +141,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(allox_messages, caf::id_block::allox::end)
   // Commands and events: proxy networking (messages/commands/network.hpp).
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::network_status))
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::egress_attempt))
+  // Commands: pause, resume, usage (messages/commands/pause.hpp).
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::session_pause))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::session_resume))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::session_usage))
 CAF_END_TYPE_ID_BLOCK(allox_messages)
 
 namespace allox {

@@ -315,7 +315,8 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
   // A live session's runs are frozen for the snapshot alone: one instant
   // of their writes, and they go on unchanged after the thaw.
   std::string frozen;
-  if (!st.runs.active.empty() && st.runs.config)
+  // A paused session's group is held frozen already (pause.cpp).
+  if (!st.runs.active.empty() && st.runs.config && st.frozen_group.empty())
     frozen =
         st.runs.config->cgroups.session_group(row.agent_id, row.session_id);
   if (!frozen.empty())

@@ -8,6 +8,7 @@
 #include "actors/session/files.hpp"
 #include "actors/session/lifecycle.hpp"
 #include "actors/session/network.hpp"
+#include "actors/session/pause.hpp"
 #include "actors/session/runs.hpp"
 #include "actors/session/runtime.hpp"
 #include "actors/session/share.hpp"

@@ -77,6 +77,9 @@ caf::result<run_row> handle(self_ptr self, const cmd::process_start& c) {
     return err;
   if (mutating(self))
     return conflict("session is being checkpointed or restored: " + st.key());
+  if (st.paused || st.pausing)
+    return conflict("session is paused: " + st.key() +
+                    "; session.resume first");
   auto settings = effective_settings(self);
   auto max_runs = settings.at("max_runs").as_int64();
   if (auto err = check_run_capacity(self, max_runs))

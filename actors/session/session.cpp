@@ -310,6 +310,7 @@ session_actor::behavior_type session(session_facets::self_ptr self,
     auto group = self->state.runs.config->cgroups.session_group(
         self->state.agent_id(), self->state.session_id());
     self->attach_functor([group] { os::kill_group(group); });
+    thaw_leftover(self);
   }
   // An orderly stop (daemon shutdown) ends the active run first, recorded
   // as stopped with reason daemon_shutdown.

@@ -172,6 +172,18 @@ struct session_state {
   /// runs interrupted by a restart and the queue of row writes.
   session_runs runs;
 
+  // -- pause (pause.cpp) ---------------------------------------------------
+
+  /// session.pause holds the session: no run starts until session.resume.
+  bool paused = false;
+  /// The session group held frozen since the pause (empty: its runs were
+  /// stopped, or none was live); thawed by session.resume.
+  std::string frozen_group;
+  /// The runs frozen (or stopped) by the pause.
+  std::vector<std::string> paused_runs;
+  /// A pause is between its freeze and its checkpoint.
+  bool pausing = false;
+
   // -- turns and policy (turns.cpp, policy.cpp) ----------------------------
 
   /// The turn lifecycle state (persisted on every change).

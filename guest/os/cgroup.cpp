@@ -188,6 +188,15 @@ frozen_group::~frozen_group() {
     (void)write_control(group_, "cgroup.freeze", "0");
 }
 
+caf::error thaw_group(const std::string& group) {
+  if (auto err = write_control(group, "cgroup.freeze", "0")) {
+    if (::access(group.c_str(), F_OK) != 0 && errno == ENOENT)
+      return caf::none;
+    return err;
+  }
+  return caf::none;
+}
+
 void remove_group(const std::string& group) {
   // Only this group: its parents belong to the agent, and a sibling may be
   // creating its own group below them right now.

@@ -8,7 +8,10 @@
 #include "guest/os/unique_fd.hpp"
 #include "messages/errors.hpp"
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace allox::os {
@@ -98,9 +101,38 @@ public:
   /// Thaws.
   ~frozen_group();
 
+  /// Leaves the group frozen past this object (a paused session holds it
+  /// until thaw_group); returns its path, empty when nothing was frozen.
+  std::string release() && { return std::exchange(group_, {}); }
+
 private:
   explicit frozen_group(std::string group) : group_(std::move(group)) {}
   std::string group_;
 };
+
+/// Writes 0 to cgroup.freeze: the group's processes run again. A missing
+/// group (its runs ended) is fine.
+caf::error thaw_group(const std::string& group);
+
+/// What a group's processes use now (cgroup_usage.cpp).
+struct group_usage {
+  /// The group exists.
+  bool present = false;
+  /// Processes in the group and below (cgroup.procs).
+  uint32_t processes = 0;
+  /// cpu.stat, microseconds.
+  int64_t cpu_usage_usec = 0;
+  int64_t cpu_user_usec = 0;
+  int64_t cpu_system_usec = 0;
+  /// memory.current (true) or the processes' VmRSS sum.
+  bool memory_from_cgroup = false;
+  int64_t memory_bytes = 0;
+  /// memory.peak and pids.current where those controllers reach the group.
+  std::optional<int64_t> memory_peak_bytes;
+  std::optional<int64_t> pids_current;
+};
+
+/// Reads cpu.stat, the membership and the memory of `group` and below.
+group_usage read_usage(const std::string& group);
 
 } // namespace allox::os

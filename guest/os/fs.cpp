@@ -5,7 +5,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -114,6 +116,31 @@ caf::error make_dirs(const std::string& path) {
     if (!vanished)
       return caf::none;
   }
+}
+
+namespace {
+// nftw has no user pointer; the walk runs on one thread at a time per
+// caller, so a thread-local sum is enough.
+thread_local int64_t walk_bytes = 0;
+
+int add_blocks(const char*, const struct stat* st, int, struct FTW*) {
+  walk_bytes += static_cast<int64_t>(st->st_blocks) * 512;
+  return 0;
+}
+} // namespace
+
+int64_t allocated_bytes(const std::string& path) {
+  walk_bytes = 0;
+  (void)::nftw(path.c_str(), add_blocks, 32, FTW_PHYS | FTW_MOUNT);
+  return walk_bytes;
+}
+
+space space_of(const std::string& path) {
+  struct statvfs v {};
+  if (::statvfs(path.c_str(), &v) != 0)
+    return {};
+  return {static_cast<int64_t>(v.f_blocks) * static_cast<int64_t>(v.f_frsize),
+          static_cast<int64_t>(v.f_bavail) * static_cast<int64_t>(v.f_frsize)};
 }
 
 } // namespace allox::os

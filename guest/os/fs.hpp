@@ -40,4 +40,17 @@ caf::error rename_path(const std::string& from, const std::string& to);
 /// Wall-clock time in nanoseconds since the epoch.
 int64_t now_ns();
 
+/// Bytes allocated to the files of the tree at `path` (st_blocks; links
+/// not followed, other file systems not entered). Shared extents of
+/// snapshots count in full, as du counts them.
+int64_t allocated_bytes(const std::string& path);
+
+/// Size and free space of the file system holding `path` (statvfs);
+/// zeros when it cannot be read.
+struct space {
+  int64_t total_bytes = 0;
+  int64_t free_bytes = 0;
+};
+space space_of(const std::string& path);
+
 } // namespace allox::os

@@ -11,6 +11,7 @@
 #include "messages/commands/checkpoints.hpp"
 #include "messages/commands/files.hpp"
 #include "messages/commands/network.hpp"
+#include "messages/commands/pause.hpp"
 #include "messages/commands/runs.hpp"
 #include "messages/commands/runtime.hpp"
 #include "messages/commands/share.hpp"
@@ -36,6 +37,8 @@ using session_commands = caf::detail::type_list<
     process_output, process_events, process_tree,
     // network (network.cpp)
     network_status,
+    // pause and usage (pause.cpp)
+    session_pause, session_resume, session_usage,
     // runtime (runtime.cpp)
     execution_acquire, execution_release, runtime_register_background,
     runtime_begin_reset, runtime_complete_reset, session_unfence,

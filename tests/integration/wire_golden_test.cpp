@@ -263,6 +263,12 @@ TEST_CASE("wire: runs, their output, events and configuration answer as the "
                                     {"rows", 40},
                                     {"cols", 120}}));
   w.call("process.resize", with(s, {{"run_id", tty}, {"rows", 0}}));
+  w.call("session.pause", with(s, {{"message", "held"}}));
+  w.call("session.pause", s);
+  w.call("process.start", with(s, {{"argv", json::array{"true"}}}));
+  w.call("session.usage", s, golden_detail::shape);
+  w.call("session.resume", s);
+  w.call("session.resume", s);
   w.call("process.stop", with(s, {{"run_id", tty}}));
   w.call("process.stop", with(s, {{"run_id", "0123"}}));
   w.check();
