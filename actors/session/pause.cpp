@@ -16,6 +16,8 @@
 #include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
 
+#include <sys/sysinfo.h>
+
 namespace allox::session_facets {
 
 namespace {
@@ -137,6 +139,10 @@ caf::result<usage_report> handle(self_ptr self, const cmd::session_usage&) {
       self, [base, group, current]() mutable -> expected<usage_report> {
         auto u = base;
         u.sampled_ns = os::now_ns();
+        struct sysinfo si {};
+        if (::sysinfo(&si) == 0)
+          u.memory_total_bytes =
+              static_cast<int64_t>(si.totalram) * si.mem_unit;
         if (!group.empty()) {
           auto g = os::read_usage(group);
           u.processes = g.processes;
@@ -149,6 +155,8 @@ caf::result<usage_report> handle(self_ptr self, const cmd::session_usage&) {
             u.memory_peak_bytes = *g.memory_peak_bytes;
           if (g.pids_current)
             u.pids_current = *g.pids_current;
+          if (g.memory_max_bytes)
+            u.memory_total_bytes = *g.memory_max_bytes;
         }
         u.disk_used_bytes = os::allocated_bytes(current);
         auto space = os::space_of(current);

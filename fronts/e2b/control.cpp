@@ -7,6 +7,7 @@
 #include "guest/http/server.hpp"
 #include "guest/log.hpp"
 #include "messages/commands/agents.hpp"
+#include "messages/commands/runs.hpp"
 #include "messages/ids.hpp"
 
 #include <memory>
@@ -73,6 +74,7 @@ void create(front_self self, request& req) {
   sb.envs = std::move(asked->envs);
   sb.allow_internet = asked->allow_internet;
   sb.at_timeout = asked->at_timeout;
+  sb.pause_memory = asked->pause_memory;
   sb.access_token = random_hex_token();
   sb.started_ms = now_ms();
   sb.end_ms = sb.started_ms + asked->timeout_s * 1000;
@@ -93,12 +95,12 @@ void create(front_self self, request& req) {
             auto& kept = self->state.sandboxes[id] = std::move(sb);
             // Answered once the record is durable: a sandbox the client
             // was told of survives a crash.
-            save(self, kept,
-                 [answer, created = created_json(kept)](caf::error err) {
-                   if (err)
-                     return answer_error(answer, err);
-                   answer_json(answer, 201, created);
-                 });
+            settle(self, kept,
+                   [answer, created = created_json(kept)](caf::error err) {
+                     if (err)
+                       return answer_error(answer, err);
+                     answer_json(answer, 201, created);
+                   });
           },
           [self, answer](caf::error& err) {
             ++self->state.errors;
@@ -212,27 +214,6 @@ void set_timeout(front_self self, request& req, sandbox& sb) {
   });
 }
 
-/// POST /v2/sandboxes/{id}/connect {timeout?}: a running sandbox answers
-/// its create result again (a longer timeout, if given, extends it).
-void connect_to(front_self self, request& req, sandbox& sb) {
-  auto body = json_body(req);
-  if (!body || !body->is_object())
-    return answer_error(req.answer(), 400, "the body is not a JSON object");
-  if (auto* t = body->as_object().if_contains("timeout");
-      t != nullptr && !t->is_null()) {
-    auto s = decode_timeout(*t);
-    if (!s)
-      return answer_error(req.answer(), s.error());
-    sb.end_ms = std::max(sb.end_ms, now_ms() + *s * 1000);
-  }
-  save(self, sb,
-       [answer = req.answer(), created = created_json(sb)](caf::error err) {
-         if (err)
-           return answer_error(answer, err);
-         answer_json(answer, 200, created);
-       });
-}
-
 } // namespace
 
 void serve_control(front_self self, request& req) {
@@ -269,30 +250,55 @@ void serve_control(front_self self, request& req) {
     if (parts.size() == 3 && method == bhttp::verb::post) {
       if (parts[2] == "timeout")
         return set_timeout(self, req, sb);
+      auto body = json_body(req);
+      if (!body || !body->is_object())
+        return answer_error(req.answer(), 400, "the body is not a JSON object");
+      const auto& o = body->as_object();
       if (parts[2] == "connect")
-        return connect_to(self, req, sb);
-      if (parts[2] == "snapshots" || parts[2] == "fork") {
-        auto body = json_body(req);
-        if (!body || !body->is_object())
-          return answer_error(req.answer(), 400,
-                              "the body is not a JSON object");
-        if (parts[2] == "snapshots")
-          return take_snapshot(self, req, sb, body->as_object());
-        return fork_sandbox(self, req, sb, body->as_object());
-      }
+        return connect_to(self, req, sb, o);
       if (parts[2] == "pause")
-        return answer_error(req.answer(), 501,
-                            "pause is not served by this daemon yet");
+        return pause_route(self, req, sb, o);
+      if (parts[2] == "snapshots")
+        return take_snapshot(self, req, sb, o);
+      if (parts[2] == "fork")
+        return fork_sandbox(self, req, sb, o);
     }
-    if (parts.size() == 3 && parts[2] == "metrics")
-      return answer_error(req.answer(), 501,
-                          "metrics are not served by this daemon yet");
+    if (parts.size() == 3 && parts[2] == "metrics" &&
+        method == bhttp::verb::get)
+      return metrics_route(self, req, sb);
     if (parts.size() == 3 && parts[2] == "network")
       return answer_error(req.answer(), 501,
                           "network updates are not served by this daemon "
                           "yet");
   }
   answer_error(req.answer(), 404, "no such route: " + req.path);
+}
+
+void settle(front_self self, const sandbox& sb,
+            std::function<void(caf::error)> done) {
+  cmd::session_configure c;
+  // E2B runs several processes of a sandbox at once.
+  c.max_runs = cmd::max_runs_limit;
+  if (!sb.allow_internet)
+    c.network = "isolated";
+  c.origin = std::string{origin};
+  auto id = sb.id;
+  call_session(
+      self, sb.agent, id, c,
+      [self, id, done](json::value&) {
+        auto it = self->state.sandboxes.find(id);
+        if (it == self->state.sandboxes.end())
+          return done(caf::none);
+        save(self, it->second, done);
+      },
+      [self, id, done](caf::error& err) {
+        // A daemon without tracked execution runs nothing: files only.
+        auto it = self->state.sandboxes.find(id);
+        if (code_of(err) != errc::unsupported ||
+            it == self->state.sandboxes.end())
+          return done(err);
+        save(self, it->second, done);
+      });
 }
 
 void save(front_self self, const sandbox& sb,
@@ -308,9 +314,22 @@ void save(front_self self, const sandbox& sb,
 void expire_sandboxes(front_self self) {
   auto now = now_ms();
   std::vector<std::string> due;
-  for (const auto& [id, sb] : self->state.sandboxes)
-    if (sb.end_ms <= now && !sb.ending)
+  std::vector<std::pair<std::string, bool>> to_pause;
+  for (const auto& [id, sb] : self->state.sandboxes) {
+    // A paused sandbox waits for its connect, however long (as on E2B).
+    if (sb.end_ms > now || sb.ending || sb.paused)
+      continue;
+    if (sb.at_timeout == on_timeout::pause)
+      to_pause.emplace_back(id, sb.pause_memory);
+    else
       due.push_back(id);
+  }
+  for (const auto& [id, memory] : to_pause)
+    pause_sandbox(self, id, memory, [id = id](caf::error err) {
+      if (err && code_of(err) != errc::conflict)
+        log::warn("e2b", "sandbox " + id + " past its timeout, not paused: " +
+                             message_of(err));
+    });
   for (const auto& id : due)
     end_sandbox(
         self, id, std::string{origin} + ":timeout", [id](caf::error err) {

@@ -101,6 +101,11 @@ void serve_control(front_self self, request& req);
 void save(front_self self, const sandbox& sb,
           std::function<void(caf::error)> done);
 
+/// A new sandbox's settings (several runs at once; no network without
+/// internet access) made on its session, then its record saved
+/// (control.cpp).
+void settle(front_self self, const sandbox& sb,
+            std::function<void(caf::error)> done);
 /// A new sandbox id: "i" and 19 hex digits.
 std::string new_sandbox_id();
 
@@ -121,6 +126,19 @@ void fork_sandbox(front_self self, request& req, const sandbox& sb,
 bool create_from_snapshot(front_self self, const std::string& template_id,
                           sandbox sb, const http::responder& answer);
 
+/// Pauses sandbox `id` (session.pause) and keeps its record; conflict
+/// when it is paused already (pause.cpp).
+void pause_sandbox(front_self self, const std::string& id, bool keep_memory,
+                   std::function<void(caf::error)> done);
+/// POST /sandboxes/{id}/pause {memory?}: 204, 409 when already paused.
+void pause_route(front_self self, request& req, const sandbox& sb,
+                 const json::object& body);
+/// POST /v2/sandboxes/{id}/connect {timeout?}: a paused sandbox resumed
+/// (201), a running one answered again (200, a longer timeout extends it).
+void connect_to(front_self self, request& req, sandbox& sb,
+                const json::object& body);
+/// GET /sandboxes/{id}/metrics: one sample from session.usage.
+void metrics_route(front_self self, request& req, const sandbox& sb);
 /// Ends sandboxes past their deadline (control.cpp).
 void expire_sandboxes(front_self self);
 

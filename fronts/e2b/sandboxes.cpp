@@ -86,6 +86,12 @@ expected<create_request> decode_create(const json::value& body) {
       return invalid("autoPause must be a boolean");
     r.at_timeout = a->as_bool() ? on_timeout::pause : on_timeout::kill;
   }
+  if (auto* m = o.if_contains("autoPauseMemory");
+      m != nullptr && !m->is_null()) {
+    if (!m->is_bool())
+      return invalid("autoPauseMemory must be a boolean");
+    r.pause_memory = m->as_bool();
+  }
   return r;
 }
 
@@ -99,6 +105,8 @@ std::string to_record(const sandbox& s) {
       {"started_ms", s.started_ms},
       {"end_ms", s.end_ms},
       {"on_timeout", s.at_timeout == on_timeout::pause ? "pause" : "kill"},
+      {"pause_memory", s.pause_memory},
+      {"paused", s.paused},
       {"allow_internet", s.allow_internet}});
 }
 
@@ -131,8 +139,13 @@ caf::optional<sandbox> from_record(const std::string& agent,
   s.end_ms = number("end_ms");
   s.at_timeout =
       text("on_timeout") == "pause" ? on_timeout::pause : on_timeout::kill;
-  if (auto* a = o.if_contains("allow_internet"); a != nullptr && a->is_bool())
-    s.allow_internet = a->as_bool();
+  auto flag = [&o](const char* key, bool fallback) {
+    auto* v = o.if_contains(key);
+    return v != nullptr && v->is_bool() ? v->as_bool() : fallback;
+  };
+  s.allow_internet = flag("allow_internet", true);
+  s.pause_memory = flag("pause_memory", true);
+  s.paused = flag("paused", false);
   if (string_map(o, "metadata", s.metadata) || string_map(o, "envs", s.envs) ||
       s.access_token.empty())
     return caf::none;

@@ -44,8 +44,15 @@ struct sandbox {
   int64_t started_ms = 0;
   int64_t end_ms = 0;
   on_timeout at_timeout = on_timeout::kill;
+  /// A pause at the deadline keeps the processes (autoPauseMemory).
+  bool pause_memory = true;
+  /// Paused (session.pause): envd refuses it until connect resumes it.
   bool paused = false;
   bool allow_internet = true;
+  /// The previous metrics sample (CPU microseconds, Unix ns): CPU use is
+  /// the share of wall time between two samples. Not kept across restarts.
+  int64_t last_cpu_usec = 0;
+  int64_t last_sample_ns = 0;
   /// Being killed (its runs stopped, then its session deleted): envd
   /// and a second kill see it gone already.
   bool ending = false;
@@ -60,6 +67,7 @@ struct create_request {
   std::map<std::string, std::string> envs;
   bool allow_internet = true;
   on_timeout at_timeout = on_timeout::kill;
+  bool pause_memory = true;
 };
 
 /// Decodes a create body; errors are invalid_argument with the field.

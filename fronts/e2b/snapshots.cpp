@@ -55,7 +55,7 @@ void fork_into(front_self self, const sandbox& source, sandbox sb,
       .then(
           [self, sb, done](json::value&) mutable {
             auto& kept = self->state.sandboxes[sb.id] = sb;
-            save(self, kept, [sb, done](caf::error err) {
+            settle(self, kept, [sb, done](caf::error err) {
               if (err)
                 return done(err);
               done(sb);

@@ -130,6 +130,8 @@ struct group_usage {
   /// memory.peak and pids.current where those controllers reach the group.
   std::optional<int64_t> memory_peak_bytes;
   std::optional<int64_t> pids_current;
+  /// memory.max when it is a number (a limit is set).
+  std::optional<int64_t> memory_max_bytes;
 };
 
 /// Reads cpu.stat, the membership and the memory of `group` and below.

@@ -87,6 +87,7 @@ group_usage read_usage(const std::string& group) {
   }
   u.memory_peak_bytes = read_number(group + "/memory.peak");
   u.pids_current = read_number(group + "/pids.current");
+  u.memory_max_bytes = read_number(group + "/memory.max"); // "max": none
   return u;
 }
 

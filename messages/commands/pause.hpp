@@ -5,8 +5,8 @@
 #pragma once
 
 #include "messages/commands/command.hpp"
-#include "messages/results/pause.hpp"
 #include "messages/records.hpp"
+#include "messages/results/pause.hpp"
 
 #include <caf/meta/type_name.hpp>
 

@@ -56,6 +56,8 @@ struct usage_report {
   int64_t memory_bytes = 0;
   /// "cgroup" or "processes".
   std::string memory_source = "processes";
+  /// The memory the session may use: its memory.max, else the VM's RAM.
+  int64_t memory_total_bytes = 0;
   /// memory.peak and pids.current, where those controllers exist.
   caf::optional<int64_t> memory_peak_bytes;
   caf::optional<int64_t> pids_current;

@@ -25,26 +25,26 @@ json::object to_json(const resume_result& r) {
 }
 
 json::object to_json(const usage_report& u) {
-  return {
-      {"agent_id", u.agent_id},
-      {"session_id", u.session_id},
-      {"sampled_ns", u.sampled_ns},
-      {"paused", u.paused},
-      {"runs", u.runs},
-      {"processes", u.processes},
-      {"cpu",
-       {{"usage_usec", u.cpu_usage_usec},
-        {"user_usec", u.cpu_user_usec},
-        {"system_usec", u.cpu_system_usec}}},
-      {"memory",
-       {{"bytes", u.memory_bytes},
-        {"source", u.memory_source},
-        {"peak_bytes", opt(u.memory_peak_bytes)}}},
-      {"pids_current", opt(u.pids_current)},
-      {"disk",
-       {{"used_bytes", u.disk_used_bytes},
-        {"total_bytes", u.disk_total_bytes},
-        {"free_bytes", u.disk_free_bytes}}}};
+  return {{"agent_id", u.agent_id},
+          {"session_id", u.session_id},
+          {"sampled_ns", u.sampled_ns},
+          {"paused", u.paused},
+          {"runs", u.runs},
+          {"processes", u.processes},
+          {"cpu",
+           {{"usage_usec", u.cpu_usage_usec},
+            {"user_usec", u.cpu_user_usec},
+            {"system_usec", u.cpu_system_usec}}},
+          {"memory",
+           {{"bytes", u.memory_bytes},
+            {"source", u.memory_source},
+            {"total_bytes", u.memory_total_bytes},
+            {"peak_bytes", opt(u.memory_peak_bytes)}}},
+          {"pids_current", opt(u.pids_current)},
+          {"disk",
+           {{"used_bytes", u.disk_used_bytes},
+            {"total_bytes", u.disk_total_bytes},
+            {"free_bytes", u.disk_free_bytes}}}};
 }
 
 } // namespace allox

@@ -89,6 +89,20 @@ TEST_CASE("e2b sdk: a snapshot is a live checkpoint, a sandbox made from "
   check_case(d, "snapshots");
 }
 
+TEST_CASE("e2b sdk: pause freezes the sandbox's processes and checkpoints "
+          "its files, connect resumes them, a timeout pauses a sandbox "
+          "that asks for it") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_case(d, "pause");
+}
+
+TEST_CASE("e2b sdk: metrics from the session's cgroup and workspace") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_case(d, "metrics");
+}
+
 TEST_CASE("e2b sdk: paths leaving the workspace are refused") {
   daemon_process d{with_execution()};
   d.start();

@@ -90,8 +90,8 @@ TEST_CASE("pause: a counting run is frozen, its files checkpointed as they "
   REQUIRE(eventually([&] { return slurp(current + "count.txt") != at_pause; },
                      std::chrono::seconds{5}));
   expect_error(c.rpc("session.resume", ids("a", "s")), 400, "conflict");
-  auto stopped = expect_ok(
-      c.rpc("process.stop", with(ids("a", "s"), {{"run_id", run}})));
+  auto stopped =
+      expect_ok(c.rpc("process.stop", with(ids("a", "s"), {{"run_id", run}})));
   CHECK(stopped.at("state") == "stopped");
 }
 
@@ -103,14 +103,14 @@ TEST_CASE("pause: without memory the runs are stopped, the checkpoint is "
   auto& c = d.client();
   expect_ok(c.rpc("session.create", ids("a", "s")));
   expect_ok(c.rpc("file.write", with(ids("a", "s"), {{"path", "kept.txt"},
-                                                    {"data", "kept"}})));
+                                                     {"data", "kept"}})));
   auto run = run_id(sh(c, "a", "s", "sleep 30"));
-  auto paused = expect_ok(c.rpc(
-      "session.pause", with(ids("a", "s"), {{"keep_memory", false}})));
+  auto paused = expect_ok(
+      c.rpc("session.pause", with(ids("a", "s"), {{"keep_memory", false}})));
   CHECK(paused.at("kept_memory") == false);
   CHECK(paused.at("runs") == json::array{json::value(run)});
-  auto row = expect_ok(
-      c.rpc("process.get", with(ids("a", "s"), {{"run_id", run}})));
+  auto row =
+      expect_ok(c.rpc("process.get", with(ids("a", "s"), {{"run_id", run}})));
   CHECK(row.at("state") == "stopped");
   CHECK(row.at("stop_reason") == "paused");
   auto cp = std::string{paused.at("checkpoint_id").as_string()};

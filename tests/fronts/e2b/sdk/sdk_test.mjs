@@ -371,6 +371,88 @@ cases.snapshots = async () => {
   for (const s of [src, fromSnap, ...forks]) await s.kill()
 }
 
+/** A file of the sandbox read through the native RPC (envd refuses a
+ * paused sandbox). */
+async function nativeRead(sbx, path) {
+  const r = await rpc('file.read', { agent_id: 'e2b', session_id: sbx.sandboxId, path })
+  return r.data
+}
+
+cases.pause = async () => {
+  const sbx = await Sandbox.create({ metadata: { team: 'pause' } })
+  await sbx.files.write('/home/user/note.txt', 'acknowledged')
+  const counter = await sbx.commands.run(
+    'i=0; while true; do i=$((i+1)); echo $i > count.txt; sleep 0.1; done',
+    { background: true })
+  for (let i = 0; i < 50 && !(await sbx.files.exists('/home/user/count.txt')); i++) await sleep(100)
+  assert.equal(await sbx.pause(), true)
+  assert.equal(await Sandbox.pause(sbx.sandboxId), false) // paused already
+  assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, 'paused')
+  const paused = await Sandbox.list({ query: { state: ['paused'] } }).nextItems()
+  assert.deepEqual(paused.map((x) => x.sandboxId), [sbx.sandboxId])
+  // Held: the counter stands still, and envd refuses the sandbox.
+  const held = await nativeRead(sbx, 'count.txt')
+  await sleep(500)
+  assert.equal(await nativeRead(sbx, 'count.txt'), held)
+  await rejects(() => sbx.commands.run('true'), SandboxError, 'run while paused')
+  // The pause's checkpoint holds the acknowledged write.
+  const cps = await rpc('checkpoint.list', { agent_id: 'e2b', session_id: sbx.sandboxId })
+  const cp = cps.checkpoints.find((c) => c.metadata?.pause)
+  assert.ok(cp, JSON.stringify(cps))
+  // Connect resumes it: the same process counts on.
+  const back = await Sandbox.connect(sbx.sandboxId)
+  assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, 'running')
+  assert.ok((await back.commands.list()).some((p) => p.pid === counter.pid))
+  let moved = false
+  for (let i = 0; i < 50 && !moved; i++) {
+    moved = (await back.files.read('/home/user/count.txt')) !== held
+    if (!moved) await sleep(100)
+  }
+  assert.ok(moved, 'the counter did not go on after the resume')
+  assert.equal(await back.files.read('/home/user/note.txt'), 'acknowledged')
+
+  // Without memory the processes stop; the files stay.
+  assert.equal(await back.pause({ keepMemory: false }), true)
+  const again = await Sandbox.connect(sbx.sandboxId)
+  assert.ok(!(await again.commands.list()).some((p) => p.pid === counter.pid))
+  assert.equal(await again.files.read('/home/user/note.txt'), 'acknowledged')
+  assert.equal((await again.commands.run('echo fresh')).stdout, 'fresh\n')
+
+  // A sandbox whose lifecycle pauses it at its timeout is paused, not
+  // killed, and stays until connected.
+  const lazy = await Sandbox.create({ timeoutMs: 2_000, lifecycle: { onTimeout: 'pause' } })
+  await lazy.files.write('/home/user/kept.txt', 'kept')
+  let state = 'running'
+  for (let i = 0; i < 100 && state !== 'paused'; i++) {
+    await sleep(100)
+    state = (await Sandbox.getInfo(lazy.sandboxId)).state
+  }
+  assert.equal(state, 'paused')
+  const woke = await Sandbox.connect(lazy.sandboxId, { timeoutMs: 60_000 })
+  assert.equal(await woke.files.read('/home/user/kept.txt'), 'kept')
+  await rejects(() => Sandbox.pause('i-not-there'), SandboxNotFoundError, 'pause unknown')
+  await sbx.kill()
+  await lazy.kill()
+}
+
+cases.metrics = async () => {
+  const sbx = await Sandbox.create()
+  await sbx.files.write('/home/user/blob.bin', new Uint8Array(1 << 20).fill(7))
+  await sbx.commands.run('timeout 2 sh -c "while :; do :; done" &', { background: true })
+  await sbx.commands.run('sleep 30', { background: true })
+  await sleep(1000)
+  const [m] = await sbx.getMetrics()
+  assert.ok(m.timestamp instanceof Date && !Number.isNaN(m.timestamp.getTime()))
+  assert.ok(m.cpuCount >= 1)
+  assert.ok(m.cpuUsedPct > 0 && m.cpuUsedPct <= 100, String(m.cpuUsedPct))
+  assert.ok(m.memUsed > 0 && m.memTotal >= m.memUsed, JSON.stringify(m))
+  assert.ok(m.diskUsed >= 1 << 20 && m.diskTotal > m.diskUsed, JSON.stringify(m))
+  const [later] = await Sandbox.getMetrics(sbx.sandboxId)
+  assert.ok(later.timestamp >= m.timestamp)
+  await rejects(() => Sandbox.getMetrics('i-not-there'), SandboxNotFoundError, 'metrics unknown')
+  await sbx.kill()
+}
+
 /** Before a restart of the daemon: sandboxes whose ids go to ALLOX_STATE. */
 cases.before_restart = async () => {
   const kept = await Sandbox.create({ metadata: { keep: 'yes' }, timeoutMs: 120_000 })
