@@ -72,7 +72,7 @@ void create(front_self self, request& req) {
   sb.template_id = asked->template_id;
   sb.metadata = std::move(asked->metadata);
   sb.envs = std::move(asked->envs);
-  sb.allow_internet = asked->allow_internet;
+  sb.network = asked->network;
   sb.at_timeout = asked->at_timeout;
   sb.pause_memory = asked->pause_memory;
   sb.access_token = random_hex_token();
@@ -266,22 +266,22 @@ void serve_control(front_self self, request& req) {
     if (parts.size() == 3 && parts[2] == "metrics" &&
         method == bhttp::verb::get)
       return metrics_route(self, req, sb);
-    if (parts.size() == 3 && parts[2] == "network")
-      return answer_error(req.answer(), 501,
-                          "network updates are not served by this daemon "
-                          "yet");
+    if (parts.size() == 3 && parts[2] == "network" &&
+        method == bhttp::verb::put) {
+      auto body = json_body(req);
+      if (!body || !body->is_object())
+        return answer_error(req.answer(), 400, "the body is not a JSON object");
+      return network_route(self, req, sb, body->as_object());
+    }
   }
   answer_error(req.answer(), 404, "no such route: " + req.path);
 }
 
 void settle(front_self self, const sandbox& sb,
             std::function<void(caf::error)> done) {
-  cmd::session_configure c;
   // E2B runs several processes of a sandbox at once.
+  auto c = network_settings(sb.network);
   c.max_runs = cmd::max_runs_limit;
-  if (!sb.allow_internet)
-    c.network = "isolated";
-  c.origin = std::string{origin};
   auto id = sb.id;
   call_session(
       self, sb.agent, id, c,

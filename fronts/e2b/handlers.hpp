@@ -6,6 +6,7 @@
 #include "fronts/e2b/connect.hpp"
 #include "fronts/e2b/front.hpp"
 #include "messages/commands/command.hpp"
+#include "messages/commands/runs.hpp"
 
 #include <caf/stateful_actor.hpp>
 
@@ -137,6 +138,13 @@ void pause_route(front_self self, request& req, const sandbox& sb,
 /// (201), a running one answered again (200, a longer timeout extends it).
 void connect_to(front_self self, request& req, sandbox& sb,
                 const json::object& body);
+/// session.configure's network and egress for `r` (network.cpp).
+cmd::session_configure network_settings(const network_request& r);
+/// PUT /sandboxes/{id}/network {allow_internet_access?, allowOut?,
+/// denyOut?}: the whole network replaced (omitted fields cleared), 204;
+/// a change of mode while processes live is refused (409).
+void network_route(front_self self, request& req, sandbox& sb,
+                   const json::object& body);
 /// GET /sandboxes/{id}/metrics: one sample from session.usage.
 void metrics_route(front_self self, request& req, const sandbox& sb);
 /// Ends sandboxes past their deadline (control.cpp).

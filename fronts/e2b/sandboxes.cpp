@@ -75,12 +75,16 @@ expected<create_request> decode_create(const json::value& body) {
     return err;
   if (auto err = string_map(o, "envVars", r.envs))
     return err;
-  if (auto* a = o.if_contains("allow_internet_access");
-      a != nullptr && !a->is_null()) {
-    if (!a->is_bool())
-      return invalid("allow_internet_access must be a boolean");
-    r.allow_internet = a->as_bool();
+  const json::object* network = nullptr;
+  if (auto* n = o.if_contains("network"); n != nullptr && !n->is_null()) {
+    if (!n->is_object())
+      return invalid("network must be an object");
+    network = &n->as_object();
   }
+  auto net = decode_network(o, network);
+  if (!net)
+    return net.error();
+  r.network = std::move(*net);
   if (auto* a = o.if_contains("autoPause"); a != nullptr && !a->is_null()) {
     if (!a->is_bool())
       return invalid("autoPause must be a boolean");
@@ -107,7 +111,7 @@ std::string to_record(const sandbox& s) {
       {"on_timeout", s.at_timeout == on_timeout::pause ? "pause" : "kill"},
       {"pause_memory", s.pause_memory},
       {"paused", s.paused},
-      {"allow_internet", s.allow_internet}});
+      {"network", network_record(s.network)}});
 }
 
 caf::optional<sandbox> from_record(const std::string& agent,
@@ -143,7 +147,8 @@ caf::optional<sandbox> from_record(const std::string& agent,
     auto* v = o.if_contains(key);
     return v != nullptr && v->is_bool() ? v->as_bool() : fallback;
   };
-  s.allow_internet = flag("allow_internet", true);
+  if (auto* n = o.if_contains("network"); n != nullptr && n->is_object())
+    s.network = network_from_record(n->as_object());
   s.pause_memory = flag("pause_memory", true);
   s.paused = flag("paused", false);
   if (string_map(o, "metadata", s.metadata) || string_map(o, "envs", s.envs) ||
@@ -179,7 +184,7 @@ json::object listed_json(const sandbox& s) {
 
 json::object detail_json(const sandbox& s) {
   auto o = listed_json(s);
-  o["allowInternetAccess"] = s.allow_internet;
+  o["allowInternetAccess"] = s.network.allow_internet;
   o["lifecycle"] = json::object{
       {"onTimeout", s.at_timeout == on_timeout::pause ? "pause" : "kill"},
       {"autoResume", false}};

@@ -5,6 +5,7 @@
 // and the JSON E2B's SDK reads. Pure: the front actor owns the table.
 #pragma once
 
+#include "fronts/e2b/network.hpp"
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 
@@ -48,7 +49,8 @@ struct sandbox {
   bool pause_memory = true;
   /// Paused (session.pause): envd refuses it until connect resumes it.
   bool paused = false;
-  bool allow_internet = true;
+  /// Internet access and egress rules (network.hpp).
+  network_request network;
   /// The previous metrics sample (CPU microseconds, Unix ns): CPU use is
   /// the share of wall time between two samples. Not kept across restarts.
   int64_t last_cpu_usec = 0;
@@ -65,7 +67,7 @@ struct create_request {
   int64_t timeout_s = 300;
   std::map<std::string, std::string> metadata;
   std::map<std::string, std::string> envs;
-  bool allow_internet = true;
+  network_request network;
   on_timeout at_timeout = on_timeout::kill;
   bool pause_memory = true;
 };

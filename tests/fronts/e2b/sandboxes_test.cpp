@@ -17,7 +17,7 @@ TEST_CASE("e2b sandboxes: a create body, and what it refuses") {
   CHECK(r->timeout_s == 30);
   CHECK(r->metadata.at("k") == "v");
   CHECK(r->envs.at("A") == "1");
-  CHECK_FALSE(r->allow_internet);
+  CHECK_FALSE(r->network.allow_internet);
   CHECK(r->at_timeout == on_timeout::pause);
   auto empty = decode_create(json::parse(R"({"templateID":""})"));
   REQUIRE(empty);
@@ -132,7 +132,7 @@ TEST_CASE("e2b sandboxes: a record in the catalog gives back the sandbox") {
   s.started_ms = 1000;
   s.end_ms = 2000;
   s.at_timeout = on_timeout::pause;
-  s.allow_internet = false;
+  s.network.allow_internet = false;
   auto back = from_record("e2b", "i1", to_record(s));
   REQUIRE(back);
   CHECK(back->metadata == s.metadata);
@@ -140,7 +140,7 @@ TEST_CASE("e2b sandboxes: a record in the catalog gives back the sandbox") {
   CHECK(back->access_token == "tok");
   CHECK(back->end_ms == 2000);
   CHECK(back->at_timeout == on_timeout::pause);
-  CHECK_FALSE(back->allow_internet);
+  CHECK_FALSE(back->network.allow_internet);
   CHECK_FALSE(from_record("a", "s", R"({"front":"mcp"})"));
   CHECK_FALSE(from_record("a", "s", "not json"));
   CHECK_FALSE(from_record("a", "s", R"({"front":"e2b"})")); // no token

@@ -7,6 +7,7 @@
 // Driven by tests/integration/e2b_sdk_test.cpp.
 import assert from 'node:assert/strict'
 import {
+  ALL_TRAFFIC,
   AuthenticationError,
   CommandExitError,
   FileNotFoundError,
@@ -451,6 +452,39 @@ cases.metrics = async () => {
   assert.ok(later.timestamp >= m.timestamp)
   await rejects(() => Sandbox.getMetrics('i-not-there'), SandboxNotFoundError, 'metrics unknown')
   await sbx.kill()
+}
+
+cases.network = async () => {
+  const status = (sbx) => rpc('network.status', { agent_id: 'e2b', session_id: sbx.sandboxId })
+  // Only example.com: everything else denied.
+  const only = await Sandbox.create({
+    network: { denyOut: [ALL_TRAFFIC], allowOut: ['example.com', '*.example.org'] },
+  })
+  let st = await status(only)
+  assert.equal(st.mode, 'proxy')
+  assert.deepEqual(st.egress, { allow: ['example.com:*', '*.example.org:*'], deny: [] })
+  // A proxy sandbox runs; its processes see the broker as their proxy.
+  assert.equal((await only.commands.run('echo $HTTPS_PROXY')).stdout, 'http://127.0.0.1:3128\n')
+  // Replaced whole: everything but 10.0.0.0/8, applied while a process lives.
+  const bg = await only.commands.run('sleep 30', { background: true })
+  await only.updateNetwork({ denyOut: ['10.0.0.0/8'] })
+  st = await status(only)
+  assert.deepEqual(st.egress, { allow: ['*:*'], deny: ['10.0.0.0/8:*'] })
+  // A change of mode waits for the processes to end.
+  await rejects(() => only.updateNetwork({}), SandboxError, 'mode change with a live process')
+  await bg.kill()
+  await only.updateNetwork({})
+  assert.equal((await status(only)).mode, 'inherit')
+  const bad = await rejects(() => only.updateNetwork({ allowOut: ['bad host!'] }), SandboxError, 'bad entry')
+  assert.match(bad.message, /^400: network entry 'bad host!'/)
+  await rejects(() => Sandbox.updateNetwork('i-not-there', {}), SandboxNotFoundError, 'unknown')
+  // No internet: isolated, loopback only.
+  const cut = await Sandbox.create({ allowInternetAccess: false })
+  assert.equal((await status(cut)).mode, 'isolated')
+  assert.equal((await Sandbox.getInfo(cut.sandboxId)).allowInternetAccess, false)
+  assert.equal((await cut.commands.run("sed -n '3,$s/:.*//p' /proc/net/dev | tr -d ' '")).stdout, 'lo\n')
+  await only.kill()
+  await cut.kill()
 }
 
 /** Before a restart of the daemon: sandboxes whose ids go to ALLOX_STATE. */
