@@ -15,6 +15,8 @@ packages=(
   libbtrfsutil-dev libsqlite3-dev libcli11-dev doctest-dev libseccomp-dev
   # tar streams of bulk file transfers
   libarchive-dev
+  # SHA-256 of the E2B front's signed file URLs
+  libssl-dev
   # alloxctl configuration (TOML)
   libcpptoml-dev
   # kernel-facing runtime tools

@@ -2,6 +2,7 @@
 // The E2B actor: takes each request under /e2b, sends it to its part
 // (control plane, envd's services, /files), and answers in E2B's shapes.
 #include "fronts/e2b/handlers.hpp"
+#include "fronts/e2b/signature.hpp"
 
 #include "actors/dump.hpp"
 #include "actors/failures.hpp"
@@ -156,6 +157,25 @@ std::string e2b_path(std::string_view rel) {
 
 // -- envd ---------------------------------------------------------------------
 
+namespace {
+
+/// `sb` if it runs; else answered through `fail`, and null.
+template <class Fail>
+const sandbox* running(const sandbox& sb, Fail& fail) {
+  if (sb.ending) {
+    fail(502, connect::code::unavailable, "sandbox " + sb.id + " is ending");
+    return nullptr;
+  }
+  if (sb.paused) {
+    fail(502, connect::code::unavailable,
+         "sandbox " + sb.id + " is paused; connect to resume it");
+    return nullptr;
+  }
+  return &sb;
+}
+
+} // namespace
+
 const sandbox* envd_sandbox(front_self self, request& req, bool connect_rpc) {
   auto fail = [&](int status, connect::code code, std::string msg) {
     if (connect_rpc)
@@ -178,16 +198,71 @@ const sandbox* envd_sandbox(front_self self, request& req, bool connect_rpc) {
          "X-Access-Token does not match the sandbox's envdAccessToken");
     return nullptr;
   }
-  if (it->second.ending) {
-    fail(502, connect::code::unavailable, "sandbox " + id + " is ending");
+  return running(it->second, fail);
+}
+
+namespace {
+
+/// The sandbox id of a Host `<port>-<id>.<domain>` (the SDK's getHost);
+/// empty when the host is not of that form.
+std::string id_of_host(std::string_view host) {
+  auto dash = host.find('-');
+  auto dot = host.find('.', dash == std::string_view::npos ? 0 : dash);
+  if (dash == std::string_view::npos || dot == std::string_view::npos ||
+      dash == 0)
+    return {};
+  for (auto c : host.substr(0, dash))
+    if (c < '0' || c > '9')
+      return {};
+  return std::string{host.substr(dash + 1, dot - dash - 1)};
+}
+
+} // namespace
+
+const sandbox* files_sandbox(front_self self, request& req) {
+  auto signature = req.param("signature");
+  if (signature.empty() && req.header("X-Access-Token").empty()) {
+    answer_error(req.answer(), 401,
+                 "a /files URL needs X-Access-Token or a signature");
     return nullptr;
   }
-  if (it->second.paused) {
-    fail(502, connect::code::unavailable,
-         "sandbox " + id + " is paused; connect to resume it");
+  if (signature.empty() || !req.header("X-Access-Token").empty())
+    return envd_sandbox(self, req, false);
+  auto fail = [&req](int status, connect::code, std::string msg) {
+    answer_error(req.answer(), status, msg);
+  };
+  signed_file f{req.param("path"),
+                req.http().method() == bhttp::verb::get ? "read" : "write",
+                req.param("username"), signature,
+                req.param("signature_expiration")};
+  // The sandbox its header or its host names; a URL handed to a browser
+  // names neither, and the sandbox is the one whose token signed it.
+  auto id = req.header("E2b-Sandbox-Id");
+  if (id.empty())
+    id = id_of_host(req.header("Host"));
+  auto now_s = now_ms() / 1000;
+  const sandbox* found = nullptr;
+  caf::error why;
+  auto& all = self->state.sandboxes;
+  if (auto it = all.find(id); !id.empty() && it != all.end()) {
+    why = check_file_signature(f, it->second.access_token, now_s);
+    if (!why)
+      found = &it->second;
+  } else {
+    for (const auto& [key, sb] : all)
+      if (!check_file_signature(f, sb.access_token, now_s)) {
+        found = &sb;
+        break;
+      }
+    if (found == nullptr)
+      why = check_file_signature(f, "", now_s); // says why: the time or not
+  }
+  if (found == nullptr) {
+    fail(401, connect::code::unauthenticated,
+         why ? message_of(why) : "the signature matches no sandbox");
     return nullptr;
   }
-  return &it->second;
+  return running(*found, fail);
 }
 
 namespace {
@@ -201,7 +276,7 @@ void serve_envd(front_self self, request& req) {
     return;
   }
   if (path == "/files") {
-    if (const auto* sb = envd_sandbox(self, req, false))
+    if (const auto* sb = files_sandbox(self, req))
       serve_files(self, req, *sb);
     return;
   }
@@ -238,6 +313,12 @@ void serve(front_self self, e2b_call& call) {
   req.path = std::string{target.substr(0, q)};
   if (q != std::string_view::npos)
     req.query = std::string{target.substr(q + 1)};
+  // The SDK's signed URLs are built as new URL("/files", sandbox URL),
+  // so they land at the root: the envd /files.
+  if (req.path == "/files") {
+    req.path = "/files";
+    return serve_envd(self, req);
+  }
   // Routed under /e2b/: strip it.
   req.path = req.path.substr(4);
   constexpr std::string_view envd = "/envd";
@@ -331,6 +412,11 @@ void serve_e2b(http::server& srv, std::function<e2b_actor()> get) {
     srv.add_route({method, "/e2b/", http::route_match::prefix,
                    http::route_access::open, serve});
   srv.add_route({bhttp::verb::post, "/e2b/envd/files", http::route_match::exact,
+                 http::route_access::open, serve, max_files_body});
+  // Signed file URLs (the signature is their credential).
+  srv.add_route({bhttp::verb::get, "/files", http::route_match::exact,
+                 http::route_access::open, serve});
+  srv.add_route({bhttp::verb::post, "/files", http::route_match::exact,
                  http::route_access::open, serve, max_files_body});
 }
 

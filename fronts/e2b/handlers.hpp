@@ -154,6 +154,11 @@ void expire_sandboxes(front_self self);
 /// matches; else answered here with the error, and null.
 const sandbox* envd_sandbox(front_self self, request& req, bool connect_rpc);
 
+/// The sandbox of a /files request: by its access token as envd_sandbox,
+/// or by a signature the SDK's uploadUrl/downloadUrl made (its header,
+/// its Host `<port>-<id>.<domain>`, else the sandbox whose token signed
+/// it); answered here with the error, and null.
+const sandbox* files_sandbox(front_self self, request& req);
 /// process.Process (envd_process.cpp); `method` after the service name.
 void serve_process(front_self self, request& req, const sandbox& sb,
                    std::string_view method);

@@ -110,6 +110,13 @@ TEST_CASE("e2b sdk: internet access and egress rules are the session's "
   check_case(d, "network");
 }
 
+TEST_CASE("e2b sdk: signed file URLs read and write one path until they "
+          "expire") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_case(d, "signed");
+}
+
 TEST_CASE("e2b sdk: paths leaving the workspace are refused") {
   daemon_process d{with_execution()};
   d.start();

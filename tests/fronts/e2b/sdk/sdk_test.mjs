@@ -487,6 +487,40 @@ cases.network = async () => {
   await cut.kill()
 }
 
+cases.signed = async () => {
+  const sbx = await Sandbox.create()
+  await sbx.files.write('/home/user/shared.txt', 'for a browser')
+  // A plain fetch with no E2B headers, as a browser would.
+  const down = await sbx.downloadUrl('/home/user/shared.txt')
+  assert.ok(new URL(down).searchParams.get('signature').startsWith('v1_'))
+  let res = await fetch(down)
+  assert.equal(res.status, 200)
+  assert.equal(await res.text(), 'for a browser')
+  res = await fetch(await sbx.downloadUrl('/home/user/shared.txt', { useSignatureExpiration: 60 }))
+  assert.equal(await res.text(), 'for a browser')
+  // Expired, tampered with, for another path, or unsigned: refused.
+  res = await fetch(await sbx.downloadUrl('/home/user/shared.txt', { useSignatureExpiration: -5 }))
+  assert.equal(res.status, 401)
+  const tampered = new URL(down)
+  tampered.searchParams.set('path', '/home/user/other.txt')
+  assert.equal((await fetch(tampered)).status, 401)
+  const unsigned = new URL(down)
+  unsigned.searchParams.delete('signature')
+  assert.equal((await fetch(unsigned)).status, 401)
+  // An upload URL writes that path only.
+  const up = await sbx.uploadUrl('/home/user/uploaded.txt')
+  const form = new FormData()
+  form.append('file', new Blob(['sent by URL']), 'uploaded.txt')
+  res = await fetch(up, { method: 'POST', body: form })
+  assert.equal(res.status, 200, await res.text())
+  assert.equal(await sbx.files.read('/home/user/uploaded.txt'), 'sent by URL')
+  // A read signature does not write.
+  res = await fetch(await sbx.downloadUrl('/home/user/uploaded.txt'), { method: 'POST', body: form })
+  assert.equal(res.status, 401)
+  await sbx.kill()
+  assert.notEqual((await fetch(down)).status, 200)
+}
+
 /** Before a restart of the daemon: sandboxes whose ids go to ALLOX_STATE. */
 cases.before_restart = async () => {
   const kept = await Sandbox.create({ metadata: { keep: 'yes' }, timeoutMs: 120_000 })
