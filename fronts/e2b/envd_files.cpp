@@ -6,6 +6,7 @@
 // it are refused by the kernel, not by string checks here.
 #include "fronts/e2b/handlers.hpp"
 
+#include "fronts/e2b/gzip.hpp"
 #include "fronts/e2b/multipart.hpp"
 #include "messages/commands/files.hpp"
 
@@ -204,29 +205,29 @@ void serve_filesystem(front_self self, request& req, const sandbox& sb,
 namespace {
 
 /// GET /files: the file's bytes, one answer when they fit a read, else
-/// streamed read by read.
+/// streamed read by read; deflated on the way when `gz` is set.
 void read_file(front_self self, const sandbox& sb, std::string rel,
-               int64_t offset, const http::responder& answer) {
+               int64_t offset, std::shared_ptr<gzip_writer> gz,
+               const http::responder& answer) {
   cmd::file_read c{{}, rel, offset, cmd::max_file_chunk, false};
   auto box = sb;
   call_session(
       self, sb.agent, sb.id, c,
-      [self, box, rel, offset, answer](read_slice& s) {
-        if (offset == 0 && s.eof) {
-          answer({200, "application/octet-stream", std::move(s.data), {}});
-          return;
-        }
+      [self, box, rel, offset, gz, answer](read_slice& s) {
         auto next = offset + static_cast<int64_t>(s.data.size());
+        auto bytes = gz ? gz->write(s.data, s.eof) : std::move(s.data);
         if (offset == 0) {
           http::route_response head{
-              200, "application/octet-stream", std::move(s.data), {}};
-          head.streaming = true;
+              200, "application/octet-stream", std::move(bytes), {}};
+          if (gz)
+            head.headers.emplace_back("Content-Encoding", "gzip");
+          head.streaming = !s.eof;
           answer(std::move(head));
         } else {
-          answer.more(std::move(s.data), s.eof);
+          answer.more(std::move(bytes), s.eof);
         }
         if (!s.eof && answer.open())
-          read_file(self, box, rel, next, answer);
+          read_file(self, box, rel, next, gz, answer);
       },
       [offset, answer](caf::error& err) {
         if (offset == 0)
@@ -314,17 +315,33 @@ void serve_files(front_self self, request& req, const sandbox& sb) {
       return answer_error(answer, 400, "path is required");
     if (!rel)
       return answer_error(answer, rel.error());
-    return read_file(self, sb, *rel, 0, answer);
+    std::shared_ptr<gzip_writer> gz;
+    if (accepts_gzip(req.header("Accept-Encoding")))
+      gz = std::make_shared<gzip_writer>();
+    return read_file(self, sb, *rel, 0, std::move(gz), answer);
   }
   if (req.http().method() != bhttp::verb::post)
     return answer_error(answer, 405, "/files takes GET and POST");
-  if (!req.header("Content-Encoding").empty())
-    return answer_error(answer, 415,
-                        "compressed uploads are not accepted yet; send the "
-                        "bytes as they are");
+  // A gzip body is inflated whole, within the upload limit (a small body
+  // that inflates past it is refused, not written in part).
+  std::string inflated;
+  const std::string* raw = &req.http().body();
+  auto encoding = req.header("Content-Encoding");
+  if (!encoding.empty() && encoding != "identity") {
+    if (encoding != "gzip")
+      return answer_error(answer, 415,
+                          "Content-Encoding " + encoding +
+                              " is not accepted: send gzip or the bytes as "
+                              "they are");
+    auto plain = gunzip(*raw, max_files_body);
+    if (!plain)
+      return answer_error(answer, plain.error());
+    inflated = std::move(*plain);
+    raw = &inflated;
+  }
+  const auto& body = *raw;
   auto files = std::make_shared<std::vector<upload>>();
   auto type = req.header("Content-Type");
-  const auto& body = req.http().body();
   if (type.rfind("application/octet-stream", 0) == 0) {
     auto rel = workspace_path(path);
     if (path.empty())

@@ -117,6 +117,13 @@ TEST_CASE("e2b sdk: signed file URLs read and write one path until they "
   check_case(d, "signed");
 }
 
+TEST_CASE("e2b sdk: gzip uploads are inflated and downloads deflated on "
+          "request") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_case(d, "gzip");
+}
+
 TEST_CASE("e2b sdk: paths leaving the workspace are refused") {
   daemon_process d{with_execution()};
   d.start();

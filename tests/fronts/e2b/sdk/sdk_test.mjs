@@ -521,6 +521,32 @@ cases.signed = async () => {
   assert.notEqual((await fetch(down)).status, 200)
 }
 
+cases.gzip = async () => {
+  const sbx = await Sandbox.create()
+  const text = 'compress me '.repeat(200_000) // 2.4 MB: read in several pieces
+  await sbx.files.write('/home/user/z.txt', text, { gzip: true })
+  assert.equal(await sbx.files.read('/home/user/z.txt'), text)
+  assert.equal(await sbx.files.read('/home/user/z.txt', { gzip: true }), text)
+  const small = await sbx.files.read('/home/user/z.txt', { gzip: true, format: 'bytes' })
+  assert.equal(small.length, text.length)
+  // On the wire: a gzip answer, and the raw bytes a client without gzip gets.
+  const url = await sbx.downloadUrl('/home/user/z.txt')
+  const zipped = await fetch(url, { headers: { 'Accept-Encoding': 'gzip' } })
+  assert.equal(zipped.headers.get('content-encoding'), 'gzip')
+  assert.equal(await zipped.text(), text) // fetch inflates it
+  // A body that is not gzip, or an encoding we do not take: refused, and
+  // the file stays as it was.
+  const up = await sbx.uploadUrl('/home/user/z.txt')
+  let res = await fetch(up, { method: 'POST', body: 'not gzip',
+    headers: { 'Content-Type': 'application/octet-stream', 'Content-Encoding': 'gzip' } })
+  assert.equal(res.status, 400)
+  res = await fetch(up, { method: 'POST', body: 'x',
+    headers: { 'Content-Type': 'application/octet-stream', 'Content-Encoding': 'br' } })
+  assert.equal(res.status, 415)
+  assert.equal(await sbx.files.read('/home/user/z.txt'), text)
+  await sbx.kill()
+}
+
 /** Before a restart of the daemon: sandboxes whose ids go to ALLOX_STATE. */
 cases.before_restart = async () => {
   const kept = await Sandbox.create({ metadata: { keep: 'yes' }, timeoutMs: 120_000 })
