@@ -29,6 +29,8 @@ std::string_view code_name(errc code) {
     return "unsupported";
   case errc::forbidden:
     return "forbidden";
+  case errc::no_space:
+    return "no_space";
   }
   return "internal";
 }
@@ -39,6 +41,8 @@ int http_status(errc code) {
     return 401;
   case errc::internal:
     return 500;
+  case errc::no_space:
+    return 507;
   default:
     return 400;
   }
@@ -49,12 +53,14 @@ caf::error make_error(errc code, std::string message) {
 }
 
 caf::error sys_error(const std::string& what) {
-  return make_error(errc::internal, what + ": " + std::strerror(errno));
+  auto code = errno == ENOSPC || errno == EDQUOT ? errc::no_space
+                                                 : errc::internal;
+  return make_error(code, what + ": " + std::strerror(errno));
 }
 
 errc code_of(const caf::error& err) {
   if (err.category() == caf::atom("allox") && err.code() >= 1 &&
-      err.code() <= static_cast<uint8_t>(errc::forbidden))
+      err.code() <= static_cast<uint8_t>(errc::no_space))
     return static_cast<errc>(err.code());
   return errc::internal;
 }

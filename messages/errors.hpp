@@ -37,6 +37,8 @@ enum class errc : uint8_t {
   /// A policy refuses the caller (share.*: a side has not opted in, or the
   /// target is read-only).
   forbidden = 9,
+  /// The store is full (ENOSPC, EDQUOT): nothing was written.
+  no_space = 10,
 };
 
 /// Stable machine-readable name of a code, as sent in the `code` field.

@@ -211,11 +211,11 @@ caf::result<move_result> handle(self_ptr self, const cmd::file_move& c) {
   return change<move_result>(
       self, "file.move",
       {{"origin", c.origin}, {"from", from->shown}, {"to", to->shown}},
-      [f = *from, t = *to]() -> expected<move_result> {
+      [f = *from, t = *to, replace = c.replace]() -> expected<move_result> {
         auto root = os::workspace_root::open(f.root);
         if (!root)
           return root.error();
-        if (auto err = os::move_path(*root, f.rel, t.rel))
+        if (auto err = os::move_path(*root, f.rel, t.rel, replace))
           return err;
         return move_result{f.shown, t.shown};
       });

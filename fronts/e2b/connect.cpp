@@ -89,6 +89,7 @@ code code_for(errc e) {
   case errc::unauthorized:
     return code::unauthenticated;
   case errc::payload_too_large:
+  case errc::no_space:
     return code::resource_exhausted;
   case errc::unsupported:
     return code::unimplemented;

@@ -9,6 +9,7 @@
 #include "fronts/e2b/gzip.hpp"
 #include "fronts/e2b/multipart.hpp"
 #include "messages/commands/files.hpp"
+#include "messages/ids.hpp"
 
 #include <memory>
 
@@ -169,7 +170,7 @@ void serve_filesystem(front_self self, request& req, const sandbox& sb,
       return;
     auto box = sb;
     call_session(
-        self, sb.agent, sb.id, cmd::file_move{{}, rel, to, "e2b"},
+        self, sb.agent, sb.id, cmd::file_move{{}, rel, to, false, "e2b"},
         [self, box, to, answer](move_result&) {
           answer_entry(self, box, to, answer);
         },
@@ -236,11 +237,11 @@ void read_file(front_self self, const sandbox& sb, std::string rel,
       });
 }
 
-/// Writes `data` (all of it, a file.write per chunk) to `rel`, its parent
-/// directories made first; then `done`.
-void write_file(front_self self, const sandbox& sb, std::string rel,
-                std::shared_ptr<std::string> data, size_t at,
-                std::function<void(caf::error)> done) {
+/// Writes `data` to `rel` from `at` on, a file.write per chunk; then
+/// `done`.
+void write_chunks(front_self self, const sandbox& sb, std::string rel,
+                  std::shared_ptr<std::string> data, size_t at,
+                  std::function<void(caf::error)> done) {
   auto n = std::min<size_t>(data->size() - at, cmd::max_file_chunk);
   cmd::file_write c;
   c.path = rel;
@@ -252,10 +253,44 @@ void write_file(front_self self, const sandbox& sb, std::string rel,
       self, sb.agent, sb.id, std::move(c),
       [self, box, rel, data, at, n, done](write_result&) {
         if (at + n < data->size())
-          return write_file(self, box, rel, data, at + n, done);
+          return write_chunks(self, box, rel, data, at + n, done);
         done(caf::none);
       },
       [done](caf::error& err) { done(err); });
+}
+
+/// Writes `data` to `rel`, whole or not at all: one chunk is one
+/// file.write (temp file and rename); more go to a temp file beside it,
+/// which then replaces `rel` in one rename, so a failure half way (a full
+/// disk) or a crash leaves the old file as it was.
+void write_file(front_self self, const sandbox& sb, std::string rel,
+                std::shared_ptr<std::string> data,
+                std::function<void(caf::error)> done) {
+  if (data->size() <= cmd::max_file_chunk)
+    return write_chunks(self, sb, rel, data, 0, done);
+  auto slash = rel.rfind('/');
+  auto tmp =
+      (slash == std::string::npos ? std::string{} : rel.substr(0, slash + 1)) +
+      ".e2b-upload-" + random_hex_token();
+  auto box = sb;
+  write_chunks(self, sb, tmp, data, 0, [=](caf::error err) {
+    auto drop = [=](caf::error why) {
+      call_session(
+          self, box.agent, box.id, cmd::file_remove{{}, tmp, false, "e2b"},
+          [done, why](remove_result&) { done(why); },
+          [done, why](caf::error&) { done(why); });
+    };
+    if (err)
+      return drop(err);
+    cmd::file_move m;
+    m.from = tmp;
+    m.to = rel;
+    m.replace = true;
+    m.origin = "e2b";
+    call_session(
+        self, box.agent, box.id, m, [done](move_result&) { done(caf::none); },
+        [drop](caf::error& failed) { drop(failed); });
+  });
 }
 
 void make_parents(front_self self, const sandbox& sb, const std::string& rel,
@@ -291,7 +326,7 @@ void write_all(front_self self, const sandbox& sb,
   make_parents(self, sb, rel, [=](caf::error err) {
     if (err)
       return answer_error(answer, err);
-    write_file(self, box, rel, data, 0, [=](caf::error failed) {
+    write_file(self, box, rel, data, [=](caf::error failed) {
       if (failed)
         return answer_error(answer, failed);
       auto slash = rel.rfind('/');

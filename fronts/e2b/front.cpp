@@ -87,6 +87,9 @@ void answer_error(const http::responder& r, const caf::error& err) {
   case errc::unsupported:
     status = 501;
     break;
+  case errc::no_space:
+    status = 507;
+    break;
   case errc::internal:
     status = 500;
     break;

@@ -8,6 +8,7 @@
 #include "messages/rpc.hpp"
 
 #include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
@@ -17,6 +18,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <utility>
 
@@ -83,6 +85,19 @@ void connection::answer(int status, std::string body) {
   arm_deadline();
 }
 
+namespace {
+
+/// One chunk of a chunked body (an empty one is the end).
+std::string chunk(std::string_view data) {
+  char size[20];
+  auto n = std::snprintf(size, sizeof(size), "%zx\r\n", data.size());
+  std::string out(size, static_cast<size_t>(n));
+  out.append(data).append("\r\n");
+  return out;
+}
+
+} // namespace
+
 void connection::answer_route(route_response response) {
   if (response.streaming) {
     // Still waiting: nothing else is read, and the connection is neither
@@ -92,10 +107,21 @@ void connection::answer_route(route_response response) {
     res.set(bhttp::field::content_type, response.content_type);
     res.set(bhttp::field::server, "allox-workspace-daemon");
     res.set(bhttp::field::cache_control, "no-cache");
-    for (const auto& [name, value] : response.headers)
+    bool sized = false;
+    for (const auto& [name, value] : response.headers) {
       res.insert(name, value);
+      sized = sized || beast::iequals(name, "Content-Length");
+    }
+    // Unsized, the body is chunked: a client that stops reading for a
+    // while and then sees the connection close can still tell a complete
+    // body from a cut one.
+    chunked_ = !sized;
+    if (chunked_)
+      res.chunked(true);
     res.keep_alive(false);
-    send(serialize(res, true) + response.body, false);
+    auto first = chunked_ && !response.body.empty() ? chunk(response.body)
+                                                    : std::move(response.body);
+    send(serialize(res, true) + first, false);
     arm_deadline();
     return;
   }
@@ -110,6 +136,12 @@ void connection::answer_route_part(std::string data, bool last) {
     return;
   if (data.empty() && !last)
     return;
+  if (chunked_) {
+    auto framed = data.empty() ? std::string{} : chunk(data);
+    if (last)
+      framed += "0\r\n\r\n";
+    data = std::move(framed);
+  }
   send(std::move(data), last);
   arm_deadline();
 }
@@ -331,8 +363,17 @@ bool connection::check_header() {
                    : srv_->options().max_body;
   auto declared = parser_->content_length();
   if (declared && *declared > limit) {
+    // A front's route says how much it takes, with HTTP's status; the
+    // native RPC keeps the prototype's 400.
+    auto routed = route_ != nullptr;
     route_ = nullptr;
-    reject(400, "invalid request size", "payload_too_large");
+    if (routed)
+      reject(413,
+             "the body declares " + std::to_string(*declared) +
+                 " bytes; this route takes at most " + std::to_string(limit),
+             "payload_too_large");
+    else
+      reject(400, "invalid request size", "payload_too_large");
     return false;
   }
   parser_->body_limit(limit);

@@ -242,6 +242,9 @@ private:
   clock_type::time_point write_progress_;
 
   bool streaming_ = false;
+  /// A streamed route answer without a Content-Length goes out in chunks
+  /// (its end is the last chunk, not only the connection's close).
+  bool chunked_ = false;
   /// The session has answered the subscription (the logs are known).
   bool subscribed_ = false;
   uint64_t stream_id_ = 0;

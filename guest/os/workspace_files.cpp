@@ -138,6 +138,9 @@ caf::error path_error(const std::string& rel, int err) {
     return make_error(errc::invalid_argument, "not a regular file: " + rel);
   case ENOTEMPTY:
     return make_error(errc::conflict, "directory not empty: " + rel);
+  case ENOSPC:
+  case EDQUOT:
+    return make_error(errc::no_space, rel + ": " + std::strerror(err));
   default:
     return make_error(errc::internal, rel + ": " + std::strerror(err));
   }
@@ -442,15 +445,23 @@ expected<uint64_t> remove_path(const workspace_root& root,
 }
 
 caf::error move_path(const workspace_root& root, const std::string& from,
-                     const std::string& to) {
+                     const std::string& to, bool replace) {
   auto a = root.open_parent(from);
   if (!a)
     return a.error();
   auto b = root.open_parent(to);
   if (!b)
     return b.error();
+  if (replace) {
+    struct stat st {};
+    if (::fstatat(b->first.get(), b->second.c_str(), &st,
+                  AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISDIR(st.st_mode))
+      return make_error(errc::invalid_argument,
+                        "is a directory, not replaced: " + to);
+  }
   if (::renameat2(a->first.get(), a->second.c_str(), b->first.get(),
-                  b->second.c_str(), RENAME_NOREPLACE) != 0)
+                  b->second.c_str(), replace ? 0 : RENAME_NOREPLACE) != 0)
     return path_error(errno == EEXIST ? to : from, errno);
   return caf::none;
 }

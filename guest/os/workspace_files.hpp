@@ -114,8 +114,10 @@ expected<uint64_t> remove_path(const workspace_root& root,
                                const std::string& rel, bool recursive);
 
 /// Renames `from` to `to` (both beneath the root); an existing `to` is
-/// refused (already_exists).
+/// refused (already_exists) unless `replace`, which puts a file in the
+/// place of an existing file in one rename (a directory at `to` is still
+/// refused: invalid_argument).
 caf::error move_path(const workspace_root& root, const std::string& from,
-                     const std::string& to);
+                     const std::string& to, bool replace = false);
 
 } // namespace allox::os

@@ -101,6 +101,7 @@ file_move file_move::decode(params::reader& r) {
   file_move c;
   c.from = r.required_string("from");
   c.to = r.required_string("to");
+  c.replace = r.optional_bool("replace", false);
   c.origin = r.origin();
   return c;
 }

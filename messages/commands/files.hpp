@@ -102,6 +102,8 @@ struct file_move {
   session_ref session;
   std::string from;
   std::string to;
+  /// Replaces an existing file at `to` (never a directory), in one rename.
+  bool replace = false;
   std::string origin;
 };
 
@@ -167,7 +169,7 @@ typename Inspector::result_type inspect(Inspector& f, file_remove& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, file_move& x) {
   return f(caf::meta::type_name("file_move"), x.session, x.from, x.to,
-           x.origin);
+           x.replace, x.origin);
 }
 
 } // namespace allox::cmd

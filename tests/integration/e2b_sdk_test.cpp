@@ -124,6 +124,15 @@ TEST_CASE("e2b sdk: gzip uploads are inflated and downloads deflated on "
   check_case(d, "gzip");
 }
 
+TEST_CASE("e2b sdk: a full store refuses writes with 507 and loses "
+          "nothing, and a huge declared upload is refused at once") {
+  auto o = with_execution();
+  o.loop_size = "320M";
+  daemon_process d{o};
+  d.start();
+  check_case(d, "full");
+}
+
 TEST_CASE("e2b sdk: paths leaving the workspace are refused") {
   daemon_process d{with_execution()};
   d.start();

@@ -76,6 +76,18 @@ TEST_CASE("files: write, read, list, move and remove round-trip") {
                400, "already_exists");
   ok(c, "file.move", {{"from", "b.txt"}, {"to", "notes/b.txt"}});
   CHECK(read_file(d.current("a", "s") + "/notes/b.txt") == "b");
+  // Unless asked to replace a file, in one rename; a directory stays.
+  ok(c, "file.write", {{"path", "c.txt"}, {"data", "c"}});
+  ok(c, "file.move",
+     {{"from", "c.txt"}, {"to", "notes/b.txt"}, {"replace", true}});
+  CHECK(read_file(d.current("a", "s") + "/notes/b.txt") == "c");
+  CHECK(::access((d.current("a", "s") + "/c.txt").c_str(), F_OK) != 0);
+  ok(c, "file.write", {{"path", "c.txt"}, {"data", "c"}});
+  expect_error(
+      call(c, "file.move",
+           {{"from", "c.txt"}, {"to", "notes/deep"}, {"replace", true}}),
+      400, "invalid_argument");
+  ok(c, "file.remove", {{"path", "c.txt"}});
   expect_error(call(c, "file.remove", {{"path", "notes"}}), 400, "conflict");
   auto rm = ok(c, "file.remove", {{"path", "notes"}, {"recursive", true}});
   CHECK(rm.at("removed") == 6);
@@ -90,7 +102,7 @@ TEST_CASE("files: write, read, list, move and remove round-trip") {
   // Checkpoints capture what was written; audit says who wrote.
   auto audit =
       expect_ok(c.rpc("audit.list", {{"agent_id", "a"}, {"op", "file.write"}}));
-  CHECK(audit.at("events").as_array().size() == 5);
+  CHECK(audit.at("events").as_array().size() == 7);
 }
 
 TEST_CASE("files: paths out of the workspace are refused, with no effect") {

@@ -189,8 +189,9 @@ TEST_CASE("routes: an answer given after its client went away is dropped, "
   CHECK(fast.find("\r\n\r\nfast") != std::string::npos);
 }
 
-TEST_CASE("routes: a streamed answer goes out part by part and ends with "
-          "its connection, and a stream whose client left reads closed") {
+TEST_CASE("routes: a streamed answer goes out chunk by chunk and ends with "
+          "its last chunk and its connection, and a stream whose client left "
+          "reads closed") {
   route_server rs;
   std::promise<responder> held;
   auto taken = held.get_future();
@@ -212,11 +213,15 @@ TEST_CASE("routes: a streamed answer goes out part by part and ends with "
   CHECK(head.rfind("HTTP/1.1 200", 0) == 0);
   CHECK(head.find("Content-Type: application/x-parts") != std::string::npos);
   CHECK(head.find("Content-Length") == std::string::npos);
+  CHECK(head.find("Transfer-Encoding: chunked") != std::string::npos);
+  CHECK(head.find("\r\n\r\n6\r\nfirst;\r\n") != std::string::npos);
   CHECK(answer.open());
   answer.more("second;");
-  CHECK(s.read_for(std::chrono::seconds{5}, "second;") == "second;");
+  CHECK(s.read_for(std::chrono::seconds{5}, "second;\r\n") ==
+        "7\r\nsecond;\r\n");
   answer.more("last", true);
-  CHECK(s.read_until_closed(std::chrono::seconds{5}) == "last");
+  CHECK(s.read_until_closed(std::chrono::seconds{5}) ==
+        "4\r\nlast\r\n0\r\n\r\n");
   // Complete: the front sees it closed, and later parts go nowhere.
   for (int i = 0; i < 100 && answer.open(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds{10});

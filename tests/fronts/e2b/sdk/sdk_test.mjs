@@ -12,6 +12,7 @@ import {
   CommandExitError,
   FileNotFoundError,
   InvalidArgumentError,
+  NotEnoughSpaceError,
   NotFoundError,
   Sandbox,
   SandboxError,
@@ -544,6 +545,68 @@ cases.gzip = async () => {
     headers: { 'Content-Type': 'application/octet-stream', 'Content-Encoding': 'br' } })
   assert.equal(res.status, 415)
   assert.equal(await sbx.files.read('/home/user/z.txt'), text)
+  await sbx.kill()
+}
+
+/** A POST /files declaring `length` bytes, of which it sends 1 MiB; the
+ * answer's status and body. */
+async function declaredUpload(sbx, length) {
+  const http = await import('node:http')
+  const url = new URL(process.env.E2B_SANDBOX_URL + '/files?path=/home/user/huge.bin')
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/octet-stream',
+        'Content-Length': String(length),
+        'E2b-Sandbox-Id': sbx.sandboxId,
+        'X-Access-Token': sbx.envdAccessToken,
+      },
+    }, (res) => {
+      let body = ''
+      res.on('data', (d) => (body += d))
+      res.on('end', () => resolve({ status: res.statusCode, body }))
+    })
+    req.on('error', reject)
+    req.write(Buffer.alloc(1 << 20))
+  })
+}
+
+cases.full = async () => {
+  const sbx = await Sandbox.create()
+  await sbx.files.write('/home/user/keep.txt', 'kept')
+  const old = new Uint8Array(8 << 20).fill(1) // several chunks: temp file + rename
+  await sbx.files.write('/home/user/big.bin', old)
+  // 10 GiB declared on a small store: refused at once, nothing written.
+  const huge = await declaredUpload(sbx, 10 * 2 ** 30)
+  assert.equal(huge.status, 413, JSON.stringify(huge))
+  assert.equal(await sbx.files.exists('/home/user/huge.bin'), false)
+  // Fill the store until a write is refused as E2B refuses it.
+  let full = null
+  let n = 0
+  for (; n < 100 && !full; n++) {
+    try {
+      await sbx.files.write(`/home/user/fill-${n}.bin`, new Uint8Array(16 << 20).fill(n))
+    } catch (e) {
+      full = e
+    }
+  }
+  assert.ok(full instanceof NotEnoughSpaceError, String(full))
+  // A replacement that does not fit leaves the old file whole.
+  await rejects(() => sbx.files.write('/home/user/big.bin', new Uint8Array(32 << 20).fill(2)),
+    NotEnoughSpaceError, 'replace on a full store')
+  const back = await sbx.files.read('/home/user/big.bin', { format: 'bytes' })
+  assert.equal(back.length, old.length)
+  assert.ok(back.every((b) => b === 1))
+  assert.equal(await sbx.files.read('/home/user/keep.txt'), 'kept')
+  assert.ok(!(await sbx.files.list('/home/user')).some((e) => e.name.startsWith('.e2b-upload-')))
+  // Space freed: writes and checkpoints work again.
+  // The write that failed left nothing behind.
+  assert.equal(await sbx.files.exists(`/home/user/fill-${n - 1}.bin`), false)
+  for (let i = 0; i < n - 1; i++) await sbx.files.remove(`/home/user/fill-${i}.bin`)
+  await rpc('checkpoint.create', { agent_id: 'e2b', session_id: sbx.sandboxId })
+  await sbx.files.write('/home/user/after.txt', 'room again')
+  assert.equal(await sbx.files.read('/home/user/after.txt'), 'room again')
   await sbx.kill()
 }
 
