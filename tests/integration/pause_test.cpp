@@ -125,7 +125,7 @@ TEST_CASE("pause: without memory the runs are stopped, the checkpoint is "
   CHECK(wait_done(c, "a", "s", next).at("state") == "completed");
 }
 
-TEST_CASE("pause: an idle session pauses with a checkpoint and no runs; "
+TEST_CASE("pause: an idle session pauses with a checkpoint and no runs, and "
           "an unknown session is not_found") {
   daemon_process d{with_execution()};
   d.start();
