@@ -163,7 +163,11 @@ using session_files_actor = caf::typed_actor<
     // Renames a path; never over an existing one.
     caf::replies_to<cmd::file_move>::with<move_result>,
     // Begins a bulk transfer (the path resolved) or audits a finished one.
-    caf::replies_to<cmd::file_transfer>::with<json::value>>;
+    caf::replies_to<cmd::file_transfer>::with<json::value>,
+    // Lines matching a pattern in the files beneath a directory, bounded.
+    caf::replies_to<cmd::file_search>::with<search_result>,
+    // An exact-string edit of a regular file, if the count matches.
+    caf::replies_to<cmd::file_replace>::with<replace_result>>;
 /// The TRACKING facet of a SESSION (actors/session/tracking.cpp): what the
 /// TRACKER tells the session about its tracked runs.
 using session_tracking_actor = caf::typed_actor<
@@ -288,8 +292,7 @@ using session_actor = caf::typed_actor<
     extend_with<session_checkpoints_actor, session_runs_actor,
                 session_files_actor, session_tracking_actor,
                 session_runtime_actor, session_turns_actor, session_share_actor,
-                session_network_actor, session_pause_actor,
-                stats_client_actor>;
+                session_network_actor, session_pause_actor, stats_client_actor>;
 
 /// The commands of one agent: served by its AGENT, and by AGENTS, which
 /// forwards them to that AGENT (creating the agent for agent.create and

@@ -93,6 +93,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(allox_messages, caf::id_block::allox::end)
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::file_remove))
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::file_move))
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::file_transfer))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::file_search))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::file_replace))
   // Commands: runs (messages/commands/runs.hpp).
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::limit_change))
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::session_configure))

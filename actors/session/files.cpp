@@ -8,6 +8,7 @@
 // one runs. They are allowed while runs live (the processes and the caller
 // then share the files, as two editors would).
 #include "actors/session/handlers.hpp"
+#include "guest/os/workspace_edit.hpp"
 #include "guest/os/workspace_files.hpp"
 #include "guest/store/upload_marks.hpp"
 
@@ -60,8 +61,14 @@ caf::result<T> read(self_ptr self, Job job) {
   return rp;
 }
 
-/// What an audit record of a change says of its result: a write's size.
+/// What an audit record of a change says of its result: a write's size,
+/// an edit's count.
 void audit_result(json::object& fields, const write_result& r) {
+  fields["bytes"] = r.size;
+}
+
+void audit_result(json::object& fields, const replace_result& r) {
+  fields["replacements"] = r.replacements;
   fields["bytes"] = r.size;
 }
 
@@ -219,6 +226,33 @@ caf::result<move_result> handle(self_ptr self, const cmd::file_move& c) {
           return err;
         return move_result{f.shown, t.shown};
       });
+}
+
+caf::result<search_result> handle(self_ptr self, const cmd::file_search& c) {
+  if (auto err = require_alive(self))
+    return err;
+  auto t = resolve(self, c.path);
+  if (!t)
+    return t.error();
+  return read<search_result>(
+      self, at_root<search_result>(std::move(*t), [c](auto& root, auto& rel) {
+        os::search_bounds bounds;
+        bounds.matches = static_cast<size_t>(c.limit);
+        return os::search_files(root, rel, c.pattern, c.glob, c.regex, bounds);
+      }));
+}
+
+caf::result<replace_result> handle(self_ptr self, const cmd::file_replace& c) {
+  auto t = resolve(self, c.path);
+  if (!t)
+    return t.error();
+  json::object fields{{"origin", c.origin}, {"path", t->shown}};
+  return change<replace_result>(
+      self, "file.replace", std::move(fields),
+      at_root<replace_result>(std::move(*t), [c](auto& root, auto& rel) {
+        return os::replace_in_file(root, rel, c.old_string, c.new_string,
+                                   c.expected_count, cmd::max_replace_file);
+      }));
 }
 
 caf::result<json::value> handle(self_ptr self, const cmd::file_transfer& c) {

@@ -30,6 +30,12 @@ caf::result<remove_result> handle(self_ptr self, const cmd::file_remove& c);
 /// file.move: a rename beneath one root, never over an existing path.
 caf::result<move_result> handle(self_ptr self, const cmd::file_move& c);
 
+/// file.search: matching lines beneath a directory, bounded.
+caf::result<search_result> handle(self_ptr self, const cmd::file_search& c);
+
+/// file.replace: an exact-string edit, if the count matches.
+caf::result<replace_result> handle(self_ptr self, const cmd::file_replace& c);
+
 /// Begins a bulk transfer (not while mutating, for uploads) or audits one.
 caf::result<json::value> handle(self_ptr self, const cmd::file_transfer& c);
 

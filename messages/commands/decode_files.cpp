@@ -106,4 +106,37 @@ file_move file_move::decode(params::reader& r) {
   return c;
 }
 
+file_search file_search::decode(params::reader& r) {
+  file_search c;
+  c.pattern = r.optional_string("pattern");
+  c.path = r.optional_string("path");
+  c.glob = r.optional_string("glob");
+  c.regex = r.optional_bool("regex", false);
+  c.limit = r.optional_int("limit", 200);
+  r.check(c.limit >= 1 && c.limit <= max_search_matches,
+          "limit must be 1..10000");
+  r.check(!c.pattern.empty() || !c.glob.empty(),
+          "pattern or glob must be non-empty");
+  return c;
+}
+
+file_replace file_replace::decode(params::reader& r) {
+  file_replace c;
+  c.path = r.required_string("path");
+  c.old_string = r.required_string("old_string");
+  // May be empty: an edit that deletes.
+  auto* with = r.params().if_contains("new_string");
+  r.check(with != nullptr && with->is_string(),
+          "missing string parameter: new_string");
+  if (with != nullptr && with->is_string())
+    c.new_string.assign(with->get_string().data(), with->get_string().size());
+  c.expected_count = r.optional_int("expected_count", 1);
+  r.check(!c.old_string.empty(), "old_string must not be empty");
+  r.check(c.old_string != c.new_string,
+          "old_string and new_string are the same");
+  r.check(c.expected_count >= 1, "expected_count must be at least 1");
+  c.origin = r.origin();
+  return c;
+}
+
 } // namespace allox::cmd

@@ -107,6 +107,48 @@ struct file_move {
   std::string origin;
 };
 
+/// file.search {pattern?, path?, glob?, regex?, limit?}: lines of the files
+/// beneath `path` whose names match `glob` that contain `pattern` (a fixed
+/// string, or a POSIX extended regular expression with `regex`); an empty
+/// pattern lists the files whose names match. Bounded: `limit` matches, a fixed
+/// number of files and bytes read; binary files are skipped.
+struct file_search {
+  static inline const char* name = "file.search";
+  static file_search decode(params::reader& r);
+  /// What the session answers (the native front encodes it).
+  using reply = search_result;
+  session_ref session;
+  std::string path;
+  std::string pattern;
+  /// fnmatch(3) pattern over each file's name; a pattern with a '/' is
+  /// matched against the path below `path` instead.
+  std::string glob;
+  bool regex = false;
+  int64_t limit = 200;
+};
+
+/// file.replace {path, old_string, new_string, expected_count?}: replaces
+/// every occurrence of `old_string` in a regular file, in one rename, if
+/// it occurs `expected_count` times (default 1); else nothing changes and
+/// the error says how often it occurs.
+struct file_replace {
+  static inline const char* name = "file.replace";
+  static file_replace decode(params::reader& r);
+  /// What the session answers (the native front encodes it).
+  using reply = replace_result;
+  session_ref session;
+  std::string path;
+  std::string old_string;
+  std::string new_string;
+  int64_t expected_count = 1;
+  std::string origin;
+};
+
+/// Most matches one file.search returns, and most bytes of a file that
+/// file.replace edits.
+inline constexpr int64_t max_search_matches = 10000;
+inline constexpr int64_t max_replace_file = int64_t{16} << 20;
+
 /// A bulk transfer (PUT or GET /v1/files/...), sent by the HTTP front end
 /// through RPC, never decoded from an RPC body: first to begin (the
 /// session checks it may and resolves the path: {root, rel, path}), then,
@@ -170,6 +212,18 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, file_move& x) {
   return f(caf::meta::type_name("file_move"), x.session, x.from, x.to,
            x.replace, x.origin);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_search& x) {
+  return f(caf::meta::type_name("file_search"), x.session, x.path, x.pattern,
+           x.glob, x.regex, x.limit);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_replace& x) {
+  return f(caf::meta::type_name("file_replace"), x.session, x.path,
+           x.old_string, x.new_string, x.expected_count, x.origin);
 }
 
 } // namespace allox::cmd

@@ -75,6 +75,37 @@ struct move_result {
   std::string to;
 };
 
+/// One line of a file that matched a file.search pattern.
+struct search_match {
+  std::string path;
+  /// 1-based.
+  int64_t line = 0;
+  /// The line, cut at max_search_line bytes.
+  std::string text;
+};
+
+/// What file.search found beneath a directory: matching lines (or, with
+/// no pattern, the files whose names match the glob), sorted by path.
+struct search_result {
+  std::string path;
+  std::vector<search_match> matches;
+  /// Paths of the files with at least one match (or whose name matched).
+  std::vector<std::string> files;
+  int64_t files_scanned = 0;
+  /// A bound was reached (matches, files scanned or bytes read): there
+  /// may be more.
+  bool truncated = false;
+};
+
+/// An exact-string edit made (file.replace).
+struct replace_result {
+  std::string path;
+  /// Occurrences replaced.
+  int64_t replacements = 0;
+  /// The file's size afterwards.
+  int64_t size = 0;
+};
+
 } // namespace allox
 
 // Local messages only: results never cross a network.
@@ -85,3 +116,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::write_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::mkdir_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::remove_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::move_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::search_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::replace_result)

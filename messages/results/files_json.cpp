@@ -65,4 +65,26 @@ json::object to_json(const move_result& r) {
   return json::object{{"from", r.from}, {"to", r.to}};
 }
 
+json::object to_json(const search_result& r) {
+  json::array matches;
+  matches.reserve(r.matches.size());
+  for (const auto& m : r.matches)
+    matches.emplace_back(
+        json::object{{"path", m.path}, {"line", m.line}, {"text", m.text}});
+  json::array files;
+  files.reserve(r.files.size());
+  for (const auto& f : r.files)
+    files.emplace_back(f);
+  return json::object{{"path", r.path},
+                      {"matches", std::move(matches)},
+                      {"files", std::move(files)},
+                      {"files_scanned", r.files_scanned},
+                      {"truncated", r.truncated}};
+}
+
+json::object to_json(const replace_result& r) {
+  return json::object{
+      {"path", r.path}, {"replacements", r.replacements}, {"size", r.size}};
+}
+
 } // namespace allox

@@ -15,5 +15,7 @@ json::object to_json(const write_result& r);
 json::object to_json(const mkdir_result& r);
 json::object to_json(const remove_result& r);
 json::object to_json(const move_result& r);
+json::object to_json(const search_result& r);
+json::object to_json(const replace_result& r);
 
 } // namespace allox

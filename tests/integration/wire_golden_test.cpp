@@ -108,15 +108,13 @@ TEST_CASE("wire: store, agents, sessions, files, checkpoints, rollback and "
                                 {"data", "AAEC"},
                                 {"encoding", "base64"},
                                 {"mode", 0600}}));
-  w.call("file.write", with(s, {{"path", "src/a.txt"},
-                                {"data", "two\n"},
-                                {"append", true}}));
+  w.call("file.write",
+         with(s, {{"path", "src/a.txt"}, {"data", "two\n"}, {"append", true}}));
   w.call("file.write", with(s, {{"path", "../escape"}, {"data", "x"}}));
   w.call("file.read", with(s, {{"path", "src/a.txt"}}));
   w.call("file.read", with(s, {{"path", "src/b.bin"}, {"encoding", "base64"}}));
-  w.call("file.read", with(s, {{"path", "src/a.txt"},
-                               {"offset", 2},
-                               {"limit", 3}}));
+  w.call("file.read",
+         with(s, {{"path", "src/a.txt"}, {"offset", 2}, {"limit", 3}}));
   w.call("file.read", with(s, {{"path", "src"}}));
   w.call("file.stat", with(s, {{"path", "src/a.txt"}}));
   w.call("file.stat", with(s, {{"path", "nope"}}));
@@ -141,8 +139,8 @@ TEST_CASE("wire: store, agents, sessions, files, checkpoints, rollback and "
   w.call("checkpoint.diff", with(s, {{"from", "c1"}}));
   w.call("session.rollback", with(s, {{"checkpoint_id", "c1"}}));
   w.call("session.rollback", with(s, {{"num_ancestors", 7}}));
-  w.call("session.fork", with(s, {{"new_session_id", "f"},
-                                  {"checkpoint_id", "c2"}}));
+  w.call("session.fork",
+         with(s, {{"new_session_id", "f"}, {"checkpoint_id", "c2"}}));
   w.call("session.fork", with(s, {{"new_session_id", "f"}}));
   w.call("checkpoint.delete", with(s, {{"checkpoint_id", "c2"}}));
   w.call("checkpoint.delete", with(s, {{"checkpoint_id", "c1"}}));
@@ -167,8 +165,8 @@ TEST_CASE("wire: store, agents, sessions, files, checkpoints, rollback and "
   w.call("runtime.register_background",
          with(s, {{"sandbox_id", "sb"}, {"execution_id", "ex"}}));
   auto reset = w.result(w.call("runtime.begin_reset", s));
-  w.call("runtime.complete_reset", {{"reset_token", reset.at("reset_token")},
-                                    {"success", true}});
+  w.call("runtime.complete_reset",
+         {{"reset_token", reset.at("reset_token")}, {"success", true}});
   w.call("runtime.complete_reset", {{"reset_token", "unknown"}});
   w.call("session.rollback_after_runtime_reset",
          with(s, {{"checkpoint_id", "turn-0"}}));
@@ -181,8 +179,8 @@ TEST_CASE("wire: store, agents, sessions, files, checkpoints, rollback and "
                                  {"target_session_id", "t"},
                                  {"path", "shared.txt"},
                                  {"data_base64", "aGk="}}));
-  w.call("share.list", with(s, {{"target_agent_id", "a"},
-                                {"target_session_id", "t"}}));
+  w.call("share.list",
+         with(s, {{"target_agent_id", "a"}, {"target_session_id", "t"}}));
   w.call("share.read", with(s, {{"target_agent_id", "a"},
                                 {"target_session_id", "t"},
                                 {"path", "shared.txt"}}));
@@ -199,8 +197,20 @@ TEST_CASE("wire: store, agents, sessions, files, checkpoints, rollback and "
               with(s, {{"argv", json::array{"true"}}}));
   w.call("system.dump", {}, golden_detail::shape);
 
-  w.call("session.delete", ids("a", "f"));
-  w.call("session.delete", ids("a", "f"));
+  auto f = ids("a", "f");
+  w.call("file.search", with(f, {{"pattern", "two"}}));
+  w.call("file.search",
+         with(f, {{"pattern", "^o.e$"}, {"regex", true}, {"glob", "*.txt"}}));
+  w.call("file.search", with(f, {{"glob", "src/*.txt"}}));
+  w.call("file.search", with(f, {{"pattern", "("}, {"regex", true}}));
+  w.call("file.replace", with(f, {{"path", "src/c.txt"},
+                                  {"old_string", "two"},
+                                  {"new_string", "three"}}));
+  w.call("file.replace", with(f, {{"path", "src/c.txt"},
+                                  {"old_string", "nope"},
+                                  {"new_string", ""}}));
+  w.call("session.delete", f);
+  w.call("session.delete", f);
   w.call("agent.delete", {{"agent_id", "a"}});
   w.call("agent.list");
 
@@ -229,10 +239,10 @@ TEST_CASE("wire: runs, their output, events and configuration answer as the "
   w.call("network.status", s);
 
   auto row = w.result(w.call(
-      "process.start",
-      with(s, {{"argv", json::array{"sh", "-c", "echo out; echo err >&2; "
-                                                "exit 3"}},
-               {"env", {{"GREETING", "hi"}}}})));
+      "process.start", with(s, {{"argv", json::array{"sh", "-c",
+                                                     "echo out; echo err >&2; "
+                                                     "exit 3"}},
+                                {"env", {{"GREETING", "hi"}}}})));
   auto id = run_id(row);
   w.call("process.wait", with(s, {{"run_id", id}, {"timeout_ms", 10000}}));
   w.call("process.get", with(s, {{"run_id", id}}));
@@ -248,9 +258,9 @@ TEST_CASE("wire: runs, their output, events and configuration answer as the "
   w.call("process.list", with(s, {{"limit", 1}}));
   w.call("process.start", with(s, {{"argv", json::array{}}}));
 
-  auto cat = run_id(w.result(w.call(
-      "process.start",
-      with(s, {{"argv", json::array{"cat"}}, {"stdin", true}}))));
+  auto cat = run_id(w.result(
+      w.call("process.start",
+             with(s, {{"argv", json::array{"cat"}}, {"stdin", true}}))));
   w.call("process.input", with(s, {{"run_id", cat}, {"data", "typed\n"}}));
   w.call("process.input", with(s, {{"run_id", cat}, {"eof", true}}));
   w.call("process.wait", with(s, {{"run_id", cat}, {"timeout_ms", 10000}}));
@@ -259,9 +269,8 @@ TEST_CASE("wire: runs, their output, events and configuration answer as the "
   auto tty = run_id(w.result(w.call(
       "process.start", with(s, {{"argv", json::array{"sleep", "30"}},
                                 {"pty", {{"rows", 30}, {"cols", 100}}}}))));
-  w.call("process.resize", with(s, {{"run_id", tty},
-                                    {"rows", 40},
-                                    {"cols", 120}}));
+  w.call("process.resize",
+         with(s, {{"run_id", tty}, {"rows", 40}, {"cols", 120}}));
   w.call("process.resize", with(s, {{"run_id", tty}, {"rows", 0}}));
   w.call("session.pause", with(s, {{"message", "held"}}));
   w.call("session.pause", s);
