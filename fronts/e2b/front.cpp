@@ -340,11 +340,9 @@ void serve(front_self self, e2b_call& call) {
 e2b_actor::behavior_type front(front_self self, front_init init) {
   self->state.init = std::move(init);
   self->state.started = std::chrono::steady_clock::now();
-  self->set_down_handler([self](caf::down_msg& dm) {
-    auto& cache = self->state.sessions;
-    for (auto it = cache.begin(); it != cache.end();)
-      it = it->second.address() == dm.source ? cache.erase(it) : std::next(it);
-  });
+  self->state.sessions.agents = self->state.init.agents;
+  self->set_down_handler(
+      [self](caf::down_msg& dm) { self->state.sessions.forget(dm.source); });
   self->set_exception_handler(
       [](std::exception_ptr& ep) { return actor_failed(ep, "e2b", ""); });
   // The sandboxes of earlier runs of the daemon: every session whose row

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "fronts/e2b/sandboxes.hpp"
+#include "fronts/session_calls.hpp"
 #include "guest/http/routes.hpp"
 #include "messages/actors.hpp"
 
@@ -99,8 +100,8 @@ struct front_state {
   front_init init;
   /// By sandbox id (sorted: list pages go by id).
   std::map<std::string, sandbox> sandboxes;
-  /// Session actors by sandbox id; entries leave when the actor dies.
-  std::unordered_map<std::string, session_actor> sessions;
+  /// Session actors; entries leave when the actor dies.
+  fronts::session_cache sessions;
   /// Process ids the SDK knows, per sandbox: pid -> run id.
   std::unordered_map<std::string, std::map<uint32_t, std::string>> pids;
   std::unordered_map<uint64_t, process_stream> streams;

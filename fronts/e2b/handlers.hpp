@@ -51,45 +51,15 @@ void connect_fail(const http::responder& r, const connect::error& e);
 /// end-stream frame carrying the error (the SDK reads errors there only).
 void stream_fail(const http::responder& r, const connect::error& e);
 
-// -- sessions
-// -------------------------------------------------------------------
+// -- sessions -----------------------------------------------------------------
 
-/// Sends `cmd` to the session of `sb`: the cached actor, else the one
-/// AGENTS names (cached from then on). A command bounced by a session
-/// actor that ended meanwhile goes once more to its successor.
+/// Sends `cmd` to the session of sandbox `id` of `agent`, through the
+/// front's cache of session actors (fronts/session_calls.hpp).
 template <class Command, class OnOk, class OnErr>
 void call_session(front_self self, const std::string& agent,
-                  const std::string& id, Command cmd, OnOk ok, OnErr fail,
-                  bool retry = true) {
-  cmd.session = session_ref{agent, id};
-  auto go = [self, agent, id, cmd, ok, fail,
-             retry](const session_actor& target) mutable {
-    self->request(target, caf::infinite, cmd)
-        .then([ok](cmd::reply_t<Command>& r) mutable { ok(r); },
-              [self, agent, id, cmd, ok, fail, retry,
-               addr = target.address()](caf::error& err) mutable {
-                if (!retry || !receiver_down(err))
-                  return fail(err);
-                auto& cache = self->state.sessions;
-                if (auto it = cache.find(id);
-                    it != cache.end() && it->second.address() == addr)
-                  cache.erase(it);
-                call_session(self, agent, id, std::move(cmd), std::move(ok),
-                             std::move(fail), false);
-              });
-  };
-  auto& cache = self->state.sessions;
-  if (auto it = cache.find(id); it != cache.end())
-    return go(it->second);
-  self->request(self->state.init.agents, caf::infinite, atom::session_v, agent,
-                id)
-      .then(
-          [self, id, go](session_actor& target) mutable {
-            if (self->state.sessions.emplace(id, target).second)
-              self->monitor(target);
-            go(target);
-          },
-          [fail](caf::error& err) mutable { fail(err); });
+                  const std::string& id, Command cmd, OnOk ok, OnErr fail) {
+  fronts::call_session(self, self->state.sessions, session_ref{agent, id},
+                       std::move(cmd), std::move(ok), std::move(fail));
 }
 
 // -- the parts ----------------------------------------------------------------
