@@ -54,6 +54,7 @@ void build_app(CLI::App& app, app_state& st, std::function<int()>* run) {
   add_flow_commands(app, st, run);
   add_share_commands(app, st, run);
   add_version_command(app, st, run);
+  add_mcp_commands(app, st, run);
   add_completion_command(app, st, run);
 }
 

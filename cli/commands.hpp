@@ -158,6 +158,9 @@ void add_version_command(CLI::App& app, app_state& st,
                          std::function<int()>* run);
 
 /// completion bash|zsh (cli/completion.cpp).
+/// alloxctl mcp serve|tools|call (mcp.cpp).
+void add_mcp_commands(CLI::App& app, app_state& st, std::function<int()>* run);
+
 void add_completion_command(CLI::App& app, app_state& st,
                             std::function<int()>* run);
 

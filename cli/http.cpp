@@ -122,9 +122,10 @@ bhttp::request<bhttp::string_body> make_request(const std::string& method,
 
 } // namespace
 
-result<http_reply> client::send(const std::string& method,
-                                const std::string& target,
-                                const std::string& body) {
+result<http_reply>
+client::send(const std::string& method, const std::string& target,
+             const std::string& body,
+             const std::map<std::string, std::string>& headers) {
   // A kept-alive connection the daemon closed in the meantime (idle
   // timeout) fails on first use: reconnect once.
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -139,6 +140,8 @@ result<http_reply> client::send(const std::string& method,
       req.set(bhttp::field::content_type, "application/json");
       req.body() = body;
     }
+    for (const auto& [name, value] : headers)
+      req.set(name, value);
     req.prepare_payload();
     boost::system::error_code ec;
     bhttp::write(impl_->socket, req, ec);
@@ -167,6 +170,12 @@ result<http_reply> client::send(const std::string& method,
 
 result<http_reply> client::get(const std::string& target) {
   return send("GET", target, {});
+}
+
+result<http_reply>
+client::post(const std::string& target, const std::string& body,
+             const std::map<std::string, std::string>& headers) {
+  return send("POST", target, body, headers);
 }
 
 namespace {

@@ -62,6 +62,11 @@ public:
   /// A plain GET (e.g. /metrics) on the shared connection.
   result<http_reply> get(const std::string& target);
 
+  /// POST a JSON body to `target` with more header fields (an MCP
+  /// endpoint: Accept, Mcp-Session-Id); the reply whatever its status.
+  result<http_reply> post(const std::string& target, const std::string& body,
+                          const std::map<std::string, std::string>& headers);
+
   /// PUT `target` with the local file at `path` as its body, streamed
   /// from disk (bulk transfer, /v1/files/...); the daemon's reply.
   /// `application/x-tar` makes the daemon unpack it as a directory.
@@ -88,8 +93,10 @@ public:
   const endpoint& where() const { return where_; }
 
 private:
-  result<http_reply> send(const std::string& method, const std::string& target,
-                          const std::string& body);
+  result<http_reply>
+  send(const std::string& method, const std::string& target,
+       const std::string& body,
+       const std::map<std::string, std::string>& headers = {});
   failure unreachable(const std::string& why) const;
 
   struct impl;

@@ -144,6 +144,16 @@ int parse(int argc, char** argv, options& out) {
       ->check([](const std::string& v) -> std::string {
         return is_valid_id(v) ? std::string{} : "must be a valid agent id";
       });
+  app.add_option("--mcp", out.mcp,
+                 "the MCP server at /mcp (docs/mcp.md): on or off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--mcp-agent", out.mcp_agent,
+                 "the agent of sessions an MCP tool names without one")
+      ->capture_default_str()
+      ->check([](const std::string& v) -> std::string {
+        return is_valid_id(v) ? std::string{} : "must be a valid agent id";
+      });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -57,6 +57,10 @@ struct options {
   std::string e2b = "on";
   /// The agent of E2B sandboxes whose metadata names none (allox.agent).
   std::string e2b_agent = "e2b";
+  /// The MCP server at /mcp: "on" or "off".
+  std::string mcp = "on";
+  /// The agent of sessions an MCP tool names without one.
+  std::string mcp_agent = "mcp";
 };
 
 /// Parses argv; returns an exit code >= 0 when the program should stop

@@ -96,6 +96,8 @@ runtime::runtime(const options& opts, http::server_options sopts,
   fronts::serve_console(server_);
   if (opts.e2b == "on")
     e2b::serve_e2b(server_, [this] { return e2b_; });
+  if (opts.mcp == "on")
+    mcp::serve_mcp(server_, [this] { return mcp_; });
   server_.set_tree_metrics(fronts::render_actor_metrics);
   server_.set_transfer([this](transfer_request req) {
     caf::anon_send(ctx_.rpc, std::move(req));
@@ -165,8 +167,9 @@ caf::error runtime::start() {
         rpc, rpc_init{core.supervisor, core.agents, core.metadata, &server_,
                       info_, core.exec, opts_.request_timeout});
   };
-  if (opts_.e2b == "on")
-    init.spawn_more_fronts = [this](auto self, const core_handles& core) {
+  init.spawn_more_fronts = [this](auto self, const core_handles& core) {
+    std::vector<stats_client_actor> fronts;
+    if (opts_.e2b == "on") {
       e2b::front_init fi;
       fi.agents = core.agents;
       fi.metadata = core.metadata;
@@ -175,9 +178,21 @@ caf::error runtime::start() {
       fi.execution = core.exec != nullptr;
       e2b_ = self->template spawn<caf::linked + caf::monitored>(e2b::front,
                                                                 std::move(fi));
-      return std::vector<stats_client_actor>{
-          caf::actor_cast<stats_client_actor>(e2b_)};
-    };
+      fronts.push_back(caf::actor_cast<stats_client_actor>(e2b_));
+    }
+    if (opts_.mcp == "on") {
+      mcp::front_init mi;
+      mi.agents = core.agents;
+      mi.metadata = core.metadata;
+      mi.execution = core.exec != nullptr;
+      mi.kill_on_rollback = core.exec && core.exec->kill_on_rollback;
+      mi.default_agent = opts_.mcp_agent;
+      mcp_ = self->template spawn<caf::linked + caf::monitored>(mcp::front,
+                                                                std::move(mi));
+      fronts.push_back(caf::actor_cast<stats_client_actor>(mcp_));
+    }
+    return fronts;
+  };
   sup_ = system_.spawn(supervisor, std::move(init));
   setup_.catalog.reset();
   if (auto err = recover())
@@ -228,6 +243,7 @@ void runtime::stop() {
   stopped_ = true;
   ctx_.rpc = nullptr;
   e2b_ = nullptr;
+  mcp_ = nullptr;
   if (sup_) {
     caf::anon_send_exit(sup_, caf::exit_reason::user_shutdown);
     system_.await_all_actors_done();

@@ -17,6 +17,7 @@
 #include "daemon/destinations.hpp"
 #include "daemon/options.hpp"
 #include "fronts/e2b/front.hpp"
+#include "fronts/mcp/front.hpp"
 #include "fronts/native/rpc.hpp"
 #include "guest/http/event_endpoint.hpp"
 #include "guest/http/server.hpp"
@@ -111,6 +112,8 @@ private:
   /// The E2B front (with --e2b on), set while the tree is spawned, before
   /// the loop runs; its routes read it on the loop.
   e2b::e2b_actor e2b_;
+  /// The MCP front (with --mcp on), likewise.
+  mcp::mcp_actor mcp_;
   /// Runs reach the daemon through it only (guest/http/event_endpoint.hpp).
   std::optional<http::event_endpoint> endpoint_;
   bool stopped_ = false;

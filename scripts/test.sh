@@ -10,6 +10,7 @@ cd "$here"
 ./scripts/install-deps.sh
 # The real clients the fronts must serve, pinned by their lock files.
 npm ci --prefix tests/fronts/e2b/sdk --no-audit --no-fund
+npm ci --prefix tests/fronts/mcp/sdk --no-audit --no-fund
 # Leftovers from an earlier interrupted run would confuse the tests.
 ./scripts/cleanup-test-mounts.sh >/dev/null || true
 cmake --workflow --preset "${PRESET:-ci}" --fresh

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+// The MCP front driven by the official TypeScript SDK
+// (@modelcontextprotocol/sdk, pinned in tests/fronts/mcp/sdk/package-lock.json,
+// installed by scripts/test.sh): each case is one function of
+// mcp_test.mjs, over Streamable HTTP or over stdio through alloxctl.
+#include "tests/fixtures/daemon.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+using namespace allox;
+using namespace allox::test;
+
+namespace {
+
+void check_mcp_case(daemon_process& d, const std::string& name,
+                    int limit_s = 120) {
+  std::string dir = ALLOX_MCP_SDK_DIR;
+  struct stat st {};
+  REQUIRE_MESSAGE(
+      ::stat((dir + "/node_modules/@modelcontextprotocol/sdk").c_str(), &st) ==
+          0,
+      "the MCP SDK is not installed: npm ci --prefix " << dir);
+  auto cmd = "cd '" + dir +
+             "' && ALLOX_URL=http://127.0.0.1:" + std::to_string(d.port()) +
+             " ALLOXCTL='" + ALLOXCTL_PATH + "' timeout " +
+             std::to_string(limit_s) + " node mcp_test.mjs " + name + " 2>&1";
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0)
+    out.append(buf, n);
+  int status = ::pclose(p);
+  INFO(out);
+  INFO(d.log());
+  CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
+  CHECK(out.find("ok " + name) != std::string::npos);
+}
+
+} // namespace
+
+TEST_CASE("mcp sdk: tools listed with valid schemas, an agent's flow "
+          "through every tool, each call audited") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_mcp_case(d, "flow");
+}
+
+TEST_CASE("mcp sdk: a 90 s command through start and poll, a command "
+          "longer than the wait, progress notifications") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_mcp_case(d, "long", 240);
+}
+
+TEST_CASE("mcp sdk: the stdio transport through alloxctl mcp serve, and "
+          "an endpoint's default session") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_mcp_case(d, "stdio");
+}
+
+TEST_CASE("mcp sdk: destructive tools need confirm and change nothing "
+          "without it") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_mcp_case(d, "confirm");
+}
+
+TEST_CASE("mcp sdk: bad arguments are tool errors with the daemon's code "
+          "and change nothing") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_mcp_case(d, "bad");
+}
+
+TEST_CASE("mcp: the transport's and JSON-RPC's errors, batches, 405, "
+          "Origin and protocol versions") {
+  daemon_process d;
+  d.start();
+  check_mcp_case(d, "protocol");
+}
