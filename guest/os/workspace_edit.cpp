@@ -158,15 +158,13 @@ expected<search_result> search_files(const workspace_root& root,
     }
     if (static_cast<uint64_t>(e.size) > bounds.file_size)
       continue;
-    auto fd = root.open_beneath(e.path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
-    if (!fd)
+    auto opened = open_regular(root, e.path);
+    if (!opened)
       continue; // gone or swapped meanwhile
-    struct stat sb {};
-    if (::fstat(fd->get(), &sb) != 0 || !S_ISREG(sb.st_mode) ||
-        static_cast<uint64_t>(sb.st_size) > bounds.file_size)
+    auto& [fd, sb] = *opened;
+    if (static_cast<uint64_t>(sb.st_size) > bounds.file_size)
       continue;
-    auto data =
-        read_whole(fd->get(), e.path, static_cast<uint64_t>(sb.st_size));
+    auto data = read_whole(fd.get(), e.path, static_cast<uint64_t>(sb.st_size));
     if (!data)
       return data.error();
     ++out.files_scanned;
@@ -194,19 +192,15 @@ expected<replace_result> replace_in_file(const workspace_root& root,
                                          const std::string& from,
                                          const std::string& to,
                                          int64_t expected, uint64_t max_size) {
-  auto fd = root.open_beneath(rel, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
-  if (!fd)
-    return fd.error();
-  struct stat sb {};
-  if (::fstat(fd->get(), &sb) != 0)
-    return sys_error("stat " + rel);
-  if (!S_ISREG(sb.st_mode))
-    return make_error(errc::invalid_argument, "not a regular file: " + rel);
+  auto opened = open_regular(root, rel);
+  if (!opened)
+    return opened.error();
+  auto& [fd, sb] = *opened;
   if (static_cast<uint64_t>(sb.st_size) > max_size)
     return make_error(errc::payload_too_large,
                       rel + " is larger than " + std::to_string(max_size) +
                           " bytes: edit it with file.write");
-  auto data = read_whole(fd->get(), rel, static_cast<uint64_t>(sb.st_size));
+  auto data = read_whole(fd.get(), rel, static_cast<uint64_t>(sb.st_size));
   if (!data)
     return data.error();
   int64_t count = 0;

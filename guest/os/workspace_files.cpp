@@ -276,9 +276,8 @@ expected<dir_page> list_files(const workspace_root& root,
   return page;
 }
 
-expected<read_slice> read_file(const workspace_root& root,
-                               const std::string& rel, uint64_t offset,
-                               size_t limit, bool base64_out) {
+expected<std::pair<unique_fd, struct stat>>
+open_regular(const workspace_root& root, const std::string& rel) {
   // O_NONBLOCK: a FIFO must not hold the reader; it is refused below.
   auto fd = root.open_beneath(rel, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
   if (!fd)
@@ -288,12 +287,22 @@ expected<read_slice> read_file(const workspace_root& root,
     return sys_error("stat " + rel);
   if (!S_ISREG(sb.st_mode))
     return make_error(errc::invalid_argument, "not a regular file: " + rel);
+  return std::make_pair(std::move(*fd), sb);
+}
+
+expected<read_slice> read_file(const workspace_root& root,
+                               const std::string& rel, uint64_t offset,
+                               size_t limit, bool base64_out) {
+  auto opened = open_regular(root, rel);
+  if (!opened)
+    return opened.error();
+  auto& [fd, sb] = *opened;
   std::string data;
   auto size = static_cast<uint64_t>(sb.st_size);
   if (offset < size) {
     data.resize(static_cast<size_t>(std::min<uint64_t>(limit, size - offset)));
-    auto n = ::pread(fd->get(), data.data(), data.size(),
-                     static_cast<off_t>(offset));
+    auto n =
+        ::pread(fd.get(), data.data(), data.size(), static_cast<off_t>(offset));
     if (n < 0)
       return sys_error("read " + rel);
     data.resize(static_cast<size_t>(n));

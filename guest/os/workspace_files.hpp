@@ -16,6 +16,8 @@
 #include "messages/errors.hpp"
 #include "messages/results/files.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -73,14 +75,19 @@ expected<std::string> clean_path(std::string_view path);
 
 /// The type, size, mode and time of `rel` (a final symlink itself).
 expected<file_entry> stat_file(const workspace_root& root,
-                                 const std::string& rel);
+                               const std::string& rel);
 
 /// The entries under directory `rel` (all levels with `recursive`), sorted
 /// by path, `limit` after `cursor` (a path). Symlinked directories are
 /// listed, never entered.
 expected<dir_page> list_files(const workspace_root& root,
-                                  const std::string& rel, bool recursive,
-                                  size_t limit, const std::string& cursor);
+                              const std::string& rel, bool recursive,
+                              size_t limit, const std::string& cursor);
+
+/// Regular file `rel` opened for reading, and its stat; a FIFO or device
+/// is refused (invalid_argument) without ever blocking on it.
+expected<std::pair<unique_fd, struct stat>>
+open_regular(const workspace_root& root, const std::string& rel);
 
 /// Up to `limit` bytes of regular file `rel` at `offset`.
 expected<read_slice> read_file(const workspace_root& root,
