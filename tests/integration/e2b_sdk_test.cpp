@@ -4,6 +4,7 @@
 // each case is one function of sdk_test.mjs, run with the SDK's two
 // environment variables pointed at a daemon on a loop store.
 #include "tests/fixtures/daemon.hpp"
+#include "tests/fixtures/node_script.hpp"
 
 #include <doctest/doctest.h>
 
@@ -29,19 +30,10 @@ std::pair<int, std::string> run_case(const daemon_process& d,
   REQUIRE_MESSAGE(::stat((dir + "/node_modules/e2b").c_str(), &st) == 0,
                   "the e2b SDK is not installed: npm ci --prefix " << dir);
   auto base = "http://127.0.0.1:" + std::to_string(d.port());
-  auto cmd = "cd '" + dir + "' && E2B_API_URL=" + base +
-             "/e2b E2B_SANDBOX_URL=" + base + "/e2b/envd E2B_API_KEY=" + key +
-             " ALLOX_RPC=" + base + "/v1/rpc ALLOX_STATE='" + state +
-             "' timeout 120 node sdk_test.mjs " + name + " 2>&1";
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0)
-    out.append(buf, n);
-  int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  auto env = "E2B_API_URL=" + base + "/e2b E2B_SANDBOX_URL=" + base +
+             "/e2b/envd E2B_API_KEY=" + key + " ALLOX_RPC=" + base +
+             "/v1/rpc ALLOX_STATE='" + state + "'";
+  return run_node_case(dir, env, "sdk_test.mjs", name, 120);
 }
 
 void check_case(daemon_process& d, const std::string& name,

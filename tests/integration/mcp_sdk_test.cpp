@@ -4,13 +4,12 @@
 // installed by scripts/test.sh): each case is one function of
 // mcp_test.mjs, over Streamable HTTP or over stdio through alloxctl.
 #include "tests/fixtures/daemon.hpp"
+#include "tests/fixtures/node_script.hpp"
 
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <string>
 
 using namespace allox;
@@ -26,21 +25,12 @@ void check_mcp_case(daemon_process& d, const std::string& name,
       ::stat((dir + "/node_modules/@modelcontextprotocol/sdk").c_str(), &st) ==
           0,
       "the MCP SDK is not installed: npm ci --prefix " << dir);
-  auto cmd = "cd '" + dir +
-             "' && ALLOX_URL=http://127.0.0.1:" + std::to_string(d.port()) +
-             " ALLOXCTL='" + ALLOXCTL_PATH + "' timeout " +
-             std::to_string(limit_s) + " node mcp_test.mjs " + name + " 2>&1";
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0)
-    out.append(buf, n);
-  int status = ::pclose(p);
+  auto env = "ALLOX_URL=http://127.0.0.1:" + std::to_string(d.port()) +
+             " ALLOXCTL='" + ALLOXCTL_PATH + "'";
+  auto [code, out] = run_node_case(dir, env, "mcp_test.mjs", name, limit_s);
   INFO(out);
   INFO(d.log());
-  CHECK((WIFEXITED(status) ? WEXITSTATUS(status) : -1) == 0);
+  CHECK(code == 0);
   CHECK(out.find("ok " + name) != std::string::npos);
 }
 
