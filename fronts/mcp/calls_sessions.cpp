@@ -33,10 +33,26 @@ void to_agents(const tool_call& call, Command c, OnOk ok) {
             [failed = call.failed](caf::error& err) { failed(err); });
 }
 
+/// An agent runs a dev server beside its tests: a session made here takes
+/// `max_runs` runs at once (session.configure; 16 unless given).
 void create(const tool_call& call) {
+  json::object settings{{"max_runs", arg(call, "max_runs")},
+                        {"origin", origin}};
+  if (settings["max_runs"].is_null())
+    settings["max_runs"] = 16;
+  auto configure = decoded<cmd::session_configure>(call, settings);
+  if (!configure)
+    return;
   auto ref = call.session;
   to_agents(call, cmd::session_create{ref, std::string{origin}},
-            [call, ref](json::value& v) { call.done(with_session(ref, v)); });
+            [call, ref, c = std::move(*configure)](json::value& v) {
+              auto made = with_session(ref, v);
+              if (!call.self->state.init.execution)
+                return call.done(std::move(made));
+              to_session(call, c, [call, made](json::value&) mutable {
+                call.done(std::move(made));
+              });
+            });
 }
 
 /// Every agent's sessions, or one agent's.

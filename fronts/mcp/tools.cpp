@@ -176,7 +176,10 @@ std::vector<tool_def> build() {
       "Creates a session: its own workspace (a Btrfs subvolume), processes, "
       "checkpoints and rollback. The agent is created too if it does not "
       "exist.",
-      object({session()}), session_view()));
+      object({session(),
+              {"max_runs", integer("Commands it may run at once, 1 to 64 "
+                                   "(default 16).")}}),
+      session_view()));
   auto list = reading(
       make(tool_id::session_list, "session_list", "List sessions",
            "Lists the sessions, of one agent or of every agent.",
