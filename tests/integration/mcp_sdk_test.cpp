@@ -10,6 +10,7 @@
 
 #include <sys/stat.h>
 
+#include <map>
 #include <string>
 
 using namespace allox;
@@ -76,4 +77,22 @@ TEST_CASE("mcp: the transport's and JSON-RPC's errors, batches, 405, "
   daemon_process d;
   d.start();
   check_mcp_case(d, "protocol");
+}
+
+TEST_CASE("mcp: the daemon's bearer token rule applies to /mcp") {
+  daemon_process d{with_token("s3cret")};
+  d.start();
+  std::string ping = R"({"jsonrpc":"2.0","id":1,"method":"ping"})";
+  std::map<std::string, std::string> json_body{
+      {"Content-Type", "application/json"}};
+  http_client none{"127.0.0.1", d.port()};
+  CHECK(none.request("POST", "/mcp", ping, json_body).status == 401);
+  CHECK(none.request("GET", "/mcp").status == 401);
+  http_client wrong{"127.0.0.1", d.port(), "nope"};
+  CHECK(wrong.request("POST", "/mcp", ping, json_body).status == 401);
+  http_client bearer{"127.0.0.1", d.port(), "s3cret"};
+  auto ok = bearer.request("POST", "/mcp", ping, json_body);
+  CHECK(ok.status == 200);
+  CHECK(ok.json.at("result") == json::object{});
+  CHECK(bearer.request("GET", "/mcp").status == 405);
 }
