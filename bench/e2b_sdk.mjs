@@ -97,4 +97,36 @@ const out = {}
   }
   await sbx.kill()
 }
+
+// 4. fork({count: 10}) of a sandbox with a small tree, against 10
+// sequential native session.fork of a session with the same tree,
+// alternating rounds.
+{
+  const rounds = Number(process.env.BENCH_FORK_ROUNDS || 5)
+  const src = await Sandbox.create()
+  await rpc('session.create', { agent_id: 'bench', session_id: 'forksrc' })
+  for (let i = 0; i < 20; i++) {
+    const body = `file ${i}\n`.repeat(200)
+    await src.files.write(`/home/user/src/f${i}.txt`, body)
+    await rpc('file.mkdir', { agent_id: 'bench', session_id: 'forksrc', path: 'src', parents: true })
+    await rpc('file.write', { agent_id: 'bench', session_id: 'forksrc', path: `src/f${i}.txt`, data: body })
+  }
+  const sdk = [], native = []
+  for (let r = 0; r < rounds; r++) {
+    let t = now()
+    const forks = await src.fork({ count: 10 })
+    sdk.push(now() - t)
+    if (forks.length !== 10 || forks.some((f) => f instanceof Error)) throw new Error('fork failed')
+    for (const f of forks) await f.kill()
+    t = now()
+    for (let i = 0; i < 10; i++)
+      await rpc('session.fork', { agent_id: 'bench', session_id: 'forksrc', new_session_id: `f${r}-${i}` })
+    native.push(now() - t)
+    for (let i = 0; i < 10; i++)
+      await rpc('session.delete', { agent_id: 'bench', session_id: `f${r}-${i}` })
+  }
+  out.fork_10 = { sdk: summary(sdk), native: summary(native),
+    ratio_p50: +(pct(sdk, 50) / pct(native, 50)).toFixed(3) }
+  await src.kill()
+}
 console.log(JSON.stringify(out, null, 2))
