@@ -210,8 +210,9 @@ std::vector<tool_def> build() {
   all.push_back(destroying(
       make(tool_id::session_rollback, "session_rollback", "Roll a session back",
            "Puts the session's files back as they were at a checkpoint. "
-           "Destructive unless the session's policy keeps a pre-rollback "
-           "checkpoint (keep_pre_rollback): then requires confirm: true.",
+           "Destructive: requires confirm: true, unless the session's "
+           "policy keeps a pre-rollback checkpoint (keep_pre_rollback), "
+           "which makes it undoable.",
            object({session(),
                    {"checkpoint_id", str()},
                    confirm("Required unless a pre-rollback checkpoint is "
