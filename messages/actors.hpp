@@ -167,7 +167,13 @@ using session_files_actor = caf::typed_actor<
     // Lines matching a pattern in the files beneath a directory, bounded.
     caf::replies_to<cmd::file_search>::with<search_result>,
     // An exact-string edit of a regular file, if the count matches.
-    caf::replies_to<cmd::file_replace>::with<replace_result>>;
+    caf::replies_to<cmd::file_replace>::with<replace_result>,
+    // Opens a watch on a directory (inotify), for fronts that stream changes.
+    caf::replies_to<cmd::file_watch>::with<watch_opened>,
+    // The changes a watch saw since it was read last; never waits.
+    caf::replies_to<cmd::file_watch_events>::with<watch_changes>,
+    // Ends a watch, with its last changes.
+    caf::replies_to<cmd::file_unwatch>::with<watch_changes>>;
 /// The TRACKING facet of a SESSION (actors/session/tracking.cpp): what the
 /// TRACKER tells the session about its tracked runs.
 using session_tracking_actor = caf::typed_actor<

@@ -14,3 +14,4 @@
 #include "actors/session/share.hpp"
 #include "actors/session/tracking.hpp"
 #include "actors/session/turns.hpp"
+#include "actors/session/watches.hpp"

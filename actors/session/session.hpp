@@ -20,8 +20,10 @@
 #include "messages/results/sessions.hpp"
 #include "messages/share.hpp"
 
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <chrono>
 #include <cstdint>
+
 #include <deque>
 #include <functional>
 #include <map>
@@ -30,7 +32,21 @@
 #include <string>
 #include <string_view>
 
+namespace allox::os {
+class dir_watch;
+} // namespace allox::os
+
 namespace allox {
+
+/// A directory watch the session holds for a front (watches.cpp).
+struct watch_slot {
+  std::shared_ptr<os::dir_watch> watch;
+  /// The workspace it lies in (current/).
+  std::string root;
+  /// The session's rollbacks when it was opened: a rollback replaces the
+  /// tree it watches, and ends it.
+  uint64_t epoch = 0;
+};
 
 /// What a session actor needs to (re)start.
 struct session_init {
@@ -172,6 +188,12 @@ struct session_state {
   /// runs interrupted by a restart and the queue of row writes.
   session_runs runs;
 
+  // -- watches (watches.cpp) ----------------------------------------------
+
+  /// Directory watches by id (at most cmd::max_watches).
+  std::map<int64_t, watch_slot> watches;
+  int64_t next_watch = 1;
+
   // -- pause (pause.cpp) ---------------------------------------------------
 
   /// session.pause holds the session: no run starts until session.resume.
@@ -276,3 +298,6 @@ json::object describe_session(const session_row& row,
                               const store::checkpoint_dag& dag);
 
 } // namespace allox
+
+// A watch opened on the read lane travels back to the actor.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::watch_slot)

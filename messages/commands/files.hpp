@@ -144,6 +144,38 @@ struct file_replace {
   std::string origin;
 };
 
+/// Watches directory `path` (and below it with `recursive`): the E2B
+/// front's WatchDir and watchers. Sent by fronts only (no RPC action);
+/// replies the watch's id. A session holds at most max_watches; a watch
+/// ends with file.unwatch, a rollback (its tree is replaced) or the
+/// session.
+struct file_watch {
+  static inline const char* name = "file.watch";
+  using reply = watch_opened;
+  session_ref session;
+  std::string path;
+  bool recursive = false;
+};
+
+/// The changes watch `watch_id` saw since it was read last; never waits.
+struct file_watch_events {
+  static inline const char* name = "file.watch_events";
+  using reply = watch_changes;
+  session_ref session;
+  int64_t watch_id = 0;
+};
+
+/// Ends watch `watch_id`; replies its last changes.
+struct file_unwatch {
+  static inline const char* name = "file.unwatch";
+  using reply = watch_changes;
+  session_ref session;
+  int64_t watch_id = 0;
+};
+
+/// Watches one session holds at once.
+inline constexpr size_t max_watches = 32;
+
 /// Most matches one file.search returns, and most bytes of a file that
 /// file.replace edits.
 inline constexpr int64_t max_search_matches = 10000;
@@ -212,6 +244,21 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, file_move& x) {
   return f(caf::meta::type_name("file_move"), x.session, x.from, x.to,
            x.replace, x.origin);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_watch& x) {
+  return f(caf::meta::type_name("file_watch"), x.session, x.path, x.recursive);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_watch_events& x) {
+  return f(caf::meta::type_name("file_watch_events"), x.session, x.watch_id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_unwatch& x) {
+  return f(caf::meta::type_name("file_unwatch"), x.session, x.watch_id);
 }
 
 template <class Inspector>

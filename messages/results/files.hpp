@@ -97,6 +97,33 @@ struct search_result {
   bool truncated = false;
 };
 
+/// What happened to a path under a watch (E2B's event types).
+enum class change_kind : uint8_t { create, write, remove, rename, chmod };
+
+/// The wire name of a change ("create" ... "chmod").
+std::string_view to_string(change_kind k);
+
+/// One change under a watched directory.
+struct file_change {
+  /// The path below the watched directory.
+  std::string name;
+  change_kind kind = change_kind::write;
+};
+
+/// A watch opened (file.watch): its id within the session.
+struct watch_opened {
+  int64_t watch_id = 0;
+  std::string path;
+};
+
+/// The changes a watch saw since it was read last (file.watch_events).
+struct watch_changes {
+  int64_t watch_id = 0;
+  std::vector<file_change> changes;
+  /// The kernel's queue overflowed: changes were lost.
+  bool lost = false;
+};
+
 /// An exact-string edit made (file.replace).
 struct replace_result {
   std::string path;
@@ -118,3 +145,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::remove_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::move_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::search_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::replace_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::watch_opened)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::watch_changes)

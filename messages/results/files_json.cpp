@@ -17,6 +17,22 @@ std::string_view to_string(file_kind k) {
   return "other";
 }
 
+std::string_view to_string(change_kind k) {
+  switch (k) {
+  case change_kind::create:
+    return "create";
+  case change_kind::write:
+    return "write";
+  case change_kind::remove:
+    return "remove";
+  case change_kind::rename:
+    return "rename";
+  case change_kind::chmod:
+    break;
+  }
+  return "chmod";
+}
+
 json::object to_json(const file_entry& e) {
   return json::object{{"path", e.path},
                       {"type", to_string(e.kind)},
