@@ -128,8 +128,10 @@ void list_dir(front_self self, const sandbox& sb, std::string rel,
 void serve_filesystem(front_self self, request& req, const sandbox& sb,
                       std::string_view method) {
   if (method == "WatchDir")
-    return stream_fail(req.answer(), {connect::code::unimplemented,
-                                      "WatchDir is not served yet"});
+    return watch_dir(self, req, sb);
+  if (method == "CreateWatcher" || method == "GetWatcherEvents" ||
+      method == "RemoveWatcher")
+    return serve_watcher(self, req, sb, method);
   auto msg = connect_body(req, false);
   if (!msg)
     return connect_fail(req.answer(), connect::from(msg.error()));

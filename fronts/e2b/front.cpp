@@ -372,6 +372,7 @@ e2b_actor::behavior_type front(front_self self, front_init init) {
   return {
       [self](e2b_call& call) { serve(self, call); },
       [self](stream_pump p) { pump(self, p.stream); },
+      [self](watch_pump p) { pump_watch(self, p.stream); },
       [self](atom::tick) {
         expire_sandboxes(self);
         self->delayed_send(self, std::chrono::seconds{1}, atom::tick_v);
@@ -387,7 +388,8 @@ e2b_actor::behavior_type front(front_self self, front_init init) {
             .counter("requests", st.requests)
             .counter("errors", st.errors)
             .gauge("sandboxes", st.sandboxes.size())
-            .gauge("process_streams", st.streams.size());
+            .gauge("process_streams", st.streams.size())
+            .gauge("watch_streams", st.watch_streams.size());
         s.top().gauge("uptime_ms", uptime_ms(st.started));
         return s;
       },

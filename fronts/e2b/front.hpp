@@ -49,12 +49,19 @@ struct stream_pump {
   uint64_t stream;
 };
 
+/// The next read of a WatchDir stream (the actor's own timer).
+struct watch_pump {
+  uint64_t stream;
+};
+
 /// The E2B actor.
 using e2b_actor = caf::typed_actor<
     // Serves one request under /e2b.
     caf::reacts_to<e2b_call>,
     // Reads more of a process stream's output.
     caf::reacts_to<stream_pump>,
+    // Reads a WatchDir stream's watch for changes.
+    caf::reacts_to<watch_pump>,
     // Ends sandboxes past their deadline.
     caf::reacts_to<atom::tick>>::extend_with<stats_client_actor>;
 
@@ -94,6 +101,25 @@ struct process_stream {
   std::chrono::steady_clock::time_point last_sent;
 };
 
+/// A WatchDir stream: a watch of the sandbox's session, read on a timer.
+struct watch_stream {
+  explicit watch_stream(http::responder a) : answer(std::move(a)) {}
+  std::string sandbox;
+  std::string agent;
+  int64_t watch_id = 0;
+  http::responder answer;
+  /// The client's Connect-Timeout-Ms: the stream ends then.
+  std::chrono::steady_clock::time_point deadline;
+  std::chrono::steady_clock::time_point last_sent;
+};
+
+/// A polling watcher (CreateWatcher): the session's watch it reads.
+struct watcher {
+  std::string sandbox;
+  std::string agent;
+  int64_t watch_id = 0;
+};
+
 struct front_state {
   static inline const char* name = "e2b";
 
@@ -106,6 +132,9 @@ struct front_state {
   std::unordered_map<std::string, std::map<uint32_t, std::string>> pids;
   std::unordered_map<uint64_t, process_stream> streams;
   uint64_t next_stream = 1;
+  std::unordered_map<uint64_t, watch_stream> watch_streams;
+  /// Polling watchers by their id (handed to the client).
+  std::map<std::string, watcher> watchers;
   /// The sandboxes of the catalog are known (start-up read it); requests
   /// before that wait here.
   bool loaded = false;
@@ -132,3 +161,4 @@ void serve_e2b(http::server& srv, std::function<e2b_actor()> get);
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::e2b::e2b_call)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::e2b::stream_pump)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::e2b::watch_pump)

@@ -140,6 +140,18 @@ void pump(front_self self, uint64_t stream);
 void serve_filesystem(front_self self, request& req, const sandbox& sb,
                       std::string_view method);
 
+/// filesystem.Filesystem/WatchDir: a stream of the changes under a
+/// directory, from a watch of the session (envd_watch.cpp).
+void watch_dir(front_self self, request& req, const sandbox& sb);
+
+/// The next read of WatchDir stream `stream` (envd_watch.cpp).
+void pump_watch(front_self self, uint64_t stream);
+
+/// filesystem.Filesystem's polling watchers: CreateWatcher,
+/// GetWatcherEvents, RemoveWatcher (envd_watch.cpp).
+void serve_watcher(front_self self, request& req, const sandbox& sb,
+                   std::string_view method);
+
 /// GET and POST /files (envd_files.cpp).
 void serve_files(front_self self, request& req, const sandbox& sb);
 

@@ -159,3 +159,10 @@ TEST_CASE("e2b sdk: a restart keeps every sandbox, its deadline and its "
   d.start();
   check_case(d, "after_restart", "e2b_test", state);
 }
+
+TEST_CASE("e2b sdk: watchDir recursive and not, and the polling watchers, "
+          "on inotify") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_case(d, "watch");
+}

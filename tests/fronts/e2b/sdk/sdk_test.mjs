@@ -380,6 +380,63 @@ async function nativeRead(sbx, path) {
   return r.data
 }
 
+/** watchDir (recursive and not) and the polling watchers, on inotify. */
+cases.watch = async () => {
+  const sbx = await Sandbox.create()
+  await sbx.files.makeDir('/home/user/w')
+  const seen = []
+  const handle = await sbx.files.watchDir('/home/user/w', (e) => seen.push(`${e.type} ${e.name}`),
+                                           { recursive: true })
+  const flat = []
+  const top = await sbx.files.watchDir('/home/user/w', (e) => flat.push(`${e.type} ${e.name}`))
+  await sbx.files.write('/home/user/w/a.txt', 'one')
+  await sbx.files.makeDir('/home/user/w/sub/deeper')
+  await sleep(300) // the new directories are watched from the next read on
+  await sbx.files.write('/home/user/w/sub/deeper/b.txt', 'two')
+  await sbx.commands.run('echo more >> /home/user/w/a.txt && chmod 600 /home/user/w/a.txt')
+  await sbx.files.rename('/home/user/w/a.txt', '/home/user/w/c.txt')
+  await sbx.files.remove('/home/user/w/c.txt')
+  const want = ['create sub', 'create sub/deeper', 'create sub/deeper/b.txt', 'write a.txt',
+                'chmod a.txt', 'rename a.txt', 'create c.txt', 'remove c.txt']
+  for (let i = 0; i < 50 && !want.every((w) => seen.includes(w)); i++) await sleep(100)
+  for (const w of want) assert.ok(seen.includes(w), `missing "${w}" in ${JSON.stringify(seen)}`)
+  assert.ok(seen.some((e) => e.endsWith(' a.txt') && e.startsWith('create')))
+  // Without recursive, only the directory's own entries.
+  assert.ok(flat.includes('create sub'))
+  assert.ok(!flat.some((e) => e.includes('deeper/')), JSON.stringify(flat))
+  await handle.stop()
+  await top.stop()
+  // The polling watcher set, over the Connect wire as envd serves it.
+  const call = async (method, body) => {
+    const res = await fetch(`${process.env.E2B_SANDBOX_URL}/filesystem.Filesystem/${method}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'e2b-sandbox-id': sbx.sandboxId,
+                 'x-access-token': sbx.envdAccessToken },
+      body: JSON.stringify(body),
+    })
+    return { status: res.status, body: await res.json() }
+  }
+  const created = await call('CreateWatcher', { path: '/home/user/w', recursive: true })
+  assert.equal(created.status, 200, JSON.stringify(created.body))
+  const watcherId = created.body.watcherId
+  await sbx.files.write('/home/user/w/sub/p.txt', 'polled')
+  let events = []
+  for (let i = 0; i < 30 && !events.some((e) => e.name === 'sub/p.txt'); i++) {
+    await sleep(100)
+    events = events.concat((await call('GetWatcherEvents', { watcherId })).body.events)
+  }
+  assert.ok(events.some((e) => e.name === 'sub/p.txt' && e.type === 'EVENT_TYPE_CREATE'),
+            JSON.stringify(events))
+  assert.equal((await call('RemoveWatcher', { watcherId })).status, 200)
+  const gone = await call('GetWatcherEvents', { watcherId })
+  assert.equal(gone.status, 404)
+  assert.equal(gone.body.code, 'not_found')
+  // Outside the home, and a file instead of a directory, are refused.
+  await rejects(() => sbx.files.watchDir('/etc', () => {}), InvalidArgumentError, 'watch outside')
+  await rejects(() => sbx.files.watchDir('/home/user/w/sub/p.txt', () => {}), SandboxError, 'watch a file')
+  await sbx.kill()
+}
+
 cases.pause = async () => {
   const sbx = await Sandbox.create({ metadata: { team: 'pause' } })
   await sbx.files.write('/home/user/note.txt', 'acknowledged')
