@@ -183,38 +183,16 @@ void audit_call(front_self self, const tool_def& tool, const session_ref& ref,
   caf::anon_send(self->state.init.metadata, atom::write_v, std::move(w));
 }
 
-bool needs_execution(tool_id id) {
-  switch (id) {
-  case tool_id::command_run:
-  case tool_id::command_start:
-  case tool_id::command_output:
-  case tool_id::command_input:
-  case tool_id::command_stop:
-  case tool_id::process_tree:
-    return true;
-  default:
-    return false;
-  }
-}
-
 void dispatch(tool_call call) {
-  switch (call.tool->id) {
-  case tool_id::session_create:
-  case tool_id::session_list:
-  case tool_id::session_delete:
-  case tool_id::session_fork:
-  case tool_id::session_rollback:
+  switch (group_of(call.tool->id)) {
+  case tool_group::sessions:
     return call_sessions(std::move(call));
-  case tool_id::command_run:
-  case tool_id::command_start:
-  case tool_id::command_output:
-  case tool_id::command_input:
-  case tool_id::command_stop:
-  case tool_id::process_tree:
+  case tool_group::commands:
     return call_commands(std::move(call));
-  default:
-    return call_files(std::move(call));
+  case tool_group::files:
+    break;
   }
+  call_files(std::move(call));
 }
 
 /// tools/call: the tool's result (an error of the tool is a result too,
@@ -269,7 +247,7 @@ void call_tool(front_self self, const message& msg, const endpoint& ep,
     else
       call.session = ep.fallback;
   }
-  if (!bad && needs_execution(tool->id) && !st.init.execution)
+  if (!bad && group_of(tool->id) == tool_group::commands && !st.init.execution)
     bad = make_error(errc::unsupported,
                      "this daemon runs no processes (started without "
                      "--process-audit-root)");

@@ -412,6 +412,26 @@ std::vector<tool_def> build() {
 
 } // namespace
 
+tool_group group_of(tool_id id) {
+  switch (id) {
+  case tool_id::session_create:
+  case tool_id::session_list:
+  case tool_id::session_delete:
+  case tool_id::session_fork:
+  case tool_id::session_rollback:
+    return tool_group::sessions;
+  case tool_id::command_run:
+  case tool_id::command_start:
+  case tool_id::command_output:
+  case tool_id::command_input:
+  case tool_id::command_stop:
+  case tool_id::process_tree:
+    return tool_group::commands;
+  default:
+    return tool_group::files;
+  }
+}
+
 const std::vector<tool_def>& catalog() {
   static const std::vector<tool_def> all = build();
   return all;

@@ -37,6 +37,13 @@ enum class tool_id {
   checkpoint_diff,
 };
 
+/// Which part of the core a tool calls (calls_*.cpp); commands need a
+/// daemon that runs processes.
+enum class tool_group { sessions, commands, files };
+
+/// The group of `id`.
+tool_group group_of(tool_id id);
+
 struct tool_def {
   tool_id id;
   std::string_view name;

@@ -162,7 +162,7 @@ const cases = {
     const rest = await poll(c, s, early.run_id, 30);
     assert.equal(rest.stdout, 'first\nsecond\n');
     const progress = [];
-    const r = await ok(c, 'command_run', { session: s, command: 'sleep 3; echo hi' },
+    const r = await ok(c, 'command_run', { session: s, command: 'sleep 4; echo hi' },
                        { onprogress: p => progress.push(p), timeout: 60000 });
     assert.equal(r.stdout, 'hi\n');
     assert.ok(progress.length >= 2, `progress notifications: ${progress.length}`);
