@@ -51,6 +51,7 @@ void build_app(CLI::App& app, app_state& st, std::function<int()>* run) {
                  "session (default: the context)");
   add_local_commands(app, st, run);
   add_table_commands(app, st, run);
+  add_top_command(app, st, run);
   add_flow_commands(app, st, run);
   add_share_commands(app, st, run);
   add_version_command(app, st, run);

@@ -158,6 +158,10 @@ void add_version_command(CLI::App& app, app_state& st,
                          std::function<int()>* run);
 
 /// completion bash|zsh (cli/completion.cpp).
+/// alloxctl session top (top.cpp); after the table commands, which make
+/// `session`.
+void add_top_command(CLI::App& app, app_state& st, std::function<int()>* run);
+
 /// alloxctl mcp serve|tools|call (mcp.cpp).
 void add_mcp_commands(CLI::App& app, app_state& st, std::function<int()>* run);
 
