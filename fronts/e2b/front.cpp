@@ -27,23 +27,7 @@ std::string request::header(std::string_view name) const {
 }
 
 std::string request::param(std::string_view name) const {
-  std::string_view rest = query;
-  while (!rest.empty()) {
-    auto amp = rest.find('&');
-    auto part = rest.substr(0, amp);
-    rest = amp == std::string_view::npos ? std::string_view{}
-                                         : rest.substr(amp + 1);
-    auto eq = part.find('=');
-    std::string key;
-    if (!percent_decode(part.substr(0, eq), key, true) || key != name)
-      continue;
-    std::string value;
-    if (eq != std::string_view::npos &&
-        percent_decode(part.substr(eq + 1), value, true))
-      return value;
-    return {};
-  }
-  return {};
+  return fronts::query_param(query, name);
 }
 
 int64_t now_ms() {

@@ -192,38 +192,6 @@ json::object detail_json(const sandbox& s) {
   return o;
 }
 
-bool percent_decode(std::string_view in, std::string& out, bool plus_space) {
-  out.clear();
-  out.reserve(in.size());
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9')
-      return c - '0';
-    if (c >= 'a' && c <= 'f')
-      return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-      return c - 'A' + 10;
-    return -1;
-  };
-  for (size_t i = 0; i < in.size(); ++i) {
-    char c = in[i];
-    if (c == '+' && plus_space) {
-      out.push_back(' ');
-    } else if (c == '%') {
-      if (i + 2 >= in.size())
-        return false;
-      int hi = hex(in[i + 1]);
-      int lo = hex(in[i + 2]);
-      if (hi < 0 || lo < 0)
-        return false;
-      out.push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else {
-      out.push_back(c);
-    }
-  }
-  return true;
-}
-
 namespace {
 
 /// Splits a form-encoded string into decoded pairs.

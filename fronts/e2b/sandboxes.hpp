@@ -6,6 +6,7 @@
 #pragma once
 
 #include "fronts/e2b/network.hpp"
+#include "fronts/query.hpp"
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 
@@ -130,9 +131,6 @@ std::string rfc3339_ns(int64_t unix_ns, int digits = 9);
 /// E2B's error body {code, message}: the SDK reads the numeric code.
 std::string error_body(int status, std::string_view message);
 
-/// Percent-decodes; false on a malformed escape. `plus_space`: '+' is a
-/// space (form encoding).
-bool percent_decode(std::string_view in, std::string& out,
-                    bool plus_space = false);
+using fronts::percent_decode;
 
 } // namespace allox::e2b

@@ -3,6 +3,7 @@
 // protocol's own methods, and each tool call's result, audit and progress.
 #include "fronts/mcp/calls.hpp"
 #include "fronts/mcp/jsonrpc.hpp"
+#include "fronts/query.hpp"
 
 #include "actors/dump.hpp"
 #include "actors/failures.hpp"
@@ -103,25 +104,13 @@ bool origin_allowed(const http::route_request& req) {
          host == host_of(header(req, "Host"));
 }
 
-/// A query parameter of the endpoint (agent, session), undecoded: ids
-/// need no escaping.
+/// A query parameter of the endpoint (agent, session).
 std::string query_param(const http::route_request& req, std::string_view name) {
   std::string_view target{req.target().data(), req.target().size()};
   auto q = target.find('?');
-  if (q == std::string_view::npos)
-    return {};
-  auto rest = target.substr(q + 1);
-  while (!rest.empty()) {
-    auto amp = rest.find('&');
-    auto part = rest.substr(0, amp);
-    rest = amp == std::string_view::npos ? std::string_view{}
-                                         : rest.substr(amp + 1);
-    auto eq = part.find('=');
-    if (part.substr(0, eq) == name)
-      return eq == std::string_view::npos ? std::string{}
-                                          : std::string{part.substr(eq + 1)};
-  }
-  return {};
+  return q == std::string_view::npos
+             ? std::string{}
+             : fronts::query_param(target.substr(q + 1), name);
 }
 
 /// Where a call's session comes from when its arguments name none.
