@@ -172,12 +172,6 @@ result<http_reply> client::get(const std::string& target) {
   return send("GET", target, {});
 }
 
-result<http_reply>
-client::post(const std::string& target, const std::string& body,
-             const std::map<std::string, std::string>& headers) {
-  return send("POST", target, body, headers);
-}
-
 namespace {
 
 /// A reply's status, headers and (string) body.

@@ -65,7 +65,9 @@ public:
   /// POST a JSON body to `target` with more header fields (an MCP
   /// endpoint: Accept, Mcp-Session-Id); the reply whatever its status.
   result<http_reply> post(const std::string& target, const std::string& body,
-                          const std::map<std::string, std::string>& headers);
+                          const std::map<std::string, std::string>& headers) {
+    return send("POST", target, body, headers);
+  }
 
   /// PUT `target` with the local file at `path` as its body, streamed
   /// from disk (bulk transfer, /v1/files/...); the daemon's reply.
