@@ -37,7 +37,7 @@ await rpc('session.create', ids)
 await rpc('file.write', { ...ids, path: 'f.txt', data: 'x'.repeat(4096) })
 const session = 'bench/s'
 
-async function compare(label, n, viaMcp, viaRpc) {
+async function compare(n, viaMcp, viaRpc) {
   const mcp = [], native = []
   for (let i = 0; i < 10; i++) { await viaMcp(); await viaRpc() } // warm
   for (let i = 0; i < n; i++) {
@@ -54,33 +54,30 @@ async function compare(label, n, viaMcp, viaRpc) {
 }
 
 const out = {}
-out.file_read_4k = await compare('file_read', N,
+out.file_read_4k = await compare(N,
   async () => {
     const r = await c.callTool({ name: 'file_read', arguments: { session, path: 'f.txt' } })
     if (r.isError || r.structuredContent.data.length !== 4096) throw new Error('file_read')
   },
   async () => { await rpc('file.read', { ...ids, path: 'f.txt' }) })
 const argv = ['/bin/sh', '-c', 'true']
-out.command_run_true = await compare('command_run', Math.max(50, N / 4),
-  async () => {
-    const r = await c.callTool({ name: 'command_run', arguments: { session, argv } })
-    if (r.isError || r.structuredContent.exit_code !== 0) throw new Error('command_run')
-  },
-  async () => {
-    const row = await rpc('process.start', { ...ids, argv, timeout: 3600 })
-    await rpc('process.wait', { ...ids, run_id: row.run_id })
-    await rpc('process.output', { ...ids, run_id: row.run_id })
-    await rpc('process.output', { ...ids, run_id: row.run_id, stream: 'stderr' })
-  })
-// The same against the two calls that only start and wait (no output read).
-out.command_run_true_vs_start_wait = await compare('command_run', Math.max(50, N / 4),
-  async () => {
-    const r = await c.callTool({ name: 'command_run', arguments: { session, argv } })
-    if (r.isError || r.structuredContent.exit_code !== 0) throw new Error('command_run')
-  },
-  async () => {
-    const row = await rpc('process.start', { ...ids, argv, timeout: 3600 })
-    await rpc('process.wait', { ...ids, run_id: row.run_id })
-  })
+const runTool = async () => {
+  const r = await c.callTool({ name: 'command_run', arguments: { session, argv } })
+  if (r.isError || r.structuredContent.exit_code !== 0) throw new Error('command_run')
+}
+const startAndWait = async () => {
+  const row = await rpc('process.start', { ...ids, argv, timeout: 3600 })
+  await rpc('process.wait', { ...ids, run_id: row.run_id })
+  return row
+}
+const runs = Math.max(50, N / 4)
+// Against the four native calls that give the same answer...
+out.command_run_true = await compare(runs, runTool, async () => {
+  const row = await startAndWait()
+  await rpc('process.output', { ...ids, run_id: row.run_id })
+  await rpc('process.output', { ...ids, run_id: row.run_id, stream: 'stderr' })
+})
+// ...and against the two that only start and wait (no output read).
+out.command_run_true_vs_start_wait = await compare(runs, runTool, startAndWait)
 await c.close()
 console.log(JSON.stringify(out, null, 2))
