@@ -184,6 +184,17 @@ void dispatch(tool_call call) {
   call_files(std::move(call));
 }
 
+/// The progress token of a tools/call (its `_meta.progressToken`), or
+/// null: the client wants progress notifications only when it gave one.
+const json::value* progress_token(const message& msg) {
+  if (msg.method != "tools/call")
+    return nullptr;
+  auto* meta = msg.params.if_contains("_meta");
+  if (meta == nullptr || !meta->is_object())
+    return nullptr;
+  return meta->as_object().if_contains("progressToken");
+}
+
 /// tools/call: the tool's result (an error of the tool is a result too,
 /// with isError) through `reply`.
 void call_tool(front_self self, const message& msg, const endpoint& ep,
@@ -252,19 +263,17 @@ void call_tool(front_self self, const message& msg, const endpoint& ep,
   if (bad)
     return call.failed(bad);
   // Progress, when the client asked for it: SSE events on this exchange.
-  if (auto* meta = msg.params.if_contains("_meta");
-      meta != nullptr && meta->is_object() && ex->sse)
-    if (auto* token = meta->as_object().if_contains("progressToken"))
-      call.progress = [ex, token = *token](double done, double total,
-                                           std::string text) {
-        json::object p{{"progressToken", token}, {"progress", done}};
-        if (total > 0)
-          p["total"] = total;
-        if (!text.empty())
-          p["message"] = std::move(text);
-        ex->answer.more(
-            exchange::event(notification("notifications/progress", p)));
-      };
+  if (const auto* token = progress_token(msg); token != nullptr && ex->sse)
+    call.progress = [ex, token = *token](double done, double total,
+                                         std::string text) {
+      json::object p{{"progressToken", token}, {"progress", done}};
+      if (total > 0)
+        p["total"] = total;
+      if (!text.empty())
+        p["message"] = std::move(text);
+      ex->answer.more(
+          exchange::event(notification("notifications/progress", p)));
+    };
   dispatch(std::move(call));
 }
 
@@ -308,14 +317,6 @@ void answer_request(front_self self, const message& msg, const endpoint& ep,
   ++self->state.protocol_errors;
   reply(error(msg.id,
               {code::method_not_found, "method not found: " + msg.method}));
-}
-
-bool wants_progress(const message& msg) {
-  if (msg.method != "tools/call")
-    return false;
-  auto* meta = msg.params.if_contains("_meta");
-  return meta != nullptr && meta->is_object() &&
-         meta->as_object().contains("progressToken");
 }
 
 void serve(front_self self, mcp_call& call) {
@@ -379,7 +380,8 @@ void serve(front_self self, mcp_call& call) {
   ex->batch = batch;
   ex->replies.resize(messages.size());
   ex->pending = messages.size() + 1; // +1: held until every one started
-  if (!batch && messages.front().request && wants_progress(messages.front())) {
+  if (!batch && messages.front().request &&
+      progress_token(messages.front()) != nullptr) {
     ex->sse = true;
     http::route_response head{
         200, "text/event-stream", "", {{"Cache-Control", "no-cache"}}};
