@@ -112,7 +112,9 @@ void check_losses(self_ptr self, const bpf::loss_counters& now) {
     if (now.by_cause[i] <= before)
       continue;
     st.lost[i] += now.by_cause[i] - before;
-    if (i != ALLOX_LOSS_NO_RUN)
+    // Lost write records never fail a run: they leave its changes
+    // unattributed, which the run's own writes_lost tells.
+    if (i != ALLOX_LOSS_NO_RUN && i != ALLOX_LOSS_RINGBUF_WRITE)
       unattributed = true;
   }
   st.losses = now;
@@ -314,6 +316,8 @@ actor_stats stats_of(self_ptr self) {
       .fact("ready", st.ready)
       .counter("generation", st.generation)
       .counter("events_received", st.events_received)
+      .fact("write_provenance", st.probe && st.probe->writes_on())
+      .counter("write_records", st.write_records)
       .counter("batches", st.batches);
   auto lost = c.group("events_lost");
   uint64_t total = 0;
@@ -358,6 +362,10 @@ void on_batch(self_ptr self, const reader_batch& rb) {
     auto it = st.runs.find(cookie);
     if (it == st.runs.end())
       continue; // a run untracked meanwhile, or of an earlier probe
+    if (!tracking::is_process_event(ev)) {
+      ++st.write_records; // not yet handed to sessions
+      continue;
+    }
     ++it->second.received;
     ++st.events_received;
     auto& entry = out[it->second.session.address()];

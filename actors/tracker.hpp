@@ -15,8 +15,8 @@
 
 #include "bpf/loader.hpp"
 #include "guest/faults.hpp"
-#include "tracking/reader.hpp"
 #include "messages/actors.hpp"
+#include "tracking/reader.hpp"
 
 #include <caf/typed_response_promise.hpp>
 
@@ -102,6 +102,8 @@ struct tracker_state {
   // -- counters (tracker.status, system.dump) --------------------------------
 
   uint64_t events_received = 0;
+  /// Write-provenance records read (bpf/write_provenance.bpf.h).
+  uint64_t write_records = 0;
   uint64_t batches = 0;
   /// Kernel losses by cause, over every probe loaded.
   std::array<uint64_t, ALLOX_LOSS_CAUSES> lost{};

@@ -43,11 +43,13 @@ int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
 capture_libbpf::capture_libbpf() {
   static std::once_flag once;
   std::call_once(once, [] { libbpf_set_print(libbpf_print); });
+  outer_ = libbpf_capture;
   libbpf_capture = &text_;
 }
 
 capture_libbpf::~capture_libbpf() {
-  libbpf_capture = nullptr;
+  // Nested captures (a load inside an open) hand the messages back.
+  libbpf_capture = outer_;
 }
 
 caf::error capture_libbpf::error(errc code, const std::string& what,

@@ -25,6 +25,7 @@ public:
 
 private:
   std::string text_;
+  std::string* outer_ = nullptr;
 };
 
 } // namespace allox::bpf

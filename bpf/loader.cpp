@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
@@ -43,7 +44,38 @@ bool power_of_two(uint32_t v) {
   return v != 0 && (v & (v - 1)) == 0;
 }
 
+run_counters counters_of(const allox_run& r) {
+  return {r.next_seq,  r.produced,  r.lost,
+          r.root_tgid, r.write_seq, r.writes_lost};
+}
+
+/// A write-provenance program, the BTF tracepoint type it needs and the
+/// name reported.
+struct write_program {
+  bpf_program* prog;
+  bpf_link** link;
+  const char* target;
+  const char* name;
+};
+
+std::vector<write_program> write_programs(allox_process* skel) {
+  auto& p = skel->progs;
+  auto& l = skel->links;
+  return {
+      {p.write_enter, &l.write_enter, "btf_trace_sys_enter",
+       "tp_btf/sys_enter"},
+      {p.write_exit, &l.write_exit, "btf_trace_sys_exit", "tp_btf/sys_exit"},
+      {p.write_new_inode, &l.write_new_inode, "btf_trace_btrfs_inode_new",
+       "tp_btf/btrfs_inode_new"},
+  };
+}
+
 } // namespace
+
+uint64_t process_probe::next_write_generation() {
+  return __atomic_add_fetch(&skel_->data->write_generation, 1,
+                            __ATOMIC_SEQ_CST);
+}
 
 uint64_t loss_counters::total() const {
   uint64_t sum = 0;
@@ -64,6 +96,8 @@ std::string_view loss_cause_name(size_t cause) {
     return "tasks_full";
   case ALLOX_LOSS_NO_RUN:
     return "no_run";
+  case ALLOX_LOSS_RINGBUF_WRITE:
+    return "ringbuf_write";
   default:
     return "unknown";
   }
@@ -110,37 +144,79 @@ process_probe::open(probe_options opts) {
     }
   }
   probe->group_dead_arg_ = detect_group_dead(vmlinux);
+  // Write hooks whose tracepoint this kernel lacks are left out, not
+  // fatal (btrfs_inode_new needs Btrfs built with its tracepoints).
+  std::vector<std::string> missing;
+  {
+    allox_process* names = allox_process__open();
+    if (names != nullptr) {
+      for (const auto& w : write_programs(names))
+        if (btf__find_by_name_kind(vmlinux, w.target, BTF_KIND_TYPEDEF) < 0)
+          missing.emplace_back(w.name);
+      allox_process__destroy(names);
+    }
+  }
   btf__free(vmlinux);
 
+  bool writes = probe->opts_.writes;
+  auto err = probe->load(writes, missing);
+  if (err && writes) {
+    // Process tracking does not depend on write provenance.
+    probe->writes_error_ = "write hooks not loaded: " + message_of(err);
+    log::warn("bpf", probe->writes_error_);
+    err = probe->load(false, missing);
+  }
+  if (err)
+    return err;
+  return probe;
+}
+
+caf::error process_probe::load(bool writes,
+                               const std::vector<std::string>& missing) {
+  capture_libbpf capture;
+  if (skel_ != nullptr) {
+    allox_process__destroy(skel_);
+    skel_ = nullptr;
+  }
+  write_hooks_.clear();
+  writes_on_ = false;
   auto* skel = allox_process__open();
   if (skel == nullptr)
     return capture.error(errc::internal, "open the BPF object", errno);
-  probe->skel_ = skel;
+  skel_ = skel;
 
   if (skel->rodata->object_abi != ALLOX_PROCESS_ABI)
     return make_error(errc::internal,
                       "the BPF object speaks event ABI " +
                           std::to_string(skel->rodata->object_abi) +
                           ", this loader " + std::to_string(ALLOX_PROCESS_ABI));
-  skel->rodata->exit_has_group_dead = probe->group_dead_arg_;
-  skel->rodata->debug = probe->opts_.debug;
-  skel->rodata->wakeup_bytes = probe->opts_.wakeup_bytes;
-  skel->rodata->batch_wakeup_bytes = probe->opts_.ring_bytes / 4;
+  skel->rodata->exit_has_group_dead = group_dead_arg_;
+  skel->rodata->debug = opts_.debug;
+  skel->rodata->wakeup_bytes = opts_.wakeup_bytes;
+  skel->rodata->batch_wakeup_bytes = opts_.ring_bytes / 4;
 
   struct sizing {
     bpf_map* map;
     uint32_t entries;
     const char* name;
   };
-  const auto& o = probe->opts_;
+  const auto& o = opts_;
   for (auto s :
        {sizing{skel->maps.events, o.ring_bytes, "events"},
         sizing{skel->maps.tasks, o.max_tasks, "tasks"},
         sizing{skel->maps.runs, o.max_runs, "runs"},
-        sizing{skel->maps.tracked_cgroups, o.max_runs, "tracked_cgroups"}}) {
+        sizing{skel->maps.tracked_cgroups, o.max_runs, "tracked_cgroups"},
+        sizing{skel->maps.write_seen, std::max<uint32_t>(o.max_write_keys, 1),
+               "write_seen"}}) {
     if (int err = bpf_map__set_max_entries(s.map, s.entries); err != 0)
       return capture.error(errc::internal,
                            std::string{"size the BPF map "} + s.name, err);
+  }
+  auto hooks = write_programs(skel);
+  for (const auto& w : hooks) {
+    bool on = writes && std::find(missing.begin(), missing.end(), w.name) ==
+                            missing.end();
+    bpf_program__set_autoload(w.prog, on);
   }
 
   if (int err = allox_process__load(skel); err != 0)
@@ -164,7 +240,24 @@ process_probe::open(probe_options opts) {
       return capture.error(errc::internal, std::string{"attach "} + a.name,
                            errno);
   }
-  return probe;
+  for (const auto& w : hooks) {
+    write_hook h{w.name, false};
+    if (bpf_program__autoload(w.prog)) {
+      *w.link = bpf_program__attach(w.prog);
+      if (*w.link == nullptr)
+        return capture.error(errc::internal, std::string{"attach "} + w.name,
+                             errno);
+      h.attached = true;
+      writes_on_ = true;
+    }
+    write_hooks_.push_back(std::move(h));
+  }
+  if (writes && !missing.empty() && writes_error_.empty()) {
+    writes_error_ = "the kernel lacks the write hooks";
+    for (const auto& m : missing)
+      writes_error_ += " " + m;
+  }
+  return caf::none;
 }
 
 process_probe::~process_probe() {
@@ -219,7 +312,7 @@ expected<run_counters> process_probe::untrack(uint64_t cgroup) {
     allox_run r{};
     if (bpf_map__lookup_elem(skel_->maps.runs, &cookie, sizeof(cookie), &r,
                              sizeof(r), 0) == 0)
-      final_counters = {r.next_seq, r.produced, r.lost, r.root_tgid};
+      final_counters = counters_of(r);
     return final_counters;
   }
   runs_.erase(cookie);
@@ -235,7 +328,7 @@ expected<run_counters> process_probe::untrack(uint64_t cgroup) {
   allox_run r{};
   if (bpf_map__lookup_elem(skel_->maps.runs, &cookie, sizeof(cookie), &r,
                            sizeof(r), 0) == 0)
-    final_counters = {r.next_seq, r.produced, r.lost, r.root_tgid};
+    final_counters = counters_of(r);
   (void)bpf_map__delete_elem(skel_->maps.runs, &cookie, sizeof(cookie), 0);
   return final_counters;
 }
@@ -255,7 +348,7 @@ expected<run_counters> process_probe::counters(uint64_t cookie) const {
     return sys_error("read run " + std::to_string(cookie) +
                      " from the BPF map runs");
   }
-  return run_counters{r.next_seq, r.produced, r.lost, r.root_tgid};
+  return counters_of(r);
 }
 
 expected<loss_counters> process_probe::losses() const {

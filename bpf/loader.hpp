@@ -41,6 +41,14 @@ struct probe_options {
   uint32_t wakeup_bytes = 0;
   /// The BPF programs bpf_printk every loss.
   bool debug = false;
+  /// Write provenance: the programs that record which process of a run
+  /// changed which file (bpf/write_provenance.bpf.h). When the kernel cannot
+  /// load or attach them, the probe runs without them (writes_error() says
+  /// why).
+  bool writes = true;
+  /// (process, inode, op) entries remembered to send each record once per
+  /// write generation (an LRU map: more only costs records).
+  uint32_t max_write_keys = 65536;
   /// Fault point "tracking.probe.load": fires before the object is opened;
   /// `throw` makes open() fail as a failed load would.
   fault_set faults;
@@ -85,6 +93,16 @@ struct run_counters {
   uint64_t lost = 0;
   /// The run's root process, 0 while none was seen.
   uint32_t root_tgid = 0;
+  /// Write records handed out (delivered or lost), and those lost.
+  uint64_t write_sequences = 0;
+  uint64_t writes_lost = 0;
+};
+
+/// One write-provenance program and whether it runs.
+struct write_hook {
+  /// "tp_btf/sys_enter", ...
+  std::string name;
+  bool attached = false;
 };
 
 /// The loaded and attached BPF programs and their maps. Thread-safe:
@@ -136,6 +154,18 @@ public:
   /// set, which always rules). Any thread; no system call.
   void set_reader_batching(bool on);
 
+  /// Whether write records are produced (some write hook is attached).
+  bool writes_on() const { return writes_on_; }
+  /// Why write provenance is off or partial ("" when every hook runs).
+  const std::string& writes_error() const { return writes_error_; }
+  /// Every write hook and whether it is attached.
+  const std::vector<write_hook>& write_hooks() const { return write_hooks_; }
+
+  /// Starts a new write generation: every (process, inode, op) is
+  /// recorded again from now on. A session calls it through the TRACKER
+  /// when it seals a write set. Any thread; no system call.
+  uint64_t next_write_generation();
+
   /// Whether the kernel passes sched_process_exit its `group_dead`
   /// argument (otherwise the program reads signal->live).
   bool exit_has_group_dead() const { return group_dead_arg_; }
@@ -148,6 +178,10 @@ public:
 private:
   process_probe() = default;
 
+  /// Opens, sizes, loads and attaches the object (again), with the write
+  /// hooks when `writes`, except those the kernel lacks.
+  caf::error load(bool writes, const std::vector<std::string>& missing);
+
   /// Calls `f(tgid, task)` for every entry of the tasks map, read in
   /// batches of task_batch.
   void
@@ -156,6 +190,9 @@ private:
   allox_process* skel_ = nullptr;
   probe_options opts_;
   bool group_dead_arg_ = false;
+  bool writes_on_ = false;
+  std::string writes_error_;
+  std::vector<write_hook> write_hooks_;
   mutable std::mutex mtx_;
   std::unordered_map<uint64_t, uint64_t> cgroups_; // cgroup id -> cookie
   std::unordered_map<uint64_t, uint32_t> runs_;    // cookie -> cgroups

@@ -52,6 +52,12 @@ const volatile __u32 batch_wakeup_bytes = 0;
 
 /* -- shared with the reader (.bss, mapped into user space) ------------ */
 
+/* The write generation: user space bumps it when a session seals its
+ * write set (a checkpoint), so that a (process, inode, op) already sent
+ * is sent again for the next interval. In .data, not .bss: it starts at
+ * 1, so that no zeroed map value matches it. */
+__u64 write_generation = 1;
+
 /* Non-zero while the reader sleeps until its batch is due, the records so
  * far left unread in the ring. The kernel's own rule (wake a reader that
  * has caught up) would then wake it for nothing, or, once it catches up
@@ -90,6 +96,25 @@ struct {
   __type(key, __u32);
   __type(value, struct allox_task);
 } tasks SEC(".maps");
+
+/* (process, inode, op) -> the write generation it was last sent in.
+ * LRU: an evicted entry only means one more record. Sized by the loader. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 65536);
+  __type(key, struct allox_write_key);
+  __type(value, __u64);
+} write_seen SEC(".maps");
+
+/* tid -> a system call of a tracked process in flight that may change a
+ * file: what its exit records if it succeeds. LRU: the entry of a thread
+ * killed inside the call is pushed out by later ones. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32);
+  __type(value, struct allox_write_path_event);
+} write_pending SEC(".maps");
 
 /* The records. Its size is set by the loader. */
 struct {
@@ -361,3 +386,7 @@ int BPF_PROG(handle_exit, struct task_struct *p)
   bpf_ringbuf_submit(e, submit_flags());
   return 0;
 }
+
+/* -- write provenance (the programs of its own header, which share the
+ * maps and helpers above) ---------------------------------------------- */
+#include "write_provenance.bpf.h"

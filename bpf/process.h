@@ -19,7 +19,7 @@
 #include <linux/types.h>
 #endif
 
-#define ALLOX_PROCESS_ABI 1
+#define ALLOX_PROCESS_ABI 2
 
 #define ALLOX_COMM_LEN 16
 #define ALLOX_FILENAME_LEN 256
@@ -29,6 +29,42 @@ enum allox_event_type {
   ALLOX_EVENT_FORK = 1,
   ALLOX_EVENT_EXEC = 2,
   ALLOX_EVENT_EXIT = 3,
+  /* A process of a tracked run changed a file (write provenance). */
+  ALLOX_EVENT_WRITE = 4,
+  /* A process of a tracked run changed a name: unlink, rename, link, or
+   * a change by path (truncate, chmod...). Named by its directory and the
+   * path as the process gave it, since the kernel has not looked it up
+   * yet when the system call starts. */
+  ALLOX_EVENT_WRITE_PATH = 5,
+};
+
+/* What a write record says the process did to the inode (pinned). One
+ * record per (process, inode, op) and write generation. */
+enum allox_write_op {
+  /* Opened for writing, or wrote through a descriptor (write, pwrite,
+   * writev, fallocate, copy_file_range...). */
+  ALLOX_WRITE_DATA = 1,
+  /* The open created the file. */
+  ALLOX_WRITE_CREATE = 2,
+  /* Truncated: open(O_TRUNC), ftruncate, truncate. */
+  ALLOX_WRITE_TRUNCATE = 3,
+  /* Reserved (a shared writable mapping is opened for writing first). */
+  ALLOX_WRITE_MMAP = 4,
+  /* The inode's name was removed (unlink; the inode is the removed one). */
+  ALLOX_WRITE_UNLINK = 5,
+  ALLOX_WRITE_RMDIR = 6,
+  ALLOX_WRITE_MKDIR = 7,
+  /* Moved to another name (the inode that moved). */
+  ALLOX_WRITE_RENAME = 8,
+  /* A rename's target name (which a rename replaces if it exists). */
+  ALLOX_WRITE_REPLACE = 9,
+  /* A new name for an existing file (link; the new name). */
+  ALLOX_WRITE_LINK = 10,
+  ALLOX_WRITE_SYMLINK = 11,
+  /* chmod, chown, utimes (a size change is ALLOX_WRITE_TRUNCATE). */
+  ALLOX_WRITE_SETATTR = 12,
+  ALLOX_WRITE_MKNOD = 13,
+  ALLOX_WRITE_OPS = 14,
 };
 
 /* Header flags. */
@@ -54,7 +90,11 @@ enum allox_loss_cause {
   /* A tracked process's run has no counters any more (untracked while it
    * still had processes). */
   ALLOX_LOSS_NO_RUN = 4,
-  ALLOX_LOSS_CAUSES = 5,
+  /* The ring buffer had no room for a write record. Never fails the run:
+   * the run's writes_lost grows and its changes read `unattributed:
+   * "loss"`. */
+  ALLOX_LOSS_RINGBUF_WRITE = 5,
+  ALLOX_LOSS_CAUSES = 6,
 };
 
 /* A process identity that survives pid reuse: the thread-group id and
@@ -108,6 +148,43 @@ struct allox_exit_event {
   char comm[ALLOX_COMM_LEN];
 };
 
+/* A change to a file on Btrfs by a process of a tracked run. The header's
+ * seq is the run's write sequence (from 1; a gap is a lost write record),
+ * apart from the process events' one. The file is named by inode, never
+ * by path: a path walk on the write path would cost more than the write. */
+struct allox_write_event {
+  struct allox_event_header hdr;
+  __u64 subvol; /* the Btrfs subvolume (tree) id */
+  __u64 ino;
+  __u32 op;  /* enum allox_write_op */
+  __u32 tid; /* the thread that did it */
+};
+
+#define ALLOX_WRITE_NAME_LEN 256
+
+/* Path flags. */
+enum allox_write_path_flag {
+  /* The path filled the buffer and may be cut short. */
+  ALLOX_WRITE_PATH_TRUNCATED = 1u << 0,
+  /* The path is absolute: dir names the process's root directory. */
+  ALLOX_WRITE_PATH_ABSOLUTE = 1u << 1,
+};
+
+/* A successful change by name. The path is relative to the directory
+ * (subvol, dir_ino): the process's working directory, the directory
+ * descriptor it passed, or (absolute) its root. subvol is 0 when that
+ * directory is not on Btrfs (a sandbox's root). */
+struct allox_write_path_event {
+  struct allox_event_header hdr;
+  __u64 subvol;
+  __u64 dir_ino;
+  __u32 op;    /* enum allox_write_op */
+  __u32 tid;
+  __u32 flags; /* enum allox_write_path_flag */
+  __u32 reserved;
+  char path[ALLOX_WRITE_NAME_LEN];
+};
+
 /* `tasks` map value: the run a process belongs to. */
 struct allox_task {
   __u64 cookie;
@@ -122,6 +199,18 @@ struct allox_run {
   __u64 lost;     /* records that could not be delivered */
   __u32 root_tgid; /* 0 until the root is claimed */
   __u32 reserved;
+  __u64 write_seq;   /* write records handed out, delivered or not */
+  __u64 writes_lost; /* write records that could not be delivered */
+};
+
+/* `write_seen` map key: a write record already sent in the current write
+ * generation is not sent again. */
+struct allox_write_key {
+  __u64 start_ns;
+  __u64 subvol;
+  __u64 ino;
+  __u32 tgid;
+  __u32 op;
 };
 
 #define ALLOX_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
@@ -136,6 +225,10 @@ ALLOX_STATIC_ASSERT(sizeof(struct allox_fork_event) == 96, "fork layout");
 ALLOX_STATIC_ASSERT(sizeof(struct allox_exec_event) == 336, "exec layout");
 ALLOX_STATIC_ASSERT(sizeof(struct allox_exit_event) == 80, "exit layout");
 ALLOX_STATIC_ASSERT(sizeof(struct allox_task) == 16, "task layout");
-ALLOX_STATIC_ASSERT(sizeof(struct allox_run) == 32, "run layout");
+ALLOX_STATIC_ASSERT(sizeof(struct allox_write_event) == 80, "write layout");
+ALLOX_STATIC_ASSERT(sizeof(struct allox_write_path_event) == 344,
+                    "write path layout");
+ALLOX_STATIC_ASSERT(sizeof(struct allox_run) == 48, "run layout");
+ALLOX_STATIC_ASSERT(sizeof(struct allox_write_key) == 32, "write key layout");
 
 #endif /* ALLOX_BPF_PROCESS_H */

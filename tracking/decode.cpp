@@ -43,6 +43,10 @@ size_t expected_size(uint16_t type) {
     return sizeof(allox_exec_event);
   case ALLOX_EVENT_EXIT:
     return sizeof(allox_exit_event);
+  case ALLOX_EVENT_WRITE:
+    return sizeof(allox_write_event);
+  case ALLOX_EVENT_WRITE_PATH:
+    return sizeof(allox_write_path_event);
   default:
     return 0;
   }
@@ -87,8 +91,45 @@ std::string_view kind_name(const process_event& e) {
     return "fork";
   case 1:
     return "exec";
-  default:
+  case 2:
     return "exit";
+  case 3:
+    return "write";
+  default:
+    return "write_path";
+  }
+}
+
+std::string_view write_op_name(uint32_t op) {
+  switch (op) {
+  case ALLOX_WRITE_DATA:
+    return "write";
+  case ALLOX_WRITE_CREATE:
+    return "create";
+  case ALLOX_WRITE_TRUNCATE:
+    return "truncate";
+  case ALLOX_WRITE_MMAP:
+    return "mmap";
+  case ALLOX_WRITE_UNLINK:
+    return "unlink";
+  case ALLOX_WRITE_RMDIR:
+    return "rmdir";
+  case ALLOX_WRITE_MKDIR:
+    return "mkdir";
+  case ALLOX_WRITE_RENAME:
+    return "rename";
+  case ALLOX_WRITE_REPLACE:
+    return "replace";
+  case ALLOX_WRITE_LINK:
+    return "link";
+  case ALLOX_WRITE_SYMLINK:
+    return "symlink";
+  case ALLOX_WRITE_SETATTR:
+    return "setattr";
+  case ALLOX_WRITE_MKNOD:
+    return "mknod";
+  default:
+    return "unknown";
   }
 }
 
@@ -150,6 +191,29 @@ decode_record(const void* data, size_t size,
     e.comm = c_string(r.comm);
     e.filename = c_string(r.filename);
     e.filename_truncated = (r.hdr.flags & ALLOX_FLAG_FILENAME_TRUNCATED) != 0;
+    return process_event{std::move(e)};
+  }
+  case ALLOX_EVENT_WRITE: {
+    auto r = copy_of<allox_write_event>(data);
+    write_event e;
+    e.hdr = header_from(r.hdr);
+    e.subvol = r.subvol;
+    e.ino = r.ino;
+    e.op = r.op;
+    e.tid = r.tid;
+    return process_event{e};
+  }
+  case ALLOX_EVENT_WRITE_PATH: {
+    auto r = copy_of<allox_write_path_event>(data);
+    write_path_event e;
+    e.hdr = header_from(r.hdr);
+    e.subvol = r.subvol;
+    e.dir_ino = r.dir_ino;
+    e.op = r.op;
+    e.tid = r.tid;
+    e.path = c_string(r.path);
+    e.absolute = (r.flags & ALLOX_WRITE_PATH_ABSOLUTE) != 0;
+    e.truncated = (r.flags & ALLOX_WRITE_PATH_TRUNCATED) != 0;
     return process_event{std::move(e)};
   }
   default: {

@@ -82,13 +82,58 @@ struct exit_event {
   bool core_dumped() const { return (status & 0x80) != 0; }
 };
 
-using process_event = std::variant<fork_event, exec_event, exit_event>;
+/// A change to a file on Btrfs by a process of the run (write provenance).
+/// Its header's seq is the run's write sequence, apart from the process
+/// events' one.
+struct write_event {
+  event_header hdr;
+  /// The Btrfs subvolume (tree) id and the inode in it.
+  uint64_t subvol = 0;
+  uint64_t ino = 0;
+  /// enum allox_write_op.
+  uint32_t op = 0;
+  /// The thread that did it.
+  uint32_t tid = 0;
+};
+
+/// A successful change by name (unlink, rename, link, or truncate, chmod,
+/// utimes by path): the path as the process gave it, and the directory it
+/// is relative to. Its seq is the run's write sequence too.
+struct write_path_event {
+  event_header hdr;
+  /// The directory: the Btrfs subvolume (0 when the directory is not on
+  /// Btrfs, a sandbox's root) and its inode.
+  uint64_t subvol = 0;
+  uint64_t dir_ino = 0;
+  /// enum allox_write_op.
+  uint32_t op = 0;
+  uint32_t tid = 0;
+  std::string path;
+  /// The path is absolute (the directory is the process's root).
+  bool absolute = false;
+  /// The path filled the kernel's buffer and may be cut short.
+  bool truncated = false;
+};
+
+using process_event = std::variant<fork_event, exec_event, exit_event,
+                                   write_event, write_path_event>;
 
 /// The header of any event.
 const event_header& header_of(const process_event& e);
 
-/// "fork", "exec" or "exit".
+/// "fork", "exec", "exit", "write" or "write_path".
 std::string_view kind_name(const process_event& e);
+
+/// Whether the event is a process event (fork, exec, exit), which the
+/// run's process sequence counts, rather than a write record.
+inline bool is_process_event(const process_event& e) {
+  return !std::holds_alternative<write_event>(e) &&
+         !std::holds_alternative<write_path_event>(e);
+}
+
+/// Stable name of an allox_write_op ("write", "create", "rename", ...);
+/// "unknown" for a number this build does not know.
+std::string_view write_op_name(uint32_t op);
 
 /// Records user space refused, by reason.
 struct decode_counters {

@@ -119,6 +119,14 @@ expected<uint64_t> committed_generation(const std::string& path) {
   return static_cast<uint64_t>(info.generation);
 }
 
+expected<uint64_t> subvolume_id(const std::string& path) {
+  uint64_t id = 0;
+  if (auto err = btrfs_util_subvolume_id(path.c_str(), &id);
+      err != BTRFS_UTIL_OK)
+    return btrfs_error("subvolume id", path, err);
+  return id;
+}
+
 bool is_subvolume(const std::string& path) {
   return btrfs_util_is_subvolume(path.c_str()) == BTRFS_UTIL_OK;
 }

@@ -37,6 +37,10 @@ caf::error delete_subvolume(const std::string& path);
 /// the snapshot's generation, until something in the subvolume changes.
 expected<uint64_t> committed_generation(const std::string& path);
 
+/// The id of the subvolume (Btrfs tree) `path` is in: what the kernel
+/// names files by in write records (bpf/process.h).
+expected<uint64_t> subvolume_id(const std::string& path);
+
 /// True when `path` is the root of a subvolume.
 bool is_subvolume(const std::string& path);
 

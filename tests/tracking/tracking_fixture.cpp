@@ -41,9 +41,8 @@ scratch_cgroup::~scratch_cgroup() {
 }
 
 sandbox::child scratch_cgroup::start(const std::vector<std::string>& argv) {
-  auto c =
-      sandbox::spawn_in_cgroup(fd_.get(), argv, -1, devnull_.get(),
-                               devnull_.get());
+  auto c = sandbox::spawn_in_cgroup(fd_.get(), argv, -1, devnull_.get(),
+                                    devnull_.get());
   REQUIRE(c);
   return std::move(*c);
 }
@@ -95,14 +94,40 @@ std::vector<tracking::process_event> collector::of(uint64_t cookie) const {
   std::lock_guard<std::mutex> guard{mtx_};
   std::vector<tracking::process_event> out;
   for (const auto& e : events_)
-    if (tracking::header_of(e).cookie == cookie)
+    if (tracking::header_of(e).cookie == cookie &&
+        tracking::is_process_event(e))
       out.push_back(e);
   return out;
 }
 
 std::vector<tracking::process_event> collector::all() const {
   std::lock_guard<std::mutex> guard{mtx_};
-  return events_;
+  std::vector<tracking::process_event> out;
+  for (const auto& e : events_)
+    if (tracking::is_process_event(e))
+      out.push_back(e);
+  return out;
+}
+
+std::vector<tracking::write_event> collector::writes(uint64_t cookie) const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  std::vector<tracking::write_event> out;
+  for (const auto& e : events_)
+    if (const auto* w = std::get_if<tracking::write_event>(&e);
+        w != nullptr && (cookie == 0 || w->hdr.cookie == cookie))
+      out.push_back(*w);
+  return out;
+}
+
+std::vector<tracking::write_path_event>
+collector::write_paths(uint64_t cookie) const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  std::vector<tracking::write_path_event> out;
+  for (const auto& e : events_)
+    if (const auto* w = std::get_if<tracking::write_path_event>(&e);
+        w != nullptr && (cookie == 0 || w->hdr.cookie == cookie))
+      out.push_back(*w);
+  return out;
 }
 
 tracking::reader_counters collector::last_counters() const {
@@ -125,7 +150,10 @@ bool collector::drain(uint64_t cookie, scratch_cgroup& group,
   return eventually(
       [&] {
         auto c = probe_->counters(cookie);
-        return c && of(cookie).size() == c->produced;
+        return c && of(cookie).size() == c->produced &&
+               writes(cookie).size() + write_paths(cookie).size() +
+                       c->writes_lost ==
+                   c->write_sequences;
       },
       std::max(left, std::chrono::milliseconds{100}));
 }

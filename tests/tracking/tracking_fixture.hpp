@@ -68,10 +68,14 @@ public:
   /// ring_reader::hurry().
   void hurry() { reader_->hurry(); }
 
-  /// The events of one run so far, in arrival order.
+  /// The process events of one run so far, in arrival order.
   std::vector<tracking::process_event> of(uint64_t cookie) const;
-  /// Every event so far.
+  /// Every process event so far.
   std::vector<tracking::process_event> all() const;
+  /// The write records of one run (0: of every run), in arrival order.
+  std::vector<tracking::write_event> writes(uint64_t cookie) const;
+  /// The changes by name of one run (0: of every run).
+  std::vector<tracking::write_path_event> write_paths(uint64_t cookie) const;
   /// The counters of the last batch.
   tracking::reader_counters last_counters() const;
   size_t batches() const;
