@@ -33,6 +33,7 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
     if (st.init.exec && st.init.exec->tracking == "ebpf") {
       tracker_init ti;
       ti.probe.ring_bytes = st.init.exec->tracker_ring_bytes;
+      ti.probe.writes = st.init.exec->write_provenance;
       st.tracker = self->spawn<caf::detached + caf::linked + caf::monitored>(
           tracker, std::move(ti));
       auto exec = std::make_shared<exec_config>(*st.init.exec);

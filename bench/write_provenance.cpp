@@ -12,7 +12,8 @@
 //   open-loop   N files, each open(O_CREAT)/write 100 bytes/close
 //   build       make -j2 of a generated C project of 24 files
 // It also reports the reader's CPU per 1,000 records/s and the losses of
-// the provenance mode. Needs root and a free loop device.
+// the provenance mode; --bpf-stats adds the programs' run time per call.
+// Needs root and a free loop device.
 #include "bpf/loader.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/cgroup.hpp"
@@ -188,6 +189,9 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "rounds of every workload and mode");
   app.add_option("--writes", writes, "4 KiB writes of write-loop");
   app.add_option("--files", files, "files of open-loop");
+  bool bpf_stats = false;
+  app.add_flag("--bpf-stats", bpf_stats,
+               "print the write programs' run time (slows every mode)");
   app.add_option("--child", child, "(internal) run one workload")->group("");
   app.add_option("--target", target)->group("");
   app.add_option("--n", child_n)->group("");
@@ -220,6 +224,13 @@ int main(int argc, char** argv) {
   uint64_t cookie = 1000;
   double reader_cpu = 0, reader_records = 0, reader_wall = 0;
   uint64_t lost = 0;
+  // "<workload> <program>" -> (runs, ns), from BPF run-time statistics.
+  std::map<std::string, std::pair<uint64_t, uint64_t>> prog_time;
+  // Off by default: the statistics time every program run, which would
+  // slow the modes they measure.
+  expected<os::unique_fd> stats_on{os::unique_fd{}};
+  if (bpf_stats)
+    stats_on = bpf::enable_run_time_stats();
   for (int r = 0; r < rounds; ++r) {
     for (size_t k = 0; k < modes.size(); ++k) {
       const auto& mode = modes[(k + static_cast<size_t>(r)) % modes.size()];
@@ -256,6 +267,12 @@ int main(int argc, char** argv) {
         }
         secs[load][mode].push_back(s);
         if (pr && mode == "provenance") {
+          for (const auto& p : pr->probe->stats())
+            if (p.name.rfind("write_", 0) == 0) {
+              auto& acc = prog_time[load + " " + p.name];
+              acc.first += p.runs;
+              acc.second += p.run_ns;
+            }
           pr->reader->hurry();
           std::this_thread::sleep_for(std::chrono::milliseconds{50});
           reader_cpu += cpu_seconds_self() - cpu0;
@@ -293,6 +310,16 @@ int main(int argc, char** argv) {
                 reader_records, reader_wall, reader_cpu * 1e3,
                 reader_cpu * 1e3 / (reader_records / 1000),
                 static_cast<unsigned long long>(lost));
+  if (bpf_stats && stats_on) {
+    std::printf("\nBPF time per call in the provenance mode (kernel "
+                "run-time statistics, cumulative over the probe):\n");
+    for (const auto& [name, t] : prog_time)
+      if (t.first > 0)
+        std::printf("- %s: %llu calls, %.0f ns per call\n", name.c_str(),
+                    static_cast<unsigned long long>(t.first),
+                    static_cast<double>(t.second) /
+                        static_cast<double>(t.first));
+  }
   (void)mount->unmount();
   (void)os::remove_tree(scratch);
   return 0;

@@ -421,8 +421,13 @@ void process_probe::each_task(
 
 std::vector<program_stats> process_probe::stats() const {
   std::vector<program_stats> out;
-  for (auto* prog : {skel_->progs.handle_fork, skel_->progs.handle_exec,
-                     skel_->progs.handle_exit}) {
+  std::vector<bpf_program*> progs = {skel_->progs.handle_fork,
+                                     skel_->progs.handle_exec,
+                                     skel_->progs.handle_exit};
+  for (const auto& w : write_programs(skel_))
+    if (bpf_program__autoload(w.prog))
+      progs.push_back(w.prog);
+  for (auto* prog : progs) {
     bpf_prog_info info{};
     __u32 len = sizeof(info);
     program_stats s;

@@ -142,7 +142,8 @@ public:
   /// checks and tests).
   size_t live_processes(uint64_t cookie) const;
 
-  /// Calls and run time of the fork, exec and exit programs.
+  /// Calls and run time of the fork, exec and exit programs, and of the
+  /// write-provenance programs that are loaded.
   std::vector<program_stats> stats() const;
 
   /// The ring buffer map, for ring_buffer__new.

@@ -69,6 +69,21 @@ struct {
   __type(value, struct allox_write_path_event);
 } write_scratch SEC(".maps");
 
+/* Per thread: the file it last wrote through, in which generation. A loop
+ * of writes through one descriptor then costs the descriptor's lookup and
+ * this comparison, not the inode's reads and the write_seen lookup. */
+struct last_write {
+  __u64 file;
+  __u64 generation;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct last_write);
+} write_last SEC(".maps");
+
 /* The Btrfs tree (subvolume) id of an inode; 0 when it is not on Btrfs. */
 static __always_inline __u64 btrfs_subvol(const struct inode *inode)
 {
@@ -161,6 +176,30 @@ static __always_inline void record_write(struct allox_task *t, __u32 tgid,
   bpf_ringbuf_submit(e, submit_flags());
 }
 
+/* A write through a descriptor: recorded unless this thread's last write
+ * went through the same open file in this generation. */
+static __always_inline void record_fd_write(struct allox_task *t, __u32 tgid,
+                                            int fd)
+{
+  struct task_struct *task = bpf_get_current_task_btf();
+  struct file *f = fd_file(fd);
+  struct last_write *last;
+  __u64 gen;
+
+  if (!f)
+    return;
+  gen = *(volatile __u64 *)&write_generation;
+  last = bpf_task_storage_get(&write_last, task, 0,
+                              BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (last && last->file == (__u64)f && last->generation == gen)
+    return;
+  record_write(t, tgid, BPF_CORE_READ(f, f_inode), ALLOX_WRITE_DATA);
+  if (last) {
+    last->file = (__u64)f;
+    last->generation = gen;
+  }
+}
+
 /* Keeps a change by name until its call returns: the path as given and
  * the directory it is relative to. */
 static __always_inline void keep_path(__u32 key, __u32 op, int dfd,
@@ -239,6 +278,30 @@ static __always_inline void send_path(struct allox_task *t, __u32 tgid,
   bpf_ringbuf_submit(e, submit_flags());
 }
 
+/* Whether sys_enter keeps the call until its exit: opens and changes by
+ * name. */
+static __always_inline bool keeps(long id)
+{
+  return id == NR_open || id == NR_creat || id == NR_openat ||
+         id == NR_openat2 || id == NR_unlink || id == NR_unlinkat ||
+         id == NR_rmdir || id == NR_rename || id == NR_renameat ||
+         id == NR_renameat2 || id == NR_link || id == NR_linkat ||
+         id == NR_truncate || id == NR_chmod || id == NR_fchmodat ||
+         id == NR_fchmodat2 || id == NR_chown || id == NR_lchown ||
+         id == NR_fchownat || id == NR_utimensat || id == NR_utimes ||
+         id == NR_utime || id == NR_futimesat;
+}
+
+/* The number of the system call returning (sys_exit has no id). */
+static __always_inline long syscall_of(struct pt_regs *regs)
+{
+#if defined(__TARGET_ARCH_x86)
+  return regs->orig_ax;
+#else
+  return regs->syscallno;
+#endif
+}
+
 /* Whether a system call may change a file at all (the test every call of
  * every process pays). */
 static __always_inline bool may_write(long id)
@@ -247,14 +310,7 @@ static __always_inline bool may_write(long id)
          id == NR_pwritev || id == NR_pwritev2 || id == NR_ftruncate ||
          id == NR_fallocate || id == NR_fchmod || id == NR_fchown ||
          id == NR_copy_file_range || id == NR_sendfile || id == NR_splice ||
-         id == NR_open || id == NR_creat || id == NR_openat ||
-         id == NR_openat2 || id == NR_unlink || id == NR_unlinkat ||
-         id == NR_rmdir || id == NR_rename || id == NR_renameat ||
-         id == NR_renameat2 || id == NR_link || id == NR_linkat ||
-         id == NR_truncate || id == NR_chmod || id == NR_fchmodat ||
-         id == NR_fchmodat2 || id == NR_chown || id == NR_lchown ||
-         id == NR_fchownat || id == NR_utimensat || id == NR_utimes ||
-         id == NR_utime || id == NR_futimesat;
+         keeps(id);
 }
 
 SEC("tp_btf/sys_enter")
@@ -280,7 +336,7 @@ int BPF_PROG(write_enter, struct pt_regs *regs, long id)
   if (id == NR_write || id == NR_pwrite64 || id == NR_writev ||
       id == NR_pwritev || id == NR_pwritev2 || id == NR_fallocate ||
       id == NR_sendfile)
-    record_write(t, tgid, fd_inode(a1), ALLOX_WRITE_DATA);
+    record_fd_write(t, tgid, a1);
   else if (id == NR_copy_file_range || id == NR_splice)
     record_write(t, tgid, fd_inode(PT_REGS_PARM3_CORE_SYSCALL(regs)),
                  ALLOX_WRITE_DATA);
@@ -362,6 +418,10 @@ int BPF_PROG(write_exit, struct pt_regs *regs, long ret)
   struct file *f;
   __u32 mode;
 
+  /* Only the calls sys_enter keeps something for: every other call of
+   * every process leaves here without a map lookup. */
+  if (!keeps(syscall_of(regs)))
+    return 0;
   t = bpf_map_lookup_elem(&tasks, &tgid);
   if (!t)
     return 0;

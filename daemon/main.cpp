@@ -161,6 +161,7 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
   cfg->broker = std::move(*broker);
   cfg->tracking = opts.process_tracking;
   cfg->tracker_ring_bytes = opts.tracker_ring_bytes;
+  cfg->write_provenance = opts.write_provenance == "on";
   std::ifstream boot{"/proc/sys/kernel/random/boot_id"};
   std::getline(boot, cfg->boot_id);
   log::info("daemon", "tracked execution: runs in " + cfg->audit_root +

@@ -120,6 +120,12 @@ int parse(int argc, char** argv, options& out) {
                  "--process-audit-root, root and a kernel with BTF)")
       ->capture_default_str()
       ->check(CLI::IsMember({"disabled", "ebpf"}));
+  app.add_option("--write-provenance", out.write_provenance,
+                 "with ebpf tracking, record which process of a run "
+                 "changed which file (costs every system call that may "
+                 "write a hook; docs/benchmarks.md)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--tracker-ring-bytes", out.tracker_ring_bytes,
                  "size of the process tracker's ring buffer (a power of "
                  "two, at least 4096)")

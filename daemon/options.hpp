@@ -53,6 +53,8 @@ struct options {
   std::string process_tracking = "disabled";
   /// Size of the tracker's ring buffer: a power of two, at least a page.
   uint32_t tracker_ring_bytes = 256 * 1024;
+  /// "on" or "off": record which process of a run changed which file.
+  std::string write_provenance = "on";
   /// The E2B-compatible front under /e2b: "on" or "off".
   std::string e2b = "on";
   /// The agent of E2B sandboxes whose metadata names none (allox.agent).

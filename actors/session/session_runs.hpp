@@ -50,6 +50,8 @@ struct exec_config {
   std::string tracking = "disabled";
   /// Size of the probe's ring buffer (--tracker-ring-bytes).
   uint32_t tracker_ring_bytes = 256 * 1024;
+  /// Write provenance in the process probe (--write-provenance).
+  bool write_provenance = true;
   /// The TRACKER while tracking is "ebpf" (set by the SUPERVISOR, which
   /// spawns it).
   tracker_actor tracker;
