@@ -72,6 +72,32 @@ process_record to_record(const tracking::process_event& ev,
   return r;
 }
 
+/// The session's view of one write record.
+write_record to_write_record(const tracking::process_event& ev,
+                             const std::string& boot_id) {
+  write_record r;
+  const auto& hdr = tracking::header_of(ev);
+  r.cookie = hdr.cookie;
+  r.time_ns = hdr.time_ns;
+  r.process_id = hdr.process.str(boot_id);
+  r.pid = hdr.process.tgid;
+  if (const auto* w = std::get_if<tracking::write_event>(&ev)) {
+    r.tid = w->tid;
+    r.op = w->op;
+    r.subvol = w->subvol;
+    r.ino = w->ino;
+  } else if (const auto* p = std::get_if<tracking::write_path_event>(&ev)) {
+    r.tid = p->tid;
+    r.op = p->op;
+    r.subvol = p->subvol;
+    r.ino = p->dir_ino;
+    r.by_name = true;
+    r.path = p->path;
+    r.absolute = p->absolute;
+  }
+  return r;
+}
+
 /// Tells each session owning one of `cookies` that their traces are
 /// incomplete; the runs are failed and fenced by their sessions.
 void fail_runs(self_ptr self, const std::vector<uint64_t>& cookies,
@@ -357,13 +383,19 @@ void on_batch(self_ptr self, const reader_batch& rb) {
   std::map<caf::actor_addr,
            std::pair<session_tracking_actor, process_event_batch>>
       out;
+  std::map<caf::actor_addr,
+           std::pair<session_tracking_actor, write_record_batch>>
+      writes;
   for (const auto& ev : batch.events) {
     auto cookie = tracking::header_of(ev).cookie;
     auto it = st.runs.find(cookie);
     if (it == st.runs.end())
       continue; // a run untracked meanwhile, or of an earlier probe
     if (!tracking::is_process_event(ev)) {
-      ++st.write_records; // not yet handed to sessions
+      ++st.write_records;
+      auto& entry = writes[it->second.session.address()];
+      entry.first = it->second.session;
+      entry.second.records.push_back(to_write_record(ev, batch.boot_id));
       continue;
     }
     ++it->second.received;
@@ -375,7 +407,25 @@ void on_batch(self_ptr self, const reader_batch& rb) {
     }
     entry.second.events.push_back(to_record(ev, batch.boot_id));
   }
+  // Lost write records: the runs whose count grew, told to their sessions
+  // (which mark the interval's changes unattributed, never fail the run).
+  auto write_losses =
+      batch.counters.kernel_losses.by_cause[ALLOX_LOSS_RINGBUF_WRITE];
+  if (rb.generation == st.generation && st.probe &&
+      write_losses > st.losses.by_cause[ALLOX_LOSS_RINGBUF_WRITE]) {
+    for (auto& [cookie, run] : st.runs) {
+      auto c = st.probe->counters(cookie);
+      if (!c || c->writes_lost <= run.writes_lost)
+        continue;
+      auto& entry = writes[run.session.address()];
+      entry.first = run.session;
+      entry.second.lost.emplace_back(cookie, c->writes_lost - run.writes_lost);
+      run.writes_lost = c->writes_lost;
+    }
+  }
   for (auto& [addr, entry] : out)
+    self->send(entry.first, std::move(entry.second));
+  for (auto& [addr, entry] : writes)
     self->send(entry.first, std::move(entry.second));
   // Counters of an earlier probe say nothing about this one's runs.
   if (rb.generation == st.generation && st.probe) {
@@ -472,6 +522,10 @@ tracker(tracker_actor::stateful_pointer<tracker_state> self,
       [self](atom::tick) {
         self->state.tick_armed = false;
         check_drains(self);
+      },
+      [self](atom::seal) {
+        if (self->state.probe)
+          self->state.probe->next_write_generation();
       },
       [self](const cmd::debug_fault& c) -> caf::result<json::value> {
         auto& st = self->state;

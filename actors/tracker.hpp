@@ -53,6 +53,8 @@ struct tracked_run {
   uint64_t received = 0;
   /// The kernel's per-run loss counter when last checked.
   uint64_t lost = 0;
+  /// The kernel's count of the run's lost write records when last checked.
+  uint64_t writes_lost = 0;
   /// The session was told the trace is incomplete.
   bool failed = false;
   /// untrack requests waiting for the run's last records.

@@ -193,6 +193,8 @@ std::vector<command_spec> make_table() {
        "FROM",
        true,
        {{"--to", "to", k::text, "target checkpoint (default: the workspace)"},
+        {"--writers", "writers", k::flag,
+         "name the run and process behind each change"},
         cursor,
         limit},
        view_diff},

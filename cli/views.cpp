@@ -118,11 +118,41 @@ void view_checkpoint_list(const json::value& v, std::ostream& out,
   more(v, out, st, "checkpoints");
 }
 
+/// A change's writers ("run/pid exe ops; ..."), or why none is named.
+static std::string writers_text(const json::object& o) {
+  const auto* w = o.if_contains("writers");
+  if (w == nullptr || !w->is_array())
+    return {};
+  std::string text;
+  for (const auto& x : w->get_array()) {
+    if (!x.is_object())
+      continue;
+    const auto& wo = x.get_object();
+    auto get = [&wo](const char* k) {
+      auto* f = wo.if_contains(k);
+      return f ? cell(*f) : std::string{};
+    };
+    std::string ops;
+    if (auto* list = wo.if_contains("ops"); list && list->is_array())
+      for (const auto& op : list->get_array())
+        ops += (ops.empty() ? "" : ",") + cell(op);
+    auto exe = get("exe");
+    text += (text.empty() ? "" : "; ") + get("run_id") + "/" + get("pid") +
+            (exe.empty() || exe == "-" ? "" : " " + exe) + " " + ops;
+  }
+  if (text.empty())
+    if (auto* u = o.if_contains("unattributed"); u && u->is_string())
+      text = "(" + cell(*u) + ")";
+  return text;
+}
+
 void view_diff(const json::value& v, std::ostream& out, const style& st) {
-  print_table(
-      out, st,
-      {col("CHANGE", "change"), col("TYPE", "type"), col("PATH", "path")},
-      objects(field(v, "changes")));
+  std::vector<column> cols{col("CHANGE", "change"), col("TYPE", "type"),
+                           col("PATH", "path")};
+  auto changes = objects(field(v, "changes"));
+  if (!changes.empty() && changes.front()->contains("writers"))
+    cols.push_back({"WRITERS", writers_text});
+  print_table(out, st, cols, changes);
   if (auto* counts = field(v, "counts"); counts && counts->is_object()) {
     const auto& c = counts->get_object();
     auto n = [&](const char* k) {

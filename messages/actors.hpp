@@ -180,7 +180,9 @@ using session_tracking_actor = caf::typed_actor<
     // Process events of the session's runs, one message per reader batch.
     caf::reacts_to<process_event_batch>,
     // Runs whose trace the TRACKER cannot vouch for: failed and fenced.
-    caf::reacts_to<tracking_failure>>;
+    caf::reacts_to<tracking_failure>,
+    // Write records of the session's runs, one message per reader batch.
+    caf::reacts_to<write_record_batch>>;
 
 /// The TRACKER (actors/tracker.cpp): owns the BPF probe and the reader
 /// thread, attributes each run's cgroup to a cookie, and fans every batch
@@ -201,6 +203,9 @@ using tracker_actor = caf::typed_actor<
     caf::reacts_to<atom::restart>,
     // Re-checks the pending drains (sent to itself).
     caf::reacts_to<atom::tick>,
+    // Starts a new write generation: a session sealed its write set, so
+    // every (process, inode, op) is recorded again from now on.
+    caf::reacts_to<atom::seal>,
     // Arms a fault point of the probe or reader (test builds).
     caf::replies_to<cmd::debug_fault>::with<json::value>,
     // tracker.status: backend, readiness, counters, restarts, error.

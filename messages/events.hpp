@@ -91,6 +91,37 @@ struct process_event_batch {
   std::vector<process_record> events;
 };
 
+/// A change to a file by a process of one of the session's runs (write
+/// provenance, bpf/write_provenance.bpf.h): by inode, or by name.
+struct write_record {
+  /// The run (its row's `cookie`).
+  uint64_t cookie = 0;
+  /// CLOCK_BOOTTIME ns.
+  uint64_t time_ns = 0;
+  /// "<boot id>:<start ns>:<pid>", and the pid and thread.
+  std::string process_id;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  /// enum allox_write_op.
+  uint32_t op = 0;
+  /// The Btrfs subvolume; by inode: the inode changed. By name: the
+  /// directory the path is relative to (subvol 0: not on Btrfs).
+  uint64_t subvol = 0;
+  uint64_t ino = 0;
+  /// By name only: the path as the process gave it.
+  bool by_name = false;
+  std::string path;
+  bool absolute = false;
+};
+
+/// The write records of one reader batch that belong to one session's
+/// runs, and the write records the kernel lost for its runs since the
+/// last batch (cookie, count), when any were.
+struct write_record_batch {
+  std::vector<write_record> records;
+  std::vector<std::pair<uint64_t, uint64_t>> lost;
+};
+
 /// The TRACKER cannot vouch for these runs' traces any more (events lost,
 /// or the reader or probe failed): the session fails and fences them.
 struct tracking_failure {
@@ -142,6 +173,18 @@ typename Inspector::result_type inspect(Inspector& f, process_record& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, process_event_batch& x) {
   return f(caf::meta::type_name("process_event_batch"), x.events);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, write_record& x) {
+  return f(caf::meta::type_name("write_record"), x.cookie, x.time_ns,
+           x.process_id, x.pid, x.tid, x.op, x.subvol, x.ino, x.by_name, x.path,
+           x.absolute);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, write_record_batch& x) {
+  return f(caf::meta::type_name("write_record_batch"), x.records, x.lost);
 }
 
 template <class Inspector>

@@ -60,6 +60,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(allox_messages, caf::id_block::allox::end)
   CAF_ADD_TYPE_ID(allox_messages, (allox::process_record))
   CAF_ADD_TYPE_ID(allox_messages, (allox::process_event_batch))
   CAF_ADD_TYPE_ID(allox_messages, (allox::tracking_failure))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::write_record))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::write_record_batch))
   CAF_ADD_TYPE_ID(allox_messages, (allox::trace_summary))
   CAF_ADD_TYPE_ID(allox_messages, (allox::reader_failed))
   // Command parameters (messages/commands/checkpoints.hpp).

@@ -114,10 +114,14 @@ caf::result<diff_page> handle(self_ptr self, const cmd::checkpoint_diff& c) {
   if (!to.empty())
     head.to = to;
   head.base_checkpoint = ancestor;
+  head.with_writers = c.writers;
+  std::shared_ptr<const diff_writers> writers;
+  if (c.writers)
+    writers = writers_between(self, *from, to, ancestor);
   return answer_blocking<diff_page>(
       self,
       [from_dir, to_dir, base, base_dir, cursor = c.cursor, limit = c.limit,
-       head,
+       head, writers,
        baseline = st.init.baseline_ready]() mutable -> expected<diff_page> {
         if (baseline.valid()) // a fork's baseline may still be being made
           baseline.wait();
@@ -127,6 +131,7 @@ caf::result<diff_page> handle(self_ptr self, const cmd::checkpoint_diff& c) {
         auto changes = os::diff_trees(from_dir, to_dir, base, &stats);
         if (!changes)
           return changes.error();
+        std::vector<os::tree_change> picked; // the page's, for writers
         for (auto& entry : *changes) {
           auto kind = change_kind_of(entry.change);
           count(head.counts, kind);
@@ -136,9 +141,13 @@ caf::result<diff_page> handle(self_ptr self, const cmd::checkpoint_diff& c) {
             head.has_more = true;
             continue;
           }
+          if (writers)
+            picked.push_back(entry);
           head.changes.push_back(
-              {std::move(entry.path), kind, std::move(entry.type)});
+              {std::move(entry.path), kind, std::move(entry.type), {}, {}});
         }
+        if (writers)
+          name_writers(*writers, from_dir, to_dir, picked, head.changes);
         if (!head.changes.empty())
           head.next_cursor = head.changes.back().path;
         head.cost = {stats.method, stats.changed_inodes, stats.compared_paths,
@@ -321,6 +330,7 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
         st.runs.config->cgroups.session_group(row.agent_id, row.session_id);
   if (!frozen.empty())
     ++st.live_checkpoints;
+  auto cut = begin_write_cut(self);
   mutation_step(
       self,
       [paths, row, faults, frozen]() -> expected<json::value> {
@@ -353,11 +363,12 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
         faults->trigger("checkpoint.create.after_snapshot");
         return json::value(*gen);
       },
-      [self, answer, row, faults](json::value& gen) mutable {
+      [self, answer, row, faults, cut](json::value& gen) mutable {
         auto done = row;
         done.generation = gen.as_int64();
         auto& state = self->state;
         state.dag.add(done);
+        seal_writes(self, done.checkpoint_id, cut);
         ++state.checkpoints_created;
         end_mutation(self);
         settle_checkpoint(self, done, faults, true);
@@ -439,6 +450,10 @@ caf::result<checkpoint_deleted> handle(self_ptr self,
               auto* row = dag.find(id);
               auto removed = *row;
               auto reparented = dag.remove(id);
+              std::vector<std::string> children;
+              for (const auto& r : reparented)
+                children.push_back(r.checkpoint_id);
+              state.writes.drop(id, children);
               metadata_write done;
               done.delete_checkpoints.push_back(removed);
               for (auto& r : reparented)

@@ -15,3 +15,4 @@
 #include "actors/session/tracking.hpp"
 #include "actors/session/turns.hpp"
 #include "actors/session/watches.hpp"
+#include "actors/session/writes.hpp"

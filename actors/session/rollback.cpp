@@ -215,6 +215,7 @@ static void rollback_finish(const run_ptr& run) {
         auto& state = run->self->state;
         state.dag.move_head(run->target);
         ++state.rollbacks;
+        restart_writes(run->self);
         if (policy_of(run->self).keep_pre_rollback)
           keep_replaced_tree(run);
         else

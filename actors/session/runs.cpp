@@ -115,6 +115,8 @@ caf::result<run_row> handle(self_ptr self, const cmd::process_start& c) {
   spec.argv = c.argv;
   spec.cwd = c.cwd;
   spec.home = c.home;
+  if (!c.home.empty())
+    st.run_homes.insert(c.home);
   spec.isolated_network = settings.at("network") == "isolated";
   spec.proxy_network = settings.at("network") == "proxy";
   if (spec.proxy_network) {

@@ -338,6 +338,7 @@ session_actor::behavior_type session(session_facets::self_ptr self,
       [self](const cmd::egress_attempt& e) { on_egress_attempt(self, e); },
       [self](const process_event_batch& b) { on_event_batch(self, b); },
       [self](const tracking_failure& f) { on_tracking_failure(self, f); },
+      [self](const write_record_batch& b) { on_write_batch(self, b); },
       [self](const cmd::agent_policy_changed& c) { on_agent_policy(self, c); },
       [self](const cmd::interval_tick& t) { on_interval_tick(self, t); },
       [self](atom::stats) { return stats_of(self); });

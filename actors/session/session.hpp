@@ -11,6 +11,7 @@
 #pragma once
 
 #include "actors/session/session_runs.hpp"
+#include "actors/session/write_sets.hpp"
 #include "guest/faults.hpp"
 #include "guest/store/checkpoint_dag.hpp"
 #include "guest/store/layout.hpp"
@@ -187,6 +188,18 @@ struct session_state {
   /// Tracked executions: the active run, those finished since start, the
   /// runs interrupted by a restart and the queue of row writes.
   session_runs runs;
+
+  // -- write provenance (writes.cpp) ----------------------------------------
+
+  /// What the runs changed, per interval between checkpoints.
+  write_sets writes;
+  /// current/'s subvolume id (0: not looked up since it was replaced).
+  uint64_t write_subvol = 0;
+  /// Write records received.
+  uint64_t write_records = 0;
+  /// The homes runs were given (where they saw the workspace besides
+  /// /workspace).
+  std::set<std::string> run_homes;
 
   // -- watches (watches.cpp) ----------------------------------------------
 

@@ -151,6 +151,8 @@ void diff(const tool_call& call) {
   json::object p{{"from", arg(call, "from")}};
   if (auto to = arg(call, "to"); !to.is_null())
     p["to"] = to;
+  if (auto w = arg(call, "writers"); !w.is_null())
+    p["writers"] = w;
   simple<cmd::checkpoint_diff>(call, p);
 }
 

@@ -393,20 +393,24 @@ std::vector<tool_def> build() {
                    {"checkpoint_ids", array_of(str())},
                    {"checkpoints", array_of(open_object())}},
                   {"checkpoint_ids", "checkpoints"}))));
-  all.push_back(reading(
-      make(tool_id::checkpoint_diff, "checkpoint_diff", "Diff checkpoints",
-           "The paths added, modified and deleted between two checkpoints, or "
-           "between a checkpoint and the current files (without to).",
-           object({session(), {"from", str()}, {"to", str()}}, {"from"}),
-           object({{"from", str()},
-                   {"to", nullable("string")},
-                   {"changes",
-                    array_of(object(
-                        {{"path", str()}, {"change", str()}, {"type", str()}},
-                        {"path", "change"}))},
-                   {"counts", open_object()},
-                   {"has_more", boolean()}},
-                  {"changes"}))));
+  all.push_back(reading(make(
+      tool_id::checkpoint_diff, "checkpoint_diff", "Diff checkpoints",
+      "The paths added, modified and deleted between two checkpoints, or "
+      "between a checkpoint and the current files (without to). With "
+      "writers, each change names the commands and processes that made "
+      "it, or why none is named.",
+      object(
+          {session(), {"from", str()}, {"to", str()}, {"writers", boolean()}},
+          {"from"}),
+      object({{"from", str()},
+              {"to", nullable("string")},
+              {"changes",
+               array_of(
+                   object({{"path", str()}, {"change", str()}, {"type", str()}},
+                          {"path", "change"}))},
+              {"counts", open_object()},
+              {"has_more", boolean()}},
+             {"changes"}))));
   return all;
 }
 

@@ -81,7 +81,7 @@ public:
       struct stat st {};
       if (!stat_at(root, child, st))
         continue;
-      add(child, change, st.st_mode);
+      add(child, change, st, std::string_view{change} == "added");
       if (S_ISDIR(st.st_mode))
         whole_subtree(root, child, change);
     }
@@ -101,21 +101,23 @@ public:
     if (!in_from && !in_to)
       return;
     if (!in_to) {
-      add(rel, "deleted", a.st_mode);
+      add(rel, "deleted", a, false);
       if (S_ISDIR(a.st_mode))
         whole_subtree(from_, rel, "deleted");
       return;
     }
     if (!in_from) {
-      add(rel, "added", b.st_mode);
+      add(rel, "added", b, true);
       if (S_ISDIR(b.st_mode))
         whole_subtree(to_, rel, "added");
       return;
     }
     bool dirs = S_ISDIR(a.st_mode) && S_ISDIR(b.st_mode);
     if (!dirs) {
-      if (!same_inode(a, b) || rewritten(a, b))
-        add(rel, "modified", b.st_mode);
+      if (!same_inode(a, b) || rewritten(a, b)) {
+        add(rel, "modified", b, true);
+        changes_[rel].from_ino = a.st_ino;
+      }
       if (S_ISDIR(a.st_mode))
         whole_subtree(from_, rel, "deleted");
       if (S_ISDIR(b.st_mode))
@@ -167,8 +169,13 @@ private:
                                     rewritten_to_.count(b.st_ino) > 0);
   }
 
-  void add(const std::string& rel, const char* change, mode_t mode) {
-    changes_.emplace(rel, tree_change{rel, change, type_of(mode)});
+  /// `st` is the path's stat in the `to` tree when `in_to`, else in the
+  /// `from` tree.
+  void add(const std::string& rel, const char* change, const struct stat& st,
+           bool in_to) {
+    tree_change c{rel, change, type_of(st.st_mode), 0, 0};
+    (in_to ? c.ino : c.from_ino) = st.st_ino;
+    changes_.emplace(rel, std::move(c));
   }
 
   std::string from_, to_;
@@ -347,6 +354,14 @@ caf::error collect_candidates(const std::string& root, uint64_t base,
 }
 
 } // namespace
+
+expected<std::string> directory_path(const std::string& root,
+                                     uint64_t dir_ino) {
+  unique_fd fd{::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (!fd)
+    return sys_error("open " + root);
+  return dir_path(fd.get(), dir_ino);
+}
 
 expected<std::vector<tree_change>>
 diff_walk(const std::string& from, const std::string& to, diff_stats* stats) {

@@ -26,6 +26,11 @@ struct tree_change {
   std::string path;   // relative to the tree root, no leading slash
   std::string change; // added, modified or deleted
   std::string type;   // file, directory, symlink or other
+  /// The inode at the path in the `to` tree (0 when deleted) and in the
+  /// `from` tree (0 when added): the same for a file changed in place,
+  /// two for a file replaced. Checkpoints keep their tree's inode numbers.
+  uint64_t ino = 0;
+  uint64_t from_ino = 0;
 };
 
 struct diff_stats {
@@ -46,6 +51,10 @@ expected<std::vector<tree_change>> diff_trees(const std::string& from,
                                               const std::string& to,
                                               uint64_t base_generation,
                                               diff_stats* stats = nullptr);
+
+/// The path of a directory inode below the root of the subvolume mounted
+/// at `root` ("" for the root itself), by the tree's back references.
+expected<std::string> directory_path(const std::string& root, uint64_t dir_ino);
 
 /// The same result by walking and comparing both trees completely.
 expected<std::vector<tree_change>> diff_walk(const std::string& from,

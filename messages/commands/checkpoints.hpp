@@ -71,6 +71,8 @@ struct checkpoint_diff {
   std::string to;
   std::string cursor;
   int64_t limit = 1000;
+  /// Name the run and process behind each change (write provenance).
+  bool writers = false;
 };
 
 /// checkpoint.create {checkpoint_id?, message?, metadata?, pinned?, origin?}.
@@ -147,7 +149,7 @@ typename Inspector::result_type inspect(Inspector& f, checkpoint_describe& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_diff& x) {
   return f(caf::meta::type_name("checkpoint_diff"), x.session, x.from, x.to,
-           x.cursor, x.limit);
+           x.cursor, x.limit, x.writers);
 }
 
 template <class Inspector>

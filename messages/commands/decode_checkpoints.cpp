@@ -29,6 +29,7 @@ checkpoint_diff checkpoint_diff::decode(params::reader& r) {
   c.cursor = r.optional_string("cursor");
   c.limit = r.optional_int("limit", 1000);
   r.check(c.limit >= 1 && c.limit <= 10000, "limit must be 1..10000");
+  c.writers = r.optional_bool("writers", false);
   return c;
 }
 

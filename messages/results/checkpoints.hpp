@@ -60,6 +60,21 @@ struct checkpoint_deleted {
 /// How a path differs between two trees.
 enum class path_change_kind { added, modified, deleted };
 
+/// A process of a tracked run that changed a path (write provenance).
+struct change_writer {
+  std::string run_id;
+  /// "<boot id>:<start ns>:<pid>", and the pid.
+  std::string process_id;
+  uint32_t pid = 0;
+  /// The run's command (process.start's argv; the kernel records no
+  /// process's own arguments).
+  caf::optional<std::vector<std::string>> run_argv;
+  /// The program the process last executed, when its exec was seen.
+  caf::optional<std::string> exe;
+  /// What it did: "write", "create", "truncate", "unlink", "rename"...
+  std::vector<std::string> ops;
+};
+
 /// One changed path of a diff.
 struct path_change {
   /// Relative to the workspace root, without a leading slash.
@@ -67,6 +82,10 @@ struct path_change {
   path_change_kind change = path_change_kind::modified;
   /// file, directory, symlink or other.
   std::string type;
+  /// With `writers`: who changed it, or why nobody is named
+  /// ("untracked", "loss", "not_recorded").
+  std::vector<change_writer> writers;
+  caf::optional<std::string> unattributed;
 };
 
 /// How many paths of a whole diff (not only the page) changed each way.
@@ -100,6 +119,8 @@ struct diff_page {
   caf::optional<std::string> next_cursor;
   bool has_more = false;
   diff_cost cost;
+  /// The changes carry writers (checkpoint.diff {writers: true}).
+  bool with_writers = false;
 };
 
 /// session.rollback (and rollback_after_runtime_reset): the checkpoint

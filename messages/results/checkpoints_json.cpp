@@ -102,9 +102,25 @@ json::object to_json(const diff_page& p) {
   o["base_checkpoint"] = opt(p.base_checkpoint);
   json::array changes;
   changes.reserve(p.changes.size());
-  for (const auto& c : p.changes)
-    changes.emplace_back(json::object{
-        {"path", c.path}, {"change", to_string(c.change)}, {"type", c.type}});
+  for (const auto& c : p.changes) {
+    json::object change{
+        {"path", c.path}, {"change", to_string(c.change)}, {"type", c.type}};
+    if (p.with_writers) {
+      json::array writers;
+      for (const auto& w : c.writers) {
+        json::object wo{
+            {"run_id", w.run_id}, {"process_id", w.process_id}, {"pid", w.pid}};
+        wo["run_argv"] =
+            w.run_argv ? json::value(strings(*w.run_argv)) : nullptr;
+        wo["exe"] = opt(w.exe);
+        wo["ops"] = strings(w.ops);
+        writers.emplace_back(std::move(wo));
+      }
+      change["writers"] = std::move(writers);
+      change["unattributed"] = opt(c.unattributed);
+    }
+    changes.emplace_back(std::move(change));
+  }
   o["changes"] = std::move(changes);
   o["counts"] = json::object{{"added", p.counts.added},
                              {"modified", p.counts.modified},

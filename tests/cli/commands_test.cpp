@@ -60,6 +60,9 @@ std::map<std::string, step> scenario(const std::string& format) {
   c.run({"checkpoint", "create", "c2", "-m", "second"});
   go("checkpoint-describe", {"checkpoint", "describe", "c1"});
   go("checkpoint-diff", {"checkpoint", "diff", "c1", "--to", "c2"});
+  // Runs untracked here: every change says why no writer is named.
+  go("checkpoint-diff-writers",
+     {"checkpoint", "diff", "c1", "--to", "c2", "--writers"});
   go("rollback", {"rollback", "c1"});
   c.run({"checkpoint", "create", "c3", "-m", "branch"});
   c.run({"checkpoint", "create", "c4"});

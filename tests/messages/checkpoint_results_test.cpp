@@ -26,8 +26,8 @@ TEST_CASE("checkpoint results: a diff page in the wire's key order, with "
   p.agent_id = "a";
   p.session_id = "s";
   p.from = "c1";
-  p.changes = {{"x", path_change_kind::added, "file"},
-               {"y/z", path_change_kind::deleted, "directory"}};
+  p.changes = {{"x", path_change_kind::added, "file", {}, {}},
+               {"y/z", path_change_kind::deleted, "directory", {}, {}}};
   count(p.counts, path_change_kind::added);
   count(p.counts, path_change_kind::deleted);
   count(p.counts, path_change_kind::modified);
@@ -49,6 +49,36 @@ TEST_CASE("checkpoint results: a diff page in the wire's key order, with "
   CHECK(o.at("stats") == json::object{{"changed_inodes", 3},
                                       {"compared_paths", 4},
                                       {"listed_dirs", 5}});
+}
+
+TEST_CASE("checkpoint results: a diff asked for writers names them, or says "
+          "why nobody is named") {
+  diff_page p;
+  p.with_writers = true;
+  change_writer w;
+  w.run_id = "r1";
+  w.process_id = "boot:5:42";
+  w.pid = 42;
+  w.run_argv = std::vector<std::string>{"sh", "-c", "echo > x"};
+  w.ops = {"write", "create"};
+  p.changes = {{"x", path_change_kind::added, "file", {w}, {}},
+               {"y", path_change_kind::modified, "file", {}, {"untracked"}}};
+  auto changes = to_json(p).at("changes").as_array();
+  CHECK(changes[0].at("writers") ==
+        json::array{
+            json::object{{"run_id", "r1"},
+                         {"process_id", "boot:5:42"},
+                         {"pid", 42},
+                         {"run_argv", json::array{"sh", "-c", "echo > x"}},
+                         {"exe", nullptr},
+                         {"ops", json::array{"write", "create"}}}});
+  CHECK(changes[0].at("unattributed").is_null());
+  CHECK(changes[1].at("writers") == json::array{});
+  CHECK(changes[1].at("unattributed") == "untracked");
+  // Without writers the keys are not there (the native wire as before).
+  p.with_writers = false;
+  CHECK_FALSE(
+      to_json(p).at("changes").as_array()[0].as_object().contains("writers"));
 }
 
 TEST_CASE("checkpoint results: a rollback names killed runs and the kept "

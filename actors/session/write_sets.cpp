@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "actors/session/write_sets.hpp"
+
+#include "bpf/process.h"
+
+#include <algorithm>
+
+namespace allox {
+
+namespace {
+
+void merge(std::vector<file_writer>& writers, const file_writer& w) {
+  for (auto& x : writers)
+    if (x.process_id == w.process_id && x.run_id == w.run_id) {
+      x.ops |= w.ops;
+      x.first_ns = std::min(x.first_ns, w.first_ns);
+      x.last_ns = std::max(x.last_ns, w.last_ns);
+      return;
+    }
+  writers.push_back(w);
+}
+
+} // namespace
+
+void write_interval::add(uint64_t ino, const file_writer& w) {
+  merge(by_inode[ino], w);
+}
+
+void write_interval::add(named_change c) {
+  by_name.push_back(std::move(c));
+}
+
+void write_sets::add(uint64_t time_ns, uint64_t ino, const file_writer& w) {
+  if (!last_.empty() && time_ns <= last_end_ns_)
+    if (auto it = sealed_.find(last_); it != sealed_.end())
+      it->second.add(ino, w);
+  if (last_.empty() || time_ns >= last_begin_ns_)
+    live_.add(ino, w);
+}
+
+void write_sets::add(uint64_t time_ns, named_change c) {
+  if (!last_.empty() && time_ns <= last_end_ns_)
+    if (auto it = sealed_.find(last_); it != sealed_.end())
+      it->second.add(c);
+  if (last_.empty() || time_ns >= last_begin_ns_)
+    live_.add(std::move(c));
+}
+
+void write_sets::lose(uint64_t count, bool in_last_sealed_too) {
+  live_.lost += count;
+  if (in_last_sealed_too && !last_.empty())
+    if (auto it = sealed_.find(last_); it != sealed_.end())
+      it->second.lost += count;
+}
+
+void write_sets::seal(const std::string& id, uint64_t begin_ns,
+                      uint64_t end_ns) {
+  write_interval next;
+  write_interval& done = sealed_[id];
+  done.lost = live_.lost;
+  for (auto& [ino, writers] : live_.by_inode)
+    for (auto& w : writers) {
+      if (w.first_ns <= end_ns)
+        done.add(ino, w);
+      if (w.last_ns >= begin_ns)
+        next.add(ino, w);
+    }
+  for (auto& c : live_.by_name) {
+    if (c.writer.first_ns <= end_ns)
+      done.add(c);
+    if (c.writer.last_ns >= begin_ns)
+      next.add(std::move(c));
+  }
+  live_ = std::move(next);
+  last_ = id;
+  last_begin_ns_ = begin_ns;
+  last_end_ns_ = end_ns;
+}
+
+void write_sets::restart() {
+  live_ = {};
+  last_.clear();
+  last_begin_ns_ = last_end_ns_ = 0;
+}
+
+void write_sets::drop(const std::string& id,
+                      const std::vector<std::string>& children) {
+  auto it = sealed_.find(id);
+  if (it == sealed_.end())
+    return;
+  for (const auto& child : children) {
+    auto c = sealed_.find(child);
+    if (c == sealed_.end())
+      continue; // not recorded: stays so
+    c->second.lost += it->second.lost;
+    for (const auto& [ino, writers] : it->second.by_inode)
+      for (const auto& w : writers)
+        c->second.add(ino, w);
+    for (const auto& n : it->second.by_name)
+      c->second.add(n);
+  }
+  sealed_.erase(it);
+  if (id == last_) {
+    last_.clear();
+    last_begin_ns_ = last_end_ns_ = 0;
+  }
+}
+
+const write_interval* write_sets::sealed(const std::string& id) const {
+  auto it = sealed_.find(id);
+  return it == sealed_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> write_op_names(uint32_t ops) {
+  static const char* names[ALLOX_WRITE_OPS] = {
+      nullptr, "write",  "create",  "truncate", "mmap",    "unlink",  "rmdir",
+      "mkdir", "rename", "replace", "link",     "symlink", "setattr", "mknod"};
+  std::vector<std::string> out;
+  for (uint32_t op = 1; op < ALLOX_WRITE_OPS; ++op)
+    if ((ops & (1u << op)) != 0)
+      out.emplace_back(names[op]);
+  return out;
+}
+
+} // namespace allox
