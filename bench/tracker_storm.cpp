@@ -5,12 +5,13 @@
 //   overhead   a shell loop of 3,000 /bin/true: without the probe, with
 //              the probe loaded but the cgroup untracked, and tracked
 // Prints markdown tables (docs/benchmarks.md). Needs root.
+#include "bench/scratch_group.hpp"
 #include "bpf/loader.hpp"
 #include "guest/os/cgroup.hpp"
 #include "guest/os/mountinfo.hpp"
 #include "guest/sandbox/spawn.hpp"
-#include "tracking/reader.hpp"
 #include "messages/ids.hpp"
+#include "tracking/reader.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -38,31 +39,11 @@ double seconds_since(clock_type::time_point t) {
   return std::chrono::duration<double>(clock_type::now() - t).count();
 }
 
-/// A scratch cgroup below the v2 mount, removed at the end.
-struct group {
-  group() {
-    auto mounts = os::read_mountinfo();
-    auto* v2 = mounts ? os::find_cgroup2(*mounts) : nullptr;
-    if (v2 == nullptr)
-      throw std::runtime_error("no cgroup v2 mount");
-    path = v2->mount_point + "/allox-storm-" + random_hex_token();
-    if (auto err = os::prepare_group(path))
-      throw std::runtime_error(message_of(err));
-    auto opened = os::open_group(path);
-    if (!opened)
-      throw std::runtime_error(message_of(opened.error()));
-    fd = std::move(*opened);
-    id = *bpf::cgroup_id(path);
-    devnull.reset(::open("/dev/null", O_WRONLY | O_CLOEXEC));
-  }
-  ~group() {
-    (void)os::kill_group(path);
-    (void)os::wait_empty(path, 10000);
-    os::remove_group(path);
-  }
+/// A scratch cgroup that runs shell scripts.
+struct group : bench::scratch_group {
+  group() : scratch_group("allox-storm-") {}
   sandbox::child start(const std::string& script) {
-    auto c = sandbox::spawn_in_cgroup(fd.get(), {"/bin/sh", "-c", script}, -1,
-                                      devnull.get(), devnull.get());
+    auto c = scratch_group::start({"/bin/sh", "-c", script});
     if (!c)
       throw std::runtime_error(message_of(c.error()));
     return std::move(*c);
@@ -75,11 +56,6 @@ struct group {
     os::wait_empty(path, 60000);
     return seconds_since(t0);
   }
-
-  std::string path;
-  uint64_t id = 0;
-  os::unique_fd fd;
-  os::unique_fd devnull;
 };
 
 /// A probe and a reader that counts what arrives.

@@ -14,6 +14,7 @@
 // It also reports the reader's CPU per 1,000 records/s and the losses of
 // the provenance mode; --bpf-stats adds the programs' run time per call.
 // Needs root and a free loop device.
+#include "bench/scratch_group.hpp"
 #include "bpf/loader.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/cgroup.hpp"
@@ -95,44 +96,19 @@ void make_project(const std::string& dir) {
 
 // -- the harness -----------------------------------------------------------
 
-/// A scratch cgroup below the v2 mount, removed at the end.
-struct group {
-  group() {
-    auto mounts = os::read_mountinfo();
-    auto* v2 = mounts ? os::find_cgroup2(*mounts) : nullptr;
-    if (v2 == nullptr)
-      throw std::runtime_error("no cgroup v2 mount");
-    path = v2->mount_point + "/allox-writes-" + random_hex_token();
-    if (auto err = os::prepare_group(path))
-      throw std::runtime_error(message_of(err));
-    auto opened = os::open_group(path);
-    if (!opened)
-      throw std::runtime_error(message_of(opened.error()));
-    fd = std::move(*opened);
-    id = *bpf::cgroup_id(path);
-    devnull.reset(::open("/dev/null", O_WRONLY | O_CLOEXEC));
-  }
-  ~group() {
-    (void)os::kill_group(path);
-    (void)os::wait_empty(path, 10000);
-    os::remove_group(path);
-  }
+/// A scratch cgroup that runs one workload at a time.
+struct group : bench::scratch_group {
+  group() : scratch_group("allox-writes-") {}
   /// Runs argv to its end; seconds, or a negative number on failure.
   double run(const std::vector<std::string>& argv) {
     auto t0 = clock_type::now();
-    auto c = sandbox::spawn_in_cgroup(fd.get(), argv, -1, devnull.get(),
-                                      devnull.get());
+    auto c = start(argv);
     if (!c)
       return -1;
     int status = sandbox::wait_child(*c);
     (void)os::wait_empty(path, 60000);
     return status == 0 ? seconds_since(t0) : -1;
   }
-
-  std::string path;
-  uint64_t id = 0;
-  os::unique_fd fd;
-  os::unique_fd devnull;
 };
 
 /// A probe (with or without write provenance) and a reader counting what

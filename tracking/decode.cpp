@@ -100,39 +100,6 @@ std::string_view kind_name(const process_event& e) {
   }
 }
 
-std::string_view write_op_name(uint32_t op) {
-  switch (op) {
-  case ALLOX_WRITE_DATA:
-    return "write";
-  case ALLOX_WRITE_CREATE:
-    return "create";
-  case ALLOX_WRITE_TRUNCATE:
-    return "truncate";
-  case ALLOX_WRITE_MMAP:
-    return "mmap";
-  case ALLOX_WRITE_UNLINK:
-    return "unlink";
-  case ALLOX_WRITE_RMDIR:
-    return "rmdir";
-  case ALLOX_WRITE_MKDIR:
-    return "mkdir";
-  case ALLOX_WRITE_RENAME:
-    return "rename";
-  case ALLOX_WRITE_REPLACE:
-    return "replace";
-  case ALLOX_WRITE_LINK:
-    return "link";
-  case ALLOX_WRITE_SYMLINK:
-    return "symlink";
-  case ALLOX_WRITE_SETATTR:
-    return "setattr";
-  case ALLOX_WRITE_MKNOD:
-    return "mknod";
-  default:
-    return "unknown";
-  }
-}
-
 std::string read_boot_id() {
   std::ifstream in{"/proc/sys/kernel/random/boot_id"};
   std::string id;

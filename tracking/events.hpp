@@ -4,6 +4,7 @@
 #pragma once
 
 #include "bpf/loader.hpp"
+#include "bpf/write_ops.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -131,9 +132,7 @@ inline bool is_process_event(const process_event& e) {
          !std::holds_alternative<write_path_event>(e);
 }
 
-/// Stable name of an allox_write_op ("write", "create", "rename", ...);
-/// "unknown" for a number this build does not know.
-std::string_view write_op_name(uint32_t op);
+using bpf::write_op_name;
 
 /// Records user space refused, by reason.
 struct decode_counters {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/session/write_sets.hpp"
 
-#include "bpf/process.h"
+#include "bpf/write_ops.hpp"
 
 #include <algorithm>
 
@@ -26,24 +26,25 @@ void write_interval::add(uint64_t ino, const file_writer& w) {
   merge(by_inode[ino], w);
 }
 
-void write_interval::add(named_change c) {
-  by_name.push_back(std::move(c));
+void write_interval::add(const named_change& c) {
+  by_name.push_back(c);
+}
+
+template <class Add>
+void write_sets::place(uint64_t time_ns, Add add) {
+  if (!last_.empty() && time_ns <= last_end_ns_)
+    if (auto it = sealed_.find(last_); it != sealed_.end())
+      add(it->second);
+  if (last_.empty() || time_ns >= last_begin_ns_)
+    add(live_);
 }
 
 void write_sets::add(uint64_t time_ns, uint64_t ino, const file_writer& w) {
-  if (!last_.empty() && time_ns <= last_end_ns_)
-    if (auto it = sealed_.find(last_); it != sealed_.end())
-      it->second.add(ino, w);
-  if (last_.empty() || time_ns >= last_begin_ns_)
-    live_.add(ino, w);
+  place(time_ns, [&](write_interval& i) { i.add(ino, w); });
 }
 
-void write_sets::add(uint64_t time_ns, named_change c) {
-  if (!last_.empty() && time_ns <= last_end_ns_)
-    if (auto it = sealed_.find(last_); it != sealed_.end())
-      it->second.add(c);
-  if (last_.empty() || time_ns >= last_begin_ns_)
-    live_.add(std::move(c));
+void write_sets::add(uint64_t time_ns, const named_change& c) {
+  place(time_ns, [&](write_interval& i) { i.add(c); });
 }
 
 void write_sets::lose(uint64_t count, bool in_last_sealed_too) {
@@ -112,13 +113,10 @@ const write_interval* write_sets::sealed(const std::string& id) const {
 }
 
 std::vector<std::string> write_op_names(uint32_t ops) {
-  static const char* names[ALLOX_WRITE_OPS] = {
-      nullptr, "write",  "create",  "truncate", "mmap",    "unlink",  "rmdir",
-      "mkdir", "rename", "replace", "link",     "symlink", "setattr", "mknod"};
   std::vector<std::string> out;
   for (uint32_t op = 1; op < ALLOX_WRITE_OPS; ++op)
     if ((ops & (1u << op)) != 0)
-      out.emplace_back(names[op]);
+      out.emplace_back(bpf::write_op_name(op));
   return out;
 }
 

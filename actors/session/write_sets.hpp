@@ -52,7 +52,7 @@ struct write_interval {
   /// earlier ones).
   void add(uint64_t ino, const file_writer& w);
   /// Adds one change by name.
-  void add(named_change c);
+  void add(const named_change& c);
   bool empty() const { return by_inode.empty() && by_name.empty(); }
 };
 
@@ -64,7 +64,7 @@ public:
   /// after the seal: the reader batches), to the live one when it happened
   /// after the snapshot began (during it: both).
   void add(uint64_t time_ns, uint64_t ino, const file_writer& w);
-  void add(uint64_t time_ns, named_change c);
+  void add(uint64_t time_ns, const named_change& c);
   /// Write records lost (counted in the live interval, and the last sealed
   /// one: which of the two they belonged to is unknown).
   void lose(uint64_t count, bool in_last_sealed_too);
@@ -88,6 +88,10 @@ public:
   size_t sealed_count() const { return sealed_.size(); }
 
 private:
+  /// Calls `add` with each interval a record of `time_ns` belongs to.
+  template <class Add>
+  void place(uint64_t time_ns, Add add);
+
   write_interval live_;
   std::map<std::string, write_interval> sealed_;
   /// The last sealed interval, and when its snapshot began and ended.
