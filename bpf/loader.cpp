@@ -49,25 +49,30 @@ run_counters counters_of(const allox_run& r) {
           r.root_tgid, r.write_seq, r.writes_lost};
 }
 
-/// A write-provenance program, the BTF tracepoint type it needs and the
-/// name reported.
+/// The tracepoints of the write-provenance programs, in write_programs'
+/// order: each needs the kernel's BTF type btf_trace_<tracepoint>.
+constexpr std::array<const char*, 3> write_tracepoints = {
+    "sys_enter", "sys_exit", "btrfs_inode_new"};
+
+/// A write-provenance program and its name ("tp_btf/<tracepoint>").
 struct write_program {
   bpf_program* prog;
   bpf_link** link;
-  const char* target;
-  const char* name;
+  std::string name;
 };
 
 std::vector<write_program> write_programs(allox_process* skel) {
   auto& p = skel->progs;
   auto& l = skel->links;
-  return {
-      {p.write_enter, &l.write_enter, "btf_trace_sys_enter",
-       "tp_btf/sys_enter"},
-      {p.write_exit, &l.write_exit, "btf_trace_sys_exit", "tp_btf/sys_exit"},
-      {p.write_new_inode, &l.write_new_inode, "btf_trace_btrfs_inode_new",
-       "tp_btf/btrfs_inode_new"},
-  };
+  std::array<std::pair<bpf_program*, bpf_link**>, write_tracepoints.size()>
+      progs = {{{p.write_enter, &l.write_enter},
+                {p.write_exit, &l.write_exit},
+                {p.write_new_inode, &l.write_new_inode}}};
+  std::vector<write_program> out;
+  for (size_t i = 0; i < progs.size(); ++i)
+    out.push_back({progs[i].first, progs[i].second,
+                   std::string{"tp_btf/"} + write_tracepoints[i]});
+  return out;
 }
 
 } // namespace
@@ -147,15 +152,11 @@ process_probe::open(probe_options opts) {
   // Write hooks whose tracepoint this kernel lacks are left out, not
   // fatal (btrfs_inode_new needs Btrfs built with its tracepoints).
   std::vector<std::string> missing;
-  {
-    allox_process* names = allox_process__open();
-    if (names != nullptr) {
-      for (const auto& w : write_programs(names))
-        if (btf__find_by_name_kind(vmlinux, w.target, BTF_KIND_TYPEDEF) < 0)
-          missing.emplace_back(w.name);
-      allox_process__destroy(names);
-    }
-  }
+  for (const char* tp : write_tracepoints)
+    if (btf__find_by_name_kind(vmlinux,
+                               (std::string{"btf_trace_"} + tp).c_str(),
+                               BTF_KIND_TYPEDEF) < 0)
+      missing.push_back(std::string{"tp_btf/"} + tp);
   btf__free(vmlinux);
 
   bool writes = probe->opts_.writes;
@@ -245,8 +246,7 @@ caf::error process_probe::load(bool writes,
     if (bpf_program__autoload(w.prog)) {
       *w.link = bpf_program__attach(w.prog);
       if (*w.link == nullptr)
-        return capture.error(errc::internal, std::string{"attach "} + w.name,
-                             errno);
+        return capture.error(errc::internal, "attach " + w.name, errno);
       h.attached = true;
       writes_on_ = true;
     }
