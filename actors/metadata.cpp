@@ -166,6 +166,15 @@ metadata(self_ptr self, std::shared_ptr<store::catalog> db, std::string path) {
           return r.error();
         return std::move(*r);
       },
+      [self](atom::writes,
+             const session_ref& s) -> caf::result<write_set_page> {
+        // As for runs: the answer includes every queued write.
+        flush(self);
+        auto r = self->state.db->write_sets(s);
+        if (!r)
+          return r.error();
+        return std::move(*r);
+      },
       [self](atom::stats) {
         const auto& st = self->state;
         actor_stats s;

@@ -8,7 +8,8 @@ import time
 class Daemon:
     """allox-workspace-daemon of `build` on a new loop image of `size`."""
 
-    def __init__(self, build, size, prefix="allox-bench-", execution=False):
+    def __init__(self, build, size, prefix="allox-bench-", execution=False,
+                 args=()):
         self.binary = os.path.join(build, "bin", "allox-workspace-daemon")
         self.work = tempfile.mkdtemp(prefix=prefix)
         self.root = os.path.join(self.work, "store")
@@ -26,7 +27,7 @@ class Daemon:
         self.proc = subprocess.Popen(
             [self.binary, "--root", self.root, "--loop-image",
              os.path.join(self.work, "store.img"), "--loop-size", size,
-             "--listen", f"127.0.0.1:{self.port}"] + extra,
+             "--listen", f"127.0.0.1:{self.port}"] + extra + list(args),
             stdout=subprocess.DEVNULL,
             stderr=open(os.path.join(self.work, "daemon.log"), "w"))
         self.conn = None

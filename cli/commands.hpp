@@ -190,6 +190,7 @@ void view_agent_list(const json::value&, std::ostream&, const style&);
 void view_session_list(const json::value&, std::ostream&, const style&);
 void view_checkpoint_list(const json::value&, std::ostream&, const style&);
 void view_diff(const json::value&, std::ostream&, const style&);
+void view_history(const json::value&, std::ostream&, const style&);
 void view_audit(const json::value&, std::ostream&, const style&);
 void view_runs(const json::value&, std::ostream&, const style&);
 void view_events(const json::value&, std::ostream&, const style&);

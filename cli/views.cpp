@@ -137,13 +137,25 @@ static std::string writers_text(const json::object& o) {
       for (const auto& op : list->get_array())
         ops += (ops.empty() ? "" : ",") + cell(op);
     auto exe = get("exe");
-    text += (text.empty() ? "" : "; ") + get("run_id") + "/" + get("pid") +
-            (exe.empty() || exe == "-" ? "" : " " + exe) + " " + ops;
+    auto who = wo.contains("action")
+                   ? get("origin") + ":" + get("action")
+                   : get("run_id") + "/" + get("pid") +
+                         (exe.empty() || exe == "-" ? "" : " " + exe);
+    text += (text.empty() ? "" : "; ") + who + " " + ops;
   }
   if (text.empty())
     if (auto* u = o.if_contains("unattributed"); u && u->is_string())
       text = "(" + cell(*u) + ")";
   return text;
+}
+
+void view_history(const json::value& v, std::ostream& out, const style& st) {
+  std::vector<column> cols{col("CHECKPOINT", "checkpoint_id"),
+                           col("CHANGE", "change"),
+                           col("TYPE", "type"),
+                           {"WRITERS", writers_text}};
+  print_table(out, st, cols, objects(field(v, "history")));
+  more(v, out, st, "history");
 }
 
 void view_diff(const json::value& v, std::ostream& out, const style& st) {

@@ -62,6 +62,8 @@ using metadata_actor = caf::typed_actor<
     caf::replies_to<atom::audit, audit_query>::with<json::value>,
     // One run by id, or a page of a session's runs.
     caf::replies_to<atom::runs, run_query>::with<run_page>,
+    // One session's checkpoints' write sets (write provenance).
+    caf::replies_to<atom::writes, session_ref>::with<write_set_page>,
     // Its stats, for system.dump and /metrics.
     caf::replies_to<atom::stats>::with<actor_stats>>;
 
@@ -98,6 +100,8 @@ using session_checkpoints_actor = caf::typed_actor<
     caf::replies_to<cmd::checkpoint_describe>::with<checkpoint_view>,
     // Paths changed between two checkpoints, or one and current/.
     caf::replies_to<cmd::checkpoint_diff>::with<diff_page>,
+    // The checkpoints that changed a path, with their writers.
+    caf::replies_to<cmd::file_history>::with<history_page>,
     // Snapshots current/ into a new checkpoint.
     caf::replies_to<cmd::checkpoint_create>::with<checkpoint_created>,
     // Deletes a checkpoint; its children move to its parent.

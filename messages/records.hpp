@@ -154,6 +154,22 @@ struct run_page {
   bool has_more = false;
 };
 
+/// What one checkpoint's interval changed and who did it (write
+/// provenance, actors/session/write_sets.hpp): kept outside the rollback
+/// zone beside the checkpoint's row, and deleted with it.
+struct write_set_row {
+  std::string agent_id;
+  std::string session_id;
+  std::string checkpoint_id;
+  /// The interval as JSON text (encoded and decoded by the session).
+  std::string body;
+};
+
+/// One session's write sets, as the catalog holds them.
+struct write_set_page {
+  std::vector<write_set_row> rows;
+};
+
 /// A set of catalog changes committed atomically in one transaction.
 struct metadata_write {
   std::vector<agent_row> put_agents;
@@ -180,6 +196,8 @@ struct metadata_write {
   std::vector<run_record> put_runs;
   /// Runs that no longer fence their session (session.unfence).
   std::vector<std::string> release_runs;
+  /// Checkpoints' write sets (new, or changed by a deletion's fold).
+  std::vector<write_set_row> put_write_sets;
   /// Records that a store written by the prototype was imported.
   bool mark_prototype_imported = false;
   /// Records that the runs saved as state.json files were imported.
@@ -280,14 +298,25 @@ typename Inspector::result_type inspect(Inspector& f, run_page& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, write_set_row& x) {
+  return f(caf::meta::type_name("write_set_row"), x.agent_id, x.session_id,
+           x.checkpoint_id, x.body);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, write_set_page& x) {
+  return f(caf::meta::type_name("write_set_page"), x.rows);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metadata_write& x) {
-  return f(caf::meta::type_name("metadata_write"), x.put_agents,
-           x.delete_agents, x.put_sessions, x.delete_sessions,
-           x.put_checkpoints, x.delete_checkpoints, x.set_heads,
-           x.set_exec_settings, x.set_turn_states, x.set_policies,
-           x.set_share_policies, x.set_front_records, x.put_journals,
-           x.delete_journals, x.audit, x.put_runs, x.release_runs,
-           x.mark_prototype_imported, x.mark_runs_imported, x.durable);
+  return f(
+      caf::meta::type_name("metadata_write"), x.put_agents, x.delete_agents,
+      x.put_sessions, x.delete_sessions, x.put_checkpoints,
+      x.delete_checkpoints, x.set_heads, x.set_exec_settings, x.set_turn_states,
+      x.set_policies, x.set_share_policies, x.set_front_records, x.put_journals,
+      x.delete_journals, x.audit, x.put_runs, x.release_runs, x.put_write_sets,
+      x.mark_prototype_imported, x.mark_runs_imported, x.durable);
 }
 
 namespace detail {

@@ -75,6 +75,10 @@ static path_change_kind change_kind_of(const std::string& change) {
 caf::result<diff_page> handle(self_ptr self, const cmd::checkpoint_diff& c) {
   if (auto err = require_alive(self))
     return err;
+  // Writers of earlier incarnations' checkpoints come from the catalog
+  // once, at start: a diff that names them waits for that.
+  if (c.writers && !self->state.writes_loaded)
+    return after_writes_load<diff_page>(self, c);
   auto& st = self->state;
   auto from = st.dag.resolve(c.from);
   if (!from)
@@ -265,17 +269,23 @@ void arm_idle_work(self_ptr self) {
 // The commit is not synced: the record stays the durable copy until
 // sync_intents.
 void settle_checkpoint(self_ptr self, const checkpoint_row& row,
-                       std::shared_ptr<fault_set> faults, bool as_head) {
+                       std::shared_ptr<fault_set> faults, bool as_head,
+                       caf::optional<write_set_row> writes,
+                       std::function<void()> committed) {
   faults->trigger("checkpoint.create.before_row");
   metadata_write w;
   w.durable = false;
   w.put_checkpoints.push_back(row);
+  if (writes)
+    w.put_write_sets.push_back(std::move(*writes));
   if (as_head)
     w.set_heads.push_back({row.agent_id, row.session_id, row.checkpoint_id});
   w.audit.push_back(audit(self, "checkpoint.create", create_fields(row)));
   commit(
       self, std::move(w),
-      [self, id = row.checkpoint_id, faults]() {
+      [self, id = row.checkpoint_id, faults, committed]() {
+        if (committed)
+          committed();
         faults->trigger("checkpoint.create.after_row");
         auto& st = self->state;
         st.unsynced_intents.push_back(id);
@@ -284,10 +294,12 @@ void settle_checkpoint(self_ptr self, const checkpoint_row& row,
         else
           arm_idle_work(self);
       },
-      [self](caf::error err) {
+      [self, committed](caf::error err) {
         // The record still describes the checkpoint: start-up recovery
         // writes the row. Until then the catalog lags the session.
         fence(self, err);
+        if (committed)
+          committed();
       });
 }
 
@@ -368,11 +380,19 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
         done.generation = gen.as_int64();
         auto& state = self->state;
         state.dag.add(done);
-        seal_writes(self, done.checkpoint_id, cut);
+        auto writes = seal_writes(self, done.checkpoint_id, cut);
         ++state.checkpoints_created;
         end_mutation(self);
-        settle_checkpoint(self, done, faults, true);
-        answer(std::move(done));
+        // Who wrote what is in no snapshot: a checkpoint whose interval
+        // names writers answers once that is in the catalog (committed,
+        // unsynced: safe from a kill), so it never acknowledges an
+        // attribution a crash could lose. An empty one answers at once.
+        if (!writes) {
+          settle_checkpoint(self, done, faults, true);
+          return answer(std::move(done));
+        }
+        settle_checkpoint(self, done, faults, true, std::move(writes),
+                          [answer, done]() mutable { answer(done); });
       },
       [self, answer](caf::error err) mutable {
         ++self->state.failures;
@@ -455,6 +475,7 @@ caf::result<checkpoint_deleted> handle(self_ptr self,
                 children.push_back(r.checkpoint_id);
               state.writes.drop(id, children);
               metadata_write done;
+              done.put_write_sets = write_set_rows(self, children);
               done.delete_checkpoints.push_back(removed);
               for (auto& r : reparented)
                 done.put_checkpoints.push_back(r);

@@ -30,9 +30,16 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
 
 /// Writes the row of a checkpoint whose snapshot (and intent record) is
 /// durable, and the head with it when `as_head`; audited as
-/// checkpoint.create.
+/// checkpoint.create; with the interval's write set when one was sealed.
+/// `committed` runs once the commit is done (or failed, fencing).
 void settle_checkpoint(self_ptr self, const checkpoint_row& row,
-                       std::shared_ptr<fault_set> faults, bool as_head);
+                       std::shared_ptr<fault_set> faults, bool as_head,
+                       caf::optional<write_set_row> writes = caf::none,
+                       std::function<void()> committed = {});
+
+/// file.history: the checkpoints on the head's line that changed a path,
+/// with their writers (history.cpp).
+caf::result<history_page> handle(self_ptr self, const cmd::file_history& c);
 
 /// checkpoint.create: intent record and snapshot on the lane, the reply,
 /// then the catalog row.

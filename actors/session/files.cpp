@@ -8,6 +8,7 @@
 // one runs. They are allowed while runs live (the processes and the caller
 // then share the files, as two editors would).
 #include "actors/session/handlers.hpp"
+#include "bpf/process.h"
 #include "guest/os/workspace_edit.hpp"
 #include "guest/os/workspace_files.hpp"
 #include "guest/store/upload_marks.hpp"
@@ -77,11 +78,20 @@ void audit_result(json::object&, const T&) {
   // nop: only writes report a size
 }
 
+/// A path the daemon changes itself (write provenance): noted when the
+/// change succeeds, if it is in the workspace (not @shared).
+struct noted {
+  target at;
+  uint32_t op = ALLOX_WRITE_DATA;
+  bool subtree = false;
+};
+
 /// Runs a change on the mutation lane, audits it as `op` with `fields`
-/// (not synced: the file itself was fsynced), and answers.
+/// (not synced: the file itself was fsynced), notes its paths as written
+/// by the daemon for the request's origin, and answers.
 template <class T, class Job>
 caf::result<T> change(self_ptr self, const char* op, json::object fields,
-                      Job job) {
+                      Job job, std::vector<noted> paths = {}) {
   if (auto err = require_alive(self))
     return err;
   if (mutating(self))
@@ -90,7 +100,17 @@ caf::result<T> change(self_ptr self, const char* op, json::object fields,
   auto rp = self->make_response_promise<T>();
   mutation_step<T>(
       self, std::move(job),
-      [self, rp, op, fields](T& v) mutable {
+      [self, rp, op, fields, paths](T& v) mutable {
+        auto& st = self->state;
+        const auto* origin = fields.if_contains("origin");
+        for (const auto& n : paths)
+          if (n.at.root ==
+              st.init.paths.current(st.agent_id(), st.session_id()))
+            note_daemon_write(self, op,
+                              origin != nullptr && origin->is_string()
+                                  ? std::string{origin->as_string()}
+                                  : std::string{},
+                              n.at.rel, n.op, n.subtree);
         audit_result(fields, v);
         metadata_write w;
         w.durable = false;
@@ -164,12 +184,16 @@ caf::result<write_result> handle(self_ptr self, const cmd::file_write& c) {
     return t.error();
   json::object fields{
       {"origin", c.origin}, {"path", t->shown}, {"append", c.append}};
+  std::vector<noted> paths{{*t}};
   return change<write_result>(
       self, "file.write", std::move(fields),
-      at_root<write_result>(std::move(*t), [c](auto& root, auto& rel) {
-        return os::write_file(root, rel, c.data, static_cast<unsigned>(c.mode),
-                              c.append);
-      }));
+      at_root<write_result>(std::move(*t),
+                            [c](auto& root, auto& rel) {
+                              return os::write_file(
+                                  root, rel, c.data,
+                                  static_cast<unsigned>(c.mode), c.append);
+                            }),
+      std::move(paths));
 }
 
 caf::result<mkdir_result> handle(self_ptr self, const cmd::file_mkdir& c) {
@@ -177,14 +201,17 @@ caf::result<mkdir_result> handle(self_ptr self, const cmd::file_mkdir& c) {
   if (!t)
     return t.error();
   json::object fields{{"origin", c.origin}, {"path", t->shown}};
+  std::vector<noted> paths{{*t, ALLOX_WRITE_MKDIR}};
   return change<mkdir_result>(
       self, "file.mkdir", std::move(fields),
       at_root<mkdir_result>(
-          std::move(*t), [c](auto& root, auto& rel) -> expected<mkdir_result> {
+          std::move(*t),
+          [c](auto& root, auto& rel) -> expected<mkdir_result> {
             if (auto err = os::make_dir(root, rel, c.parents))
               return err;
             return mkdir_result{rel};
-          }));
+          }),
+      std::move(paths));
 }
 
 caf::result<remove_result> handle(self_ptr self, const cmd::file_remove& c) {
@@ -193,15 +220,18 @@ caf::result<remove_result> handle(self_ptr self, const cmd::file_remove& c) {
     return t.error();
   json::object fields{
       {"origin", c.origin}, {"path", t->shown}, {"recursive", c.recursive}};
+  std::vector<noted> paths{{*t, ALLOX_WRITE_UNLINK, c.recursive}};
   return change<remove_result>(
       self, "file.remove", std::move(fields),
       at_root<remove_result>(
-          std::move(*t), [c](auto& root, auto& rel) -> expected<remove_result> {
+          std::move(*t),
+          [c](auto& root, auto& rel) -> expected<remove_result> {
             auto n = os::remove_path(root, rel, c.recursive);
             if (!n)
               return n.error();
             return remove_result{rel, static_cast<int64_t>(*n)};
-          }));
+          }),
+      std::move(paths));
 }
 
 caf::result<move_result> handle(self_ptr self, const cmd::file_move& c) {
@@ -225,7 +255,9 @@ caf::result<move_result> handle(self_ptr self, const cmd::file_move& c) {
         if (auto err = os::move_path(*root, f.rel, t.rel, replace))
           return err;
         return move_result{f.shown, t.shown};
-      });
+      },
+      std::vector<noted>{{*from, ALLOX_WRITE_RENAME, true},
+                         {*to, ALLOX_WRITE_RENAME, true}});
 }
 
 caf::result<search_result> handle(self_ptr self, const cmd::file_search& c) {
@@ -247,12 +279,16 @@ caf::result<replace_result> handle(self_ptr self, const cmd::file_replace& c) {
   if (!t)
     return t.error();
   json::object fields{{"origin", c.origin}, {"path", t->shown}};
+  std::vector<noted> paths{{*t, ALLOX_WRITE_DATA}};
   return change<replace_result>(
       self, "file.replace", std::move(fields),
-      at_root<replace_result>(std::move(*t), [c](auto& root, auto& rel) {
-        return os::replace_in_file(root, rel, c.old_string, c.new_string,
-                                   c.expected_count, cmd::max_replace_file);
-      }));
+      at_root<replace_result>(std::move(*t),
+                              [c](auto& root, auto& rel) {
+                                return os::replace_in_file(
+                                    root, rel, c.old_string, c.new_string,
+                                    c.expected_count, cmd::max_replace_file);
+                              }),
+      std::move(paths));
 }
 
 caf::result<json::value> handle(self_ptr self, const cmd::file_transfer& c) {
@@ -277,6 +313,11 @@ caf::result<json::value> handle(self_ptr self, const cmd::file_transfer& c) {
                         {"tar", c.tar}};
     if (c.tar)
       fields["entries"] = c.entries;
+    auto& st = self->state;
+    if (c.upload &&
+        t->root == st.init.paths.current(st.agent_id(), st.session_id()))
+      note_daemon_write(self, "file.upload", "http", t->rel, ALLOX_WRITE_DATA,
+                        c.tar);
     metadata_write w;
     w.durable = false;
     w.audit.push_back(audit(self, c.upload ? "file.upload" : "file.download",

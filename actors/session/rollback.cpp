@@ -46,6 +46,9 @@ struct rollback_run {
   caf::optional<std::vector<std::string>> terminated;
   /// The head the replaced tree grew from.
   caf::optional<std::string> replaced_head;
+  /// What the runs changed in the replaced tree (its checkpoint's write
+  /// set when keep_pre_rollback keeps it).
+  write_interval replaced_writes;
 };
 
 using run_ptr = std::shared_ptr<rollback_run>;
@@ -179,7 +182,9 @@ static void keep_replaced_tree(const run_ptr& run) {
         row.generation = gen.as_int64();
         owner->state.dag.adopt(row);
         ++owner->state.checkpoints_created;
-        settle_checkpoint(owner, row, run->faults, false);
+        settle_checkpoint(owner, row, run->faults, false,
+                          adopt_writes(owner, row.checkpoint_id,
+                                       std::move(run->replaced_writes)));
         rollback_reply(run, expected<std::string>{row.checkpoint_id});
         prune(owner, [](json::array) {});
       },
@@ -215,7 +220,7 @@ static void rollback_finish(const run_ptr& run) {
         auto& state = run->self->state;
         state.dag.move_head(run->target);
         ++state.rollbacks;
-        restart_writes(run->self);
+        run->replaced_writes = restart_writes(run->self);
         if (policy_of(run->self).keep_pre_rollback)
           keep_replaced_tree(run);
         else

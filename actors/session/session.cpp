@@ -299,6 +299,7 @@ session_actor::behavior_type session(session_facets::self_ptr self,
   self->state.started = std::chrono::steady_clock::now();
   load_turns(self);
   load_share(self);
+  load_write_sets(self);
   arm_interval(self);
   self->attach_functor(
       [lane = self->state.lane, reads = self->state.read_lane] {

@@ -197,6 +197,10 @@ struct session_state {
   uint64_t write_subvol = 0;
   /// Write records received.
   uint64_t write_records = 0;
+  /// The sealed intervals of earlier incarnations are back from the
+  /// catalog; until then diffs that name writers wait in `writes_waiting`.
+  bool writes_loaded = false;
+  std::vector<std::function<void()>> writes_waiting;
   /// The homes runs were given (where they saw the workspace besides
   /// /workspace).
   std::set<std::string> run_homes;

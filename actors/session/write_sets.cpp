@@ -11,7 +11,8 @@ namespace {
 
 void merge(std::vector<file_writer>& writers, const file_writer& w) {
   for (auto& x : writers)
-    if (x.process_id == w.process_id && x.run_id == w.run_id) {
+    if (x.process_id == w.process_id && x.run_id == w.run_id &&
+        x.action == w.action && x.origin == w.origin) {
       x.ops |= w.ops;
       x.first_ns = std::min(x.first_ns, w.first_ns);
       x.last_ns = std::max(x.last_ns, w.last_ns);
@@ -56,21 +57,32 @@ void write_sets::lose(uint64_t count, bool in_last_sealed_too) {
 
 void write_sets::seal(const std::string& id, uint64_t begin_ns,
                       uint64_t end_ns) {
+  // The live interval becomes the sealed one as a whole (no copy: a
+  // checkpoint after thousands of changes answers after this); writers
+  // seen since the snapshot began are copied on, and those first seen
+  // after it ended leave it.
   write_interval next;
   write_interval& done = sealed_[id];
-  done.lost = live_.lost;
-  for (auto& [ino, writers] : live_.by_inode)
-    for (auto& w : writers) {
-      if (w.first_ns <= end_ns)
-        done.add(ino, w);
-      if (w.last_ns >= begin_ns)
-        next.add(ino, w);
+  done = std::move(live_);
+  for (auto it = done.by_inode.begin(); it != done.by_inode.end();) {
+    auto& writers = it->second;
+    for (auto w = writers.begin(); w != writers.end();) {
+      if (w->last_ns >= begin_ns)
+        next.add(it->first, *w);
+      if (w->first_ns > end_ns)
+        w = writers.erase(w);
+      else
+        ++w;
     }
-  for (auto& c : live_.by_name) {
-    if (c.writer.first_ns <= end_ns)
-      done.add(c);
+    it = writers.empty() ? done.by_inode.erase(it) : std::next(it);
+  }
+  auto names = std::move(done.by_name);
+  done.by_name.clear();
+  for (auto& c : names) {
     if (c.writer.last_ns >= begin_ns)
-      next.add(std::move(c));
+      next.add(c);
+    if (c.writer.first_ns <= end_ns)
+      done.add(std::move(c));
   }
   live_ = std::move(next);
   last_ = id;
@@ -94,6 +106,7 @@ void write_sets::drop(const std::string& id,
     if (c == sealed_.end())
       continue; // not recorded: stays so
     c->second.lost += it->second.lost;
+    c->second.partial = c->second.partial || it->second.partial;
     for (const auto& [ino, writers] : it->second.by_inode)
       for (const auto& w : writers)
         c->second.add(ino, w);
@@ -110,6 +123,15 @@ void write_sets::drop(const std::string& id,
 const write_interval* write_sets::sealed(const std::string& id) const {
   auto it = sealed_.find(id);
   return it == sealed_.end() ? nullptr : &it->second;
+}
+
+write_interval* write_sets::sealed(const std::string& id) {
+  auto it = sealed_.find(id);
+  return it == sealed_.end() ? nullptr : &it->second;
+}
+
+void write_sets::restore(const std::string& id, write_interval i) {
+  sealed_.emplace(id, std::move(i));
 }
 
 std::vector<std::string> write_op_names(uint32_t ops) {

@@ -7,6 +7,8 @@
 // writes facet (writes.cpp) owns one.
 #pragma once
 
+#include "messages/errors.hpp"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -14,7 +16,9 @@
 
 namespace allox {
 
-/// One process of a run that changed a file in an interval.
+/// One process of a run that changed a file in an interval, or the daemon
+/// itself serving a request (file.write, an upload, share): then `run_id`
+/// is empty and `action`/`origin` name the request.
 struct file_writer {
   std::string run_id;
   std::string process_id;
@@ -24,6 +28,8 @@ struct file_writer {
   /// CLOCK_BOOTTIME of its first and last record in the interval.
   uint64_t first_ns = 0;
   uint64_t last_ns = 0;
+  std::string action;
+  std::string origin;
 };
 
 /// A change by name (unlink, rename, link, by-path truncate or chmod):
@@ -36,6 +42,8 @@ struct named_change {
   std::string path;
   bool absolute = false;
   file_writer writer;
+  /// Every path beneath `path` too (the daemon unpacking a tar there).
+  bool subtree = false;
 };
 
 /// What the session's runs changed between two checkpoints (or since the
@@ -47,6 +55,15 @@ struct write_interval {
   /// Write records the kernel lost in the interval: its changes that no
   /// record explains read `unattributed: "loss"`.
   uint64_t lost = 0;
+  /// Its records begin after it did (the daemon restarted within it): a
+  /// change no record explains reads `unattributed: "not_recorded"`.
+  bool partial = false;
+
+  /// The command of each run and the last program of each process named
+  /// above, kept with the interval so that a diff names them after the
+  /// runs are gone (filled when the interval is sealed).
+  std::map<std::string, std::vector<std::string>> commands;
+  std::map<std::string, std::string> exes;
 
   /// Adds one record's writer of an inode (merged with the same process's
   /// earlier ones).
@@ -55,6 +72,11 @@ struct write_interval {
   void add(const named_change& c);
   bool empty() const { return by_inode.empty() && by_name.empty(); }
 };
+
+/// The interval as the catalog keeps it (JSON text), and back; a body
+/// that does not decode is an error, never a partial interval.
+std::string encode(const write_interval& i);
+expected<write_interval> decode_write_interval(const std::string& body);
 
 /// The live interval and the sealed ones, by checkpoint id.
 class write_sets {
@@ -77,14 +99,20 @@ public:
   /// Starts a fresh live interval (rollback, fork): nothing written before
   /// belongs to the tree that follows.
   void restart();
+  /// The live interval lost its earlier records (a restart).
+  void mark_partial() { live_.partial = true; }
   /// A deleted checkpoint's interval goes into its children's (whose
   /// intervals now start where it started).
   void drop(const std::string& id, const std::vector<std::string>& children);
+  /// Puts back an interval sealed before a restart (from the catalog);
+  /// one sealed since is kept.
+  void restore(const std::string& id, write_interval i);
 
   const write_interval& live() const { return live_; }
   /// The interval sealed with checkpoint `id`; null when there is none
   /// (taken before write provenance, or before a daemon restart).
   const write_interval* sealed(const std::string& id) const;
+  write_interval* sealed(const std::string& id);
   size_t sealed_count() const { return sealed_.size(); }
 
 private:

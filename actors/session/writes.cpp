@@ -5,14 +5,20 @@
 //            only inodes of this session's current/ subvolume
 //                                     -> write_sets (live, or last sealed)
 //   checkpoint.create: begin_write_cut (TRACKER: new generation) ->
-//            snapshot -> seal_writes(id)
+//            snapshot -> seal_writes(id) -> its write_set_row goes to
+//            METADATA with the checkpoint's row
+//   checkpoint.delete: write_sets.drop -> write_set_rows (the children's)
+//   file.write, upload, tar, share: note_daemon_write (the RPC's action)
+//   start: load_write_sets (METADATA) -> writes_ready -> waiting diffs
 //   session.rollback: restart_writes (a new current/ subvolume)
 //   checkpoint.diff {writers}: writers_between (on the actor) ->
 //            name_writers per change (on the worker, with the trees)
 #include "actors/session/handlers.hpp"
 #include "bpf/process.h"
+#include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_diff.hpp"
+#include "guest/os/fs.hpp"
 
 #include <caf/send.hpp>
 
@@ -22,6 +28,11 @@
 #include <set>
 
 namespace allox::session_facets {
+
+namespace {
+/// When this daemon started (wall clock, as session rows' created_ns).
+const int64_t process_started_ns = os::now_ns();
+} // namespace
 
 /// What a diff needs to name writers, copied off the actor.
 struct diff_writers {
@@ -98,10 +109,13 @@ std::string workspace_path(const diff_writers& w, const named_change& c,
                            const std::string& to_dir,
                            std::map<uint64_t, std::string>& dirs) {
   if (c.absolute) {
-    for (const auto& m : w.mounts)
+    for (const auto& m : w.mounts) {
+      if (c.path == m)
+        return "/"; // the workspace itself (a subtree change)
       if (c.path.size() > m.size() && c.path.compare(0, m.size(), m) == 0 &&
           c.path[m.size()] == '/')
         return joined("", c.path.substr(m.size() + 1));
+    }
     return {};
   }
   if (c.subvol == 0)
@@ -122,7 +136,8 @@ std::string workspace_path(const diff_writers& w, const named_change& c,
 void add_writer(const diff_writers& w, const file_writer& f,
                 std::vector<change_writer>& out) {
   for (auto& x : out)
-    if (x.process_id == f.process_id && x.run_id == f.run_id) {
+    if (x.process_id == f.process_id && x.run_id == f.run_id &&
+        x.action == f.action && x.origin == f.origin) {
       for (auto& op : write_op_names(f.ops))
         if (std::find(x.ops.begin(), x.ops.end(), op) == x.ops.end())
           x.ops.push_back(op);
@@ -133,6 +148,8 @@ void add_writer(const diff_writers& w, const file_writer& f,
   c.process_id = f.process_id;
   c.pid = f.pid;
   c.ops = write_op_names(f.ops);
+  c.action = f.action;
+  c.origin = f.origin;
   if (auto it = w.exes.find(f.process_id); it != w.exes.end())
     c.exe = it->second;
   if (auto it = w.commands.find(f.run_id); it != w.commands.end())
@@ -153,11 +170,15 @@ void on_write_batch(self_ptr self, const write_record_batch& b) {
     // workspace's: their numbers would collide with ours.
     if (r.subvol != 0 && r.subvol != current_subvol(self))
       continue;
-    file_writer w{run->second, r.process_id, r.pid,
-                  1u << r.op,  r.time_ns,    r.time_ns};
+    file_writer w;
+    w.run_id = run->second;
+    w.process_id = r.process_id;
+    w.pid = r.pid;
+    w.ops = 1u << r.op;
+    w.first_ns = w.last_ns = r.time_ns;
     if (r.by_name)
-      st.writes.add(r.time_ns,
-                    named_change{r.subvol, r.ino, r.path, r.absolute, w});
+      st.writes.add(r.time_ns, named_change{r.subvol, r.ino, r.path, r.absolute,
+                                            w, false});
     else if (r.subvol != 0)
       st.writes.add(r.time_ns, r.ino, w);
   }
@@ -173,14 +194,167 @@ uint64_t begin_write_cut(self_ptr self) {
   return boottime_ns();
 }
 
-void seal_writes(self_ptr self, const std::string& id, uint64_t begin_ns) {
-  self->state.writes.seal(id, begin_ns, boottime_ns());
+namespace {
+
+bool recording(self_ptr self) {
+  const auto& cfg = self->state.runs.config;
+  return cfg && cfg->tracker && cfg->write_provenance;
 }
 
-void restart_writes(self_ptr self) {
+/// Copies the command of each run and the program of each process that
+/// `i` names, while the session still has their rows.
+void name_runs(self_ptr self, write_interval& i) {
+  auto& st = self->state;
+  auto note = [&](const file_writer& w) {
+    if (w.run_id.empty() || i.commands.count(w.run_id) > 0)
+      return;
+    auto it = st.runs.runs.find(w.run_id);
+    if (it == st.runs.runs.end())
+      return;
+    const auto& row = it->second.row;
+    i.commands[w.run_id] = row.argv ? *row.argv : std::vector<std::string>{};
+    for (const auto& [pid, p] : row.processes) {
+      const auto* f = p.as_object().if_contains("filenames");
+      if (f != nullptr && f->is_array() && !f->as_array().empty() &&
+          f->as_array().back().is_string())
+        i.exes[std::string{pid}] =
+            std::string{f->as_array().back().as_string()};
+    }
+  };
+  for (const auto& [ino, writers] : i.by_inode)
+    for (const auto& w : writers)
+      note(w);
+  for (const auto& c : i.by_name)
+    note(c.writer);
+}
+
+write_set_row row_of(self_ptr self, const std::string& id,
+                     const write_interval& i) {
+  auto& st = self->state;
+  return {st.agent_id(), st.session_id(), id, encode(i)};
+}
+
+} // namespace
+
+caf::optional<write_set_row> seal_writes(self_ptr self, const std::string& id,
+                                         uint64_t begin_ns) {
+  auto& st = self->state;
+  st.writes.seal(id, begin_ns, boottime_ns());
+  auto* sealed = st.writes.sealed(id);
+  if (!recording(self) || sealed == nullptr ||
+      (sealed->empty() && sealed->lost == 0 && !sealed->partial))
+    return caf::none;
+  name_runs(self, *sealed);
+  return row_of(self, id, *sealed);
+}
+
+std::vector<write_set_row> write_set_rows(self_ptr self,
+                                          const std::vector<std::string>& ids) {
+  std::vector<write_set_row> out;
+  for (const auto& id : ids)
+    if (const auto* i = self->state.writes.sealed(id))
+      out.push_back(row_of(self, id, *i));
+  return out;
+}
+
+void load_write_sets(self_ptr self) {
+  auto& st = self->state;
+  // A session older than this actor (a restart of the daemon or of the
+  // actor) lost its live interval's records: what it changed before reads
+  // `not_recorded`, never `untracked`.
+  if (st.init.restarts > 0 || st.init.row.created_ns < process_started_ns)
+    st.writes.mark_partial();
+  if (!st.init.metadata) {
+    st.writes_loaded = true;
+    return;
+  }
+  auto done = [self] {
+    auto& state = self->state;
+    state.writes_loaded = true;
+    auto waiting = std::move(state.writes_waiting);
+    state.writes_waiting.clear();
+    for (auto& f : waiting)
+      f();
+  };
+  self->request(st.init.metadata, caf::infinite, atom::writes_v,
+                session_ref{st.agent_id(), st.session_id()})
+      .then(
+          [self, done](write_set_page& page) {
+            auto& state = self->state;
+            for (auto& r : page.rows) {
+              if (state.dag.find(r.checkpoint_id) == nullptr)
+                continue; // deleted meanwhile: its row goes with it
+              auto i = decode_write_interval(r.body);
+              if (!i) {
+                // Unreadable: the interval reads `not_recorded`.
+                log::warn("session", "write set of " + r.checkpoint_id + ": " +
+                                         message_of(i.error()));
+                continue;
+              }
+              state.writes.restore(r.checkpoint_id, std::move(*i));
+            }
+            done();
+          },
+          [self, done](caf::error& err) {
+            log::warn("session", "loading write sets of " + self->state.key() +
+                                     ": " + message_of(err));
+            done();
+          });
+}
+
+bool writes_ready(self_ptr self, std::function<void()> later) {
+  auto& st = self->state;
+  if (st.writes_loaded)
+    return true;
+  st.writes_waiting.push_back(std::move(later));
+  return false;
+}
+
+void note_daemon_write(self_ptr self, const std::string& action,
+                       const std::string& origin, const std::string& path,
+                       uint32_t op, bool subtree) {
+  // As for runs' records: kept only while write provenance is on, so that
+  // a change without writers reads the same in memory and after a restart.
+  if (!recording(self))
+    return;
+  auto now = boottime_ns();
+  file_writer w;
+  w.action = action;
+  w.origin = origin.empty() ? "rpc" : origin;
+  w.ops = 1u << op;
+  w.first_ns = w.last_ns = now;
+  named_change c;
+  c.path = "/workspace";
+  if (!path.empty() && path != "/" && path != ".")
+    c.path += (path.front() == '/' ? "" : "/") + path;
+  c.absolute = true;
+  c.subtree = subtree;
+  c.writer = std::move(w);
+  self->state.writes.add(now, c);
+}
+
+write_interval restart_writes(self_ptr self) {
+  auto replaced = self->state.writes.live();
   self->state.writes.restart();
   self->state.write_subvol = 0;
+  return replaced;
 }
+
+caf::optional<write_set_row> adopt_writes(self_ptr self, const std::string& id,
+                                          write_interval replaced) {
+  if (!recording(self))
+    return caf::none;
+  name_runs(self, replaced);
+  auto row = row_of(self, id, replaced);
+  self->state.writes.restore(id, std::move(replaced));
+  return row;
+}
+
+namespace {
+/// The commands and programs of the runs `w` names, where runs saw the
+/// workspace, and whether records are taken.
+void name_processes(self_ptr self, diff_writers& into);
+} // namespace
 
 std::shared_ptr<const diff_writers>
 writers_between(self_ptr self, const std::string& from, const std::string& to,
@@ -207,6 +381,34 @@ writers_between(self_ptr self, const std::string& from, const std::string& to,
   } else {
     walk(to);
   }
+  name_processes(self, *out);
+  return out;
+}
+
+std::shared_ptr<const diff_writers> writers_of(self_ptr self,
+                                               const std::string& id) {
+  auto out = std::make_shared<diff_writers>();
+  if (const auto* sealed = self->state.writes.sealed(id))
+    out->intervals.push_back(*sealed);
+  else
+    out->missing = true;
+  name_processes(self, *out);
+  return out;
+}
+
+namespace {
+
+void name_processes(self_ptr self, diff_writers& into) {
+  auto& st = self->state;
+  auto* out = &into;
+  // Names kept with sealed intervals first (their runs may be gone), then
+  // the session's own rows for the rest.
+  for (const auto& i : out->intervals) {
+    if (i.partial)
+      out->missing = true;
+    out->commands.insert(i.commands.begin(), i.commands.end());
+    out->exes.insert(i.exes.begin(), i.exes.end());
+  }
   std::set<std::string> runs;
   for (const auto& i : out->intervals) {
     for (const auto& [ino, writers] : i.by_inode)
@@ -216,6 +418,8 @@ writers_between(self_ptr self, const std::string& from, const std::string& to,
       runs.insert(c.writer.run_id);
   }
   for (const auto& id : runs) {
+    if (out->commands.count(id) > 0)
+      continue;
     auto it = st.runs.runs.find(id);
     if (it == st.runs.runs.end())
       continue;
@@ -236,8 +440,9 @@ writers_between(self_ptr self, const std::string& from, const std::string& to,
                  st.init.paths.current(st.agent_id(), st.session_id())};
   out->mounts.insert(out->mounts.end(), st.run_homes.begin(),
                      st.run_homes.end());
-  return out;
 }
+
+} // namespace
 
 void name_writers(const diff_writers& w, const std::string& from_dir,
                   const std::string& to_dir,
@@ -246,12 +451,18 @@ void name_writers(const diff_writers& w, const std::string& from_dir,
   // Changes by name, resolved once per diff.
   std::map<uint64_t, std::string> dirs;
   std::map<std::string, std::vector<const file_writer*>> by_path;
+  // Subtrees the daemon wrote (an unpacked tar): prefix -> writer.
+  std::vector<std::pair<std::string, const file_writer*>> trees;
   uint64_t lost = 0;
   for (const auto& i : w.intervals) {
     lost += i.lost;
     for (const auto& c : i.by_name) {
       auto p = workspace_path(w, c, from_dir, to_dir, dirs);
-      if (!p.empty())
+      if (p.empty())
+        continue;
+      if (c.subtree)
+        trees.emplace_back(p == "/" ? "" : p + "/", &c.writer);
+      if (p != "/")
         by_path[p].push_back(&c.writer);
     }
   }
@@ -268,6 +479,9 @@ void name_writers(const diff_writers& w, const std::string& from_dir,
       }
     if (auto it = by_path.find(e.path); it != by_path.end())
       for (const auto* f : it->second)
+        add_writer(w, *f, out.writers);
+    for (const auto& [prefix, f] : trees)
+      if (e.path.compare(0, prefix.size(), prefix) == 0)
         add_writer(w, *f, out.writers);
     if (out.writers.empty())
       out.unattributed = !w.recording || w.missing ? "not_recorded"

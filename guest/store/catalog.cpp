@@ -3,6 +3,7 @@
 
 #include "guest/os/unique_fd.hpp"
 #include "guest/store/catalog_runs.hpp"
+#include "guest/store/catalog_writes.hpp"
 #include "guest/store/migrations.hpp"
 #include "guest/store/sqlite_statement.hpp"
 
@@ -522,6 +523,10 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
         exec("ROLLBACK");
         return err;
       }
+    if (auto err = apply_write_sets(*stmts_, *w)) {
+      exec("ROLLBACK");
+      return err;
+    }
     for (const auto& e : w->audit) {
       put_audit.bind(1, e.timestamp_ns);
       put_audit.bind(2, e.op);
@@ -542,6 +547,10 @@ caf::error catalog::apply(const std::vector<const metadata_write*>& writes) {
 
 expected<run_page> catalog::runs(const run_query& q) {
   return query_runs(db_, q);
+}
+
+expected<write_set_page> catalog::write_sets(const session_ref& s) {
+  return query_write_sets(db_, s);
 }
 
 expected<json::value> catalog::audit(const audit_query& q) {

@@ -69,6 +69,9 @@ public:
   /// One run, or a page of a session's runs (oldest first).
   expected<run_page> runs(const run_query& q);
 
+  /// One session's checkpoints' write sets.
+  expected<write_set_page> write_sets(const session_ref& s);
+
   /// Audit records matching the query, oldest first:
   /// {events:[...], next_cursor, has_more}.
   expected<json::value> audit(const audit_query& query);

@@ -115,6 +115,17 @@ const char* const migration_steps[] = {
     R"sql(
     ALTER TABLE sessions ADD COLUMN front_record TEXT;
   )sql",
+    // 11: what each checkpoint's interval changed and who did it (write
+    // provenance; body: the session's JSON text of the interval).
+    R"sql(
+    CREATE TABLE write_sets (
+      agent_id      TEXT NOT NULL,
+      session_id    TEXT NOT NULL,
+      checkpoint_id TEXT NOT NULL,
+      body          TEXT NOT NULL,
+      PRIMARY KEY (agent_id, session_id, checkpoint_id)
+    ) WITHOUT ROWID;
+  )sql",
 };
 
 const size_t migration_count = std::size(migration_steps);

@@ -75,6 +75,21 @@ struct checkpoint_diff {
   bool writers = false;
 };
 
+/// file.history {path, cursor?, limit?}: the checkpoints on the head's
+/// line that changed `path` (a workspace path), newest first, each with
+/// the writers of its change. `cursor`: the last checkpoint of the
+/// previous page.
+struct file_history {
+  static inline const char* name = "file.history";
+  static file_history decode(params::reader& r);
+  /// What the session answers (the native front encodes it).
+  using reply = history_page;
+  session_ref session;
+  std::string path;
+  std::string cursor;
+  int64_t limit = 20;
+};
+
 /// checkpoint.create {checkpoint_id?, message?, metadata?, pinned?, origin?}.
 struct checkpoint_create {
   static inline const char* name = "checkpoint.create";
@@ -144,6 +159,12 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_describe& x) {
   return f(caf::meta::type_name("checkpoint_describe"), x.session,
            x.checkpoint_id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_history& x) {
+  return f(caf::meta::type_name("file_history"), x.session, x.path, x.cursor,
+           x.limit);
 }
 
 template <class Inspector>

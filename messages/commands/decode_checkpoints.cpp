@@ -33,6 +33,15 @@ checkpoint_diff checkpoint_diff::decode(params::reader& r) {
   return c;
 }
 
+file_history file_history::decode(params::reader& r) {
+  file_history c;
+  c.path = r.required_string("path");
+  c.cursor = r.optional_string("cursor");
+  c.limit = r.optional_int("limit", 20);
+  r.check(c.limit >= 1 && c.limit <= 1000, "limit must be 1..1000");
+  return c;
+}
+
 checkpoint_create checkpoint_create::decode(params::reader& r) {
   checkpoint_create c;
   c.req = r.take(params::decode_checkpoint_create(r.params()));

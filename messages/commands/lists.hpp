@@ -26,8 +26,8 @@ using session_commands = caf::detail::type_list<
     // lifecycle (session.cpp, lifecycle.cpp)
     session_describe, session_delete, debug_fault,
     // checkpoints (checkpoints.cpp, rollback.cpp)
-    checkpoint_list, checkpoint_describe, checkpoint_diff, checkpoint_create,
-    checkpoint_delete, session_rollback, session_fork_into,
+    checkpoint_list, checkpoint_describe, checkpoint_diff, file_history,
+    checkpoint_create, checkpoint_delete, session_rollback, session_fork_into,
     // files (files.cpp)
     file_stat, file_list, file_read, file_write, file_mkdir, file_remove,
     file_move, file_transfer, file_search, file_replace, file_watch,

@@ -62,6 +62,11 @@ enum class path_change_kind { added, modified, deleted };
 
 /// A process of a tracked run that changed a path (write provenance).
 struct change_writer {
+  /// The daemon's own change, serving a request: its action ("file.write",
+  /// "file.upload"...) and the front it came through ("rpc", "e2b",
+  /// "mcp"); the run fields are then empty.
+  std::string action;
+  std::string origin;
   std::string run_id;
   /// "<boot id>:<start ns>:<pid>", and the pid.
   std::string process_id;
@@ -123,6 +128,29 @@ struct diff_page {
   bool with_writers = false;
 };
 
+/// One checkpoint that changed a path (file.history): how, and who.
+struct history_entry {
+  std::string checkpoint_id;
+  /// The checkpoint it was compared with; none for the first one.
+  caf::optional<std::string> parent_id;
+  int64_t created_at_ns = 0;
+  /// The path's change from the parent to this checkpoint, with its
+  /// writers (or why none is named).
+  path_change change;
+};
+
+/// file.history: the checkpoints that changed a path, newest first.
+struct history_page {
+  std::string agent_id;
+  std::string session_id;
+  std::string path;
+  std::vector<history_entry> entries;
+  /// The last checkpoint looked at (the next page's cursor) when more
+  /// may follow.
+  caf::optional<std::string> next_cursor;
+  bool has_more = false;
+};
+
 /// session.rollback (and rollback_after_runtime_reset): the checkpoint
 /// current/ was restored from.
 struct rollback_result {
@@ -168,4 +196,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::checkpoint_page)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::checkpoint_created)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::checkpoint_deleted)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::diff_page)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::history_page)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::rollback_result)

@@ -95,6 +95,46 @@ json::object to_json(const checkpoint_deleted& d) {
           {"deleted", true}};
 }
 
+json::object to_json(const change_writer& w) {
+  if (!w.action.empty())
+    return {{"kind", "daemon"},
+            {"action", w.action},
+            {"origin", w.origin},
+            {"ops", strings(w.ops)}};
+  json::object o{{"kind", "run"},
+                 {"run_id", w.run_id},
+                 {"process_id", w.process_id},
+                 {"pid", w.pid}};
+  o["run_argv"] = w.run_argv ? json::value(strings(*w.run_argv)) : nullptr;
+  o["exe"] = opt(w.exe);
+  o["ops"] = strings(w.ops);
+  return o;
+}
+
+json::object to_json(const history_page& p) {
+  json::array history;
+  for (const auto& e : p.entries) {
+    json::object o{{"checkpoint_id", e.checkpoint_id}};
+    o["parent_id"] = opt(e.parent_id);
+    o["created_at_ns"] = e.created_at_ns;
+    o["change"] = to_string(e.change.change);
+    o["type"] = e.change.type;
+    json::array writers;
+    for (const auto& w : e.change.writers)
+      writers.emplace_back(to_json(w));
+    o["writers"] = std::move(writers);
+    o["unattributed"] = opt(e.change.unattributed);
+    history.emplace_back(std::move(o));
+  }
+  json::object o{{"agent_id", p.agent_id},
+                 {"session_id", p.session_id},
+                 {"path", p.path},
+                 {"history", std::move(history)}};
+  o["next_cursor"] = opt(p.next_cursor);
+  o["has_more"] = p.has_more;
+  return o;
+}
+
 json::object to_json(const diff_page& p) {
   json::object o{
       {"agent_id", p.agent_id}, {"session_id", p.session_id}, {"from", p.from}};
@@ -107,15 +147,8 @@ json::object to_json(const diff_page& p) {
         {"path", c.path}, {"change", to_string(c.change)}, {"type", c.type}};
     if (p.with_writers) {
       json::array writers;
-      for (const auto& w : c.writers) {
-        json::object wo{
-            {"run_id", w.run_id}, {"process_id", w.process_id}, {"pid", w.pid}};
-        wo["run_argv"] =
-            w.run_argv ? json::value(strings(*w.run_argv)) : nullptr;
-        wo["exe"] = opt(w.exe);
-        wo["ops"] = strings(w.ops);
-        writers.emplace_back(std::move(wo));
-      }
+      for (const auto& w : c.writers)
+        writers.emplace_back(to_json(w));
       change["writers"] = std::move(writers);
       change["unattributed"] = opt(c.unattributed);
     }

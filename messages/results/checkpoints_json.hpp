@@ -18,7 +18,14 @@ json::object to_json(const checkpoint_created& c);
 json::object to_json(const checkpoint_deleted& d);
 /// {agent_id, session_id, from, to, base_checkpoint, changes, counts,
 /// next_cursor, has_more, method, stats}.
+/// One writer of a change: a run's process ({kind: "run", ...}) or the
+/// daemon serving a request ({kind: "daemon", action, origin, ops}).
+json::object to_json(const change_writer& w);
 json::object to_json(const diff_page& p);
+/// {agent_id, session_id, path, history: [{checkpoint_id, parent_id,
+/// created_at, change, type, writers, unattributed}], next_cursor,
+/// has_more}.
+json::object to_json(const history_page& p);
 /// {agent_id, session_id, checkpoint_id, relative_workspace,
 /// removed_runtime_entries, terminated_process_runs?,
 /// pre_rollback_checkpoint_id?, pre_rollback_error?}.

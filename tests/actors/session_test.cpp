@@ -59,6 +59,9 @@ metadata_actor::behavior_type fake_metadata(catalog_ptr log) {
         log->queries.push_back(q);
         return log->page;
       },
+      [](atom::writes, const session_ref&) -> caf::result<write_set_page> {
+        return write_set_page{};
+      },
       [](atom::stats) { return actor_stats{}; },
   };
 }

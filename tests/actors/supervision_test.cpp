@@ -90,6 +90,9 @@ metadata_actor::behavior_type fake_metadata(metadata_actor::pointer self,
       [](atom::runs, const run_query&) -> caf::result<run_page> {
         return run_page{};
       },
+      [](atom::writes, const session_ref&) -> caf::result<write_set_page> {
+        return write_set_page{};
+      },
       [](atom::stats) { return actor_stats{}; },
   };
 }

@@ -12,7 +12,13 @@ using namespace allox;
 namespace {
 
 file_writer writer(const std::string& process, uint32_t op, uint64_t t) {
-  return {"run-1", process, 7, 1u << op, t, t};
+  file_writer w;
+  w.run_id = "run-1";
+  w.process_id = process;
+  w.pid = 7;
+  w.ops = 1u << op;
+  w.first_ns = w.last_ns = t;
+  return w;
 }
 
 std::vector<std::string> processes(const write_interval* i, uint64_t ino) {
@@ -66,7 +72,7 @@ TEST_CASE("write sets: a seal splits the records by the snapshot's time") {
 TEST_CASE("write sets: changes by name, losses, rollback and deletion") {
   write_sets s;
   s.add(10, named_change{256, 256, "gone.txt", false,
-                         writer("rm", ALLOX_WRITE_UNLINK, 10)});
+                         writer("rm", ALLOX_WRITE_UNLINK, 10), false});
   s.lose(3, true);
   s.seal("c1", 20, 30);
   REQUIRE(s.sealed("c1") != nullptr);
@@ -92,4 +98,49 @@ TEST_CASE("write sets: changes by name, losses, rollback and deletion") {
   s.add(55, 11, writer("y", ALLOX_WRITE_DATA, 55));
   CHECK(processes(s.sealed("c2"), 11).empty());
   CHECK(processes(&s.live(), 11) == std::vector<std::string>{"y"});
+}
+
+TEST_CASE("write sets: an interval survives the catalog's text") {
+  write_interval i;
+  i.add(257, writer("p1", ALLOX_WRITE_DATA, 5));
+  i.add(257, writer("p2", ALLOX_WRITE_TRUNCATE, 6));
+  auto daemon = writer("", ALLOX_WRITE_DATA, 7);
+  daemon.run_id.clear();
+  daemon.action = "file.write";
+  daemon.origin = "rpc";
+  i.add(named_change{0, 0, "/workspace/a/b", true, daemon, true});
+  i.lost = 4;
+  i.commands["run-1"] = {"sh", "-c", "echo > x"};
+  i.exes["p1"] = "/usr/bin/sh";
+  auto back = decode_write_interval(encode(i));
+  REQUIRE(back);
+  CHECK(back->lost == 4);
+  CHECK(processes(&*back, 257) == std::vector<std::string>{"p1", "p2"});
+  REQUIRE(back->by_name.size() == 1);
+  const auto& c = back->by_name.front();
+  CHECK(c.path == "/workspace/a/b");
+  CHECK(c.absolute);
+  CHECK(c.subtree);
+  CHECK(c.writer.action == "file.write");
+  CHECK(c.writer.origin == "rpc");
+  CHECK(c.writer.ops == 1u << ALLOX_WRITE_DATA);
+  CHECK(back->commands.at("run-1") ==
+        std::vector<std::string>{"sh", "-c", "echo > x"});
+  CHECK(back->exes.at("p1") == "/usr/bin/sh");
+  // Bad text is an error, never a partial interval.
+  CHECK(!decode_write_interval("not json"));
+  CHECK(!decode_write_interval("{\"version\": 2}"));
+  CHECK(!decode_write_interval(
+      "{\"version\": 1, \"lost\": 0, \"inodes\": [{\"ino\": 1}], "
+      "\"names\": []}"));
+  // A writer index past the table.
+  CHECK(!decode_write_interval(
+      "{\"version\": 1, \"lost\": 0, \"writers\": [], \"inodes\": "
+      "[[5, 0, 2]], \"names\": []}"));
+  // A name that is not UTF-8 (a path is bytes) still reads back.
+  write_interval odd;
+  odd.add(named_change{1, 2, "bad\xff\"name\n", false, daemon, false});
+  auto read = decode_write_interval(encode(odd));
+  REQUIRE(read);
+  CHECK(read->by_name.front().path == "bad\xef\xbf\xbd\"name\n");
 }

@@ -63,6 +63,8 @@ std::map<std::string, step> scenario(const std::string& format) {
   // Runs untracked here: every change says why no writer is named.
   go("checkpoint-diff-writers",
      {"checkpoint", "diff", "c1", "--to", "c2", "--writers"});
+  // The checkpoints that changed a path, newest first.
+  go("file-history", {"file", "history", "a.txt"});
   go("rollback", {"rollback", "c1"});
   c.run({"checkpoint", "create", "c3", "-m", "branch"});
   c.run({"checkpoint", "create", "c4"});

@@ -86,17 +86,17 @@ TEST_CASE("console: a run's row carries its argv, and its start and end are "
   REQUIRE(limits + 1 != keys.end());
   CHECK(*(limits + 1) == "argv");
   // The catalog's row, which process.list pages (and the console reads).
-  auto page = expect_ok(
-      c.rpc("process.list",
-            with(ids("console-agent", "console-s"), {{"limit", 10}})));
+  auto page =
+      expect_ok(c.rpc("process.list", with(ids("console-agent", "console-s"),
+                                           {{"limit", 10}})));
   REQUIRE(page.at("runs").as_array().size() == 1);
   CHECK(page.at("runs").as_array()[0].as_object().at("argv") ==
         json::value(argv));
   // A run stopped on request ends in the trail as stopped.
   auto live = run_id(sh(c, "console-agent", "console-s", "sleep 30"));
-  auto stopped = expect_ok(c.rpc(
-      "process.stop",
-      with(ids("console-agent", "console-s"), {{"run_id", live}})));
+  auto stopped =
+      expect_ok(c.rpc("process.stop", with(ids("console-agent", "console-s"),
+                                           {{"run_id", live}})));
   CHECK(stopped.at("state") == "stopped");
   auto starts = audit_of(c, "process.start");
   CHECK(starts.size() == 2);
@@ -135,7 +135,8 @@ TEST_CASE("console: a run's row carries its argv, and its start and end are "
 
 TEST_CASE("console: the page shows the daemon's actors, sessions, runs and "
           "audit in Chromium") {
-  auto opts = with_execution();
+  // Tracked runs, so that the diff view names who wrote each change.
+  auto opts = with_execution({"--process-tracking", "ebpf"});
   opts.token = "tok";
   daemon_process d{opts};
   d.start();
@@ -164,9 +165,9 @@ TEST_CASE("console: the page shows the daemon's actors, sessions, runs and "
   CHECK(wait_done(c, "console-agent", "console-s", many).at("state") ==
         "completed");
   write("branch.txt");
-  auto branch = expect_ok(c.rpc("checkpoint.create",
-                                with(ids("console-agent", "console-s"),
-                                     {{"message", "branch"}})));
+  auto branch = expect_ok(
+      c.rpc("checkpoint.create",
+            with(ids("console-agent", "console-s"), {{"message", "branch"}})));
   auto first_id = std::string{first.at("checkpoint_id").as_string()};
   auto branch_id = std::string{branch.at("checkpoint_id").as_string()};
   auto branch_diff = expect_ok(
@@ -224,13 +225,16 @@ TEST_CASE("console: the page shows the daemon's actors, sessions, runs and "
   // one page of it and a button for the next.
   auto opened = chromium("--dump-dom", url + "&checkpoint=" + branch_id);
   INFO(opened.substr(0, 2000));
-  CHECK(opened.find("data-diff-to=\"" + branch_id + "\"") !=
-        std::string::npos);
+  CHECK(opened.find("data-diff-to=\"" + branch_id + "\"") != std::string::npos);
   CHECK(opened.find("data-diff-from=\"" + first_id + "\"") !=
         std::string::npos);
   CHECK(opened.find("<tr data-change=\"added\" data-path=\"branch.txt\">") !=
         std::string::npos);
   CHECK(opened.find("data-path=\"many/f1\"") != std::string::npos);
+  // Who wrote each: the daemon serving file.write, a run's shell.
+  CHECK(opened.find("data-writers=\"allox-control-plane:file.write write\"") !=
+        std::string::npos);
+  CHECK(opened.find("data-writers=\"" + many + "/") != std::string::npos);
   // Against its parent: neither the other branch's file nor the parent's.
   CHECK(opened.find("data-path=\"second.txt\"") == std::string::npos);
   CHECK(opened.find("data-path=\"notes.txt\"") == std::string::npos);

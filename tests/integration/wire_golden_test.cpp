@@ -137,6 +137,8 @@ TEST_CASE("wire: store, agents, sessions, files, checkpoints, rollback and "
   w.call("checkpoint.describe", with(s, {{"checkpoint_id", "zz"}}));
   w.call("checkpoint.diff", with(s, {{"from", "c1"}, {"to", "c2"}}));
   w.call("checkpoint.diff", with(s, {{"from", "c1"}}));
+  w.call("file.history", with(s, {{"path", "src/c.txt"}}));
+  w.call("file.history", with(s, {{"path", "../x"}}));
   w.call("session.rollback", with(s, {{"checkpoint_id", "c1"}}));
   w.call("session.rollback", with(s, {{"num_ancestors", 7}}));
   w.call("session.fork",

@@ -29,11 +29,16 @@ std::map<std::string, json::object> diff_by_path(http_client& c,
   return out;
 }
 
-/// The run ids among a change's writers.
+/// The run ids among a change's writers ("origin:action" for the
+/// daemon's own).
 std::set<std::string> writer_runs(const json::object& change) {
   std::set<std::string> out;
   for (const auto& w : change.at("writers").as_array())
-    out.insert(std::string{w.at("run_id").as_string()});
+    if (w.at("kind") == "daemon")
+      out.insert(std::string{w.at("origin").as_string()} + ":" +
+                 std::string{w.at("action").as_string()});
+    else
+      out.insert(std::string{w.at("run_id").as_string()});
   return out;
 }
 
@@ -42,8 +47,9 @@ std::set<std::string> ops_of(const json::object& change,
                              const std::string& exe) {
   std::set<std::string> out;
   for (const auto& w : change.at("writers").as_array()) {
-    const auto& e = w.at("exe");
-    std::string name = e.is_string() ? std::string{e.as_string()} : "";
+    const auto* e = w.as_object().if_contains("exe");
+    std::string name =
+        e != nullptr && e->is_string() ? std::string{e->as_string()} : "";
     if (!exe.empty() &&
         (name.size() < exe.size() ||
          name.compare(name.size() - exe.size(), exe.size(), exe) != 0))
@@ -132,19 +138,188 @@ TEST_CASE("write provenance: checkpoint.diff names the run and the process "
     CHECK(writer_runs(folded["made.txt"]) == std::set<std::string>{a, b});
     CHECK(writer_runs(folded["c.txt"]) == std::set<std::string>{later});
   }
-  SUBCASE("a daemon restart forgets the intervals and says so") {
+  SUBCASE("a kill -9 right after the checkpoint's answer keeps what it "
+          "sealed") {
     expect_ok(c.rpc("checkpoint.create",
                     with(ids("a", "s"), {{"checkpoint_id", "c1"}})));
+    d.crash();
+    d.start();
+    check_interval(with(ids("a", "s"), {{"from", "c0"}, {"to", "c1"}}));
+    // What changed after c1 and before the crash is not known: said so.
+    auto late = run_id(sh(d.client(), "a", "s", "echo late > /workspace/l"));
+    wait_done(d.client(), "a", "s", late);
+    write_file(cur + "/after-restart.txt", "x");
+    auto now = diff_by_path(d.client(), with(ids("a", "s"), {{"from", "c1"}}));
+    CHECK(writer_runs(now["l"]) == std::set<std::string>{late});
+    CHECK(now["after-restart.txt"].at("unattributed") == "not_recorded");
+    // A clean restart keeps them too; deleting the checkpoint removes its
+    // row with it.
     d.stop();
     d.start();
-    auto diff = diff_by_path(
-        d.client(), with(ids("a", "s"), {{"from", "c0"}, {"to", "c1"}}));
-    CHECK(diff["made.txt"].at("unattributed") == "not_recorded");
+    check_interval(with(ids("a", "s"), {{"from", "c0"}, {"to", "c1"}}));
   }
   SUBCASE("without writers the diff is as before") {
     auto page = expect_ok(
         c.rpc("checkpoint.diff", with(ids("a", "s"), {{"from", "c0"}})));
     CHECK_FALSE(
         page.at("changes").as_array()[0].as_object().contains("writers"));
+  }
+}
+
+TEST_CASE("write provenance: the daemon's own writes name their request, and "
+          "file.history lists who changed a path") {
+  daemon_process d{with_execution({"--process-tracking", "ebpf"})};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto checkpoint = [&c](const char* id) {
+    expect_ok(c.rpc("checkpoint.create",
+                    with(ids("a", "s"), {{"checkpoint_id", id}})));
+  };
+  auto run = [&c](const std::string& script) {
+    auto id = run_id(sh(c, "a", "s", script));
+    CHECK(wait_done(c, "a", "s", id).at("state") == "completed");
+    return id;
+  };
+  checkpoint("c0");
+  expect_ok(c.rpc("file.write", with(ids("a", "s"), {{"path", "notes.txt"},
+                                                     {"data", "one\n"}})));
+  expect_ok(c.rpc("file.mkdir", with(ids("a", "s"), {{"path", "dir"}})));
+  checkpoint("c1");
+  auto appended = run("echo two >> /workspace/notes.txt");
+  checkpoint("c2");
+  checkpoint("c3"); // changes nothing
+  auto removed = run("rm /workspace/notes.txt");
+  checkpoint("c4");
+
+  auto diff =
+      diff_by_path(c, with(ids("a", "s"), {{"from", "c0"}, {"to", "c1"}}));
+  CHECK(writer_runs(diff["notes.txt"]) ==
+        std::set<std::string>{"allox-control-plane:file.write"});
+  CHECK(writer_runs(diff["dir"]) ==
+        std::set<std::string>{"allox-control-plane:file.mkdir"});
+  CHECK(ops_of(diff["dir"], "") == std::set<std::string>{"mkdir"});
+
+  auto history = [&c](json::object extra) {
+    return expect_ok(c.rpc(
+        "file.history",
+        with(with(ids("a", "s"), {{"path", "/workspace/notes.txt"}}), extra)));
+  };
+  auto all = history({});
+  CHECK(all.at("path") == "notes.txt");
+  CHECK(all.at("has_more") == false);
+  const auto& h = all.at("history").as_array();
+  REQUIRE(h.size() == 3);
+  CHECK(h[0].at("checkpoint_id") == "c4");
+  CHECK(h[0].at("change") == "deleted");
+  CHECK(writer_runs(h[0].as_object()) == std::set<std::string>{removed});
+  CHECK(ops_of(h[0].as_object(), "/rm") == std::set<std::string>{"unlink"});
+  CHECK(h[1].at("checkpoint_id") == "c2");
+  CHECK(h[1].at("change") == "modified");
+  CHECK(h[1].at("parent_id") == "c1");
+  CHECK(writer_runs(h[1].as_object()) == std::set<std::string>{appended});
+  CHECK(h[2].at("checkpoint_id") == "c1");
+  CHECK(h[2].at("change") == "added");
+  CHECK(writer_runs(h[2].as_object()) ==
+        std::set<std::string>{"allox-control-plane:file.write"});
+  // A page at a time, newest first.
+  auto first = history({{"limit", 1}});
+  REQUIRE(first.at("history").as_array().size() == 1);
+  CHECK(first.at("history").as_array()[0].at("checkpoint_id") == "c4");
+  CHECK(first.at("has_more") == true);
+  auto second = history({{"limit", 1}, {"cursor", first.at("next_cursor")}});
+  REQUIRE(second.at("history").as_array().size() == 1);
+  CHECK(second.at("history").as_array()[0].at("checkpoint_id") == "c2");
+  // Outside the workspace: a clear error.
+  auto bad =
+      c.rpc("file.history", with(ids("a", "s"), {{"path", "../etc/passwd"}}));
+  expect_error(bad, 400, "invalid_argument");
+  // After a restart the history still names them.
+  d.stop();
+  d.start();
+  auto again = expect_ok(d.client().rpc(
+      "file.history", with(ids("a", "s"), {{"path", "notes.txt"}})));
+  REQUIRE(again.at("history").as_array().size() == 3);
+  CHECK(writer_runs(again.at("history").as_array()[1].as_object()) ==
+        std::set<std::string>{appended});
+}
+
+TEST_CASE("write provenance: concurrent runs, a fork and a forced loss") {
+  SUBCASE("two runs at once (two sessions), each named for its own files "
+          "only; a fork starts its own interval") {
+    daemon_process d{with_execution({"--process-tracking", "ebpf"})};
+    d.start();
+    auto& c = d.client();
+    for (const char* s : {"s", "t"}) {
+      expect_ok(c.rpc("session.create", ids("a", s)));
+      expect_ok(c.rpc("checkpoint.create",
+                      with(ids("a", s), {{"checkpoint_id", "c0"}})));
+    }
+    // Both write the same names, at once, each in its own workspace.
+    auto loop = "for i in 1 2 3 4 5 6 7 8; do echo $i > /workspace/f-$i; "
+                "sleep 0.02; done";
+    auto one = run_id(sh(c, "a", "s", loop));
+    auto two = run_id(sh(c, "a", "t", loop));
+    CHECK(wait_done(c, "a", "s", one).at("state") == "completed");
+    CHECK(wait_done(c, "a", "t", two).at("state") == "completed");
+    for (const char* s : {"s", "t"})
+      expect_ok(c.rpc("checkpoint.create",
+                      with(ids("a", s), {{"checkpoint_id", "c1"}})));
+    for (const auto& [s, run] : {std::pair{"s", one}, std::pair{"t", two}}) {
+      auto diff =
+          diff_by_path(c, with(ids("a", s), {{"from", "c0"}, {"to", "c1"}}));
+      REQUIRE(diff.size() == 8);
+      for (int i = 1; i <= 8; ++i)
+        CHECK(writer_runs(diff["f-" + std::to_string(i)]) ==
+              std::set<std::string>{run});
+    }
+    auto fork = expect_ok(
+        c.rpc("session.fork", with(ids("a", "s"), {{"new_session_id", "f"},
+                                                   {"checkpoint_id", "c1"}})));
+    auto in_fork = run_id(sh(c, "a", "f", "echo f > /workspace/fork.txt"));
+    CHECK(wait_done(c, "a", "f", in_fork).at("state") == "completed");
+    auto base = expect_ok(c.rpc("checkpoint.list", ids("a", "f")))
+                    .at("checkpoints")
+                    .as_array()[0]
+                    .at("checkpoint_id");
+    auto fdiff = diff_by_path(c, with(ids("a", "f"), {{"from", base}}));
+    REQUIRE(fdiff.size() == 1);
+    CHECK(writer_runs(fdiff["fork.txt"]) == std::set<std::string>{in_fork});
+    // The source's intervals are its own still.
+    auto again =
+        diff_by_path(c, with(ids("a", "s"), {{"from", "c0"}, {"to", "c1"}}));
+    CHECK(writer_runs(again["f-1"]) == std::set<std::string>{one});
+    (void)fork;
+  }
+  SUBCASE("records lost to a one-page ring mark changes `loss`, never a "
+          "wrong writer") {
+    daemon_process d{with_execution(
+        {"--process-tracking", "ebpf", "--tracker-ring-bytes", "4096"})};
+    d.start();
+    auto& c = d.client();
+    expect_ok(c.rpc("session.create", ids("a", "s")));
+    expect_ok(c.rpc("checkpoint.create",
+                    with(ids("a", "s"), {{"checkpoint_id", "c0"}})));
+    auto burst = run_id(sh(c, "a", "s",
+                           "cd /workspace && for i in $(seq 1 3000); do : > "
+                           "f$i; done"));
+    wait_done(c, "a", "s", burst);
+    auto page = expect_ok(
+        c.rpc("checkpoint.diff",
+              with(ids("a", "s"),
+                   {{"from", "c0"}, {"writers", true}, {"limit", 10000}})));
+    size_t named = 0, lost = 0;
+    for (const auto& ch : page.at("changes").as_array()) {
+      const auto& o = ch.as_object();
+      if (!o.at("writers").as_array().empty()) {
+        ++named;
+        CHECK(writer_runs(o) == std::set<std::string>{burst});
+      } else {
+        CHECK(o.at("unattributed") == "loss");
+        ++lost;
+      }
+    }
+    CHECK(named + lost == 3000);
+    CHECK(lost > 0);
   }
 }

@@ -61,17 +61,27 @@ TEST_CASE("checkpoint results: a diff asked for writers names them, or says "
   w.pid = 42;
   w.run_argv = std::vector<std::string>{"sh", "-c", "echo > x"};
   w.ops = {"write", "create"};
-  p.changes = {{"x", path_change_kind::added, "file", {w}, {}},
+  change_writer rpc;
+  rpc.action = "file.write";
+  rpc.origin = "mcp";
+  rpc.ops = {"write"};
+  p.changes = {{"x", path_change_kind::added, "file", {w, rpc}, {}},
                {"y", path_change_kind::modified, "file", {}, {"untracked"}}};
   auto changes = to_json(p).at("changes").as_array();
   CHECK(changes[0].at("writers") ==
         json::array{
-            json::object{{"run_id", "r1"},
+            json::object{{"kind", "run"},
+                         {"run_id", "r1"},
                          {"process_id", "boot:5:42"},
                          {"pid", 42},
                          {"run_argv", json::array{"sh", "-c", "echo > x"}},
                          {"exe", nullptr},
-                         {"ops", json::array{"write", "create"}}}});
+                         {"ops", json::array{"write", "create"}}},
+            // The daemon's own change: the request and its front.
+            json::object{{"kind", "daemon"},
+                         {"action", "file.write"},
+                         {"origin", "mcp"},
+                         {"ops", json::array{"write"}}}});
   CHECK(changes[0].at("unattributed").is_null());
   CHECK(changes[1].at("writers") == json::array{});
   CHECK(changes[1].at("unattributed") == "untracked");

@@ -46,6 +46,7 @@ metadata_write one_of_each(const std::string& tag) {
   w.audit.push_back({1, "op", tag, "s", "{}"});
   w.put_runs.push_back({tag, tag, "s", 1, "running", false, "{}"});
   w.release_runs.push_back(tag);
+  w.put_write_sets.push_back({tag, "s", "c", "{}"});
   return w;
 }
 
@@ -59,10 +60,11 @@ TEST_CASE("records: inspect() names every field of metadata_write") {
          put_checkpoints, delete_checkpoints, set_heads, set_exec_settings,
          set_turn_states, set_policies, set_share_policies, set_front_records,
          put_journals, delete_journals, audit, put_runs, release_runs,
-         mark_prototype_imported, mark_runs_imported, durable] = w;
+         put_write_sets, mark_prototype_imported, mark_runs_imported, durable] =
+      w;
   (void)put_agents;
   (void)durable;
-  CHECK(inspected_fields(w) == 20);
+  CHECK(inspected_fields(w) == 21);
 }
 
 TEST_CASE("records: append keeps every change of both writes, in order") {
@@ -74,6 +76,7 @@ TEST_CASE("records: append keeps every change of both writes, in order") {
   CHECK(into.delete_sessions.size() == 2);
   CHECK(into.put_checkpoints.size() == 2);
   CHECK(into.delete_checkpoints.size() == 2);
+  CHECK(into.put_write_sets.size() == 2);
   CHECK(into.set_heads.size() == 2);
   // session.configure's settings survive a merge (they used to be lost).
   REQUIRE(into.set_exec_settings.size() == 2);

@@ -5,6 +5,7 @@
 #include "tests/fixtures/stale_reader.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 
+#include <algorithm>
 #include <doctest/doctest.h>
 #include <sqlite3.h>
 
@@ -18,7 +19,7 @@ TEST_CASE("catalog: migrates a new database to the latest schema") {
   test::temp_dir dir;
   auto db = store::catalog::open(dir / "allox.db");
   REQUIRE(db);
-  CHECK(db->schema_version() == 10);
+  CHECK(db->schema_version() == 11);
   auto snap = db->load();
   REQUIRE(snap);
   CHECK(snap->agents.empty());
@@ -243,6 +244,57 @@ TEST_CASE("catalog: share policies and front records survive reopening and "
   REQUIRE(one->sessions.size() == 1);
   CHECK(one->sessions[0].share_policy ==
         R"({"enabled":true,"scope":".","permission":"write"})"s);
+}
+
+TEST_CASE("catalog: write sets survive reopening and go with their "
+          "checkpoint, session or agent") {
+  test::temp_dir dir;
+  auto ids = [](store::catalog& db, const std::string& s) {
+    auto page = db.write_sets({"a", s});
+    REQUIRE(page);
+    std::vector<std::string> out;
+    for (const auto& r : page->rows)
+      out.push_back(r.checkpoint_id + "=" + r.body);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  {
+    auto db = store::catalog::open(dir / "allox.db");
+    REQUIRE(db);
+    metadata_write w;
+    w.durable = false;
+    for (const char* c : {"c1", "c2", "c3"})
+      w.put_write_sets.push_back({"a", "s", c, std::string{"{"} + c + "}"});
+    w.put_write_sets.push_back({"a", "t", "c1", "{t}"});
+    w.put_write_sets.push_back({"b", "s", "c1", "{b}"});
+    REQUIRE_FALSE(db->apply({&w}));
+  }
+  auto db = store::catalog::open(dir / "allox.db");
+  REQUIRE(db);
+  CHECK(ids(*db, "s") ==
+        std::vector<std::string>{"c1={c1}", "c2={c2}", "c3={c3}"});
+  // A deletion's fold re-writes a child in the same batch.
+  metadata_write del;
+  checkpoint_row c2;
+  c2.agent_id = "a";
+  c2.session_id = "s";
+  c2.checkpoint_id = "c2";
+  del.delete_checkpoints.push_back(c2);
+  del.put_write_sets.push_back({"a", "s", "c3", "{c2+c3}"});
+  REQUIRE_FALSE(db->apply({&del}));
+  CHECK(ids(*db, "s") == std::vector<std::string>{"c1={c1}", "c3={c2+c3}"});
+  metadata_write gone;
+  gone.delete_sessions.push_back({"a", "s"});
+  REQUIRE_FALSE(db->apply({&gone}));
+  CHECK(ids(*db, "s").empty());
+  CHECK(ids(*db, "t") == std::vector<std::string>{"c1={t}"});
+  metadata_write agent;
+  agent.delete_agents.push_back("a");
+  REQUIRE_FALSE(db->apply({&agent}));
+  CHECK(ids(*db, "t").empty());
+  auto other = db->write_sets({"b", "s"});
+  REQUIRE(other);
+  CHECK(other->rows.size() == 1);
 }
 
 namespace {
