@@ -27,6 +27,7 @@
 // policy is read when the request passes the caller, the target's when it
 // reaches the target.
 #include "actors/session/handlers.hpp"
+#include "bpf/process.h"
 #include "guest/os/fs.hpp"
 #include "guest/os/share_files.hpp"
 
@@ -291,14 +292,22 @@ caf::result<json::value> handle(self_ptr self, const cmd::share_access& c) {
   };
   auto who = c;
   who.data_base64.clear();
+  std::string written; // the workspace path a write changes
+  for (const auto& part : parts)
+    written += (written.empty() ? "" : "/") + part;
   auto rp = self->make_response_promise<json::value>();
   mutation_step(
       self, std::move(job),
-      [self, rp, who](json::value& v) mutable {
+      [self, rp, who, written](json::value& v) mutable {
         ++self->state.share_served;
         json::object extra;
-        if (who.op == "write")
+        if (who.op == "write") {
           extra["size"] = v.as_object().at("written");
+          // Write provenance: the caller's session wrote it.
+          note_daemon_write(self, "share.write",
+                            who.caller.agent_id + "/" + who.caller.session_id,
+                            written, ALLOX_WRITE_DATA);
+        }
         send_audit(self->state.init.metadata,
                    access_audit(who, caf::none, std::move(extra)));
         rp.deliver(std::move(v));

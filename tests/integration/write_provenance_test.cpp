@@ -234,6 +234,36 @@ TEST_CASE("write provenance: the daemon's own writes name their request, and "
   auto bad =
       c.rpc("file.history", with(ids("a", "s"), {{"path", "../etc/passwd"}}));
   expect_error(bad, 400, "invalid_argument");
+  // An upload and another session's share.write name their request too.
+  REQUIRE(c.request("PUT", "/v1/files/a/s/u.txt", "uploaded").status == 200);
+  expect_ok(c.rpc("session.create", ids("a", "t")));
+  expect_ok(
+      c.rpc("share.enable", with(ids("a", "s"), {{"permission", "write"}})));
+  expect_ok(c.rpc("share.enable", ids("a", "t")));
+  expect_ok(
+      c.rpc("share.write", with(ids("a", "t"), {{"target_agent_id", "a"},
+                                                {"target_session_id", "s"},
+                                                {"path", "shared.txt"},
+                                                {"data_base64", "aGk="}})));
+  auto daemon = diff_by_path(c, with(ids("a", "s"), {{"from", "c4"}}));
+  CHECK(writer_runs(daemon["u.txt"]) ==
+        std::set<std::string>{"http:file.upload"});
+  CHECK(writer_runs(daemon["shared.txt"]) ==
+        std::set<std::string>{"a/t:share.write"});
+  // A rollback that keeps the replaced tree keeps its interval with it.
+  expect_ok(
+      c.rpc("policy.set", with(ids("a", "s"), {{"keep_pre_rollback", true}})));
+  auto rolled = expect_ok(c.rpc(
+      "session.rollback", with(ids("a", "s"), {{"checkpoint_id", "c4"}})));
+  auto kept = rolled.at("pre_rollback_checkpoint_id");
+  REQUIRE(kept.is_string());
+  auto replaced =
+      diff_by_path(c, with(ids("a", "s"), {{"from", "c4"}, {"to", kept}}));
+  CHECK(writer_runs(replaced["shared.txt"]) ==
+        std::set<std::string>{"a/t:share.write"});
+  // After the rollback the live interval starts empty.
+  CHECK(diff_by_path(c, with(ids("a", "s"), {{"from", "c4"}})).empty());
+
   // After a restart the history still names them.
   d.stop();
   d.start();
