@@ -215,6 +215,12 @@ static actor_stats stats_of(self_ptr self) {
         .counter("events_received", st.runs.events_received)
         .counter("events_lost", st.runs.events_lost)
         .counter("trace_failures", st.runs.trace_failures);
+  if (tracking_on(self) && st.runs.config->write_provenance)
+    s.group("writes")
+        .counter("records", st.write_records)
+        .counter("records_lost", st.write_records_lost)
+        .gauge("live_inodes", st.writes.live().by_inode.size())
+        .gauge("sealed_intervals", st.writes.sealed_count());
   s.group("turns")
       .counter("turn_count", st.turns.turn_count)
       .counter("interval_checkpoints", st.interval_checkpoints)

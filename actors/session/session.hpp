@@ -195,8 +195,10 @@ struct session_state {
   write_sets writes;
   /// current/'s subvolume id (0: not looked up since it was replaced).
   uint64_t write_subvol = 0;
-  /// Write records received.
+  /// Write records received, and those the kernel lost (per session; the
+  /// TRACKER counts them per cause).
   uint64_t write_records = 0;
+  uint64_t write_records_lost = 0;
   /// The sealed intervals of earlier incarnations are back from the
   /// catalog; until then diffs that name writers wait in `writes_waiting`.
   bool writes_loaded = false;

@@ -183,8 +183,10 @@ void on_write_batch(self_ptr self, const write_record_batch& b) {
       st.writes.add(r.time_ns, r.ino, w);
   }
   for (const auto& [cookie, n] : b.lost)
-    if (st.runs.by_cookie.count(cookie) > 0)
+    if (st.runs.by_cookie.count(cookie) > 0) {
+      st.write_records_lost += n;
       st.writes.lose(n, true);
+    }
 }
 
 uint64_t begin_write_cut(self_ptr self) {

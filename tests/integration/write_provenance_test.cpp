@@ -5,6 +5,7 @@
 // loop device and a kernel whose BTF tracepoints load.
 #include "tests/fixtures/daemon.hpp"
 #include "tests/fixtures/runs.hpp"
+#include "tests/fixtures/session_files.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -351,5 +352,12 @@ TEST_CASE("write provenance: concurrent runs, a fork and a forced loss") {
     }
     CHECK(named + lost == 3000);
     CHECK(lost > 0);
+    // Counted for the session, as the TRACKER counts them by cause.
+    auto dump = expect_ok(c.rpc("system.dump"));
+    auto* node = dump_node(dump.at("tree").as_object(), "session");
+    REQUIRE(node != nullptr);
+    const auto& writes = node->at("writes").as_object();
+    CHECK(writes.at("records_lost").as_int64() > 0);
+    CHECK(writes.at("records").as_int64() > 0);
   }
 }
