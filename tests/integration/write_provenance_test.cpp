@@ -10,6 +10,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
@@ -237,6 +239,19 @@ TEST_CASE("write provenance: the daemon's own writes name their request, and "
   expect_error(bad, 400, "invalid_argument");
   // An upload and another session's share.write name their request too.
   REQUIRE(c.request("PUT", "/v1/files/a/s/u.txt", "uploaded").status == 200);
+  // A tar upload replaces a directory: every path beneath it is the
+  // upload's.
+  temp_dir tree;
+  write_file(tree / "x.txt", "x");
+  write_file(tree / "y.txt", "y");
+  REQUIRE(std::system(("tar -C " + tree.path() + " -cf " + tree.path() +
+                       ".tar x.txt y.txt")
+                          .c_str()) == 0);
+  auto tar = read_file(tree.path() + ".tar");
+  std::remove((tree.path() + ".tar").c_str());
+  REQUIRE(c.request("PUT", "/v1/files/a/s/unpacked", tar,
+                    {{"Content-Type", "application/x-tar"}})
+              .status == 200);
   expect_ok(c.rpc("session.create", ids("a", "t")));
   expect_ok(
       c.rpc("share.enable", with(ids("a", "s"), {{"permission", "write"}})));
@@ -249,6 +264,8 @@ TEST_CASE("write provenance: the daemon's own writes name their request, and "
   auto daemon = diff_by_path(c, with(ids("a", "s"), {{"from", "c4"}}));
   CHECK(writer_runs(daemon["u.txt"]) ==
         std::set<std::string>{"http:file.upload"});
+  for (const char* p : {"unpacked", "unpacked/x.txt", "unpacked/y.txt"})
+    CHECK(writer_runs(daemon[p]) == std::set<std::string>{"http:file.upload"});
   CHECK(writer_runs(daemon["shared.txt"]) ==
         std::set<std::string>{"a/t:share.write"});
   // A rollback that keeps the replaced tree keeps its interval with it.
