@@ -386,13 +386,20 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
         // Who wrote what is in no snapshot: a checkpoint whose interval
         // names writers answers once that is in the catalog (committed,
         // unsynced: safe from a kill), so it never acknowledges an
-        // attribution a crash could lose. An empty one answers at once.
-        if (!writes) {
-          settle_checkpoint(self, done, faults, true);
-          return answer(std::move(done));
-        }
+        // attribution a crash could lose. An empty one answers at once
+        // (lost, it reads not_recorded: never a wrong writer).
+        const auto* sealed = state.writes.sealed(done.checkpoint_id);
+        bool names = writes && sealed != nullptr &&
+                     (!sealed->empty() || sealed->lost > 0);
+        std::function<void()> committed;
+        if (names)
+          committed = [answer, done]() mutable {
+            answer(done);
+          };
         settle_checkpoint(self, done, faults, true, std::move(writes),
-                          [answer, done]() mutable { answer(done); });
+                          std::move(committed));
+        if (!names)
+          answer(std::move(done));
       },
       [self, answer](caf::error err) mutable {
         ++self->state.failures;

@@ -67,28 +67,17 @@ std::string type_of(const struct stat& st) {
   return "other";
 }
 
-/// A workspace path without "/workspace/" or a leading slash; empty when
-/// it is the root or climbs out.
-std::string workspace_rel(std::string p) {
-  for (const char* prefix : {"/workspace/", "/"})
-    if (p.rfind(prefix, 0) == 0) {
-      p.erase(0, std::string{prefix}.size());
-      break;
-    }
-  std::string out;
-  size_t pos = 0;
-  while (pos <= p.size()) {
-    auto end = p.find('/', pos);
-    if (end == std::string::npos)
-      end = p.size();
-    auto part = p.substr(pos, end - pos);
-    if (part == "..")
-      return {};
-    if (!part.empty() && part != ".")
-      out += (out.empty() ? "" : "/") + part;
-    pos = end + 1;
-  }
-  return out;
+/// The path as file.* take it (relative, without `..`), a /workspace/
+/// prefix allowed: a run's view of the same file.
+expected<std::string> workspace_rel(std::string_view p) {
+  constexpr std::string_view mount = "/workspace/";
+  if (p.substr(0, mount.size()) == mount)
+    p.remove_prefix(mount.size());
+  auto rel = os::clean_path(p);
+  if (rel && rel->empty())
+    return make_error(errc::invalid_argument,
+                      "file.history wants a path below the workspace root");
+  return rel;
 }
 
 /// One checkpoint of the line, as the worker needs it.
@@ -96,21 +85,75 @@ struct step {
   checkpoint_row row;
   std::string dir;
   std::string parent_dir; // empty: the first checkpoint
+};
+
+/// A checkpoint that changed the path, found by the first worker step;
+/// its writers are named by the second.
+struct found {
+  step at;
+  os::tree_change change;
   std::shared_ptr<const diff_writers> writers;
 };
 
-} // namespace
+struct history_scan {
+  std::vector<found> changes;
+  caf::optional<std::string> next_cursor;
+};
 
+/// The first `limit` checkpoints of `line` that changed `rel`. Blocking.
+history_scan scan(const std::vector<step>& line, const std::string& rel,
+                  size_t limit, bool more) {
+  history_scan out;
+  size_t k = 0;
+  for (; k < line.size() && out.changes.size() < limit; ++k) {
+    const auto& x = line[k];
+    if (x.row.missing)
+      continue;
+    auto now = state_in(x.dir, rel);
+    auto before =
+        x.parent_dir.empty() ? path_state{} : state_in(x.parent_dir, rel);
+    if (same(now, before))
+      continue;
+    os::tree_change c;
+    c.path = rel;
+    c.change = !before.exists ? "added" : !now.exists ? "deleted" : "modified";
+    c.type = type_of(now.exists ? now.st : before.st);
+    c.ino = now.exists ? now.st.st_ino : 0;
+    c.from_ino = before.exists ? before.st.st_ino : 0;
+    out.changes.push_back({x, std::move(c), nullptr});
+  }
+  if (k < line.size() || more)
+    out.next_cursor = line[k - 1].row.checkpoint_id;
+  return out;
+}
+
+path_change_kind kind_of(const std::string& change) {
+  return change == "added"     ? path_change_kind::added
+         : change == "deleted" ? path_change_kind::deleted
+                               : path_change_kind::modified;
+}
+
+} // namespace
+} // namespace allox::session_facets
+
+// Between the steps (a local message).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::session_facets::history_scan)
+
+namespace allox::session_facets {
+
+// Three steps: the line on the actor; which checkpoints changed the path
+// on a worker (two lstats each); their intervals' writers copied on the
+// actor (only theirs: an interval can hold thousands of inodes); the
+// writers named on a worker (a change by name resolves a directory).
 caf::result<history_page> handle(self_ptr self, const cmd::file_history& c) {
   if (auto err = require_alive(self))
     return err;
   if (!self->state.writes_loaded)
     return after_writes_load<history_page>(self, c);
-  auto rel = workspace_rel(c.path);
-  if (rel.empty())
-    return make_error(errc::invalid_argument,
-                      "file.history wants a path inside the workspace: " +
-                          c.path);
+  auto cleaned = workspace_rel(c.path);
+  if (!cleaned)
+    return cleaned.error();
+  auto rel = std::move(*cleaned);
   auto& st = self->state;
   caf::optional<std::string> id = st.dag.head();
   if (!c.cursor.empty()) {
@@ -123,20 +166,20 @@ caf::result<history_page> handle(self_ptr self, const cmd::file_history& c) {
   const auto& paths = st.init.paths;
   auto a = st.agent_id();
   auto s = st.session_id();
-  std::vector<step> line;
+  auto line = std::make_shared<std::vector<step>>();
   bool more = false;
   while (id) {
     const auto* row = st.dag.find(*id);
     if (row == nullptr)
       break;
-    if (line.size() == max_scanned) {
+    if (line->size() == max_scanned) {
       more = true;
       break;
     }
-    step x{*row, paths.checkpoint(a, s, *id), {}, writers_of(self, *id)};
+    step x{*row, paths.checkpoint(a, s, *id), {}};
     if (row->parent_id)
       x.parent_dir = paths.checkpoint(a, s, *row->parent_id);
-    line.push_back(std::move(x));
+    line->push_back(std::move(x));
     id = row->parent_id;
   }
   history_page head;
@@ -144,46 +187,43 @@ caf::result<history_page> handle(self_ptr self, const cmd::file_history& c) {
   head.session_id = s;
   head.path = rel;
   auto limit = static_cast<size_t>(c.limit);
-  return answer_blocking<history_page>(
+  auto rp = self->make_response_promise<history_page>();
+  auto fail = [rp](caf::error err) mutable {
+    rp.deliver(std::move(err));
+  };
+  blocking<history_scan>(
       self,
-      [line = std::move(line), head, rel, limit,
-       more]() mutable -> expected<history_page> {
-        size_t k = 0;
-        for (; k < line.size() && head.entries.size() < limit; ++k) {
-          auto& x = line[k];
-          if (x.row.missing)
-            continue;
-          auto now = state_in(x.dir, rel);
-          auto before =
-              x.parent_dir.empty() ? path_state{} : state_in(x.parent_dir, rel);
-          if (same(now, before))
-            continue;
-          os::tree_change change;
-          change.path = rel;
-          change.change = !before.exists ? "added"
-                          : !now.exists  ? "deleted"
-                                         : "modified";
-          change.type = type_of(now.exists ? now.st : before.st);
-          change.ino = now.exists ? now.st.st_ino : 0;
-          change.from_ino = before.exists ? before.st.st_ino : 0;
-          std::vector<path_change> one{{rel,
-                                        !before.exists ? path_change_kind::added
-                                        : !now.exists
-                                            ? path_change_kind::deleted
-                                            : path_change_kind::modified,
-                                        change.type,
-                                        {},
-                                        {}}};
-          name_writers(*x.writers, x.parent_dir, x.dir, {change}, one);
-          head.entries.push_back({x.row.checkpoint_id, x.row.parent_id,
-                                  x.row.created_at_ns, std::move(one.front())});
-        }
-        if (k < line.size() || more) {
-          head.has_more = true;
-          head.next_cursor = line[k - 1].row.checkpoint_id;
-        }
-        return head;
-      });
+      [line, rel, limit, more]() -> expected<history_scan> {
+        return scan(*line, rel, limit, more);
+      },
+      [self, rp, head, fail](history_scan& found) mutable {
+        for (auto& f : found.changes)
+          f.writers = writers_of(self, f.at.row.checkpoint_id);
+        head.next_cursor = found.next_cursor;
+        head.has_more = static_cast<bool>(found.next_cursor);
+        blocking<history_page>(
+            self,
+            [found = std::move(found),
+             head]() mutable -> expected<history_page> {
+              for (auto& f : found.changes) {
+                std::vector<path_change> one{{f.change.path,
+                                              kind_of(f.change.change),
+                                              f.change.type,
+                                              {},
+                                              {}}};
+                name_writers(*f.writers, f.at.parent_dir, f.at.dir, {f.change},
+                             one);
+                head.entries.push_back(
+                    {f.at.row.checkpoint_id, f.at.row.parent_id,
+                     f.at.row.created_at_ns, std::move(one.front())});
+              }
+              return head;
+            },
+            [rp](history_page& page) mutable { rp.deliver(std::move(page)); },
+            fail);
+      },
+      fail);
+  return rp;
 }
 
 } // namespace allox::session_facets

@@ -243,8 +243,7 @@ caf::optional<write_set_row> seal_writes(self_ptr self, const std::string& id,
   auto& st = self->state;
   st.writes.seal(id, begin_ns, boottime_ns());
   auto* sealed = st.writes.sealed(id);
-  if (!recording(self) || sealed == nullptr ||
-      (sealed->empty() && sealed->lost == 0 && !sealed->partial))
+  if (!recording(self) || sealed == nullptr)
     return caf::none;
   name_runs(self, *sealed);
   return row_of(self, id, *sealed);

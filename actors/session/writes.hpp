@@ -25,7 +25,9 @@ void on_write_batch(self_ptr self, const write_record_batch& b);
 uint64_t begin_write_cut(self_ptr self);
 
 /// After the snapshot: seals the live interval as checkpoint `id`, and
-/// returns its catalog row (none when no write records are taken).
+/// returns its catalog row (none when no write records are taken; an
+/// empty interval has one too, so that a restart tells "nothing was
+/// written" from "not recorded").
 caf::optional<write_set_row> seal_writes(self_ptr self, const std::string& id,
                                          uint64_t begin_ns);
 

@@ -39,7 +39,8 @@ void check_mcp_case(daemon_process& d, const std::string& name,
 
 TEST_CASE("mcp sdk: tools listed with valid schemas, an agent's flow "
           "through every tool, each call audited") {
-  daemon_process d{with_execution()};
+  // Runs tracked: the flow's diff names who made each change.
+  daemon_process d{with_execution({"--process-tracking", "ebpf"})};
   d.start();
   check_mcp_case(d, "flow");
 }

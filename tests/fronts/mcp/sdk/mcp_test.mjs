@@ -98,10 +98,12 @@ const cases = {
     assert.equal(red.stderr, 'fail\n');
     const diff = await ok(c, 'checkpoint_diff', { session: s, from: 'green' });
     assert.deepEqual(diff.changes.map(x => [x.path, x.change]), [['src/add.sh', 'modified']]);
-    // The daemon's own edit names no run's process, and says why.
+    // The edit was the daemon's, for this MCP call: named by action and
+    // origin (write provenance), not by a run's process.
     const who = await ok(c, 'checkpoint_diff', { session: s, from: 'green', writers: true });
-    assert.deepEqual(who.changes[0].writers, []);
-    assert.ok(['untracked', 'not_recorded'].includes(who.changes[0].unattributed));
+    assert.deepEqual(who.changes[0].writers,
+                     [{ kind: 'daemon', action: 'file.replace', origin: 'mcp', ops: ['write'] }]);
+    assert.equal(who.changes[0].unattributed, null);
     const back = await ok(c, 'session_rollback', { session: s, checkpoint_id: 'green', confirm: true });
     assert.equal(back.checkpoint_id, 'green');
     const read = await ok(c, 'file_read', { session: s, path: 'src/add.sh' });
