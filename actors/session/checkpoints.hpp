@@ -37,6 +37,10 @@ void settle_checkpoint(self_ptr self, const checkpoint_row& row,
                        caf::optional<write_set_row> writes = caf::none,
                        std::function<void()> committed = {});
 
+/// The kind of an OS diff entry's change ("added", "deleted", else
+/// modified).
+path_change_kind change_kind_of(const std::string& change);
+
 /// file.history: the checkpoints on the head's line that changed a path,
 /// with their writers (history.cpp).
 caf::result<history_page> handle(self_ptr self, const cmd::file_history& c);

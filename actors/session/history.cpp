@@ -127,12 +127,6 @@ history_scan scan(const std::vector<step>& line, const std::string& rel,
   return out;
 }
 
-path_change_kind kind_of(const std::string& change) {
-  return change == "added"     ? path_change_kind::added
-         : change == "deleted" ? path_change_kind::deleted
-                               : path_change_kind::modified;
-}
-
 } // namespace
 } // namespace allox::session_facets
 
@@ -207,7 +201,7 @@ caf::result<history_page> handle(self_ptr self, const cmd::file_history& c) {
              head]() mutable -> expected<history_page> {
               for (auto& f : found.changes) {
                 std::vector<path_change> one{{f.change.path,
-                                              kind_of(f.change.change),
+                                              change_kind_of(f.change.change),
                                               f.change.type,
                                               {},
                                               {}}};

@@ -61,6 +61,31 @@ uint64_t boottime_ns() {
          static_cast<uint64_t>(ts.tv_nsec);
 }
 
+/// Write records are taken: tracking by eBPF with write provenance on.
+bool recording(self_ptr self) {
+  const auto& cfg = self->state.runs.config;
+  return cfg && cfg->tracker && cfg->write_provenance;
+}
+
+/// The command of run `run_id` and the last program of each of its
+/// processes, from the session's row of the run (nothing when it has none).
+void copy_run_names(const session_state& st, const std::string& run_id,
+                    std::map<std::string, std::vector<std::string>>& commands,
+                    std::map<std::string, std::string>& exes) {
+  auto it = run_id.empty() ? st.runs.runs.end() : st.runs.runs.find(run_id);
+  if (it == st.runs.runs.end())
+    return;
+  const auto& row = it->second.row;
+  if (row.argv)
+    commands[run_id] = *row.argv;
+  for (const auto& [pid, p] : row.processes) {
+    const auto* f = p.as_object().if_contains("filenames");
+    if (f != nullptr && f->is_array() && !f->as_array().empty() &&
+        f->as_array().back().is_string())
+      exes[std::string{pid}] = std::string{f->as_array().back().as_string()};
+  }
+}
+
 /// The subvolume id of current/, looked up once per tree (an ioctl that
 /// reads no disk).
 uint64_t current_subvol(self_ptr self) {
@@ -190,18 +215,12 @@ void on_write_batch(self_ptr self, const write_record_batch& b) {
 }
 
 uint64_t begin_write_cut(self_ptr self) {
-  const auto& cfg = self->state.runs.config;
-  if (cfg && cfg->tracker && cfg->write_provenance)
-    caf::anon_send(cfg->tracker, atom::seal_v);
+  if (recording(self))
+    caf::anon_send(self->state.runs.config->tracker, atom::seal_v);
   return boottime_ns();
 }
 
 namespace {
-
-bool recording(self_ptr self) {
-  const auto& cfg = self->state.runs.config;
-  return cfg && cfg->tracker && cfg->write_provenance;
-}
 
 /// Copies the command of each run and the program of each process that
 /// `i` names, while the session still has their rows.
@@ -210,18 +229,7 @@ void name_runs(self_ptr self, write_interval& i) {
   auto note = [&](const file_writer& w) {
     if (w.run_id.empty() || i.commands.count(w.run_id) > 0)
       return;
-    auto it = st.runs.runs.find(w.run_id);
-    if (it == st.runs.runs.end())
-      return;
-    const auto& row = it->second.row;
-    i.commands[w.run_id] = row.argv ? *row.argv : std::vector<std::string>{};
-    for (const auto& [pid, p] : row.processes) {
-      const auto* f = p.as_object().if_contains("filenames");
-      if (f != nullptr && f->is_array() && !f->as_array().empty() &&
-          f->as_array().back().is_string())
-        i.exes[std::string{pid}] =
-            std::string{f->as_array().back().as_string()};
-    }
+    copy_run_names(st, w.run_id, i.commands, i.exes);
   };
   for (const auto& [ino, writers] : i.by_inode)
     for (const auto& w : writers)
@@ -418,25 +426,10 @@ void name_processes(self_ptr self, diff_writers& into) {
     for (const auto& c : i.by_name)
       runs.insert(c.writer.run_id);
   }
-  for (const auto& id : runs) {
-    if (out->commands.count(id) > 0)
-      continue;
-    auto it = st.runs.runs.find(id);
-    if (it == st.runs.runs.end())
-      continue;
-    const auto& row = it->second.row;
-    if (row.argv)
-      out->commands[id] = *row.argv;
-    for (const auto& [pid, p] : row.processes) {
-      const auto* f = p.as_object().if_contains("filenames");
-      if (f != nullptr && f->is_array() && !f->as_array().empty() &&
-          f->as_array().back().is_string())
-        out->exes[std::string{pid}] =
-            std::string{f->as_array().back().as_string()};
-    }
-  }
-  const auto& cfg = st.runs.config;
-  out->recording = cfg && cfg->tracker && cfg->write_provenance;
+  for (const auto& id : runs)
+    if (out->commands.count(id) == 0)
+      copy_run_names(st, id, out->commands, out->exes);
+  out->recording = recording(self);
   out->mounts = {"/workspace",
                  st.init.paths.current(st.agent_id(), st.session_id())};
   out->mounts.insert(out->mounts.end(), st.run_homes.begin(),
