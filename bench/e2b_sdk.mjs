@@ -3,7 +3,7 @@
 // and sets the SDK's variables; docs/benchmarks.md, "E2B"). Prints one
 // JSON object of figures, each next to its raw baseline of the same run.
 import { createRequire } from 'node:module'
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { writeFileSync, rmSync } from 'node:fs'
 
 const require = createRequire(process.env.E2B_SDK_DIR + '/package.json')
@@ -65,7 +65,7 @@ const out = {}
 
   // 3. files.write / files.read of a big file against cp (+ fsync) into
   // the same store, and cp out of it.
-  const mib = Number(process.env.BENCH_FILE_MIB || 32)
+  const mib = Number(process.env.BENCH_FILE_MIB || 100)
   const data = Buffer.alloc(mib << 20, 7)
   const src = `${process.env.BENCH_WORK}/src.bin`
   const dst = `${process.env.BENCH_STORE}/bench-copy.bin`
@@ -87,13 +87,55 @@ const out = {}
     cpr.push(now() - t)
   }
   rmSync(dst)
+  // The same route from a client that is not the bound (curl: a form part
+  // streamed from the file, the answer to /dev/null).
+  const envd = process.env.E2B_SANDBOX_URL + '/files'
+  const keys = ['-H', `E2b-Sandbox-Id: ${sbx.sandboxId}`, '-H', `X-Access-Token: ${sbx.envdAccessToken}`]
+  const cw = [], cr = []
+  for (let i = 0; i < 5; i++) {
+    let t = now()
+    execFileSync('curl', ['-sf', '-o', '/dev/null', '-F', `file=@${src};filename=/home/user/big.bin`, ...keys, envd])
+    cw.push(now() - t)
+    t = now()
+    execFileSync('curl', ['-sf', '-o', '/dev/null', ...keys, `${envd}?path=/home/user/big.bin`])
+    cr.push(now() - t)
+  }
+  // The bound the SDK's client sets: Node's fetch with the SDK's request
+  // shapes (a FormData of one Blob; a GET read whole) against a server
+  // that keeps nothing, in a process of its own.
+  const sink = spawn(process.execPath, ['-e', `
+    const big = Buffer.alloc(${mib} << 20, 7)
+    const s = require('node:http').createServer((q, r) => {
+      if (q.method === 'POST') { q.on('data', () => {}); q.on('end', () => r.end('[]')) }
+      else { r.setHeader('content-length', big.length); r.end(big) }
+    })
+    s.listen(0, '127.0.0.1', () => console.log(s.address().port))`], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const port = await new Promise((res) => sink.stdout.once('data', (d) => res(Number(String(d).trim()))))
+  const fw = [], fr = []
+  for (let i = 0; i < 5; i++) {
+    let t = now()
+    const form = new FormData()
+    form.append('file', new Blob([data]), '/home/user/big.bin')
+    await (await fetch(`http://127.0.0.1:${port}/files`, { method: 'POST', body: form })).text()
+    fw.push(now() - t)
+    t = now()
+    const got = await (await fetch(`http://127.0.0.1:${port}/files`)).arrayBuffer()
+    fr.push(now() - t)
+    if (got.byteLength !== data.length) throw new Error('short read from the sink')
+  }
+  sink.kill()
   const mbps = (ms) => +(mib / (ms / 1000)).toFixed(1)
+  const ratio = (base, x) => +(pct(base, 50) / pct(x, 50)).toFixed(3)
   out.files = {
     mib,
     write_mib_s: mbps(pct(w, 50)), cp_fsync_mib_s: mbps(pct(cpw, 50)),
-    write_ratio: +(pct(cpw, 50) / pct(w, 50)).toFixed(3),
+    write_ratio: ratio(cpw, w),
     read_mib_s: mbps(pct(r, 50)), cp_read_mib_s: mbps(pct(cpr, 50)),
-    read_ratio: +(pct(cpr, 50) / pct(r, 50)).toFixed(3),
+    read_ratio: ratio(cpr, r),
+    client_bound_write_mib_s: mbps(pct(fw, 50)), write_ratio_to_client_bound: ratio(fw, w),
+    client_bound_read_mib_s: mbps(pct(fr, 50)), read_ratio_to_client_bound: ratio(fr, r),
+    curl_write_mib_s: mbps(pct(cw, 50)), curl_write_ratio: ratio(cpw, cw),
+    curl_read_mib_s: mbps(pct(cr, 50)), curl_read_ratio: ratio(cpr, cr),
   }
   await sbx.kill()
 }

@@ -307,17 +307,23 @@ caf::result<json::value> handle(self_ptr self, const cmd::file_transfer& c) {
                       self->state.key());
     // The bytes are on disk (fsynced) or with the client already; like
     // file.write, the audit record itself is not synced.
-    json::object fields{{"origin", "http"},
+    json::object fields{{"origin", c.origin},
                         {"path", t->shown},
                         {"bytes", c.bytes},
                         {"tar", c.tar}};
     if (c.tar)
       fields["entries"] = c.entries;
+    if (!c.files.empty())
+      fields["files"] = json::array(c.files.begin(), c.files.end());
     auto& st = self->state;
     if (c.upload &&
-        t->root == st.init.paths.current(st.agent_id(), st.session_id()))
-      note_daemon_write(self, "file.upload", "http", t->rel, ALLOX_WRITE_DATA,
-                        c.tar);
+        t->root == st.init.paths.current(st.agent_id(), st.session_id())) {
+      if (c.files.empty())
+        note_daemon_write(self, "file.upload", c.origin, t->rel,
+                          ALLOX_WRITE_DATA, c.tar);
+      for (const auto& f : c.files)
+        note_daemon_write(self, "file.upload", c.origin, f, ALLOX_WRITE_DATA);
+    }
     metadata_write w;
     w.durable = false;
     w.audit.push_back(audit(self, c.upload ? "file.upload" : "file.download",

@@ -6,8 +6,8 @@
 // it are refused by the kernel, not by string checks here.
 #include "fronts/e2b/handlers.hpp"
 
-#include "fronts/e2b/gzip.hpp"
-#include "fronts/e2b/multipart.hpp"
+#include "guest/http/form_data.hpp"
+#include "guest/http/gzip.hpp"
 #include "messages/commands/files.hpp"
 #include "messages/ids.hpp"
 
@@ -204,180 +204,72 @@ void serve_filesystem(front_self self, request& req, const sandbox& sb,
 }
 
 // -- /files -------------------------------------------------------------------
+//
+// /files streams: the transport moves the body to (or the file from) the
+// workspace through the bulk transfer path, as PUT/GET /v1/files/ do, so a
+// file of any size passes through a buffer of about one read. This front
+// only checks the request and says how the bytes are coded (a plan).
 
 namespace {
 
-/// GET /files: the file's bytes, one answer when they fit a read, else
-/// streamed read by read; deflated on the way when `gz` is set.
-void read_file(front_self self, const sandbox& sb, std::string rel,
-               int64_t offset, std::shared_ptr<gzip_writer> gz,
-               const http::responder& answer) {
-  cmd::file_read c{{}, rel, offset, cmd::max_file_chunk, false};
-  auto box = sb;
-  call_session(
-      self, sb.agent, sb.id, c,
-      [self, box, rel, offset, gz, answer](read_slice& s) {
-        auto next = offset + static_cast<int64_t>(s.data.size());
-        auto bytes = gz ? gz->write(s.data, s.eof) : std::move(s.data);
-        if (offset == 0) {
-          http::route_response head{
-              200, "application/octet-stream", std::move(bytes), {}};
-          if (gz)
-            head.headers.emplace_back("Content-Encoding", "gzip");
-          head.streaming = !s.eof;
-          answer(std::move(head));
-        } else {
-          answer.more(std::move(bytes), s.eof);
-        }
-        if (!s.eof && answer.open())
-          read_file(self, box, rel, next, gz, answer);
-      },
-      [offset, answer](caf::error& err) {
-        if (offset == 0)
-          return answer_error(answer, err);
-        answer.more({}, true); // cut off: the client sees a short body
-      });
-}
-
-/// Writes `data` to `rel` from `at` on, a file.write per chunk; then
-/// `done`.
-void write_chunks(front_self self, const sandbox& sb, std::string rel,
-                  std::shared_ptr<std::string> data, size_t at,
-                  std::function<void(caf::error)> done) {
-  auto n = std::min<size_t>(data->size() - at, cmd::max_file_chunk);
-  cmd::file_write c;
-  c.path = rel;
-  c.data = data->substr(at, n);
-  c.append = at > 0;
-  c.origin = "e2b";
-  auto box = sb;
-  call_session(
-      self, sb.agent, sb.id, std::move(c),
-      [self, box, rel, data, at, n, done](write_result&) {
-        if (at + n < data->size())
-          return write_chunks(self, box, rel, data, at + n, done);
-        done(caf::none);
-      },
-      [done](caf::error& err) { done(err); });
-}
-
-/// Writes `data` to `rel`, whole or not at all: one chunk is one
-/// file.write (temp file and rename); more go to a temp file beside it,
-/// which then replaces `rel` in one rename, so a failure half way (a full
-/// disk) or a crash leaves the old file as it was.
-void write_file(front_self self, const sandbox& sb, std::string rel,
-                std::shared_ptr<std::string> data,
-                std::function<void(caf::error)> done) {
-  if (data->size() <= cmd::max_file_chunk)
-    return write_chunks(self, sb, rel, data, 0, done);
-  auto slash = rel.rfind('/');
-  auto tmp =
-      (slash == std::string::npos ? std::string{} : rel.substr(0, slash + 1)) +
-      ".e2b-upload-" + random_hex_token();
-  auto box = sb;
-  write_chunks(self, sb, tmp, data, 0, [=](caf::error err) {
-    auto drop = [=](caf::error why) {
-      call_session(
-          self, box.agent, box.id, cmd::file_remove{{}, tmp, false, "e2b"},
-          [done, why](remove_result&) { done(why); },
-          [done, why](caf::error&) { done(why); });
-    };
-    if (err)
-      return drop(err);
-    cmd::file_move m;
-    m.from = tmp;
-    m.to = rel;
-    m.replace = true;
-    m.origin = "e2b";
-    call_session(
-        self, box.agent, box.id, m, [done](move_result&) { done(caf::none); },
-        [drop](caf::error& failed) { drop(failed); });
-  });
-}
-
-void make_parents(front_self self, const sandbox& sb, const std::string& rel,
-                  std::function<void(caf::error)> then) {
-  auto slash = rel.rfind('/');
-  if (slash == std::string::npos)
-    return then(caf::none);
-  call_session(
-      self, sb.agent, sb.id,
-      cmd::file_mkdir{{}, rel.substr(0, slash), true, "e2b"},
-      [then](mkdir_result&) { then(caf::none); },
-      [then](caf::error& err) { then(err); });
-}
-
-struct upload {
-  std::string rel;
-  std::shared_ptr<std::string> data;
-};
-
-/// Writes the uploads one after the other; answers their entries.
-void write_all(front_self self, const sandbox& sb,
-               std::shared_ptr<std::vector<upload>> files, size_t i,
-               std::shared_ptr<json::array> written,
-               const http::responder& answer) {
-  if (i == files->size()) {
-    answer_json(answer, 200, *written);
-    return;
+/// The body's coding; an error answer for one we do not take.
+bool body_coding(request& req, http::transfer_plan& plan) {
+  auto encoding = req.header("Content-Encoding");
+  if (encoding.empty() || encoding == "identity")
+    return true;
+  if (encoding == "gzip") {
+    plan.gunzip = true;
+    return true;
   }
-  auto box = sb;
-  const auto& f = (*files)[i];
-  auto rel = f.rel;
-  auto data = f.data;
-  make_parents(self, sb, rel, [=](caf::error err) {
-    if (err)
-      return answer_error(answer, err);
-    write_file(self, box, rel, data, [=](caf::error failed) {
-      if (failed)
-        return answer_error(answer, failed);
-      auto slash = rel.rfind('/');
-      written->emplace_back(json::object{
-          {"name", slash == std::string::npos ? rel : rel.substr(slash + 1)},
-          {"type", "file"},
-          {"path", e2b_path(rel)}});
-      write_all(self, box, files, i + 1, written, answer);
-    });
-  });
+  answer_error(req.answer(), 415,
+               "Content-Encoding " + encoding +
+                   " is not accepted: send gzip or the bytes as they are");
+  return false;
 }
 
 } // namespace
 
-void serve_files(front_self self, request& req, const sandbox& sb) {
+http::route_response files_written(const json::object& result) {
+  json::array written;
+  for (const auto& f : result.at("files").as_array()) {
+    auto rel = std::string{f.as_object().at("path").as_string()};
+    auto slash = rel.rfind('/');
+    written.emplace_back(json::object{
+        {"name", slash == std::string::npos ? rel : rel.substr(slash + 1)},
+        {"type", "file"},
+        {"path", e2b_path(rel)}});
+  }
+  return {200, "application/json", json::serialize(written), {}};
+}
+
+void serve_files(front_self, request& req, const sandbox& sb) {
   auto answer = req.answer();
   auto path = req.param("path");
-  if (req.http().method() == bhttp::verb::get) {
+  http::transfer_plan plan;
+  plan.agent_id = sb.agent;
+  plan.session_id = sb.id;
+  plan.origin = "e2b";
+  plan.failed = [](const caf::error& err) {
+    return error_response(err);
+  };
+  auto method = req.http().method();
+  if (method == bhttp::verb::get) {
     auto rel = workspace_path(path);
     if (path.empty())
       return answer_error(answer, 400, "path is required");
     if (!rel)
       return answer_error(answer, rel.error());
-    std::shared_ptr<gzip_writer> gz;
-    if (accepts_gzip(req.header("Accept-Encoding")))
-      gz = std::make_shared<gzip_writer>();
-    return read_file(self, sb, *rel, 0, std::move(gz), answer);
+    plan.path = std::move(*rel);
+    plan.gzip = http::accepts_gzip(req.header("Accept-Encoding"));
+    return answer.begin(std::move(plan));
   }
-  if (req.http().method() != bhttp::verb::post)
+  if (method != bhttp::verb::post)
     return answer_error(answer, 405, "/files takes GET and POST");
-  // A gzip body is inflated whole, within the upload limit (a small body
-  // that inflates past it is refused, not written in part).
-  std::string inflated;
-  const std::string* raw = &req.http().body();
-  auto encoding = req.header("Content-Encoding");
-  if (!encoding.empty() && encoding != "identity") {
-    if (encoding != "gzip")
-      return answer_error(answer, 415,
-                          "Content-Encoding " + encoding +
-                              " is not accepted: send gzip or the bytes as "
-                              "they are");
-    auto plain = gunzip(*raw, max_files_body);
-    if (!plain)
-      return answer_error(answer, plain.error());
-    inflated = std::move(*plain);
-    raw = &inflated;
-  }
-  const auto& body = *raw;
-  auto files = std::make_shared<std::vector<upload>>();
+  if (!body_coding(req, plan))
+    return;
+  plan.upload = true;
+  plan.make_parents = true;
+  plan.done = files_written;
   auto type = req.header("Content-Type");
   if (type.rfind("application/octet-stream", 0) == 0) {
     auto rel = workspace_path(path);
@@ -385,31 +277,29 @@ void serve_files(front_self self, request& req, const sandbox& sb) {
       return answer_error(answer, 400, "path is required");
     if (!rel)
       return answer_error(answer, rel.error());
-    files->push_back({*rel, std::make_shared<std::string>(body)});
-  } else {
-    auto boundary = form_boundary(type);
-    if (!boundary)
-      return answer_error(answer, boundary.error());
-    auto parts = parse_form(body, *boundary);
-    if (!parts)
-      return answer_error(answer, parts.error());
-    for (const auto& part : *parts) {
-      // One file: the query's path; several: each part's filename.
-      auto dest = parts->size() == 1 && !path.empty() ? path : part.filename;
-      if (dest.empty())
-        return answer_error(answer, 400,
-                            "a part names no file (filename) and the query "
-                            "no path");
-      auto rel = workspace_path(dest);
-      if (!rel)
-        return answer_error(answer, rel.error());
-      files->push_back({*rel, std::make_shared<std::string>(part.data.data(),
-                                                            part.data.size())});
-    }
-    if (files->empty())
-      return answer_error(answer, 400, "the body holds no file");
+    plan.path = std::move(*rel);
+    return answer.begin(std::move(plan));
   }
-  write_all(self, sb, files, 0, std::make_shared<json::array>(), answer);
+  auto boundary = http::form_boundary(type);
+  if (!boundary)
+    return answer_error(answer, boundary.error());
+  plan.form_boundary = std::move(*boundary);
+  // Each part is a file: the query's path when it names one (a signed URL
+  // writes the path it signs, whatever the part says), else the part's
+  // filename.
+  plan.part_path = [path](std::string_view filename) -> expected<std::string> {
+    auto dest = path.empty() ? std::string{filename} : path;
+    if (dest.empty())
+      return make_error(errc::invalid_argument,
+                        "a part names no file (filename) and the query no "
+                        "path");
+    auto rel = workspace_path(dest);
+    if (rel && rel->empty())
+      return make_error(errc::invalid_argument,
+                        "a part's path names the home directory, not a file");
+    return rel;
+  };
+  answer.begin(std::move(plan));
 }
 
 } // namespace allox::e2b

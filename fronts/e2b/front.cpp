@@ -48,12 +48,18 @@ void answer_error(const http::responder& r, int status,
 }
 
 void answer_error(const http::responder& r, const caf::error& err) {
+  r(error_response(err));
+}
+
+http::route_response error_response(const caf::error& err) {
   auto code = code_of(err);
   int status = 500;
   switch (code) {
   case errc::invalid_argument:
-  case errc::payload_too_large:
     status = 400;
+    break;
+  case errc::payload_too_large:
+    status = 413;
     break;
   case errc::not_found:
     status = 404;
@@ -78,7 +84,7 @@ void answer_error(const http::responder& r, const caf::error& err) {
     status = 500;
     break;
   }
-  answer_error(r, status, message_of(err));
+  return {status, "application/json", error_body(status, message_of(err)), {}};
 }
 
 void connect_ok(const http::responder& r, const json::object& message) {
@@ -398,13 +404,12 @@ void serve_e2b(http::server& srv, std::function<e2b_actor()> get) {
                       bhttp::verb::delete_})
     srv.add_route({method, "/e2b/", http::route_match::prefix,
                    http::route_access::open, serve});
-  srv.add_route({bhttp::verb::post, "/e2b/envd/files", http::route_match::exact,
-                 http::route_access::open, serve, max_files_body});
-  // Signed file URLs (the signature is their credential).
-  srv.add_route({bhttp::verb::get, "/files", http::route_match::exact,
-                 http::route_access::open, serve});
-  srv.add_route({bhttp::verb::post, "/files", http::route_match::exact,
-                 http::route_access::open, serve, max_files_body});
+  // /files streams (served on the head, planned by envd_files.cpp); at
+  // the root too, for signed URLs (the signature is their credential).
+  for (auto method : {bhttp::verb::get, bhttp::verb::post})
+    for (const char* path : {"/e2b/envd/files", "/files"})
+      srv.add_route({method, path, http::route_match::exact,
+                     http::route_access::open, serve, 0, true});
 }
 
 } // namespace allox::e2b

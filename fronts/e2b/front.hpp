@@ -148,10 +148,6 @@ using front_self = e2b_actor::stateful_pointer<front_state>;
 
 e2b_actor::behavior_type front(front_self self, front_init init);
 
-/// The largest upload POST /e2b/envd/files takes in one request (held in
-/// memory whole).
-inline constexpr size_t max_files_body = size_t{64} << 20;
-
 /// Registers /e2b/ on `srv` (before it listens; the actor is spawned with
 /// the tree, later): every request goes whole to what `get` returns, and
 /// is answered 503 while that is null.

@@ -40,6 +40,7 @@ void answer_error(const http::responder& r, int status,
 
 /// One of our errors as E2B's control plane shapes it.
 void answer_error(const http::responder& r, const caf::error& err);
+http::route_response error_response(const caf::error& err);
 
 /// A unary Connect answer (always 200 and a JSON body).
 void connect_ok(const http::responder& r, const json::object& message);
@@ -152,8 +153,12 @@ void pump_watch(front_self self, uint64_t stream);
 void serve_watcher(front_self self, request& req, const sandbox& sb,
                    std::string_view method);
 
-/// GET and POST /files (envd_files.cpp).
+/// GET and POST /files (envd_files.cpp): streamed routes, planned here and
+/// moved by the transport.
 void serve_files(front_self self, request& req, const sandbox& sb);
+
+/// The answer to an upload, given the transfer's {files: [{path, size}]}.
+http::route_response files_written(const json::object& result);
 
 /// A path of E2B's view (absolute under /home/user, or relative to it) as
 /// the session's workspace path; invalid_argument outside the home.

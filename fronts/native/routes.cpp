@@ -535,6 +535,12 @@ void open_transfer(self_ptr self, transfer_request& req) {
   c.bytes = count("bytes");
   c.entries = count("entries");
   c.epoch = count("epoch");
+  if (const auto* o = p->if_contains("origin"); o && o->is_string())
+    c.origin = std::string{o->get_string()};
+  if (const auto* files = p->if_contains("files"); files && files->is_array())
+    for (const auto& f : files->get_array())
+      if (f.is_string())
+        c.files.emplace_back(f.get_string());
   route(self, req.ticket, session_of(*p), expected<cmd::file_transfer>{c});
 }
 

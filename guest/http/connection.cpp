@@ -85,67 +85,6 @@ void connection::answer(int status, std::string body) {
   arm_deadline();
 }
 
-namespace {
-
-/// One chunk of a chunked body (an empty one is the end).
-std::string chunk(std::string_view data) {
-  char size[20];
-  auto n = std::snprintf(size, sizeof(size), "%zx\r\n", data.size());
-  std::string out(size, static_cast<size_t>(n));
-  out.append(data).append("\r\n");
-  return out;
-}
-
-} // namespace
-
-void connection::answer_route(route_response response) {
-  if (response.streaming) {
-    // Still waiting: nothing else is read, and the connection is neither
-    // idle nor evictable until the last part; a peer not reading stalls.
-    bhttp::response<bhttp::empty_body> res{
-        static_cast<bhttp::status>(response.status), 11};
-    res.set(bhttp::field::content_type, response.content_type);
-    res.set(bhttp::field::server, "allox-workspace-daemon");
-    res.set(bhttp::field::cache_control, "no-cache");
-    bool sized = false;
-    for (const auto& [name, value] : response.headers) {
-      res.insert(name, value);
-      sized = sized || beast::iequals(name, "Content-Length");
-    }
-    // Unsized, the body is chunked: a client that stops reading for a
-    // while and then sees the connection close can still tell a complete
-    // body from a cut one.
-    chunked_ = !sized;
-    if (chunked_)
-      res.chunked(true);
-    res.keep_alive(false);
-    auto first = chunked_ && !response.body.empty() ? chunk(response.body)
-                                                    : std::move(response.body);
-    send(serialize(res, true) + first, false);
-    arm_deadline();
-    return;
-  }
-  waiting_ = false;
-  respond(response.status, std::move(response.body), !keep_alive_,
-          response.content_type, &response.headers);
-  arm_deadline();
-}
-
-void connection::answer_route_part(std::string data, bool last) {
-  if (closing_ || lingering_)
-    return;
-  if (data.empty() && !last)
-    return;
-  if (chunked_) {
-    auto framed = data.empty() ? std::string{} : chunk(data);
-    if (last)
-      framed += "0\r\n\r\n";
-    data = std::move(framed);
-  }
-  send(std::move(data), last);
-  arm_deadline();
-}
-
 void connection::answer_metrics(std::string text) {
   waiting_ = false;
   respond(200, std::move(text), !keep_alive_,
@@ -356,6 +295,13 @@ bool connection::check_header() {
   // A front's route: it serves the whole request, under its access rule.
   route_ = srv_->find_route(
       req.method(), std::string_view{req.target().data(), req.target().size()});
+  if (route_ != nullptr && route_->streamed) {
+    // Served on its head; the body, if any, streams to the transfer.
+    const auto* r = std::exchange(route_, nullptr);
+    if (r->access == route_access::open || authorized(req))
+      plan_transfer(*r);
+    return false;
+  }
   // Every other request's body is held in memory: at most max_body (or
   // the route's own limit).
   auto limit = route_ != nullptr && route_->max_body > 0

@@ -76,6 +76,8 @@ public:
   void answer_metrics(std::string text);
   /// The answer of a front's route (the head of a streamed one).
   void answer_route(route_response response);
+  /// A streamed route's request goes ahead as its front planned.
+  void begin_planned(transfer_plan plan);
   /// More of a streamed route answer; the connection closes after `last`.
   void answer_route_part(std::string data, bool last);
 
@@ -162,8 +164,17 @@ private:
 
   // -- bulk file transfers (transfer.cpp) ---------------------------------
   static bool is_transfer(boost::beast::string_view target);
-  /// PUT/GET /v1/files/...: checks the head, then asks the session.
+  /// PUT/GET /v1/files/...: reads the target, then begin_transfer().
   void start_transfer();
+  /// A streamed route's head: its front answers or plans the transfer.
+  void plan_transfer(const route& r);
+  /// Checks the head against the upload limits, then asks the session.
+  void begin_transfer();
+  /// Answers a transfer's error, in its front's shape when it has one.
+  void transfer_error(const caf::error& err, bool close_after);
+  /// Answers an error before any body byte was read, and ends the
+  /// transfer.
+  void refuse_transfer(const caf::error& err);
   /// The session's answer to the transfer's begin or end.
   void on_transfer_reply(int status, const std::string& body);
   bool transfer_wants_input() const;
@@ -183,7 +194,7 @@ private:
   /// Queues what the buffer holds and tells the worker the body is whole.
   void end_of_body();
   /// Answered once the worker has cleaned up.
-  void fail_transfer(int status, std::string body);
+  void fail_transfer(caf::error why);
   /// The worker made progress (loop thread).
   void on_transfer_wake();
   /// Writes a download's head and the chunks the worker queued.

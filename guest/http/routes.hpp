@@ -3,7 +3,15 @@
 // transport parses, bounds and authorizes a request, then hands it whole to
 // the route that serves its path; the front answers once, from the loop or
 // from any actor thread. The transport knows no front's wire.
+//
+// A streamed route is served on its head alone: its front answers (a
+// refusal) or hands back a transfer_plan, and the transport then moves the
+// body to, or the answer from, a session's workspace through the bulk
+// transfer path (transfer.cpp), never holding it whole in memory.
 #pragma once
+
+#include "messages/errors.hpp"
+#include "messages/json.hpp"
 
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -39,6 +47,37 @@ struct route_response {
   bool streaming = false;
 };
 
+/// What a front decided for a streamed route's request: the bytes of one
+/// session's files, and how they are coded on the wire.
+struct transfer_plan {
+  std::string agent_id;
+  std::string session_id;
+  /// Named in the audit and in the write provenance (the front's name).
+  std::string origin;
+  bool upload = false;
+  /// As file.* take paths: the file; for a form upload, the directory its
+  /// parts' paths are beneath ("": the workspace).
+  std::string path;
+  /// An upload whose body is multipart/form-data with this boundary, one
+  /// file per part (empty: the body is the file's bytes).
+  std::string form_boundary;
+  /// A part's filename as a path beneath `path`; an error refuses the
+  /// upload (what was written of it stays, each file whole).
+  std::function<expected<std::string>(std::string_view filename)> part_path;
+  /// The upload's body is gzip: inflated as it comes, within the limit.
+  bool gunzip = false;
+  /// The download is deflated as it goes (Content-Encoding: gzip).
+  bool gzip = false;
+  /// Missing parent directories of an uploaded file are made.
+  bool make_parents = false;
+  /// An upload's answer, given {files: [{path, size}]} (paths beneath the
+  /// workspace). A download's answer is the file.
+  std::function<route_response(const json::object& result)> done;
+  /// The answer to an error, in the front's shape (a directory asked for
+  /// is invalid_argument: a plan moves regular files only).
+  std::function<route_response(const caf::error& err)> failed;
+};
+
 /// Answers one routed request. Thread-safe; the first answer counts, and
 /// one given after its connection went away (or the server closed) is
 /// dropped.
@@ -52,6 +91,10 @@ public:
   /// More of a streamed answer; `last` ends it. Dropped once the client
   /// went away.
   void more(std::string data, bool last = false) const;
+
+  /// A streamed route's request goes ahead as `plan` says (instead of an
+  /// answer).
+  void begin(transfer_plan plan) const;
 
   /// False once the answer is complete or its client went away: a front
   /// feeding a stream stops then.
@@ -83,6 +126,9 @@ struct route {
   /// The largest body the route takes (0: the server's max_body); held in
   /// memory whole, so only routes that need more say so.
   size_t max_body = 0;
+  /// Served on its head: the front answers, or begins a transfer_plan
+  /// (the body is then streamed, within the upload limits).
+  bool streamed = false;
 };
 
 /// The route serving `method` on `target` (the query ignored): an exact

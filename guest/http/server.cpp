@@ -208,7 +208,21 @@ void server::post_routed(uint64_t ticket, route_response response, bool more,
     std::lock_guard<std::mutex> guard{mtx_};
     if (closed_)
       return;
-    routed_.push_back({ticket, std::move(response), more, last});
+    routed_.push_back({ticket, std::move(response), more, last, nullptr});
+  }
+  uv_async_send(&wakeup_);
+}
+
+void server::post_plan(uint64_t ticket, transfer_plan plan) {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (closed_)
+      return;
+    routed_.push_back({ticket,
+                       {},
+                       false,
+                       false,
+                       std::make_shared<transfer_plan>(std::move(plan))});
   }
   uv_async_send(&wakeup_);
 }
@@ -221,6 +235,10 @@ void server::drop_ticket(std::unordered_map<uint64_t, pending>::iterator it) {
 
 void responder::operator()(route_response response) const {
   srv_->post_routed(ticket_, std::move(response));
+}
+
+void responder::begin(transfer_plan plan) const {
+  srv_->post_plan(ticket_, std::move(plan));
 }
 
 void responder::more(std::string data, bool last) const {
@@ -349,6 +367,19 @@ void server::deliver_replies() {
     if (it == tickets_.end())
       continue; // answered already, or the client went away
     auto* conn = it->second.conn;
+    if (part.plan) {
+      // The request is the transfer's from now on (counted when it began).
+      if (it->second.streaming)
+        continue;
+      metrics_.observe(
+          it->second.action, 200,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                        it->second.started)
+              .count());
+      drop_ticket(it);
+      conn->begin_planned(std::move(*part.plan));
+      continue;
+    }
     if (part.more) {
       // A part before its head, or after a plain answer, is a front's bug.
       if (!it->second.streaming)

@@ -144,6 +144,8 @@ public:
   /// part of a streamed one) and wakes the loop.
   void post_routed(uint64_t ticket, route_response response, bool more = false,
                    bool last = false);
+  /// Thread-safe: a streamed route's request goes ahead as `plan` says.
+  void post_plan(uint64_t ticket, transfer_plan plan);
   /// GET /metrics: asks the actors for their tree, then answers `conn`
   /// with the exposition.
   void scrape(connection* conn);
@@ -214,6 +216,8 @@ private:
     route_response response;
     bool more = false;
     bool last = false;
+    /// Set: a streamed route's plan, not an answer.
+    std::shared_ptr<transfer_plan> plan;
   };
   /// Forgets a ticket; a routed one's responder sees it closed.
   void drop_ticket(std::unordered_map<uint64_t, pending>::iterator it);

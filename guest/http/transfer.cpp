@@ -1,28 +1,30 @@
 // SPDX-License-Identifier: Apache-2.0
 // Bulk file transfers: PUT and GET /v1/files/{agent}/{session}/{path}
-// (docs/rpc.md, "Bulk file transfer").
+// (docs/rpc.md, "Bulk file transfer"), and a front's streamed routes
+// (routes.hpp, transfer_plan), which take the same path.
 //
 //   head:    token, target, Content-Length against --max-upload-bytes and
 //            the session's uploads in flight against
-//            --max-session-upload-bytes (413 at once)
+//            --max-session-upload-bytes (413 at once); a streamed route's
+//            front first answers, or plans the transfer (planning)
 //   begin:   RPC -> SESSION: may it (no upload while mutating), where is
 //            it ({root, rel, path}); then `100 Continue` if asked
-//   bytes:   a worker thread of its own runs the file job; the body goes
-//            to it chunk by chunk (reading stops while its queue is full),
-//            a download comes from it the same way (taken while the
-//            socket's write queue is short). A body of declared length is
-//            read from the socket straight into the worker's buffers.
+//   bytes:   a worker thread of its own runs the file job
+//            (transfer_job.hpp); the body goes to it chunk by chunk
+//            (reading stops while its queue is full), a download comes
+//            from it the same way (taken while the socket's write queue is
+//            short). A body of declared length is read from the socket
+//            straight into the worker's buffers.
 //   end:     RPC -> SESSION: audit (file.upload / file.download, bytes);
 //            then the upload's reply, and the next request
 // A failure on the loop side (limit, malformed body) cancels the worker
 // and is answered once it has removed what it wrote.
 #include "guest/http/transfer.hpp"
-#include "guest/store/upload_marks.hpp"
 
 #include "guest/http/connection.hpp"
 #include "guest/http/server.hpp"
+#include "guest/http/transfer_job.hpp"
 #include "guest/http/wire.hpp"
-#include "guest/os/workspace_tar.hpp"
 #include "messages/rpc.hpp"
 
 #include <boost/beast/http/empty_body.hpp>
@@ -34,7 +36,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 #include <utility>
 
 namespace allox::http {
@@ -51,71 +52,57 @@ int status_of(errc code) {
   return code == errc::payload_too_large ? 413 : http_status(code);
 }
 
-std::pair<int, std::string> failure_of(const caf::error& err) {
-  auto code = code_of(err);
-  return {status_of(code), error_body(message_of(err), code_name(code))};
+/// The error an RPC reply body ({"error", "code"}) carries.
+caf::error error_of_reply(int status, const std::string& body) {
+  boost::system::error_code ec;
+  auto doc = json::parse(body, ec);
+  const auto* o = !ec ? doc.if_object() : nullptr;
+  const auto* message = o ? o->if_contains("error") : nullptr;
+  const auto* name = o ? o->if_contains("code") : nullptr;
+  auto code = errc::internal;
+  if (name != nullptr && name->is_string())
+    for (int c = 1; c <= static_cast<int>(errc::no_space); ++c)
+      if (code_name(static_cast<errc>(c)) == name->get_string())
+        code = static_cast<errc>(c);
+  return make_error(code, message != nullptr && message->is_string()
+                              ? std::string{message->get_string()}
+                              : "the transfer failed (" +
+                                    std::to_string(status) + ")");
 }
 
-/// Runs the file job on a thread of its own; it reports through `ch`.
-/// `marks` is where an upload records itself for start-up to clean up
-/// after a crash (guest/store/upload_marks.hpp).
-void run_job(std::shared_ptr<transfer_channel> ch, bool upload, bool tar,
-             std::string root_dir, std::string rel, uint64_t max_bytes,
-             std::string marks, bool shared) {
-  std::thread{[ch = std::move(ch), upload, tar, root_dir = std::move(root_dir),
-               rel = std::move(rel), max_bytes, marks = std::move(marks),
-               shared] {
-    auto job = [&]() -> expected<json::object> {
-      auto root = os::workspace_root::open(root_dir);
-      if (!root)
-        return root.error();
-      os::tar_limits limits;
-      limits.max_bytes = max_bytes;
-      auto pull = [&ch](std::string_view& c) {
-        return ch->pull(c);
-      };
-      auto push = [&ch](std::string c) {
-        return ch->push(std::move(c));
-      };
-      if (upload) {
-        auto mark = store::mark_upload(marks, shared, rel);
-        if (!mark)
-          return mark.error();
-        auto r = tar ? os::receive_tar(*root, rel, pull, limits)
-                     : os::receive_file(*root, rel, pull);
-        store::unmark_upload(*mark);
-        return r;
-      }
-      auto src = os::open_download(*root, rel);
-      if (!src) {
-        ch->opened(src.error());
-        return src.error();
-      }
-      ch->opened(json::object{{"directory", src->directory},
-                              {"size", static_cast<int64_t>(src->size)}});
-      if (src->directory)
-        return os::send_tar(src->fd.get(), push, limits.max_depth);
-      // A regular file goes from the page cache to the socket: the loop
-      // hands it over once the head may go.
-      auto out = ch->await_socket();
-      if (!out)
-        return make_error(errc::invalid_argument, "the client went away");
-      auto err = os::send_file(
-          src->fd.get(), src->size, out->socket.get(), out->head,
-          [&ch] { return !ch->cancelled(); }, [&ch] { ch->moved(); });
-      if (err)
-        return err;
-      return json::object{{"size", static_cast<int64_t>(src->size)}};
-    };
-    try {
-      ch->finish(job());
-    } catch (const std::exception& e) {
-      ch->finish(make_error(errc::internal, e.what()));
-    }
-  }}.detach();
+caf::error upload_limit(uint64_t limit) {
+  return make_error(errc::payload_too_large,
+                    "upload larger than the limit of " + std::to_string(limit) +
+                        " bytes");
+}
+
+caf::error session_upload_limit(uint64_t limit) {
+  return make_error(errc::payload_too_large,
+                    "the session's uploads in flight would pass the limit of " +
+                        std::to_string(limit) + " bytes");
 }
 
 } // namespace
+
+void connection::transfer_error(const caf::error& err, bool close_after) {
+  const auto& b = *bulk_;
+  if (b.plan) {
+    auto r = b.plan->failed(err);
+    respond(r.status, std::move(r.body), close_after, r.content_type,
+            &r.headers);
+    return;
+  }
+  auto code = code_of(err);
+  respond(status_of(code), error_body(message_of(err), code_name(code)),
+          close_after);
+}
+
+void connection::refuse_transfer(const caf::error& err) {
+  srv_->count_rejected(status_of(code_of(err)));
+  // The body was never read: close after answering.
+  transfer_error(err, bulk_->upload || !keep_alive_);
+  end_transfer();
+}
 
 bool connection::is_transfer(beast::string_view target) {
   return target.starts_with("/v1/files/");
@@ -123,7 +110,6 @@ bool connection::is_transfer(beast::string_view target) {
 
 void connection::start_transfer() {
   const auto& req = parser_->get();
-  const auto& o = srv_->options();
   auto url = boost::urls::parse_origin_form(
       std::string_view{req.target().data(), req.target().size()});
   std::vector<std::string> segs;
@@ -141,47 +127,73 @@ void connection::start_transfer() {
   b->session_id = segs[3];
   for (size_t i = 4; i < segs.size(); ++i)
     b->path += (i > 4 ? "/" : "") + segs[i];
-  b->session_key = b->agent_id + "/" + b->session_id;
-  if (!b->upload) {
-    if (parser_->content_length().value_or(0) > 0 || parser_->chunked()) {
-      reject(400, "a download takes no request body", "invalid_argument");
-      return;
-    }
+  b->tar = b->upload &&
+           req[bhttp::field::content_type].starts_with("application/x-tar");
+  bulk_ = std::move(b);
+  begin_transfer();
+}
+
+void connection::plan_transfer(const route& r) {
+  const auto& req = parser_->get();
+  auto b = std::make_unique<bulk_transfer>();
+  b->step = bulk_transfer::phase::planning;
+  b->upload =
+      req.method() == bhttp::verb::post || req.method() == bhttp::verb::put;
+  bulk_ = std::move(b);
+  route_request head{req.base()};
+  srv_->serve_route(this, r, std::move(head));
+}
+
+void connection::begin_planned(transfer_plan plan) {
+  if (closing_ || !bulk_ || bulk_->step != bulk_transfer::phase::planning)
+    return;
+  auto& b = *bulk_;
+  b.step = bulk_transfer::phase::begin;
+  if (plan.upload != b.upload) {
+    b.plan = std::make_shared<const transfer_plan>(std::move(plan));
+    return refuse_transfer(make_error(
+        errc::invalid_argument, b.upload ? "a download takes no request body"
+                                         : "the upload has no body"));
+  }
+  b.agent_id = plan.agent_id;
+  b.session_id = plan.session_id;
+  b.path = plan.path;
+  b.plan = std::make_shared<const transfer_plan>(std::move(plan));
+  begin_transfer();
+}
+
+void connection::begin_transfer() {
+  auto& b = *bulk_;
+  const auto& o = srv_->options();
+  b.session_key = b.agent_id + "/" + b.session_id;
+  if (!b.upload) {
+    if (parser_->content_length().value_or(0) > 0 || parser_->chunked())
+      return refuse_transfer(make_error(errc::invalid_argument,
+                                        "a download takes no request body"));
   } else {
-    auto type = req[bhttp::field::content_type];
-    b->tar = type.starts_with("application/x-tar");
-    auto expect = req[bhttp::field::expect];
-    b->expect_continue = beast::iequals(expect, "100-continue");
+    const auto& req = parser_->get();
+    b.expect_continue =
+        beast::iequals(req[bhttp::field::expect], "100-continue");
     auto length = parser_->content_length();
-    if (length && *length > o.max_upload) {
-      reject(413,
-             "upload larger than the limit of " + std::to_string(o.max_upload) +
-                 " bytes",
-             "payload_too_large");
-      return;
-    }
+    if (length && *length > o.max_upload)
+      return refuse_transfer(upload_limit(o.max_upload));
     // A declared length counts in full at once; a chunked body as it comes.
     if (length) {
-      if (!srv_->charge_upload(b->session_key, *length)) {
-        reject(413,
-               "the session's uploads in flight would pass the limit of " +
-                   std::to_string(o.max_session_upload) + " bytes",
-               "payload_too_large");
-        return;
-      }
-      b->charged = *length;
+      if (!srv_->charge_upload(b.session_key, *length))
+        return refuse_transfer(session_upload_limit(o.max_session_upload));
+      b.charged = *length;
     }
-    b->body.emplace(std::move(*parser_));
-    b->body->body_limit(o.max_upload);
+    b.body.emplace(std::move(*parser_));
+    b.body->body_limit(o.max_upload);
   }
-  bulk_ = std::move(b);
-  srv_->transfer(this,
-                 json::object{{"agent_id", bulk_->agent_id},
-                              {"session_id", bulk_->session_id},
-                              {"path", bulk_->path},
-                              {"upload", bulk_->upload},
-                              {"tar", bulk_->tar}},
-                 false);
+  json::object params{{"agent_id", b.agent_id},
+                      {"session_id", b.session_id},
+                      {"path", b.path},
+                      {"upload", b.upload},
+                      {"tar", b.tar}};
+  if (b.plan)
+    params["origin"] = b.plan->origin;
+  srv_->transfer(this, std::move(params), false);
 }
 
 void connection::on_transfer_reply(int status, const std::string& body) {
@@ -189,9 +201,17 @@ void connection::on_transfer_reply(int status, const std::string& body) {
     return;
   auto& b = *bulk_;
   if (b.step == bulk_transfer::phase::ending) {
-    if (b.upload)
-      respond(status, status == 200 ? ok_body(json::serialize(b.result)) : body,
-              !keep_alive_);
+    if (b.upload) {
+      if (status != 200)
+        transfer_error(error_of_reply(status, body), !keep_alive_);
+      else if (b.plan) {
+        auto r = b.plan->done(b.result);
+        respond(r.status, std::move(r.body), !keep_alive_, r.content_type,
+                &r.headers);
+      } else {
+        respond(status, ok_body(json::serialize(b.result)), !keep_alive_);
+      }
+    }
     end_transfer();
     return;
   }
@@ -203,7 +223,7 @@ void connection::on_transfer_reply(int status, const std::string& body) {
       where = &r->as_object();
   if (where == nullptr) {
     // The body (if any) was never read: close after answering.
-    respond(status, body, b.upload || !keep_alive_);
+    transfer_error(error_of_reply(status, body), b.upload || !keep_alive_);
     end_transfer();
     return;
   }
@@ -215,11 +235,23 @@ void connection::on_transfer_reply(int status, const std::string& body) {
   if (auto* e = where->if_contains("epoch"); e && e->is_int64())
     b.epoch = e->get_int64();
   b.channel = transfer_channel::open(tcp_.loop, [this] { on_transfer_wake(); });
-  run_job(b.channel, b.upload, b.tar,
-          std::string{where->at("root").as_string()},
-          std::string{where->at("rel").as_string()}, srv_->options().max_upload,
-          std::string{where->at("uploads_dir").as_string()},
-          where->at("shared").as_bool());
+  transfer_job job;
+  job.upload = b.upload;
+  job.tar = b.tar;
+  job.root = std::string{where->at("root").as_string()};
+  job.rel = std::string{where->at("rel").as_string()};
+  job.max_bytes = srv_->options().max_upload;
+  job.marks = std::string{where->at("uploads_dir").as_string()};
+  job.shared = where->at("shared").as_bool();
+  if (const auto& plan = b.plan) {
+    job.planned = true;
+    job.gunzip = plan->gunzip;
+    job.gzip = plan->gzip;
+    job.make_parents = plan->make_parents;
+    job.form_boundary = plan->form_boundary;
+    job.part_path = plan->part_path;
+  }
+  run_transfer_job(b.channel, std::move(job));
   if (b.upload && b.expect_continue)
     send("HTTP/1.1 100 Continue\r\n\r\n", false);
   if (b.upload)
@@ -271,23 +303,14 @@ void connection::feed_upload() {
     if (ec == bhttp::error::need_buffer || ec == bhttp::error::need_more)
       ec = {};
     if (ec == bhttp::error::body_limit)
-      return fail_transfer(
-          413,
-          error_body("upload larger than the limit of " +
-                         std::to_string(srv_->options().max_upload) + " bytes",
-                     "payload_too_large"));
+      return fail_transfer(upload_limit(srv_->options().max_upload));
     if (ec)
       return fail_transfer(
-          400, error_body("malformed request body", "invalid_argument"));
+          make_error(errc::invalid_argument, "malformed request body"));
     if (n > 0) {
       if (!srv_->charge_upload(b.session_key, n))
         return fail_transfer(
-            413,
-            error_body("the session's uploads in flight would pass the "
-                       "limit of " +
-                           std::to_string(srv_->options().max_session_upload) +
-                           " bytes",
-                       "payload_too_large"));
+            session_upload_limit(srv_->options().max_session_upload));
       b.charged += n;
       received(n);
     } else if (used == 0) {
@@ -346,9 +369,9 @@ void connection::end_of_body() {
   bulk_->channel->end_input();
 }
 
-void connection::fail_transfer(int status, std::string body) {
+void connection::fail_transfer(caf::error why) {
   auto& b = *bulk_;
-  b.failure.emplace(status, std::move(body));
+  b.failure = std::move(why);
   b.channel->cancel();
   update_reading();
 }
@@ -367,12 +390,10 @@ void connection::on_transfer_wake() {
   }
   if (auto r = b.channel->result()) {
     if (b.failure) {
-      auto [status, body] = *b.failure;
-      respond(status, body, true);
+      transfer_error(b.failure, true);
       end_transfer();
     } else if (!*r) {
-      auto [status, body] = failure_of(r->error());
-      respond(status, body, !b.body_done || !keep_alive_);
+      transfer_error(r->error(), !b.body_done || !keep_alive_);
       end_transfer();
     } else {
       for (const auto& [k, v] : **r)
@@ -398,17 +419,19 @@ void connection::pump_download() {
     if (!head)
       return;
     if (!*head) {
-      auto [status, body] = failure_of(head->error());
-      respond(status, body, !keep_alive_);
+      transfer_error(head->error(), !keep_alive_);
       end_transfer();
       return;
     }
-    b.chunked = (*head)->at("directory").as_bool();
-    b.tar = b.chunked;
+    b.tar = (*head)->at("directory").as_bool();
+    bool gzip = (*head)->at("gzip").as_bool();
+    b.chunked = b.tar || gzip;
     bhttp::response<bhttp::empty_body> res{bhttp::status::ok, 11};
     res.set(bhttp::field::server, "allox-workspace-daemon");
     res.set(bhttp::field::content_type,
-            b.chunked ? "application/x-tar" : "application/octet-stream");
+            b.tar ? "application/x-tar" : "application/octet-stream");
+    if (gzip)
+      res.set(bhttp::field::content_encoding, "gzip");
     if (b.chunked)
       res.chunked(true);
     else
@@ -481,16 +504,20 @@ void connection::end_of_bytes() {
   b.step = bulk_transfer::phase::ending;
   if (auto* n = b.result.if_contains("entries"))
     b.entries = n->as_int64();
-  srv_->transfer(this,
-                 json::object{{"agent_id", b.agent_id},
-                              {"session_id", b.session_id},
-                              {"path", b.path},
-                              {"upload", b.upload},
-                              {"tar", b.tar},
-                              {"bytes", static_cast<int64_t>(b.bytes)},
-                              {"entries", b.entries},
-                              {"epoch", b.epoch}},
-                 true);
+  json::object params{
+      {"agent_id", b.agent_id}, {"session_id", b.session_id},
+      {"path", b.path},         {"upload", b.upload},
+      {"tar", b.tar},           {"bytes", static_cast<int64_t>(b.bytes)},
+      {"entries", b.entries},   {"epoch", b.epoch}};
+  if (b.plan) {
+    params["origin"] = b.plan->origin;
+    json::array written;
+    if (const auto* files = b.result.if_contains("files"))
+      for (const auto& f : files->as_array())
+        written.push_back(f.as_object().at("path"));
+    params["files"] = std::move(written);
+  }
+  srv_->transfer(this, std::move(params), true);
 }
 
 void connection::end_transfer() {

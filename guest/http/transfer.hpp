@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// A bulk file transfer (PUT/GET /v1/files/...): the connection's state
-// while its worker thread (transfer_channel.hpp) moves the bytes.
+// A bulk file transfer (PUT/GET /v1/files/..., or a front's streamed
+// route): the connection's state while its worker thread
+// (transfer_job.hpp) moves the bytes.
 #pragma once
 
+#include "guest/http/routes.hpp"
 #include "guest/http/transfer_channel.hpp"
 
 #include <boost/beast/http/buffer_body.hpp>
@@ -18,8 +20,13 @@ namespace allox::http {
 
 /// The connection's state for one bulk transfer.
 struct bulk_transfer {
-  enum class phase { begin, running, ending };
+  /// planning: a streamed route's front decides (responder::begin);
+  /// begin: the session does.
+  enum class phase { planning, begin, running, ending };
   phase step = phase::begin;
+  /// A front's streamed route: how its bytes are coded, and how it answers
+  /// (none: the native PUT/GET /v1/files/...).
+  std::shared_ptr<const transfer_plan> plan;
   bool upload = false;
   bool tar = false;
   /// The client asked to hear `100 Continue` before sending the body.
@@ -48,14 +55,14 @@ struct bulk_transfer {
   /// its first `filled` bytes hold body bytes not yet queued.
   std::string lent;
   size_t filled = 0;
-  /// A download's head went out; its chunks are framed (tar).
+  /// A download's head went out; its chunks are framed (tar, gzip).
   bool head_sent = false;
   /// A regular file's download: the worker writes to the socket itself.
   bool handed_over = false;
   bool chunked = false;
   /// The transfer failed on the loop side: answered with this once the
   /// worker has cleaned up.
-  std::optional<std::pair<int, std::string>> failure;
+  caf::error failure;
   /// The worker's result, kept while the session audits the transfer.
   json::object result;
   std::shared_ptr<transfer_channel> channel;

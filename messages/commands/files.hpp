@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace allox::cmd {
 
@@ -197,12 +198,17 @@ struct file_transfer {
   /// The session's rollbacks when the transfer began (done: an upload
   /// that a rollback overtook landed in the replaced tree).
   int64_t epoch = 0;
+  /// Who moved the bytes: "http" (PUT/GET /v1/files/...) or a front's name.
+  std::string origin = "http";
+  /// done: the files an upload wrote, beneath the workspace, when they are
+  /// not `path` itself (a form upload's parts).
+  std::vector<std::string> files;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, file_transfer& x) {
   return f(caf::meta::type_name("file_transfer"), x.session, x.path, x.upload,
-           x.tar, x.done, x.bytes, x.entries, x.epoch);
+           x.tar, x.done, x.bytes, x.entries, x.epoch, x.origin, x.files);
 }
 
 template <class Inspector>

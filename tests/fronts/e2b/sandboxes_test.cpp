@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The E2B front's pure parts: create bodies, list queries as the SDK
 // encodes them, pages, and multipart bodies as the SDK sends files.
-#include "fronts/e2b/multipart.hpp"
 #include "fronts/e2b/sandboxes.hpp"
 
 #include <doctest/doctest.h>
@@ -89,36 +88,6 @@ TEST_CASE("e2b sandboxes: times and error bodies the SDK reads") {
   CHECK(c.at("sandboxID") == "i1");
   CHECK(c.at("envdAccessToken") == "t");
   CHECK(c.at("envdVersion").as_string() == envd_version);
-}
-
-TEST_CASE("e2b multipart: one part per file, destinations in filename") {
-  auto boundary = form_boundary(
-      "multipart/form-data; boundary=----formdata-undici-024597830145");
-  REQUIRE(boundary);
-  CHECK(*boundary == "----formdata-undici-024597830145");
-  CHECK(*form_boundary(R"(multipart/form-data; boundary="a b")") == "a b");
-  CHECK_FALSE(form_boundary("application/json"));
-  CHECK_FALSE(form_boundary("multipart/form-data"));
-  std::string body = "------B\r\n"
-                     "Content-Disposition: form-data; name=\"file\"; "
-                     "filename=\"/home/user/a.txt\"\r\n"
-                     "Content-Type: application/octet-stream\r\n\r\n"
-                     "hello\r\n--with CRLF inside\r\n"
-                     "------B\r\n"
-                     "Content-Disposition: form-data; name=\"file\"; "
-                     "filename=\"b.txt\"\r\n\r\n"
-                     "\r\n"
-                     "------B--\r\n";
-  auto parts = parse_form(body, "----B");
-  REQUIRE(parts);
-  REQUIRE(parts->size() == 2);
-  CHECK((*parts)[0].name == "file");
-  CHECK((*parts)[0].filename == "/home/user/a.txt");
-  CHECK((*parts)[0].data == "hello\r\n--with CRLF inside");
-  CHECK((*parts)[1].filename == "b.txt");
-  CHECK((*parts)[1].data.empty());
-  CHECK_FALSE(parse_form(body.substr(0, 60), "----B"));
-  CHECK_FALSE(parse_form("no boundary here", "----B"));
 }
 
 TEST_CASE("e2b sandboxes: a record in the catalog gives back the sandbox") {

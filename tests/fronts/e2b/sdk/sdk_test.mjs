@@ -190,6 +190,25 @@ const cases = {
     await sbx.files.write('/home/user/big.txt', big)
     assert.equal((await sbx.files.read('/home/user/big.txt')).length, big.length)
     assert.equal((await sbx.commands.run('wc -c < big.txt')).stdout.trim(), String(big.length))
+    // Past what a request held in memory could take (/files streams): 96 MiB
+    // as a form part and as a stream, into a directory made on the way, and
+    // read back whole and as a stream.
+    const { createHash } = await import('node:crypto')
+    const { Readable } = await import('node:stream')
+    const sha = (b) => createHash('sha256').update(b).digest('hex')
+    const huge = Buffer.alloc(96 << 20, Buffer.from(Array.from({ length: 251 }, (_, i) => i)))
+    const hugeSha = sha(huge)
+    const asForm = await sbx.files.write('/home/user/huge/form.bin', huge)
+    assert.equal(asForm.path, '/home/user/huge/form.bin')
+    await sbx.files.write('/home/user/huge/stream.bin',
+      Readable.toWeb(Readable.from([huge.subarray(0, 50 << 20), huge.subarray(50 << 20)])))
+    const sums = (await sbx.commands.run('sha256sum huge/form.bin huge/stream.bin')).stdout
+    assert.deepEqual(sums.trim().split('\n').map((l) => l.split(' ')[0]), [hugeSha, hugeSha])
+    assert.equal(sha(Buffer.from(await sbx.files.read('/home/user/huge/form.bin', { format: 'bytes' }))), hugeSha)
+    const streamed = createHash('sha256')
+    for await (const chunk of await sbx.files.read('/home/user/huge/stream.bin', { format: 'stream' })) streamed.update(chunk)
+    assert.equal(streamed.digest('hex'), hugeSha)
+    await sbx.files.remove('/home/user/huge')
     // Several files at once.
     const many = await sbx.files.write([
       { path: '/home/user/m/1.txt', data: 'one' },
@@ -197,6 +216,12 @@ const cases = {
     ])
     assert.equal(many.length, 2)
     assert.equal(await sbx.files.read('/home/user/m/2.txt'), 'two')
+    // Each upload is audited once, as the E2B front's, naming its files.
+    const uploads = (await rpc('audit.list', { agent_id: 'e2b', session_id: sbx.sandboxId, op: 'file.upload', limit: 1000 })).events
+    const named = (f) => uploads.filter((e) => e.origin === 'e2b' && e.files.includes(f))
+    assert.equal(named('huge/form.bin').length, 1, JSON.stringify(uploads))
+    assert.equal(named('huge/stream.bin').length, 1)
+    assert.deepEqual(named('m/2.txt')[0].files, ['m/1.txt', 'm/2.txt'])
 
     assert.equal(await sbx.files.exists('/home/user/notes/a.txt'), true)
     assert.equal(await sbx.files.exists('/home/user/nope'), false)
@@ -656,7 +681,7 @@ cases.full = async () => {
   assert.equal(back.length, old.length)
   assert.ok(back.every((b) => b === 1))
   assert.equal(await sbx.files.read('/home/user/keep.txt'), 'kept')
-  assert.ok(!(await sbx.files.list('/home/user')).some((e) => e.name.startsWith('.e2b-upload-')))
+  assert.ok(!(await sbx.files.list('/home/user')).some((e) => e.name.startsWith('.allox-upload-')))
   // Space freed: writes and checkpoints work again.
   // The write that failed left nothing behind.
   assert.equal(await sbx.files.exists(`/home/user/fill-${n - 1}.bin`), false)

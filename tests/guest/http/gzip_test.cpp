@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// gzip of /files: round trips piece by piece, concatenated members, cut and
-// foreign bodies, a body that inflates past the limit, Accept-Encoding.
-#include "fronts/e2b/gzip.hpp"
+// gzip as a streamed content coding: round trips piece by piece,
+// concatenated members, cut and foreign bodies, a body that inflates past
+// the limit, Accept-Encoding.
+#include "guest/http/gzip.hpp"
 
 #include <doctest/doctest.h>
 
 #include <string>
 
 using namespace allox;
-using namespace allox::e2b;
+using namespace allox::http;
 
 namespace {
 
@@ -23,9 +24,33 @@ std::string gzip_of(const std::string& text, size_t piece = 1000) {
   return out;
 }
 
+/// Inflates `packed`, handed to the reader `piece` bytes at a time.
+expected<std::string> gunzip(const std::string& packed, uint64_t limit,
+                             size_t piece = 777) {
+  size_t at = 0;
+  gunzip_source source{[&](std::string_view& bytes) -> expected<bool> {
+                         if (at == packed.size())
+                           return false;
+                         bytes = std::string_view{packed}.substr(at, piece);
+                         at += bytes.size();
+                         return true;
+                       },
+                       limit};
+  std::string out;
+  std::string_view bytes;
+  for (;;) {
+    auto more = source.pull(bytes);
+    if (!more)
+      return more.error();
+    if (!*more)
+      return out;
+    out.append(bytes);
+  }
+}
+
 } // namespace
 
-TEST_CASE("e2b gzip: written piece by piece, inflated whole") {
+TEST_CASE("gzip: written piece by piece, inflated as it streams") {
   std::string text;
   for (int i = 0; i < 100000; ++i)
     text += std::to_string(i * 7919 % 1000) + ",";
@@ -35,6 +60,12 @@ TEST_CASE("e2b gzip: written piece by piece, inflated whole") {
   auto back = gunzip(packed, text.size());
   REQUIRE(back);
   CHECK(*back == text);
+  auto whole = gunzip(packed, text.size(), packed.size());
+  REQUIRE(whole);
+  CHECK(*whole == text);
+  auto bytewise = gunzip(gzip_of("byte by byte"), 100, 1);
+  REQUIRE(bytewise);
+  CHECK(*bytewise == "byte by byte");
   auto empty = gunzip(gzip_of(""), 10);
   REQUIRE(empty);
   CHECK(empty->empty());
@@ -44,7 +75,7 @@ TEST_CASE("e2b gzip: written piece by piece, inflated whole") {
   CHECK(*two == "one two");
 }
 
-TEST_CASE("e2b gzip: cut, foreign and inflating past the limit are refused") {
+TEST_CASE("gzip: cut, foreign and inflating past the limit are refused") {
   auto packed = gzip_of(std::string(1 << 20, 'a'));
   auto cut = gunzip(packed.substr(0, packed.size() / 2), 2 << 20);
   REQUIRE_FALSE(cut);
@@ -52,6 +83,9 @@ TEST_CASE("e2b gzip: cut, foreign and inflating past the limit are refused") {
   auto foreign = gunzip("plain text", 100);
   REQUIRE_FALSE(foreign);
   CHECK(code_of(foreign.error()) == errc::invalid_argument);
+  auto nothing = gunzip("", 100);
+  REQUIRE_FALSE(nothing);
+  CHECK(code_of(nothing.error()) == errc::invalid_argument);
   // A megabyte of one letter is a kilobyte of gzip: the limit is on the
   // inflated size.
   auto bomb = gunzip(packed, 1000);
@@ -59,7 +93,7 @@ TEST_CASE("e2b gzip: cut, foreign and inflating past the limit are refused") {
   CHECK(code_of(bomb.error()) == errc::payload_too_large);
 }
 
-TEST_CASE("e2b gzip: Accept-Encoding") {
+TEST_CASE("gzip: Accept-Encoding") {
   CHECK(accepts_gzip("gzip"));
   CHECK(accepts_gzip("br, gzip;q=0.5, deflate"));
   CHECK_FALSE(accepts_gzip(""));
