@@ -30,17 +30,38 @@ async function rpc(action, params) {
 
 const out = {}
 
-// 1. Sandbox.create + the first commands.run('true').
+// 1. Sandbox.create + the first commands.run('true'), alternating with
+// the bound: native process.start + process.wait of the argv the SDK
+// sends for it (`bash -l -c true`: the login shell reads the sandbox's
+// profile) in a session of the same daemon. The first sandbox, which also
+// creates the agent and opens the client's connections, is reported apart.
 {
-  const xs = []
-  for (let i = 0; i < N; i++) {
+  await rpc('session.create', { agent_id: 'bench', session_id: 'anchor' })
+  const argv = ['/bin/bash', '-l', '-c', 'true']
+  const nativeRun = async () => {
     const t = now()
-    const s = await Sandbox.create()
-    await s.commands.run('true')
-    xs.push(now() - t)
-    await s.kill()
+    const row = await rpc('process.start', { agent_id: 'bench', session_id: 'anchor', argv, home: '/home/user' })
+    await rpc('process.wait', { agent_id: 'bench', session_id: 'anchor', run_id: row.run_id })
+    return now() - t
   }
-  out.create_and_first_run = summary(xs)
+  let t = now()
+  const first = await Sandbox.create()
+  await first.commands.run('true')
+  const cold = now() - t
+  await first.kill()
+  const both = [], create = [], run = []
+  for (let i = 0; i < Number(process.env.BENCH_CREATE_SAMPLES || 100); i++) {
+    t = now()
+    const s = await Sandbox.create()
+    create.push(now() - t)
+    await s.commands.run('true')
+    both.push(now() - t)
+    await s.kill()
+    run.push(await nativeRun())
+  }
+  out.create_and_first_run = { ...summary(both), cold_first_ms: +cold.toFixed(2),
+    create_alone: summary(create), native_run: summary(run),
+    ratio_p99_to_run: +(pct(both, 99) / pct(run, 99)).toFixed(3) }
 }
 
 // 2. commands.run('true') against native process.start + process.wait of
