@@ -279,6 +279,9 @@ using session_share_actor = caf::typed_actor<
 using session_network_actor = caf::typed_actor<
     // Mode, namespace, egress policy and live connection counts.
     caf::replies_to<cmd::network_status>::with<json::value>,
+    // A socket connected to a port a process of the session listens on, in
+    // its network namespace (the E2B front's port forwarding).
+    caf::replies_to<cmd::port_connect>::with<socket_handle>,
     // A connection attempt the broker relayed or refused (its loop thread).
     caf::reacts_to<cmd::egress_attempt>>;
 

@@ -150,6 +150,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(allox_messages, caf::id_block::allox::end)
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::share_access))
   // Commands and events: proxy networking (messages/commands/network.hpp).
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::network_status))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::port_connect))
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::egress_attempt))
   // Commands: pause, resume, usage (messages/commands/pause.hpp).
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::session_pause))

@@ -10,6 +10,7 @@
 #include "actors/session/handlers.hpp"
 #include "guest/log.hpp"
 #include "guest/net/netns.hpp"
+#include "guest/net/port_connect.hpp"
 
 #include <caf/send.hpp>
 
@@ -167,6 +168,36 @@ void on_egress_attempt(self_ptr self, const cmd::egress_attempt& e) {
   rec.timestamp_ns = e.timestamp_ns;
   self->state.egress_pending.push_back(std::move(rec));
   flush_egress(self);
+}
+
+} // namespace allox::session_facets
+
+namespace allox::session_facets {
+
+// port.connect: the namespaces are found and joined on a thread of its own
+// (cgroupfs, /proc and setns block, briefly); the socket goes to the front.
+caf::result<socket_handle> handle(self_ptr self, const cmd::port_connect& c) {
+  auto& st = self->state;
+  if (!st.runs.config)
+    return no_execution();
+  if (auto err = require_alive(self))
+    return err;
+  if (c.port == 0)
+    return make_error(errc::invalid_argument, "port must be 1..65535");
+  auto group =
+      st.runs.config->cgroups.session_group(st.agent_id(), st.session_id());
+  std::shared_ptr<os::unique_fd> ns;
+  if (st.proxy)
+    ns = st.proxy->ns;
+  bool shared = effective_settings(self).at("network") == "inherit";
+  return answer_blocking<socket_handle>(
+      self, [group, ns, shared, port = c.port]() -> expected<socket_handle> {
+        auto s =
+            net::connect_in_group(group, port, shared, ns ? ns->get() : -1);
+        if (!s)
+          return s.error();
+        return socket_handle{s->release()};
+      });
 }
 
 } // namespace allox::session_facets

@@ -25,6 +25,9 @@ void apply_network_settings(self_ptr self);
 json::object network_status_of(self_ptr self);
 caf::result<json::value> handle(self_ptr self, const cmd::network_status& c);
 
+/// port.connect: a socket to a port the session's processes listen on.
+caf::result<socket_handle> handle(self_ptr self, const cmd::port_connect& c);
+
 /// A connection attempt of the session's proxy: audited, in batches.
 void on_egress_attempt(self_ptr self, const cmd::egress_attempt& e);
 

@@ -194,24 +194,6 @@ const sandbox* envd_sandbox(front_self self, request& req, bool connect_rpc) {
   return running(it->second, fail);
 }
 
-namespace {
-
-/// The sandbox id of a Host `<port>-<id>.<domain>` (the SDK's getHost);
-/// empty when the host is not of that form.
-std::string id_of_host(std::string_view host) {
-  auto dash = host.find('-');
-  auto dot = host.find('.', dash == std::string_view::npos ? 0 : dash);
-  if (dash == std::string_view::npos || dot == std::string_view::npos ||
-      dash == 0)
-    return {};
-  for (auto c : host.substr(0, dash))
-    if (c < '0' || c > '9')
-      return {};
-  return std::string{host.substr(dash + 1, dot - dash - 1)};
-}
-
-} // namespace
-
 const sandbox* files_sandbox(front_self self, request& req) {
   auto signature = req.param("signature");
   if (signature.empty() && req.header("X-Access-Token").empty()) {
@@ -232,7 +214,8 @@ const sandbox* files_sandbox(front_self self, request& req) {
   // names neither, and the sandbox is the one whose token signed it.
   auto id = req.header("E2b-Sandbox-Id");
   if (id.empty())
-    id = id_of_host(req.header("Host"));
+    if (auto where = parse_port_host(req.header("Host")))
+      id = where->id;
   auto now_s = now_ms() / 1000;
   const sandbox* found = nullptr;
   caf::error why;
@@ -300,6 +283,10 @@ void serve(front_self self, e2b_call& call) {
   }
   ++self->state.requests;
   request req{std::move(call), {}, {}};
+  // The transport sends a request here for its Host only when that Host
+  // names a sandbox's port (serve_e2b).
+  if (auto where = parse_port_host(req.header("Host")))
+    return serve_port(self, req, *where);
   auto target =
       std::string_view{req.http().target().data(), req.http().target().size()};
   auto q = target.find('?');
@@ -404,6 +391,22 @@ void serve_e2b(http::server& srv, std::function<e2b_actor()> get) {
                       bhttp::verb::delete_})
     srv.add_route({method, "/e2b/", http::route_match::prefix,
                    http::route_access::open, serve});
+  // A sandbox's port, by Host: the daemon's own listener port is never
+  // one (runs cannot reach it either).
+  srv.set_host_route(
+      [](std::string_view host) { return parse_port_host(host).has_value(); },
+      [serve, &srv](const http::route_request& req, http::responder answer) {
+        auto host = req[bhttp::field::host];
+        auto where = parse_port_host({host.data(), host.size()});
+        if (where && where->port == srv.port()) {
+          answer({403,
+                  "application/json",
+                  error_body(403, "the daemon's own port is not forwarded"),
+                  {}});
+          return;
+        }
+        serve(req, std::move(answer));
+      });
   // /files streams (served on the head, planned by envd_files.cpp); at
   // the root too, for signed URLs (the signature is their credential).
   for (auto method : {bhttp::verb::get, bhttp::verb::post})

@@ -153,6 +153,23 @@ void pump_watch(front_self self, uint64_t stream);
 void serve_watcher(front_self self, request& req, const sandbox& sb,
                    std::string_view method);
 
+/// A Host `<port>-<sandbox>.<domain>` (the SDK's getHost(port)).
+struct port_host {
+  uint16_t port = 0;
+  std::string id;
+};
+
+/// Length of the ids new_sandbox_id() makes: `i` and 19 hex digits.
+inline constexpr size_t sandbox_id_size = 20;
+
+/// The port and sandbox a Host names; none for a Host of another shape
+/// (ports.cpp). Pure, and quick enough for the loop thread.
+std::optional<port_host> parse_port_host(std::string_view host);
+
+/// A request to a sandbox's port: tunnelled there once the session
+/// connected to it (ports.cpp).
+void serve_port(front_self self, request& req, const port_host& where);
+
 /// GET and POST /files (envd_files.cpp): streamed routes, planned here and
 /// moved by the transport.
 void serve_files(front_self self, request& req, const sandbox& sb);

@@ -131,6 +131,10 @@ void connection::close() {
     ++pending_closes_;
     uv_close(reinterpret_cast<uv_handle_t*>(&watch_), on_closed);
   }
+  if (up_open_) {
+    ++pending_closes_;
+    uv_close(reinterpret_cast<uv_handle_t*>(&up_), on_closed);
+  }
   uv_close(reinterpret_cast<uv_handle_t*>(&timer_), on_closed);
   uv_close(reinterpret_cast<uv_handle_t*>(&deadline_), on_closed);
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), on_closed);
@@ -162,7 +166,10 @@ void connection::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
   bool lent = self->is_lent(buf);
   std::unique_ptr<char[]> owned{lent ? nullptr : buf->base};
   if (n < 0) {
-    self->close();
+    if (n == UV_EOF && self->tunnel_ == tunnel_phase::open)
+      self->client_ended();
+    else
+      self->close();
     return;
   }
   if (n == 0 || self->closing_)
@@ -173,6 +180,12 @@ void connection::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
     self->lingered_ += static_cast<size_t>(n);
     if (self->lingered_ > linger_limit)
       self->close();
+    return;
+  }
+  if (self->tunnel_ == tunnel_phase::open) {
+    self->to_upstream(std::string{buf->base, static_cast<size_t>(n)});
+    self->update_reading();
+    self->arm_deadline();
     return;
   }
   if (lent)
@@ -206,6 +219,10 @@ void connection::update_reading() {
   bool want = lingering_ || !busy || pending_input() < pause_input;
   if (bulk_ && !lingering_)
     want = transfer_wants_input();
+  if (tunnel_ == tunnel_phase::open)
+    want = !client_ended_ &&
+           uv_stream_get_write_queue_size(
+               reinterpret_cast<const uv_stream_t*>(&up_)) <= max_stream_queue;
   if (want == reading_)
     return;
   if (!want) {
@@ -224,7 +241,8 @@ void connection::update_reading() {
 // outstanding at a time, later pipelined requests wait in input_.
 void connection::process() {
   while (!closing_ && !lingering_ && !waiting_ && !writing_ && !behind_ &&
-         !streaming_ && !bulk_ && pending_input() > 0) {
+         !streaming_ && !bulk_ && tunnel_ == tunnel_phase::none &&
+         pending_input() > 0) {
     if (request_started_ == never)
       request_started_ = clock_type::now();
     beast::error_code ec;
@@ -282,6 +300,12 @@ bool connection::check_header() {
         (req.target() == "/metrics" || req.target() == "/health"))
       return true;
     reject(404, "not found", "not_found");
+    return false;
+  }
+  // A Host a front claims is a sandbox's port, whatever the target; the
+  // front checks its own credentials.
+  if (const auto* r = srv_->host_route(req[bhttp::field::host])) {
+    plan_tunnel(*r);
     return false;
   }
   // Bulk transfers stream their body to the session's files; they follow
@@ -486,6 +510,10 @@ void connection::on_written(uv_write_t* req, int status) {
     --self->stream_writes_;
     if (status != 0 || w->close_after) {
       self->close();
+      return;
+    }
+    if (self->tunnel_ == tunnel_phase::open) {
+      self->tunnel_wrote();
       return;
     }
     if (self->bulk_) {

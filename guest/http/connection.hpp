@@ -78,6 +78,9 @@ public:
   void answer_route(route_response response);
   /// A streamed route's request goes ahead as its front planned.
   void begin_planned(transfer_plan plan);
+  /// A request whose Host a front claims is tunnelled to `upstream`
+  /// (tunnel.cpp).
+  void start_tunnel(os::unique_fd upstream);
   /// More of a streamed route answer; the connection closes after `last`.
   void answer_route_part(std::string data, bool last);
 
@@ -204,6 +207,19 @@ private:
   /// Back to serving requests.
   void end_transfer();
 
+  // -- a tunnel to a sandbox's port (tunnel.cpp) --------------------------
+  /// A request whose Host a front claims: the front gets its head.
+  void plan_tunnel(const route& r);
+  void to_upstream(std::string data);
+  static void on_up_written(uv_write_t* req, int status);
+  static void on_up_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
+  /// Reads the upstream while the client's write queue is short.
+  void update_upstream_reading();
+  /// A write to the client completed.
+  void tunnel_wrote();
+  /// The client sent its last byte.
+  void client_ended();
+
   static void on_closed(uv_handle_t* h);
 
   server* srv_;
@@ -279,6 +295,18 @@ private:
 
   /// The bulk transfer being served (none: an ordinary request).
   std::unique_ptr<bulk_transfer> bulk_;
+
+  /// planning: the front decides; open: bytes go both ways.
+  enum class tunnel_phase { none, planning, open };
+  tunnel_phase tunnel_ = tunnel_phase::none;
+  /// The request's head as it goes to the port.
+  std::string tunnel_head_;
+  /// The socket to the port (closed with the connection once opened).
+  uv_tcp_t up_{};
+  bool up_open_ = false;
+  bool up_reading_ = false;
+  bool up_ended_ = false;
+  bool client_ended_ = false;
 
   friend class server;
 };

@@ -19,7 +19,8 @@ constexpr std::chrono::seconds stalled_write{1};
 } // namespace
 
 bool connection::evictable() const {
-  if (!active() || waiting_ || streaming_ || bulk_)
+  if (!active() || waiting_ || streaming_ || bulk_ ||
+      tunnel_ != tunnel_phase::none)
     return false;
   return !(writing_ || behind_) ||
          clock_type::now() - write_progress_ >= stalled_write;
@@ -52,6 +53,10 @@ connection::next_deadline() const {
   // only by looking again.
   if (behind_)
     return {clock_type::now() + unread_recheck, overdue::unread};
+  // A tunnel is idle once neither side sent or took a byte (a WebSocket
+  // may be quiet a while: ten idle periods).
+  if (tunnel_ == tunnel_phase::open)
+    return {last_activity_ + 10 * o.idle_timeout, overdue::idle};
   // Never cut off a request the daemon is serving, nor an idle stream.
   if (waiting_ || streaming_)
     return {never, overdue::none};

@@ -60,6 +60,14 @@ void connection::answer_route(route_response response) {
     return;
   }
   waiting_ = false;
+  if (tunnel_ == tunnel_phase::planning) {
+    // The front refused the tunnel: whatever the request sent stays
+    // unread.
+    tunnel_ = tunnel_phase::none;
+    respond(response.status, std::move(response.body), true,
+            response.content_type, &response.headers);
+    return;
+  }
   if (bulk_ && bulk_->step == bulk_transfer::phase::planning) {
     // A streamed route's front refused it: an upload's body stays unread.
     respond(response.status, std::move(response.body),

@@ -96,6 +96,10 @@ public:
   /// answer).
   void begin(transfer_plan plan) const;
 
+  /// A host route's request (server::set_host_route) is tunnelled to
+  /// `socket` (connected, non-blocking; taken over), instead of an answer.
+  void tunnel(int socket) const;
+
   /// False once the answer is complete or its client went away: a front
   /// feeding a stream stops then.
   bool open() const { return open_->load(std::memory_order_relaxed); }

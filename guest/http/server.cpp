@@ -208,7 +208,8 @@ void server::post_routed(uint64_t ticket, route_response response, bool more,
     std::lock_guard<std::mutex> guard{mtx_};
     if (closed_)
       return;
-    routed_.push_back({ticket, std::move(response), more, last, nullptr});
+    routed_.push_back(
+        {ticket, std::move(response), more, last, nullptr, nullptr});
   }
   uv_async_send(&wakeup_);
 }
@@ -222,9 +223,29 @@ void server::post_plan(uint64_t ticket, transfer_plan plan) {
                        {},
                        false,
                        false,
-                       std::make_shared<transfer_plan>(std::move(plan))});
+                       std::make_shared<transfer_plan>(std::move(plan)),
+                       nullptr});
   }
   uv_async_send(&wakeup_);
+}
+
+void server::post_tunnel(uint64_t ticket, int socket) {
+  auto fd = std::make_shared<os::unique_fd>(socket);
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (closed_)
+      return;
+    routed_.push_back({ticket, {}, false, false, nullptr, std::move(fd)});
+  }
+  uv_async_send(&wakeup_);
+}
+
+void server::set_host_route(std::function<bool(std::string_view)> claims,
+                            route_fn serve) {
+  host_claims_ = std::move(claims);
+  host_route_ =
+      route{boost::beast::http::verb::unknown, "(host)", route_match::prefix,
+            route_access::open, std::move(serve)};
 }
 
 void server::drop_ticket(std::unordered_map<uint64_t, pending>::iterator it) {
@@ -239,6 +260,10 @@ void responder::operator()(route_response response) const {
 
 void responder::begin(transfer_plan plan) const {
   srv_->post_plan(ticket_, std::move(plan));
+}
+
+void responder::tunnel(int socket) const {
+  srv_->post_tunnel(ticket_, socket);
 }
 
 void responder::more(std::string data, bool last) const {
@@ -367,6 +392,18 @@ void server::deliver_replies() {
     if (it == tickets_.end())
       continue; // answered already, or the client went away
     auto* conn = it->second.conn;
+    if (part.tunnel) {
+      if (it->second.streaming)
+        continue;
+      metrics_.observe(
+          it->second.action, 101,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                        it->second.started)
+              .count());
+      drop_ticket(it);
+      conn->start_tunnel(std::move(*part.tunnel));
+      continue;
+    }
     if (part.plan) {
       // The request is the transfer's from now on (counted when it began).
       if (it->second.streaming)

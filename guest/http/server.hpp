@@ -10,6 +10,7 @@
 
 #include "guest/http/metrics.hpp"
 #include "guest/http/routes.hpp"
+#include "guest/os/unique_fd.hpp"
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 #include "messages/rpc.hpp"
@@ -89,6 +90,17 @@ public:
   /// keep a pointer to their route). A path taken twice is a bug: thrown.
   void add_route(route r);
 
+  /// Requests whose Host `claims` accepts go to `serve` on their head
+  /// alone, whatever their method and target: it answers (a refusal) or
+  /// tunnels the connection to a socket (responder::tunnel). Before
+  /// listen() only; `claims` runs on the loop thread and must be quick.
+  void set_host_route(std::function<bool(std::string_view host)> claims,
+                      route_fn serve);
+  /// The host route claiming `host`, if any.
+  const route* host_route(std::string_view host) const {
+    return host_claims_ && host_claims_(host) ? &host_route_ : nullptr;
+  }
+
   /// Binds and listens; the error names the address.
   caf::error listen();
 
@@ -146,6 +158,8 @@ public:
                    bool last = false);
   /// Thread-safe: a streamed route's request goes ahead as `plan` says.
   void post_plan(uint64_t ticket, transfer_plan plan);
+  /// Thread-safe: a host route's request is tunnelled to `socket`.
+  void post_tunnel(uint64_t ticket, int socket);
   /// GET /metrics: asks the actors for their tree, then answers `conn`
   /// with the exposition.
   void scrape(connection* conn);
@@ -218,11 +232,15 @@ private:
     bool last = false;
     /// Set: a streamed route's plan, not an answer.
     std::shared_ptr<transfer_plan> plan;
+    /// Set: a host route's socket, not an answer.
+    std::shared_ptr<os::unique_fd> tunnel;
   };
   /// Forgets a ticket; a routed one's responder sees it closed.
   void drop_ticket(std::unordered_map<uint64_t, pending>::iterator it);
   std::unordered_map<uint64_t, pending> tickets_;
   std::vector<route> routes_;
+  std::function<bool(std::string_view)> host_claims_;
+  route host_route_;
   request_metrics metrics_;
   std::unordered_map<connection*, std::unique_ptr<connection>> connections_;
 

@@ -37,7 +37,7 @@ using session_commands = caf::detail::type_list<
     process_wait, process_input, process_resize, process_subscribe,
     process_output, process_events, process_tree,
     // network (network.cpp)
-    network_status,
+    network_status, port_connect,
     // pause and usage (pause.cpp)
     session_pause, session_resume, session_usage,
     // runtime (runtime.cpp)

@@ -6,6 +6,7 @@
 
 #include "messages/commands/command.hpp"
 #include "messages/records.hpp"
+#include "messages/results/network.hpp"
 
 #include <caf/meta/type_name.hpp>
 
@@ -20,6 +21,16 @@ struct network_status {
   static network_status decode(params::reader& r);
   static constexpr bool needs_exec = true;
   session_ref session;
+};
+
+/// Connects to `port` where a process of the session listens, inside that
+/// process's network namespace: the E2B front's port forwarding. Sent by
+/// fronts only (no RPC action).
+struct port_connect {
+  static inline const char* name = "port.connect";
+  using reply = socket_handle;
+  session_ref session;
+  uint16_t port = 0;
 };
 
 /// One connection attempt through the session's proxy (from the broker's
@@ -44,6 +55,11 @@ struct egress_attempt {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, network_status& x) {
   return f(caf::meta::type_name("network_status"), x.session);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, port_connect& x) {
+  return f(caf::meta::type_name("port_connect"), x.session, x.port);
 }
 
 template <class Inspector>

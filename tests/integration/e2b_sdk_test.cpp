@@ -95,6 +95,13 @@ TEST_CASE("e2b sdk: metrics from the session's cgroup and workspace") {
   check_case(d, "metrics");
 }
 
+TEST_CASE("e2b sdk: a sandbox's ports by Host, HTTP and upgrades, in its "
+          "network namespace") {
+  daemon_process d{with_execution()};
+  d.start();
+  check_case(d, "ports");
+}
+
 TEST_CASE("e2b sdk: internet access and egress rules are the session's "
           "network mode and proxy policy") {
   daemon_process d{with_execution()};

@@ -302,6 +302,13 @@ const cases = {
       body: '{"path":"/home/user"}',
     })
     assert.equal((await unknown.json()).code, 'unavailable')
+    // A sandbox's port under the same rule: the daemon's token, or the
+    // sandbox's access token as the traffic token.
+    const portHost = ok.getHost(8000)
+    assert.equal((await toPort(portHost)).status, 401)
+    assert.equal((await toPort(portHost, { headers: { 'X-API-Key': 'e2b_wrong' } })).status, 401)
+    assert.equal((await toPort(portHost, { headers: { 'X-API-Key': 'secret-token' } })).status, 502)
+    assert.equal((await toPort(portHost, { headers: { 'E2b-Traffic-Access-Token': ok.envdAccessToken } })).status, 502)
     assert.equal((await ok.commands.run('echo fine')).stdout, 'fine\n')
     await ok.kill()
   },
@@ -690,6 +697,101 @@ cases.full = async () => {
   await sbx.files.write('/home/user/after.txt', 'room again')
   assert.equal(await sbx.files.read('/home/user/after.txt'), 'room again')
   await sbx.kill()
+}
+
+/** A request to `<port>-<id>.<domain>` (getHost), sent to the daemon's
+ * listener: the status, the body and, for an upgrade, its socket. */
+async function toPort(host, { path = '/', headers = {}, upgrade = false } = {}) {
+  const http = await import('node:http')
+  const listener = new URL(process.env.E2B_SANDBOX_URL)
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      host: listener.hostname, port: listener.port, path, agent: false,
+      headers: { Host: host, ...headers,
+        ...(upgrade ? { Connection: 'Upgrade', Upgrade: 'websocket' } : {}) },
+    }, (res) => {
+      let body = ''
+      res.on('data', (d) => (body += d))
+      res.on('end', () => resolve({ status: res.statusCode, body }))
+    })
+    req.on('upgrade', (res, socket, head) => resolve({ status: res.statusCode, socket, head }))
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+cases.ports = async () => {
+  const sbx = await Sandbox.create()
+  await sbx.files.write('/home/user/site/hello.txt', 'served from the sandbox')
+  // A dev server, and an upgrade server that echoes what follows the 101.
+  await sbx.files.write('/home/user/echo.py', [
+    'import socket',
+    's = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)',
+    "s.bind(('127.0.0.1', 8001)); s.listen()",
+    'while True:',
+    '    c, _ = s.accept(); head = b""',
+    '    while b"\\r\\n\\r\\n" not in head: head += c.recv(1024)',
+    '    c.sendall(b"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n\\r\\n")',
+    '    while True:',
+    '        d = c.recv(65536)',
+    '        if not d: break',
+    '        c.sendall(d)',
+    '    c.close()',
+  ].join('\n'))
+  const web = await sbx.commands.run('python3 -m http.server 8000 --bind 127.0.0.1 --directory site', { background: true })
+  const echo = await sbx.commands.run('python3 echo.py', { background: true })
+  const host = sbx.getHost(8000)
+  assert.equal(host, `8000-${sbx.sandboxId}.${host.split('.').slice(1).join('.')}`)
+  let res
+  for (let i = 0; i < 100; i++) {
+    res = await toPort(host, { path: '/hello.txt' })
+    if (res.status === 200) break
+    await sleep(100)
+  }
+  assert.equal(res.status, 200, JSON.stringify(res))
+  assert.equal(res.body, 'served from the sandbox')
+  // Whatever the target: /v1/rpc of that Host is the sandbox's, not ours.
+  assert.equal((await toPort(host, { path: '/v1/rpc' })).status, 404)
+  // An upgrade: bytes both ways after the 101.
+  let up
+  for (let i = 0; i < 100; i++) {
+    up = await toPort(sbx.getHost(8001), { upgrade: true })
+    if (up.status === 101) break
+    await sleep(100)
+  }
+  assert.equal(up.status, 101)
+  const echoed = new Promise((resolve) => {
+    let got = ''
+    up.socket.on('data', (d) => { got += d; if (got.length >= 10) resolve(got) })
+  })
+  up.socket.write('ping-ping!')
+  assert.equal(await echoed, 'ping-ping!')
+  up.socket.destroy()
+  // A port nothing listens on, an unknown sandbox: 502.
+  let bad = await toPort(sbx.getHost(8009))
+  assert.equal(bad.status, 502)
+  assert.match(JSON.parse(bad.body).message, /nothing listens on port 8009/)
+  bad = await toPort(`8000-i0123456789abcdef012.${host.split('.').slice(1).join('.')}`)
+  assert.equal(bad.status, 502)
+  // An isolated sandbox's port is reached in its own namespace.
+  const cut = await Sandbox.create({ allowInternetAccess: false })
+  await cut.files.write('/home/user/site/hello.txt', 'isolated')
+  // Never another sandbox's port: the first one's server is in the
+  // daemon's namespace, where this one's launcher is too.
+  const idle = await cut.commands.run('sleep 30', { background: true })
+  assert.equal((await toPort(cut.getHost(8000))).status, 502)
+  await idle.kill()
+  await cut.commands.run('python3 -m http.server 8000 --bind 127.0.0.1 --directory site', { background: true })
+  for (let i = 0; i < 100; i++) {
+    res = await toPort(cut.getHost(8000), { path: '/hello.txt' })
+    if (res.status === 200) break
+    await sleep(100)
+  }
+  assert.equal(res.body, 'isolated')
+  await web.kill()
+  await echo.kill()
+  await sbx.kill()
+  await cut.kill()
 }
 
 /** Before a restart of the daemon: sandboxes whose ids go to ALLOX_STATE. */
