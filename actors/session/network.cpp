@@ -184,16 +184,18 @@ caf::result<socket_handle> handle(self_ptr self, const cmd::port_connect& c) {
     return err;
   if (c.port == 0)
     return make_error(errc::invalid_argument, "port must be 1..65535");
-  auto group =
-      st.runs.config->cgroups.session_group(st.agent_id(), st.session_id());
+  const auto& tree = st.runs.config->cgroups;
+  auto group = tree.session_group(st.agent_id(), st.session_id());
+  auto mount = tree.mount();
   std::shared_ptr<os::unique_fd> ns;
   if (st.proxy)
     ns = st.proxy->ns;
   bool shared = effective_settings(self).at("network") == "inherit";
   return answer_blocking<socket_handle>(
-      self, [group, ns, shared, port = c.port]() -> expected<socket_handle> {
-        auto s =
-            net::connect_in_group(group, port, shared, ns ? ns->get() : -1);
+      self,
+      [mount, group, ns, shared, port = c.port]() -> expected<socket_handle> {
+        auto s = net::connect_in_group(mount, group, port, shared,
+                                       ns ? ns->get() : -1);
         if (!s)
           return s.error();
         return socket_handle{s->release()};

@@ -210,12 +210,10 @@ const sandbox* files_sandbox(front_self self, request& req) {
                 req.http().method() == bhttp::verb::get ? "read" : "write",
                 req.param("username"), signature,
                 req.param("signature_expiration")};
-  // The sandbox its header or its host names; a URL handed to a browser
-  // names neither, and the sandbox is the one whose token signed it.
+  // The sandbox its header names; a URL handed to a browser names none
+  // (a Host of a sandbox's port goes to that port, ports.cpp), and the
+  // sandbox is the one whose token signed it.
   auto id = req.header("E2b-Sandbox-Id");
-  if (id.empty())
-    if (auto where = parse_port_host(req.header("Host")))
-      id = where->id;
   auto now_s = now_ms() / 1000;
   const sandbox* found = nullptr;
   caf::error why;
@@ -398,10 +396,11 @@ void serve_e2b(http::server& srv, std::function<e2b_actor()> get) {
       [serve, &srv](const http::route_request& req, http::responder answer) {
         auto host = req[bhttp::field::host];
         auto where = parse_port_host({host.data(), host.size()});
-        if (where && where->port == srv.port()) {
+        if (where &&
+            (where->port == srv.port() || where->port == srv.metrics_port())) {
           answer({403,
                   "application/json",
-                  error_body(403, "the daemon's own port is not forwarded"),
+                  error_body(403, "the daemon's own ports are not forwarded"),
                   {}});
           return;
         }

@@ -166,7 +166,7 @@ void connection::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
   bool lent = self->is_lent(buf);
   std::unique_ptr<char[]> owned{lent ? nullptr : buf->base};
   if (n < 0) {
-    if (n == UV_EOF && self->tunnel_ == tunnel_phase::open)
+    if (n == UV_EOF && self->tunnel_ != tunnel_phase::none)
       self->client_ended();
     else
       self->close();
@@ -183,7 +183,7 @@ void connection::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
     return;
   }
   if (self->tunnel_ == tunnel_phase::open) {
-    self->to_upstream(std::string{buf->base, static_cast<size_t>(n)});
+    self->from_client(std::string_view{buf->base, static_cast<size_t>(n)});
     self->update_reading();
     self->arm_deadline();
     return;
@@ -220,7 +220,7 @@ void connection::update_reading() {
   if (bulk_ && !lingering_)
     want = transfer_wants_input();
   if (tunnel_ == tunnel_phase::open)
-    want = !client_ended_ &&
+    want = !client_ended_ && tunnel_left_ != 0 &&
            uv_stream_get_write_queue_size(
                reinterpret_cast<const uv_stream_t*>(&up_)) <= max_stream_queue;
   if (want == reading_)

@@ -178,6 +178,8 @@ private:
   /// Answers an error before any body byte was read, and ends the
   /// transfer.
   void refuse_transfer(const caf::error& err);
+  /// A download's request declared a body (never read).
+  bool body_unread() const;
   /// The session's answer to the transfer's begin or end.
   void on_transfer_reply(int status, const std::string& body);
   bool transfer_wants_input() const;
@@ -211,6 +213,8 @@ private:
   /// A request whose Host a front claims: the front gets its head.
   void plan_tunnel(const route& r);
   void to_upstream(std::string data);
+  /// Client bytes for the port: a request's body as far as it goes.
+  void from_client(std::string_view data);
   static void on_up_written(uv_write_t* req, int status);
   static void on_up_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf);
   /// Reads the upstream while the client's write queue is short.
@@ -307,6 +311,10 @@ private:
   bool up_reading_ = false;
   bool up_ended_ = false;
   bool client_ended_ = false;
+  /// Body bytes of the tunnelled request still to pass (npos: all bytes,
+  /// an upgrade's stream). The client's later requests never pass: the
+  /// port gets one request per connection.
+  uint64_t tunnel_left_ = 0;
 
   friend class server;
 };

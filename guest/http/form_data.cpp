@@ -145,15 +145,25 @@ expected<std::optional<form_part>> form_reader::next() {
   }
   compact();
   if (!started_) {
-    // The first delimiter has no CRLF before it (a preamble may).
+    // The first delimiter has no CRLF before it (a preamble may); the
+    // preamble is bounded, and searched once.
     auto first = std::string_view{delim_}.substr(2);
+    size_t from = 0;
     for (;;) {
-      auto at = buf_.find(first);
+      auto at = buf_.find(first, from);
       if (at != std::string::npos &&
           (at == 0 || (at >= 2 && buf_.compare(at - 2, 2, "\r\n") == 0))) {
         pos_ = at + first.size();
         break;
       }
+      if (at != std::string::npos) {
+        from = at + 1;
+        continue;
+      }
+      if (buf_.size() > max_part_head)
+        return malformed("no boundary line in the first " +
+                         std::to_string(max_part_head) + " bytes");
+      from = buf_.size() < delim_.size() ? 0 : buf_.size() - delim_.size();
       auto more = fill();
       if (!more)
         return more.error();
@@ -170,7 +180,19 @@ expected<std::optional<form_part>> form_reader::next() {
       return malformed("the body ends without its closing boundary");
   }
   if (buf_.compare(pos_, 2, "--") == 0) {
+    // The closing delimiter: the epilogue is read and dropped, so the body
+    // ends where its length says (its bytes are never a next request).
     finished_ = true;
+    buf_.clear();
+    pos_ = 0;
+    for (;;) {
+      auto more = fill();
+      if (!more)
+        return more.error();
+      if (!*more)
+        break;
+      buf_.clear();
+    }
     return std::optional<form_part>{};
   }
   if (buf_.compare(pos_, 2, "\r\n") != 0)

@@ -71,8 +71,8 @@ void connection::answer_route(route_response response) {
   if (bulk_ && bulk_->step == bulk_transfer::phase::planning) {
     // A streamed route's front refused it: an upload's body stays unread.
     respond(response.status, std::move(response.body),
-            bulk_->upload || !keep_alive_, response.content_type,
-            &response.headers);
+            bulk_->upload || body_unread() || !keep_alive_,
+            response.content_type, &response.headers);
     end_transfer();
     return;
   }

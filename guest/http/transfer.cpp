@@ -99,9 +99,16 @@ void connection::transfer_error(const caf::error& err, bool close_after) {
 
 void connection::refuse_transfer(const caf::error& err) {
   srv_->count_rejected(status_of(code_of(err)));
-  // The body was never read: close after answering.
-  transfer_error(err, bulk_->upload || !keep_alive_);
+  // The body was never read: close after answering (a download's body
+  // taken for the next request would be a request smuggled in).
+  transfer_error(err, bulk_->upload || body_unread() || !keep_alive_);
   end_transfer();
+}
+
+bool connection::body_unread() const {
+  // An upload's parser went to its transfer: asked of downloads only.
+  return !bulk_->upload &&
+         (parser_->content_length().value_or(0) > 0 || parser_->chunked());
 }
 
 bool connection::is_transfer(beast::string_view target) {
@@ -202,14 +209,17 @@ void connection::on_transfer_reply(int status, const std::string& body) {
   auto& b = *bulk_;
   if (b.step == bulk_transfer::phase::ending) {
     if (b.upload) {
+      // A job that ended before the body did (a form's epilogue, a tar's
+      // trailer) leaves bytes that are no request: close after.
+      bool close_after = !keep_alive_ || !b.body_done;
       if (status != 200)
-        transfer_error(error_of_reply(status, body), !keep_alive_);
+        transfer_error(error_of_reply(status, body), close_after);
       else if (b.plan) {
         auto r = b.plan->done(b.result);
-        respond(r.status, std::move(r.body), !keep_alive_, r.content_type,
+        respond(r.status, std::move(r.body), close_after, r.content_type,
                 &r.headers);
       } else {
-        respond(status, ok_body(json::serialize(b.result)), !keep_alive_);
+        respond(status, ok_body(json::serialize(b.result)), close_after);
       }
     }
     end_transfer();

@@ -3,17 +3,23 @@
 // whose Host a front claims (server::set_host_route, e.g. E2B's
 // `<port>-<sandbox>.<domain>`) is handed to the front on its head alone;
 // the front answers it (a refusal) or hands back a socket connected to the
-// port (responder::tunnel), and from then on the connection's bytes go
-// both ways as they are: the request's head (without the credentials the
-// daemon took), the rest of the request, later requests on the connection,
-// a WebSocket's frames after its upgrade.
+// port (responder::tunnel), and then the request goes there: its head
+// without the credentials meant for the daemon, then its body.
+//
+// One request per tunnel: a plain request goes with `Connection: close`
+// and exactly its Content-Length of body (a chunked one is refused, 411),
+// and the connection closes after the port's answer, so a client's later
+// request (perhaps for the daemon, with its token) never reaches the
+// sandbox. An upgrade (a WebSocket) passes every byte after its head, both
+// ways, as the protocol it switched to.
 //
 //   client bytes -> upstream write queue; reading the client stops while
 //                   more than max_stream_queue bytes wait there
 //   upstream bytes -> client (send); reading the upstream stops while the
 //                   client's queue is as long
-//   client EOF -> upstream's write side shut; upstream EOF or any error ->
-//                   the connection closes once its queued bytes are out
+//   client EOF -> upstream's write side shut (an upgrade); upstream EOF or
+//                   any error -> the connection closes once its queued
+//                   bytes are out
 #include "guest/http/connection.hpp"
 
 #include "guest/http/server.hpp"
@@ -21,6 +27,8 @@
 
 #include <boost/beast/http/empty_body.hpp>
 
+#include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -49,9 +57,22 @@ uv_stream_t* as_stream(uv_tcp_t* t) {
 
 void connection::plan_tunnel(const route& r) {
   const auto& req = parser_->get();
+  bool upgrade = parser_->upgrade();
+  if (!upgrade && parser_->chunked()) {
+    reject(411, "a request to a sandbox's port needs a Content-Length",
+           "invalid_argument");
+    return;
+  }
   bhttp::request<bhttp::empty_body> head{req.base()};
   for (const char* name : daemon_credentials)
     head.erase(name);
+  if (auto auth = head.find(bhttp::field::authorization);
+      auth != head.end() && token_matches(auth->value(), srv_->options().token))
+    head.erase(auth);
+  if (!upgrade)
+    head.set(bhttp::field::connection, "close");
+  tunnel_left_ = upgrade ? std::numeric_limits<uint64_t>::max()
+                         : parser_->content_length().value_or(0);
   tunnel_head_ = serialize(head, true);
   tunnel_ = tunnel_phase::planning;
   waiting_ = true;
@@ -72,15 +93,22 @@ void connection::start_tunnel(os::unique_fd upstream) {
   upstream.release();
   uv_tcp_nodelay(&up_, 1);
   tunnel_ = tunnel_phase::open;
-  // The request's head, then whatever of the stream came after it.
-  auto first = std::move(tunnel_head_);
-  first.append(input_, consumed_, std::string::npos);
+  // The request's head, then what came of its body (or stream).
+  to_upstream(std::move(tunnel_head_));
+  from_client(std::string_view{input_}.substr(consumed_));
   input_.clear();
   consumed_ = 0;
-  to_upstream(std::move(first));
   update_upstream_reading();
   update_reading();
   arm_deadline();
+}
+
+void connection::from_client(std::string_view data) {
+  // Past the request's body: nothing more goes, nor is read.
+  auto n = static_cast<size_t>(std::min<uint64_t>(data.size(), tunnel_left_));
+  if (tunnel_left_ != std::numeric_limits<uint64_t>::max())
+    tunnel_left_ -= n;
+  to_upstream(std::string{data.substr(0, n)});
 }
 
 void connection::to_upstream(std::string data) {
@@ -168,10 +196,15 @@ void connection::client_ended() {
   if (reading_)
     uv_read_stop(stream());
   reading_ = false;
+  if (tunnel_ != tunnel_phase::open)
+    return; // planning: the request is whole; the port may still answer
   if (up_ended_) {
-    close();
+    if (stream_writes_ == 0)
+      close(); // else the last write to the client closes
     return;
   }
+  if (tunnel_left_ != std::numeric_limits<uint64_t>::max())
+    return; // a plain request: the port answers, then closes
   // The port sees the end of the request stream and may still answer.
   auto* req = new uv_shutdown_t{};
   if (uv_shutdown(req, as_stream(&up_),

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -37,11 +39,17 @@ void group_pids(const std::string& group, std::vector<int>& out, int depth) {
   ::closedir(dir);
 }
 
-/// Connects to loopback `port` in the calling thread's namespace: a
-/// blocking connect (loopback answers at once), then non-blocking.
+/// How long a port may take to accept a connection: a listener whose
+/// backlog is full drops the SYN, and a blocking connect would wait
+/// minutes.
+constexpr int connect_timeout_ms = 3000;
+
+/// Connects to loopback `port` in the calling thread's namespace:
+/// non-blocking, within connect_timeout_ms.
 os::unique_fd connect_loopback(uint16_t port, int& err) {
   for (int family : {AF_INET, AF_INET6}) {
-    os::unique_fd s{::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    os::unique_fd s{
+        ::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)};
     if (!s) {
       err = errno;
       continue;
@@ -60,13 +68,53 @@ os::unique_fd connect_loopback(uint16_t port, int& err) {
       a.sin6_addr = in6addr_loopback;
       rc = ::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
     }
-    if (rc == 0) {
-      ::fcntl(s.get(), F_SETFL, ::fcntl(s.get(), F_GETFL) | O_NONBLOCK);
-      return s;
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{s.get(), POLLOUT, 0};
+      rc = ::poll(&p, 1, connect_timeout_ms);
+      if (rc == 0) {
+        err = ETIMEDOUT;
+        continue;
+      }
+      int so = 0;
+      socklen_t len = sizeof so;
+      if (rc > 0 && ::getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &so, &len) == 0)
+        errno = so;
+      rc = so == 0 && rc > 0 ? 0 : -1;
     }
+    if (rc == 0)
+      return s;
     err = errno;
   }
   return {};
+}
+
+/// The network namespace of `pid`, if it is still a process of the group
+/// at `group_rel` (mount-relative) or below: a pid that ended and was
+/// reused meanwhile is someone else's.
+os::unique_fd namespace_of(int pid, const std::string& group_rel) {
+  os::unique_fd dir{::open(("/proc/" + std::to_string(pid)).c_str(),
+                           O_DIRECTORY | O_RDONLY | O_CLOEXEC)};
+  if (!dir)
+    return {};
+  os::unique_fd ns{::openat(dir.get(), "ns/net", O_RDONLY | O_CLOEXEC)};
+  // Checked after opening, through the same /proc/<pid> directory, which
+  // refers to that process only, even once its pid is reused.
+  os::unique_fd cg{::openat(dir.get(), "cgroup", O_RDONLY | O_CLOEXEC)};
+  char buf[4096];
+  auto n = cg ? ::read(cg.get(), buf, sizeof buf - 1) : -1;
+  if (n <= 0)
+    return {};
+  std::string_view line{buf, static_cast<size_t>(n)};
+  auto at = line.find("0::");
+  if (at == std::string_view::npos)
+    return {};
+  auto path = line.substr(at + 3);
+  path = path.substr(0, path.find('\n'));
+  if (path != group_rel && (path.size() <= group_rel.size() ||
+                            path.compare(0, group_rel.size(), group_rel) != 0 ||
+                            path[group_rel.size()] != '/'))
+    return {};
+  return ns;
 }
 
 /// The same, inside namespace `ns`: on a thread of its own, since setns
@@ -87,7 +135,8 @@ os::unique_fd connect_in(int ns, uint16_t port, int& err) {
 
 } // namespace
 
-expected<os::unique_fd> connect_in_group(const std::string& group,
+expected<os::unique_fd> connect_in_group(const std::string& mount,
+                                         const std::string& group,
                                          uint16_t port, bool own_namespace,
                                          int first_ns) {
   struct stat own {};
@@ -107,10 +156,9 @@ expected<os::unique_fd> connect_in_group(const std::string& group,
   std::vector<int> pids;
   if (!group.empty())
     group_pids(group, pids, 0);
+  auto group_rel = group.substr(std::min(group.size(), mount.size()));
   for (int pid : pids)
-    add(os::unique_fd{
-        ::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(),
-               O_RDONLY | O_CLOEXEC)});
+    add(namespace_of(pid, group_rel));
   int err = ECONNREFUSED;
   for (const auto& ns : spaces) {
     struct stat st {};

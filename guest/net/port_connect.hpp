@@ -25,7 +25,10 @@ namespace allox::net {
 /// share it): a run's launcher stays there while the run is in a
 /// namespace of its own, and a port there may be anyone's. not_found when
 /// nothing listens.
-expected<os::unique_fd> connect_in_group(const std::string& group,
+/// `group` is a path beneath the cgroup v2 `mount`. A port that does not
+/// accept within 3 s counts as nothing listening.
+expected<os::unique_fd> connect_in_group(const std::string& mount,
+                                         const std::string& group,
                                          uint16_t port, bool own_namespace,
                                          int first_ns = -1);
 

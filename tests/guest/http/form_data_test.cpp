@@ -156,3 +156,27 @@ TEST_CASE("form data: malformed bodies are refused with what is wrong") {
     CHECK(code_of(parts.error()) == errc::invalid_argument);
   }
 }
+
+TEST_CASE("form data: the epilogue is read to the body's end, a preamble is "
+          "bounded") {
+  auto body = two_files + "an epilogue the client may send";
+  size_t at = 0;
+  form_reader form{[&](std::string_view& bytes) -> expected<bool> {
+                     if (at == body.size())
+                       return false;
+                     bytes = std::string_view{body}.substr(at, 7);
+                     at += bytes.size();
+                     return true;
+                   },
+                   "----B"};
+  for (;;) {
+    auto part = form.next();
+    REQUIRE(part);
+    if (!*part)
+      break;
+  }
+  CHECK(at == body.size());
+  auto endless = read_form(std::string(1 << 20, 'x') + "\r\n--B\r\n", "B");
+  REQUIRE_FALSE(endless);
+  CHECK(code_of(endless.error()) == errc::invalid_argument);
+}

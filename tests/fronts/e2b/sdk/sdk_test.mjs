@@ -731,7 +731,7 @@ cases.ports = async () => {
     'while True:',
     '    c, _ = s.accept(); head = b""',
     '    while b"\\r\\n\\r\\n" not in head: head += c.recv(1024)',
-    '    c.sendall(b"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n\\r\\n")',
+    '    c.sendall(b"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n\\r\\n" + head)',
     '    while True:',
     '        d = c.recv(65536)',
     '        if not d: break',
@@ -752,21 +752,44 @@ cases.ports = async () => {
   assert.equal(res.body, 'served from the sandbox')
   // Whatever the target: /v1/rpc of that Host is the sandbox's, not ours.
   assert.equal((await toPort(host, { path: '/v1/rpc' })).status, 404)
-  // An upgrade: bytes both ways after the 101.
+  // An upgrade: bytes both ways after the 101. The server sends back the
+  // head it got first: the daemon's credentials were taken off it.
   let up
   for (let i = 0; i < 100; i++) {
-    up = await toPort(sbx.getHost(8001), { upgrade: true })
+    up = await toPort(sbx.getHost(8001), { upgrade: true,
+      headers: { 'X-API-Key': 'e2b_daemon_key', 'E2b-Traffic-Access-Token': 'tok' } })
     if (up.status === 101) break
     await sleep(100)
   }
   assert.equal(up.status, 101)
-  const echoed = new Promise((resolve) => {
-    let got = ''
-    up.socket.on('data', (d) => { got += d; if (got.length >= 10) resolve(got) })
+  const readUntil = (pred) => new Promise((resolve) => {
+    let got = up.head.toString()
+    if (pred(got)) return resolve(got)
+    const on = (d) => { got += d; if (pred(got)) { up.socket.off('data', on); resolve(got) } }
+    up.socket.on('data', on)
   })
+  const seen = await readUntil((t) => t.includes('\r\n\r\n'))
+  assert.match(seen, /^GET \/ HTTP\/1.1\r\n/)
+  assert.doesNotMatch(seen.toLowerCase(), /x-api-key|e2b-traffic-access-token/)
+  up.head = Buffer.alloc(0)
   up.socket.write('ping-ping!')
-  assert.equal(await echoed, 'ping-ping!')
+  assert.equal(await readUntil((t) => t.length >= 10), 'ping-ping!')
   up.socket.destroy()
+  // One request per tunnel: a second one pipelined behind the first never
+  // reaches the sandbox, and the connection closes after the answer.
+  const net = await import('node:net')
+  const listener = new URL(process.env.E2B_SANDBOX_URL)
+  const raw = await new Promise((resolve, reject) => {
+    const sock = net.connect(Number(listener.port), listener.hostname)
+    let got = ''
+    sock.on('data', (d) => (got += d))
+    sock.on('end', () => resolve(got))
+    sock.on('error', reject)
+    const one = `GET /hello.txt HTTP/1.1\r\nHost: ${host}\r\n\r\n`
+    sock.write(one + one)
+  })
+  assert.equal(raw.split('HTTP/1.').length - 1, 1, raw)
+  assert.match(raw, /served from the sandbox$/)
   // A port nothing listens on, an unknown sandbox: 502.
   let bad = await toPort(sbx.getHost(8009))
   assert.equal(bad.status, 502)
