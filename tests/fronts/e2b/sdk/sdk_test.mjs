@@ -604,6 +604,26 @@ cases.signed = async () => {
   res = await fetch(up, { method: 'POST', body: form })
   assert.equal(res.status, 200, await res.text())
   assert.equal(await sbx.files.read('/home/user/uploaded.txt'), 'sent by URL')
+  // A download that declares a body is answered and its connection
+  // closed: the body is never read as a next request (here, one that
+  // would write the file through the upload URL).
+  const net = await import('node:net')
+  const root = new URL(up)
+  const smuggled = `POST ${root.pathname}${root.search} HTTP/1.1\r\nHost: x\r\n` +
+    'Content-Type: application/octet-stream\r\nContent-Length: 9\r\n\r\nsmuggled!'
+  const raw = await new Promise((resolve, reject) => {
+    const sock = net.connect(Number(root.port), root.hostname)
+    let got = ''
+    sock.on('data', (d) => (got += d))
+    sock.on('end', () => resolve(got))
+    sock.on('error', reject)
+    sock.write(`GET /files?path=/home/user/uploaded.txt HTTP/1.1\r\nHost: x\r\n` +
+      `E2b-Sandbox-Id: ${sbx.sandboxId}\r\nX-Access-Token: ${sbx.envdAccessToken}\r\n` +
+      `Content-Length: ${smuggled.length}\r\n\r\n${smuggled}`)
+  })
+  assert.equal(raw.split('HTTP/1.').length - 1, 1, raw)
+  assert.match(raw, /^HTTP\/1.1 400/)
+  assert.equal(await sbx.files.read('/home/user/uploaded.txt'), 'sent by URL')
   // A read signature does not write.
   res = await fetch(await sbx.downloadUrl('/home/user/uploaded.txt'), { method: 'POST', body: form })
   assert.equal(res.status, 401)
