@@ -40,28 +40,35 @@ constexpr std::chrono::milliseconds drain_tick{5};
 /// hurry the reader.
 constexpr int batch_interval_ms = 20;
 
-/// The session's view of one decoded event.
+// The kinds a session sees are the kernel's pinned record types.
+static_assert(static_cast<int>(process_event_kind::fork) == ALLOX_EVENT_FORK &&
+              static_cast<int>(process_event_kind::exec) == ALLOX_EVENT_EXEC &&
+              static_cast<int>(process_event_kind::exit) == ALLOX_EVENT_EXIT);
+
+/// The session's view of one decoded (fork, exec or exit) event.
 process_record to_record(const tracking::process_event& ev,
                          const std::string& boot_id) {
   process_record r;
   const auto& hdr = tracking::header_of(ev);
   r.cookie = hdr.cookie;
   r.kernel_seq = hdr.seq;
-  r.event = std::string{tracking::kind_name(ev)};
   r.time_ns = hdr.time_ns;
   r.pid = hdr.process.tgid;
   r.process_id = hdr.process.str(boot_id);
   r.root = hdr.root;
   if (const auto* f = std::get_if<tracking::fork_event>(&ev)) {
+    r.kind = process_event_kind::fork;
     r.ppid = f->parent.tgid;
     r.tid = f->hdr.process.tgid;
     r.parent_process_id = f->parent.str(boot_id);
     r.comm = f->comm;
   } else if (const auto* x = std::get_if<tracking::exec_event>(&ev)) {
+    r.kind = process_event_kind::exec;
     r.tid = x->former_tid;
     r.comm = x->comm;
     r.filename = x->filename;
   } else if (const auto* e = std::get_if<tracking::exit_event>(&ev)) {
+    r.kind = process_event_kind::exit;
     r.tid = e->tid;
     r.comm = e->comm;
     if (auto code = e->exit_code())

@@ -139,9 +139,9 @@ using session_runs_actor = caf::typed_actor<
     // A slice of a run's stdout or stderr.
     caf::replies_to<cmd::process_output>::with<output_slice>,
     // A page of a run's process events.
-    caf::replies_to<cmd::process_events>::with<json::value>,
+    caf::replies_to<cmd::process_events>::with<event_page>,
     // A run's process tree, nested from its root.
-    caf::replies_to<cmd::process_tree>::with<json::value>,
+    caf::replies_to<cmd::process_tree>::with<process_tree_view>,
     // A run's first process is running in the session cgroup (its worker).
     caf::reacts_to<run_started>,
     // A run ended, and whether its cgroup emptied (its worker).

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace allox::tracking {
@@ -55,6 +56,32 @@ struct fence_lifted {
 
 // -- process tracking (the TRACKER and the sessions' tracking facet) ---------
 
+/// What a process event of a tracked run records. The values are the
+/// kernel's record types, pinned by `enum allox_event_type` in
+/// bpf/process.h (the TRACKER checks they agree): an event keeps its kind
+/// as this number until a front or the run's event log renders it.
+enum class process_event_kind : uint8_t {
+  /// A process of the run forked a new one (ALLOX_EVENT_FORK).
+  fork = 1,
+  /// A process replaced its program (ALLOX_EVENT_EXEC).
+  exec = 2,
+  /// A process ended (ALLOX_EVENT_EXIT).
+  exit = 3,
+};
+
+/// The kind's wire name: "fork", "exec" or "exit".
+constexpr std::string_view to_string(process_event_kind k) {
+  switch (k) {
+  case process_event_kind::fork:
+    return "fork";
+  case process_event_kind::exec:
+    return "exec";
+  case process_event_kind::exit:
+    return "exit";
+  }
+  return "unknown";
+}
+
 /// One process event of a tracked run, as the TRACKER hands it to the
 /// session that owns the run (decoded from the kernel's record).
 struct process_record {
@@ -62,8 +89,7 @@ struct process_record {
   uint64_t cookie = 0;
   /// The kernel's per-run sequence number; a gap is a lost event.
   uint64_t kernel_seq = 0;
-  /// "fork", "exec" or "exit".
-  std::string event;
+  process_event_kind kind = process_event_kind::fork;
   /// CLOCK_BOOTTIME ns.
   uint64_t time_ns = 0;
   /// Guest pids (init namespace): the process, its parent (fork), the
@@ -165,7 +191,7 @@ typename Inspector::result_type inspect(Inspector& f, reader_failed& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, process_record& x) {
   return f(caf::meta::type_name("process_record"), x.cookie, x.kernel_seq,
-           x.event, x.time_ns, x.pid, x.ppid, x.tid, x.process_id,
+           x.kind, x.time_ns, x.pid, x.ppid, x.tid, x.process_id,
            x.parent_process_id, x.root, x.comm, x.filename, x.exit_code,
            x.signal);
 }

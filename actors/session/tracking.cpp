@@ -11,6 +11,7 @@
 #include "actors/session/process_map.hpp"
 #include "guest/log.hpp"
 #include "guest/os/fs.hpp"
+#include "messages/results/processes_json.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -105,8 +106,8 @@ void on_event_batch(self_ptr self, const process_event_batch& b) {
     auto seq = ++out->run->events;
     ++st.runs.events_received;
     // The parent of a process is the one its fork named.
-    auto ppid = e.event == "fork" ? int64_t{e.ppid}
-                                  : process.at("ppid").to_number<int64_t>();
+    auto ppid =
+        e.kind == process_event_kind::fork ? int64_t{e.ppid} : process.ppid;
     append_event_line(out->text, seq, e, ppid, out->ids);
   }
   for (auto& entry : lines)
@@ -222,69 +223,62 @@ void drain_run(self_ptr self, const std::string& id,
           });
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::process_events& c) {
+caf::result<event_page> handle(self_ptr self, const cmd::process_events& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
   auto path = run_dir(*st.runs.config, c.run_id) + "/events.jsonl";
-  auto rp = self->make_response_promise<json::value>();
+  auto rp = self->make_response_promise<event_page>();
   row_view_of(
       self, c.run_id,
       [self, rp, path, c](const run_row& row) mutable {
-        auto state = to_string(row.state);
-        auto complete = row.trace_complete;
-        read_step(
+        event_page page;
+        page.run_id = c.run_id;
+        page.next_after = c.after;
+        page.state = row.state;
+        page.trace_complete = row.trace_complete;
+        read_step<event_page>(
             self,
-            [path, c, state, complete]() -> expected<json::value> {
-              json::array events;
-              auto next = c.after;
-              bool more = false;
+            [path, c,
+             page = std::move(page)]() mutable -> expected<event_page> {
               std::ifstream in{path};
               std::string line;
               while (std::getline(in, line)) {
-                boost::system::error_code ec;
-                auto v = json::parse(line, ec);
-                if (ec || !v.is_object())
+                // A line cut by a crash is not an event.
+                auto e = parse_event_line(line);
+                if (!e || static_cast<int64_t>(e->seq) <= c.after)
                   continue;
-                auto seq = v.as_object().at("seq").to_number<int64_t>();
-                if (seq <= c.after)
-                  continue;
-                if (static_cast<int64_t>(events.size()) >= c.limit) {
-                  more = true;
+                if (static_cast<int64_t>(page.events.size()) >= c.limit) {
+                  page.has_more = true;
                   break;
                 }
-                next = seq;
-                events.emplace_back(std::move(v));
+                page.next_after = static_cast<int64_t>(e->seq);
+                page.events.push_back(std::move(*e));
               }
-              return json::value(json::object{{"run_id", c.run_id},
-                                              {"events", std::move(events)},
-                                              {"next_after", next},
-                                              {"has_more", more},
-                                              {"state", state},
-                                              {"trace_complete", complete}});
+              return std::move(page);
             },
-            [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+            [rp](event_page& p) mutable { rp.deliver(std::move(p)); },
             [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
       },
       [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::process_tree& c) {
+caf::result<process_tree_view> handle(self_ptr self,
+                                      const cmd::process_tree& c) {
   if (!self->state.runs.config)
     return no_execution();
-  auto rp = self->make_response_promise<json::value>();
+  auto rp = self->make_response_promise<process_tree_view>();
   row_of(
       self, c.run_id,
       [rp, c](run_row row) mutable {
-        const auto& processes = row.processes;
-        auto roots = nest(processes);
-        rp.deliver(
-            json::value(json::object{{"run_id", c.run_id},
-                                     {"state", to_string(row.state)},
-                                     {"trace_complete", row.trace_complete},
-                                     {"processes", processes.size()},
-                                     {"tree", std::move(roots)}}));
+        process_tree_view view;
+        view.run_id = c.run_id;
+        view.state = row.state;
+        view.trace_complete = row.trace_complete;
+        view.processes = row.processes.size();
+        view.tree = nest(row.processes);
+        rp.deliver(std::move(view));
       },
       [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;

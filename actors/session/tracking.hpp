@@ -30,9 +30,10 @@ void drain_run(self_ptr self, const std::string& id,
                std::function<void()> then);
 
 /// process.events: a page of a run's events from its events.jsonl.
-caf::result<json::value> handle(self_ptr self, const cmd::process_events& c);
+caf::result<event_page> handle(self_ptr self, const cmd::process_events& c);
 
 /// process.tree: the run's process tree, nested from its root.
-caf::result<json::value> handle(self_ptr self, const cmd::process_tree& c);
+caf::result<process_tree_view> handle(self_ptr self,
+                                      const cmd::process_tree& c);
 
 } // namespace allox::session_facets

@@ -78,12 +78,9 @@ void copy_run_names(const session_state& st, const std::string& run_id,
   const auto& row = it->second.row;
   if (row.argv)
     commands[run_id] = *row.argv;
-  for (const auto& [pid, p] : row.processes) {
-    const auto* f = p.as_object().if_contains("filenames");
-    if (f != nullptr && f->is_array() && !f->as_array().empty() &&
-        f->as_array().back().is_string())
-      exes[std::string{pid}] = std::string{f->as_array().back().as_string()};
-  }
+  for (const auto& p : row.processes.entries())
+    if (!p.filenames.empty())
+      exes[p.process_id] = p.filenames.back();
 }
 
 /// The subvolume id of current/, looked up once per tree (an ioctl that

@@ -7,6 +7,7 @@
 #include "fronts/mcp/calls.hpp"
 
 #include "messages/commands/runs.hpp"
+#include "messages/results/processes_json.hpp"
 #include "messages/results/runs_json.hpp"
 #include "messages/utf8.hpp"
 
@@ -259,9 +260,8 @@ void tree(const tool_call& call) {
   auto c = decoded<cmd::process_tree>(call, run_params(call));
   if (!c)
     return;
-  to_session(call, std::move(*c), [call](json::value& v) {
-    call.done(v.is_object() ? std::move(v.as_object()) : json::object{});
-  });
+  to_session(call, std::move(*c),
+             [call](process_tree_view& v) { call.done(to_json(v)); });
 }
 
 } // namespace

@@ -13,6 +13,7 @@
 #include "messages/results/checkpoints_json.hpp"
 #include "messages/results/files_json.hpp"
 #include "messages/results/pause_json.hpp"
+#include "messages/results/processes_json.hpp"
 #include "messages/results/runs_json.hpp"
 #include "messages/results/sessions_json.hpp"
 

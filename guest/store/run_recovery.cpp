@@ -52,8 +52,7 @@ std::vector<run_record> import_state_files(const std::string& audit_root) {
 void interrupt(run_record& rec) {
   auto decoded = run_row_from_text(rec.row);
   if (!decoded)
-    log::warn("runs", "run " + rec.run_id + ": " +
-                          message_of(decoded.error()) +
+    log::warn("runs", "run " + rec.run_id + ": " + message_of(decoded.error()) +
                           "; its row is rewritten from its ids");
   run_row row = decoded ? std::move(*decoded) : run_row{};
   if (!decoded) {
@@ -66,9 +65,7 @@ void interrupt(run_record& rec) {
   row.session_fenced = true;
   row.trace_complete = false;
   row.lifecycle_complete = false;
-  for (auto& kv : row.processes)
-    if (kv.value().is_object())
-      kv.value().as_object()["alive"] = nullptr;
+  row.processes.forget_liveness();
   rec = record_of(row);
 }
 

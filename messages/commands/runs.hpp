@@ -199,6 +199,8 @@ struct process_events {
   static inline const char* name = "process.events";
   static process_events decode(params::reader& r);
   static constexpr bool needs_exec = true;
+  /// What the session answers (the native front encodes it).
+  using reply = event_page;
   session_ref session;
   std::string run_id;
   int64_t after = 0;
@@ -210,6 +212,8 @@ struct process_tree {
   static inline const char* name = "process.tree";
   static process_tree decode(params::reader& r);
   static constexpr bool needs_exec = true;
+  /// What the session answers (the native front encodes it).
+  using reply = process_tree_view;
   session_ref session;
   std::string run_id;
 };

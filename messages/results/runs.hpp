@@ -6,6 +6,7 @@
 #pragma once
 
 #include "messages/json.hpp"
+#include "messages/results/processes.hpp"
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/optional.hpp>
@@ -61,9 +62,9 @@ struct run_row {
   int64_t created_ns = 0;
   /// Process events received (tracked runs).
   int64_t event_count = 0;
-  /// Tracked processes by process id, as the process map renders them
-  /// (actors/session/process_map.hpp).
-  json::object processes;
+  /// Tracked processes by process id (actors/session/process_map.hpp
+  /// builds the map from the TRACKER's events).
+  process_map processes;
   std::string audit_directory;
   bool trace_complete = false;
   int64_t cookie = 0;

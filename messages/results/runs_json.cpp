@@ -2,6 +2,7 @@
 #include "messages/results/runs_json.hpp"
 
 #include "messages/results/json_detail.hpp"
+#include "messages/results/processes_json.hpp"
 #include "messages/utf8.hpp"
 
 #include <array>
@@ -80,16 +81,13 @@ public:
     else
       bad();
   }
-  void object(const json::value& v, json::object& out) {
-    if (v.is_object())
-      out = v.get_object();
-    else
-      bad();
-  }
-  void object(const json::value& v, caf::optional<json::object>& out) {
-    json::object o;
-    object(v, o);
-    out = std::move(o);
+  void processes(const json::value& v, process_map& out) {
+    if (!v.is_object())
+      return bad();
+    auto m = process_map_from_json(v.get_object());
+    if (!m)
+      return bad();
+    out = std::move(*m);
   }
   void phase(const json::value& v, run_phase& out) {
     auto p = v.is_string() ? parse_run_phase(v.get_string()) : caf::none;
@@ -139,7 +137,7 @@ json::object to_json(const run_row& r) {
   o["state"] = to_string(r.state);
   o["created_ns"] = r.created_ns;
   o["event_count"] = r.event_count;
-  o["processes"] = r.processes;
+  o["processes"] = to_json(r.processes);
   o["audit_directory"] = r.audit_directory;
   o["trace_complete"] = r.trace_complete;
   o["cookie"] = r.cookie;
@@ -202,7 +200,7 @@ expected<run_row> run_row_from_json(const json::object& o) {
     else if (key == "event_count")
       rd.number(v, r.event_count);
     else if (key == "processes")
-      rd.object(v, r.processes);
+      rd.processes(v, r.processes);
     else if (key == "audit_directory")
       rd.text(v, r.audit_directory);
     else if (key == "trace_complete")

@@ -2,6 +2,7 @@
 // A tracked run's process map and tree from synthetic event batches, as
 // the session's tracking facet builds them (actors/session/process_map.hpp).
 #include "actors/session/process_map.hpp"
+#include "messages/results/processes_json.hpp"
 #include "messages/results/runs_json.hpp"
 
 #include <doctest/doctest.h>
@@ -23,7 +24,7 @@ process_record fork_of(uint32_t pid, uint64_t start, uint32_t ppid,
                        bool root = false) {
   process_record r;
   r.cookie = 7;
-  r.event = "fork";
+  r.kind = process_event_kind::fork;
   r.time_ns = start;
   r.pid = pid;
   r.tid = pid;
@@ -39,7 +40,7 @@ process_record exec_of(uint32_t pid, uint64_t start, uint32_t tid,
                        const std::string& filename, uint64_t at) {
   process_record r;
   r.cookie = 7;
-  r.event = "exec";
+  r.kind = process_event_kind::exec;
   r.time_ns = at;
   r.pid = pid;
   r.tid = tid;
@@ -54,7 +55,7 @@ process_record exit_of(uint32_t pid, uint64_t start, uint64_t at,
                        caf::optional<int64_t> sig = caf::none) {
   process_record r;
   r.cookie = 7;
-  r.event = "exit";
+  r.kind = process_event_kind::exit;
   r.time_ns = at;
   r.pid = pid;
   r.tid = pid;
@@ -72,9 +73,24 @@ json::object run(const std::vector<process_record>& events) {
   return to_json(row);
 }
 
+/// The wire's map read back, as the catalog reads a stored row's.
+process_map map_of(const json::object& row) {
+  auto m = process_map_from_json(row.at("processes").as_object());
+  REQUIRE(m);
+  return std::move(*m);
+}
+
 /// Every process of the row's map exited.
 bool exited(const json::object& row) {
-  return all_exited(row.at("processes").as_object());
+  return all_exited(map_of(row));
+}
+
+/// The row's tree as process.tree's `tree` spells it.
+json::array tree_of(const json::object& row) {
+  json::array out;
+  for (const auto& node : nest(map_of(row)))
+    out.emplace_back(to_json(node));
+  return out;
 }
 
 const json::object& proc(const json::object& row, uint32_t pid,
@@ -108,7 +124,7 @@ TEST_CASE("process map: fork, exec and exit build the tree from the root") {
   CHECK(proc(row, 102, 1200).at("exit_code") == json::value(3));
   CHECK(proc(row, 102, 1200).at("filenames") == json::array{"/bin/sh"});
 
-  auto tree = nest(row.at("processes").as_object());
+  auto tree = tree_of(row);
   REQUIRE(tree.size() == 1);
   const auto* node = &tree[0].as_object();
   CHECK(node->at("pid") == json::value(100u));
@@ -153,11 +169,17 @@ TEST_CASE("process map: a pid reused is another process, and a live one keeps "
   CHECK(proc(row, 301, 3100).at("alive") == json::value(false));
   CHECK(proc(row, 301, 3300).at("alive") == json::value(true));
   CHECK_FALSE(exited(row));
-  auto tree = nest(row.at("processes").as_object());
+  auto tree = tree_of(row);
   REQUIRE(tree.size() == 1);
   CHECK(tree[0].at("children").as_array().size() == 2);
   // An empty map is not a complete trace.
-  CHECK_FALSE(exited(json::object{{"processes", json::object{}}}));
+  CHECK_FALSE(all_exited(process_map{}));
+  // Nor is a map whose processes the daemon lost sight of (a restart).
+  auto lost = map_of(run({fork_of(310, 3000, 50, 10, "daemon", true),
+                          exit_of(310, 3000, 3100, 0)}));
+  CHECK(all_exited(lost));
+  lost.forget_liveness();
+  CHECK_FALSE(all_exited(lost));
 }
 
 TEST_CASE("process map: a process whose fork was not seen is added by its "
@@ -167,7 +189,7 @@ TEST_CASE("process map: a process whose fork was not seen is added by its "
   const auto& p = proc(row, 400, 4000);
   CHECK(p.at("filenames") == json::array{"/bin/true"});
   CHECK(p.at("parent_process_id").is_null());
-  auto tree = nest(row.at("processes").as_object());
+  auto tree = tree_of(row);
   CHECK(tree.size() == 1);
   CHECK(exited(row));
 }
@@ -184,9 +206,11 @@ TEST_CASE("process map: an events.jsonl line is the JSON object of the event, "
   append_event_line(text, 3, killed, 10, ids);
   // Each line is what Boost.JSON makes of the same object, field order
   // included.
-  auto expected = [&](uint64_t seq, const process_record& e) {
+  // The kind is rendered by its wire name, spelled here.
+  auto expected = [&](uint64_t seq, const process_record& e,
+                      std::string_view event) {
     json::object o{{"seq", seq},
-                   {"event", e.event},
+                   {"event", json::string_view{event.data(), event.size()}},
                    {"pid", e.pid},
                    {"tid", e.tid},
                    {"comm", e.comm},
@@ -199,17 +223,21 @@ TEST_CASE("process map: an events.jsonl line is the JSON object of the event, "
                    {"ppid", 10}};
     if (e.root)
       o["root"] = true;
-    if (e.event == "fork")
+    if (event == "fork")
       o["parent_process_id"] = e.parent_process_id;
-    if (e.event == "exec")
+    if (event == "exec")
       o["filename"] = e.filename;
-    if (e.event == "exit") {
-      o["exit_code"] = opt(e.exit_code);
-      o["signal"] = opt(e.signal);
+    if (event == "exit") {
+      auto or_null = [](const caf::optional<int64_t>& v) {
+        return v ? json::value(*v) : json::value(nullptr);
+      };
+      o["exit_code"] = or_null(e.exit_code);
+      o["signal"] = or_null(e.signal);
     }
     return json::serialize(o) + "\n";
   };
-  CHECK(text == expected(1, fork) + expected(2, exec) + expected(3, killed));
+  CHECK(text == expected(1, fork, "fork") + expected(2, exec, "exec") +
+                    expected(3, killed, "exit"));
   auto first = json::parse(text.substr(0, text.find('\n'))).as_object();
   CHECK(first.at("comm") == "we\"ird\n\x01name");
 }

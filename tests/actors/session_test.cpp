@@ -5,6 +5,7 @@
 // are in tests/integration/.)
 #include "actors/session/session.hpp"
 #include "messages/results/checkpoints_json.hpp"
+#include "messages/results/processes.hpp"
 #include "messages/results/runs_json.hpp"
 #include "messages/results/stats_json.hpp"
 
@@ -328,7 +329,7 @@ TEST_CASE_FIXTURE(session_fixture,
   process_event_batch batch;
   process_record r;
   r.cookie = 12345;
-  r.event = "fork";
+  r.kind = process_event_kind::fork;
   r.pid = 1;
   r.process_id = "boot:1:1";
   batch.events.push_back(r);
@@ -340,7 +341,7 @@ TEST_CASE_FIXTURE(session_fixture,
   REQUIRE(list.first);
   CHECK(list.first->at("head") == "c2");
   // process.tree of a run the catalog does not know.
-  auto tree = ask(cmd::process_tree{ref(), "nope"});
+  auto tree = ask<process_tree_view>(cmd::process_tree{ref(), "nope"});
   CHECK_FALSE(tree.first);
   CHECK(tree.second);
 }

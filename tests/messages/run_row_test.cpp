@@ -18,7 +18,10 @@ const char* const written_row =
     R"({"run_id":"0123456789abcdef0123456789abcdef","agent_id":"a",)"
     R"("session_id":"s","backend":"ebpf","isolation":"bubblewrap",)"
     R"("boot_id":"b","state":"completed","created_ns":1,"event_count":3,)"
-    R"("processes":{"p1":{"pid":7,"alive":false}},"audit_directory":"/r/x",)"
+    R"("processes":{"p1":{"process_id":"p1","pid":7,"ppid":1,)"
+    R"("parent_process_id":null,"comm":"sh","filenames":["/bin/sh"],)"
+    R"("exit_code":0,"signal":null,"alive":false,"root":true,)"
+    R"("started_ns":1,"exited_ns":2}},"audit_directory":"/r/x",)"
     R"("trace_complete":true,"cookie":9,"root_pid":7,"cgroup":"/g",)"
     R"("root_exit_code":0,"stop_reason":null,"session_fenced":false,)"
     R"("lifecycle_complete":true,"finished_ns":2,"error":null,)"
@@ -105,9 +108,9 @@ TEST_CASE("run row: a known key of the wrong type is refused by name") {
 
 TEST_CASE("run row: every phase has its wire name, and the final ones are "
           "final") {
-  for (auto p : {run_phase::starting, run_phase::running, run_phase::completed,
-                 run_phase::stopped, run_phase::failed,
-                 run_phase::interrupted}) {
+  for (auto p :
+       {run_phase::starting, run_phase::running, run_phase::completed,
+        run_phase::stopped, run_phase::failed, run_phase::interrupted}) {
     auto back = parse_run_phase(to_string(p));
     REQUIRE(back);
     CHECK(*back == p);
