@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Supervision, written once for the two supervisors below the root: AGENTS
-// (of its AGENTs) and AGENT (of its SESSIONs). Each keeps a table of child
-// slots and leaves the rest here:
+// Supervision, written once for the three supervisors: the SUPERVISOR (of
+// the core actors and the fronts), AGENTS (of its AGENTs) and AGENT (of its
+// SESSIONs). Each keeps a table of child slots and leaves the rest here:
 //
 //   child_slot       a child's handle, status and restart budget
-//   stop_children    the parent's exit stops every child, in the table's
-//                    order; the supervisor ends after the last of them
+//   stop_children    the parent's exit stops the children stage by stage
+//                    (a stage is told once the one before has ended); the
+//                    supervisor ends after the last of them
 //   on_child_down    one decision per child that ended: restart, give up
 //                    or forget (docs/architecture.md, "Supervision")
 //   supervise        installs the exit, down and exception handlers
@@ -25,6 +26,7 @@
 #include <caf/exit_reason.hpp>
 #include <caf/system_messages.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -116,6 +118,10 @@ struct child_slot {
   /// How often the child was re-spawned (system.dump's counter).
   uint32_t restarts = 0;
   restart_budget budget;
+  /// When the child is stopped: every child of a stage has ended before
+  /// the next stage is told (the catalog after the sessions that write to
+  /// it).
+  uint8_t stop_stage = 0;
 };
 
 /// What every supervisor's state carries; its own state derives from it.
@@ -125,6 +131,8 @@ struct supervisor_base {
   /// docs/architecture.md, "Shutdown").
   bool stopping = false;
   caf::error stop_reason;
+  /// The stage being stopped (child_slot::stop_stage).
+  uint8_t stopping_stage = 0;
   /// The action being handled, for the failure log.
   std::string handling;
   uint64_t requests = 0;
@@ -189,6 +197,38 @@ down_decision decide(Slot& slot, const caf::error& reason, time_point now) {
   return down_decision::restart;
 }
 
+/// While stopping: tells the live children of the lowest stage that has
+/// any to stop, or ends the supervisor (its state is gone from there on)
+/// once no child lives.
+template <class Self, class Map>
+void tell_next_stage(Self self, Map& children) {
+  auto& st = self->state;
+  if (no_live_children(children)) {
+    self->quit(st.stop_reason);
+    return;
+  }
+  uint8_t next = UINT8_MAX;
+  for (const auto& kv : children)
+    if (kv.second.handle)
+      next = std::min(next, kv.second.stop_stage);
+  st.stopping_stage = next;
+  for (auto& kv : children)
+    if (kv.second.handle && kv.second.stop_stage == next)
+      self->send_exit(kv.second.handle, st.stop_reason);
+}
+
+/// While stopping, after a child ended: the next stage is told once no
+/// child of the current one lives. A stage is told once; a child of a
+/// later stage that ended early is simply not waited for.
+template <class Self, class Map>
+void stop_next_stage(Self self, Map& children) {
+  auto& st = self->state;
+  for (const auto& kv : children)
+    if (kv.second.handle && kv.second.stop_stage == st.stopping_stage)
+      return; // the stage being stopped still has a live child
+  tell_next_stage(self, children);
+}
+
 /// The down handler's part shared by every supervisor: finds the child
 /// that ended and decides. While stopping, every child is forgotten and
 /// the supervisor ends after the last one.
@@ -200,8 +240,7 @@ child_down<Map> on_child_down(Self self, Map& children,
   if (st.stopping) {
     if (child != nullptr)
       child->second.handle = nullptr;
-    if (no_live_children(children))
-      self->quit(st.stop_reason); // the state is gone from here on
+    stop_next_stage(self, children); // may end the supervisor
     return {down_decision::forget, nullptr};
   }
   if (child == nullptr)
@@ -212,21 +251,17 @@ child_down<Map> on_child_down(Self self, Map& children,
   return {decision, child};
 }
 
-/// The parent's exit: every live child is told to stop, in the table's
-/// order, and the supervisor ends once the last has (at once without
-/// children). Children end on their own exit handlers, after their own
-/// children: a session's last catalog writes are queued before METADATA
-/// is stopped.
+/// The parent's exit: the live children of the first stage are told to
+/// stop, each later stage once the one before has ended, and the
+/// supervisor ends once the last child has (at once without children).
+/// Children end on their own exit handlers, after their own children: a
+/// session's last catalog writes are queued before METADATA is stopped.
 template <class Self, class Map>
 void stop_children(Self self, Map& children, const caf::error& reason) {
-  for (auto& kv : children)
-    if (kv.second.handle)
-      self->send_exit(kv.second.handle, reason);
   auto& st = self->state;
   st.stopping = true;
   st.stop_reason = reason;
-  if (no_live_children(children))
-    self->quit(reason);
+  tell_next_stage(self, children);
 }
 
 /// Installs the handlers of a supervisor whose children are the table

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/supervisor.hpp"
 
-#include <algorithm>
-
 #include "actors/agents.hpp"
 #include "actors/dump.hpp"
 #include "actors/metadata.hpp"
@@ -16,6 +14,40 @@
 #include <caf/stateful_actor.hpp>
 
 namespace allox {
+
+namespace {
+
+using self_ptr = supervisor_actor::stateful_pointer<supervisor_state>;
+
+/// The stop order: fronts and AGENTS first, the actors they write to after.
+constexpr uint8_t first_stage = 0;
+constexpr uint8_t catalog_stage = 1;
+
+/// Adds `child` to the supervised table (no-op for a null handle).
+template <class Handle>
+void supervise_child(self_ptr self, std::string name, const Handle& child,
+                     uint8_t stage) {
+  if (!child)
+    return;
+  core_slot slot;
+  slot.handle = caf::actor_cast<caf::actor>(child);
+  slot.budget = supervision::restart_budget{0};
+  slot.stop_stage = stage;
+  self->state.children.emplace_back(std::move(name), std::move(slot));
+}
+
+/// True for an exit that comes over a child's link (its down message
+/// decides), false for the stop the daemon sends.
+bool from_child(const supervisor_state& st, const caf::actor_addr& source) {
+  for (const auto& f : st.fronts)
+    if (f.address() == source)
+      return true;
+  return source == st.metadata.address() || source == st.agents.address() ||
+         source == st.rpc.address() ||
+         (st.tracker && source == st.tracker.address());
+}
+
+} // namespace
 
 supervisor_actor::behavior_type
 supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
@@ -49,59 +81,32 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
       st.rpc = st.init.spawn_front(self, core);
     if (st.init.spawn_more_fronts)
       st.fronts = st.init.spawn_more_fronts(self, core);
+    supervise_child(self, "metadata", st.metadata, catalog_stage);
+    supervise_child(self, "tracker", st.tracker, catalog_stage);
+    supervise_child(self, "agents", st.agents, first_stage);
+    supervise_child(self, "rpc", st.rpc, first_stage);
+    for (const auto& f : st.fronts)
+      supervise_child(self, "front", f, first_stage);
   }
+  // Supervision (actors/supervision.hpp) with a budget of zero: without
+  // its catalog, registry or a front the daemon cannot keep its promises,
+  // so a failed child stops it and the service manager restarts it
+  // (start-up recovery then runs).
   self->set_down_handler([self](caf::down_msg& dm) {
-    auto& st = self->state;
-    if (st.stopping) {
-      // Sessions queue their last catalog writes on their way out; the
-      // catalog closes only after the last of them has ended.
-      if (dm.source == st.agents.address()) {
-        self->send_exit(st.metadata, st.stop_reason);
-        if (st.tracker)
-          self->send_exit(st.tracker, st.stop_reason);
-      } else if (dm.source == st.metadata.address())
-        self->quit(st.stop_reason);
+    auto down = supervision::on_child_down(self, self->state.children, dm);
+    if (down.decision != supervision::down_decision::give_up)
       return;
-    }
-    // A core actor that ended is not waited for at a later stop.
-    if (dm.source == st.agents.address())
-      st.agents_ended = true;
-    else if (dm.source == st.metadata.address())
-      st.metadata_ended = true;
-    if (!dm.reason || dm.reason == caf::exit_reason::user_shutdown)
-      return;
-    auto what = "a core actor failed: " + message_of(dm.reason);
+    auto what = "a core actor failed (" + down.child->first +
+                "): " + message_of(dm.reason);
     log::error("supervisor", what);
-    if (st.init.on_fatal)
-      st.init.on_fatal(what);
+    if (self->state.init.on_fatal)
+      self->state.init.on_fatal(what);
   });
   self->set_exit_handler([self](caf::exit_msg& em) {
     auto& st = self->state;
-    auto is_front = [&st](const caf::actor_addr& a) {
-      return std::any_of(st.fronts.begin(), st.fronts.end(),
-                         [&a](const auto& f) { return f.address() == a; });
-    };
-    if (em.source == st.metadata.address() ||
-        em.source == st.agents.address() || em.source == st.rpc.address() ||
-        is_front(em.source) ||
-        (st.tracker && em.source == st.tracker.address()))
-      return; // the down handler reports it
-    if (st.stopping)
+    if (st.stopping || from_child(st, em.source))
       return;
-    // Children stop on their own exit handlers, parents after their
-    // children: AGENTS waits for its agents, each AGENT for its sessions.
-    st.stopping = true;
-    st.stop_reason = em.reason;
-    if (st.rpc)
-      self->send_exit(st.rpc, em.reason);
-    for (const auto& f : st.fronts)
-      self->send_exit(f, em.reason);
-    if (st.metadata_ended)
-      self->quit(em.reason);
-    else if (st.agents_ended)
-      self->send_exit(st.metadata, em.reason);
-    else
-      self->send_exit(st.agents, em.reason);
+    supervision::stop_children(self, st.children, em.reason);
   });
   return {
       [self](atom::rpc) { return self->state.rpc; },

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "actors/session/session_runs.hpp"
+#include "actors/supervision.hpp"
 #include "guest/store/catalog.hpp"
 #include "guest/store/layout.hpp"
 #include "messages/actors.hpp"
@@ -55,7 +56,11 @@ struct supervisor_init {
   more_fronts_factory spawn_more_fronts;
 };
 
-struct supervisor_state {
+/// A core actor or front, as the SUPERVISOR supervises it: its restart
+/// budget is zero, so its failure is a give-up (fatal for the daemon).
+using core_slot = supervision::child_slot<caf::actor>;
+
+struct supervisor_state : supervision::supervisor_base {
   static inline const char* name = "supervisor";
 
   supervisor_init init;
@@ -66,12 +71,11 @@ struct supervisor_state {
   std::vector<stats_client_actor> fronts;
   /// The TRACKER, while process tracking is "ebpf".
   tracker_actor tracker;
-  /// Set by an orderly stop: METADATA is stopped once AGENTS (and with it
-  /// every session) has ended, and the supervisor once METADATA has.
-  bool stopping = false;
-  caf::error stop_reason;
-  bool agents_ended = false;
-  bool metadata_ended = false;
+  /// Every child by name, in spawn order. An orderly stop tells the fronts
+  /// and AGENTS (and with it every session) first, METADATA and the
+  /// TRACKER once those have ended: sessions queue their last catalog
+  /// writes on their way out.
+  std::vector<std::pair<std::string, core_slot>> children;
   std::chrono::steady_clock::time_point started;
 };
 

@@ -414,4 +414,100 @@ TEST_CASE_FIXTURE(agent_fixture,
   sched.run();
 }
 
+// -- stop stages: a supervisor whose children stop in order ------------------
+
+/// What the staged children and the watcher saw, in order.
+using stop_log = std::shared_ptr<std::vector<std::string>>;
+
+struct held_exit {};
+
+/// A child that logs the exit it is told; one that `holds` ends only when
+/// it gets held_exit (a session finishing its last catalog write).
+caf::behavior staged_child(caf::event_based_actor* self, std::string name,
+                           stop_log log, bool holds) {
+  self->set_exit_handler([self, name, log, holds](caf::exit_msg& em) {
+    log->push_back("told " + name);
+    if (!holds)
+      self->quit(em.reason);
+  });
+  return {[self](held_exit) {
+    self->quit(caf::exit_reason::user_shutdown);
+  }};
+}
+
+struct staged_state : supervision::supervisor_base {
+  std::vector<std::pair<std::string, supervision::child_slot<caf::actor>>>
+      children;
+};
+
+/// Three children over two stages, as the SUPERVISOR orders its core:
+/// `first` and `slow` (stage 0), `catalog` (stage 1).
+caf::behavior staged_supervisor(caf::stateful_actor<staged_state>* self,
+                                stop_log log, caf::actor_addr parent) {
+  auto add = [&](const std::string& name, bool holds, uint8_t stage) {
+    supervision::child_slot<caf::actor> slot;
+    slot.handle = self->spawn<caf::linked + caf::monitored>(staged_child, name,
+                                                            log, holds);
+    slot.stop_stage = stage;
+    self->state.children.emplace_back(name, std::move(slot));
+  };
+  add("catalog", false, 1);
+  add("first", false, 0);
+  add("slow", true, 0);
+  supervision::supervise(self, std::move(parent), &staged_state::children,
+                         "staged", [](auto, auto&, const caf::error&) {});
+  return {[self](const std::string& name) {
+    for (auto& kv : self->state.children)
+      if (kv.first == name && kv.second.handle)
+        self->send(kv.second.handle, held_exit{});
+  }};
+}
+
+/// Logs the watched actor's end.
+caf::behavior stop_watcher(caf::event_based_actor* self, caf::actor watched,
+                           stop_log log) {
+  self->monitor(watched);
+  self->set_down_handler([self, log](caf::down_msg&) {
+    log->push_back("supervisor ended");
+    self->quit();
+  });
+  return {[](int) {
+  }};
+}
+
+TEST_CASE("supervision: a stage is told to stop once the stage before it has "
+          "ended, and the supervisor ends after the last child") {
+  test::deterministic d;
+  auto log = std::make_shared<std::vector<std::string>>();
+  caf::scoped_actor parent{d.sys};
+  auto sup = d.sys.spawn(staged_supervisor, log, parent->address());
+  // Held: an actor nobody references is gone before its down message.
+  auto watcher = d.sys.spawn(stop_watcher, sup, log);
+  d.sched.run();
+  // Exits from anyone but the parent do not stop it.
+  caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  d.sched.run();
+  CHECK(log->empty());
+  parent->send_exit(sup, caf::exit_reason::user_shutdown);
+  d.sched.run();
+  // Stage 0 told (in the table's order); the catalog waits for `slow`.
+  CHECK(*log == std::vector<std::string>{"told first", "told slow"});
+  caf::anon_send(sup, std::string{"slow"});
+  d.sched.run();
+  CHECK(*log == std::vector<std::string>{"told first", "told slow",
+                                         "told catalog", "supervisor ended"});
+}
+
+TEST_CASE("supervision: a child with a budget of zero is given up at its "
+          "first failure, and a normal end is only forgotten") {
+  supervision::child_slot<caf::actor> slot;
+  slot.budget = supervision::restart_budget{0};
+  CHECK(supervision::decide(slot, caf::error{}, {}) ==
+        supervision::down_decision::forget);
+  CHECK(supervision::decide(slot, make_error(errc::internal, "x"), {}) ==
+        supervision::down_decision::give_up);
+  CHECK(slot.status == child_status::failed);
+  CHECK(slot.restarts == 0);
+}
+
 } // namespace supervision_test
