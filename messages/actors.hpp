@@ -237,13 +237,13 @@ using session_runtime_actor = caf::typed_actor<
 /// turn lifecycle events and the automatic checkpoint policy.
 using session_turns_actor = caf::typed_actor<
     // Baseline checkpoint of a runtime session, once (turn 0).
-    caf::replies_to<cmd::turn_session_start>::with<json::value>,
+    caf::replies_to<cmd::turn_session_start>::with<turn_result>,
     // Remembers the user message for the next turn checkpoint.
-    caf::replies_to<cmd::turn_message>::with<json::value>,
+    caf::replies_to<cmd::turn_message>::with<turn_result>,
     // A checkpoint at the end of a turn (duplicates, after a rollback: none).
-    caf::replies_to<cmd::turn_end>::with<json::value>,
+    caf::replies_to<cmd::turn_end>::with<turn_result>,
     // The session's turn state.
-    caf::replies_to<cmd::turn_status>::with<json::value>,
+    caf::replies_to<cmd::turn_status>::with<turn_status_view>,
     // The session's effective policy and where each field comes from.
     caf::replies_to<cmd::policy_get>::with<json::value>,
     // Sets or clears fields of the session's policy.

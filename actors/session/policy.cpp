@@ -8,7 +8,7 @@
 #include "actors/session/handlers.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
-#include "messages/results/checkpoints_json.hpp"
+#include "messages/results/turns_json.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -82,7 +82,7 @@ std::string iso_now() {
 
 // One after the other through checkpoint.delete (re-parenting, audit); a
 // failed deletion stops the pruning.
-void prune(self_ptr self, std::function<void(json::array)> done) {
+void prune(self_ptr self, std::function<void(std::vector<std::string>)> done) {
   auto keep = policy_of(self).keep_auto;
   if (keep <= 0)
     return done({});
@@ -100,7 +100,7 @@ void prune(self_ptr self, std::function<void(json::array)> done) {
   auto victims = std::make_shared<std::vector<std::string>>();
   for (auto& [created, id] : autos)
     victims->push_back(std::move(id));
-  auto deleted = std::make_shared<json::array>();
+  auto deleted = std::make_shared<std::vector<std::string>>();
   auto step = std::make_shared<std::function<void(size_t)>>();
   *step = [self, victims, deleted, done, step](size_t i) {
     if (i == victims->size()) {
@@ -131,8 +131,9 @@ effective_policy policy_of(self_ptr self) {
   return resolve(self->state.agent_policy, self->state.own_policy);
 }
 
-void auto_checkpoint(self_ptr self, auto_request req,
-                     std::function<void(expected<json::object>)> done) {
+void auto_checkpoint(
+    self_ptr self, auto_request req,
+    std::function<void(expected<auto_checkpoint_result>)> done) {
   json::object metadata{{"auto", true}, {"event", req.event}};
   if (auto* turn = req.metadata.if_contains("turn"))
     metadata["turn"] = *turn;
@@ -150,25 +151,18 @@ void auto_checkpoint(self_ptr self, auto_request req,
   auto event = req.event;
   create_checkpoint(
       self, c, [self, id, event, done](expected<checkpoint_row> cp) {
+        auto_checkpoint_result r;
+        r.event = event;
+        r.checkpoint_id = id;
         if (!cp) {
           if (policy_of(self).strict)
             return done(cp.error());
-          return done(json::object{{"enabled", true},
-                                   {"event", event},
-                                   {"created", false},
-                                   {"checkpoint_id", id},
-                                   {"error", message_of(cp.error())},
-                                   {"non_blocking", true}});
+          r.error = message_of(cp.error());
+          return done(std::move(r));
         }
-        json::object r{
-            {"enabled", true},
-            {"event", event},
-            {"created", true},
-            {"checkpoint_id", id},
-            {"checkpoint", to_json(checkpoint_created{std::move(*cp)})}};
-        prune(self, [r, done](json::array pruned) mutable {
-          if (!pruned.empty())
-            r["pruned"] = std::move(pruned);
+        r.checkpoint = checkpoint_created{std::move(*cp)};
+        prune(self, [r, done](std::vector<std::string> pruned) mutable {
+          r.pruned = std::move(pruned);
           done(std::move(r));
         });
       });
@@ -251,8 +245,8 @@ void on_interval_tick(self_ptr self, const cmd::interval_tick& t) {
     auto_checkpoint(self,
                     {"interval", "policy-interval", "interval checkpoint",
                      std::move(metadata)},
-                    [self, epoch](expected<json::object> r) {
-                      if (r && r->at("created").as_bool())
+                    [self, epoch](expected<auto_checkpoint_result> r) {
+                      if (r && r->checkpoint)
                         ++self->state.interval_checkpoints;
                       schedule_tick(self, epoch);
                     });
@@ -293,10 +287,10 @@ void after_run(self_ptr self, const std::string& id,
   json::object metadata{{"run_id", id}, {"exit_code", 0}};
   auto_checkpoint(self,
                   {"run_end", "policy-run", "run " + id, std::move(metadata)},
-                  [self, id, answer](expected<json::object> r) {
+                  [self, id, answer](expected<auto_checkpoint_result> r) {
                     auto pos = self->state.runs.runs.find(id);
                     if (r && pos != self->state.runs.runs.end())
-                      pos->second.row.auto_checkpoint = std::move(*r);
+                      pos->second.row.auto_checkpoint = to_json(*r);
                     answer(r ? caf::error{} : r.error());
                   });
 }

@@ -186,7 +186,7 @@ static void keep_replaced_tree(const run_ptr& run) {
                           adopt_writes(owner, row.checkpoint_id,
                                        std::move(run->replaced_writes)));
         rollback_reply(run, expected<std::string>{row.checkpoint_id});
-        prune(owner, [](json::array) {});
+        prune(owner, [](std::vector<std::string>) {});
       },
       [run](caf::error err) {
         log::warn("session",

@@ -90,11 +90,14 @@ void save_turns(self_ptr self, std::function<void()> next) {
   });
 }
 
-json::object disabled(const char* event) {
-  return {{"enabled", false},
-          {"event", event},
-          {"created", false},
-          {"skipped", "disabled"}};
+turn_result skipped(const char* event, turn_skip why,
+                    std::string turn_id = {}) {
+  turn_result r;
+  r.enabled = why != turn_skip::disabled;
+  r.event = event;
+  r.skipped = why;
+  r.turn_id = std::move(turn_id);
+  return r;
 }
 
 /// Starts the next queued turn checkpoint, if any.
@@ -113,22 +116,26 @@ void next_turn_checkpoint(self_ptr self) {
 /// before the checkpoint's row), and answers once both are done. One turn
 /// checkpoint at a time, in arrival order, as the reference adapter's lock
 /// serialises its hooks: a second turn.end does not fail on the first's.
-caf::result<json::value> checkpoint_turn(self_ptr self, auto_request req) {
-  auto rp = self->make_response_promise<json::value>();
+caf::result<turn_result> checkpoint_turn(self_ptr self, auto_request req) {
+  auto rp = self->make_response_promise<turn_result>();
   auto run = [self, rp, req = std::move(req)]() mutable {
     self->state.turn_checkpointing = true;
     struct pending {
       bool saved = false;
-      caf::optional<expected<json::object>> result;
+      caf::optional<expected<auto_checkpoint_result>> result;
     };
     auto both = std::make_shared<pending>();
     auto answer = [self, both, rp]() mutable {
       if (!both->saved || !both->result)
         return;
       auto& r = *both->result;
-      if (r)
-        rp.deliver(json::value(std::move(*r)));
-      else
+      if (r) {
+        turn_result t;
+        t.enabled = true;
+        t.event = r->event;
+        t.checkpoint = std::move(*r);
+        rp.deliver(std::move(t));
+      } else
         rp.deliver(r.error());
       next_turn_checkpoint(self);
     };
@@ -137,7 +144,7 @@ caf::result<json::value> checkpoint_turn(self_ptr self, auto_request req) {
       answer();
     });
     auto_checkpoint(self, std::move(req),
-                    [both, answer](expected<json::object> r) mutable {
+                    [both, answer](expected<auto_checkpoint_result> r) mutable {
                       both->result = std::move(r);
                       answer();
                     });
@@ -150,10 +157,10 @@ caf::result<json::value> checkpoint_turn(self_ptr self, auto_request req) {
 }
 
 /// Saves the state, then answers with `result`.
-caf::result<json::value> save_and_reply(self_ptr self, json::object result) {
-  auto rp = self->make_response_promise<json::value>();
+caf::result<turn_result> save_and_reply(self_ptr self, turn_result result) {
+  auto rp = self->make_response_promise<turn_result>();
   save_turns(self, [rp, result = std::move(result)]() mutable {
-    rp.deliver(json::value(std::move(result)));
+    rp.deliver(std::move(result));
   });
   return rp;
 }
@@ -169,18 +176,15 @@ void load_turns(self_ptr self) {
 
 // Once per session: a second start is a duplicate even when the first
 // one's checkpoint failed, as in the reference.
-caf::result<json::value> handle(self_ptr self,
+caf::result<turn_result> handle(self_ptr self,
                                 const cmd::turn_session_start& c) {
   if (auto err = require_alive(self))
     return err;
   if (!policy_of(self).auto_checkpoint_turns)
-    return json_reply(disabled("session_start"));
+    return skipped("session_start", turn_skip::disabled);
   auto& t = self->state.turns;
   if (t.session_started)
-    return json_reply(json::object{{"enabled", true},
-                                   {"event", "session_start"},
-                                   {"created", false},
-                                   {"skipped", "duplicate"}});
+    return skipped("session_start", turn_skip::duplicate);
   t.session_started = true;
   t.runtime_session_id = c.runtime_session_id;
   json::object metadata{{"turn", 0}};
@@ -192,48 +196,39 @@ caf::result<json::value> handle(self_ptr self,
 
 // Captured even while turns are disabled, as in the reference: enabling
 // them mid-turn still names the checkpoint after the user's message.
-caf::result<json::value> handle(self_ptr self, const cmd::turn_message& c) {
+caf::result<turn_result> handle(self_ptr self, const cmd::turn_message& c) {
   if (auto err = require_alive(self))
     return err;
   auto& t = self->state.turns;
   t.message = cut_chars(c.message, message_limit);
-  return save_and_reply(
-      self, json::object{{"enabled", policy_of(self).auto_checkpoint_turns},
-                         {"event", "message_received"},
-                         {"captured", !t.message.empty()}});
+  turn_result r;
+  r.enabled = policy_of(self).auto_checkpoint_turns;
+  r.event = "message_received";
+  r.captured = !t.message.empty();
+  return save_and_reply(self, std::move(r));
 }
 
 // The reference's order: disabled, duplicate id (remembered even when the
 // turn is then skipped), the rollback skip (once), then the counter moves
 // and the checkpoint is taken; a failed checkpoint keeps the new count.
-caf::result<json::value> handle(self_ptr self, const cmd::turn_end& c) {
+caf::result<turn_result> handle(self_ptr self, const cmd::turn_end& c) {
   if (auto err = require_alive(self))
     return err;
   if (!policy_of(self).auto_checkpoint_turns)
-    return json_reply(disabled("turn_end"));
+    return skipped("turn_end", turn_skip::disabled);
   auto& t = self->state.turns;
   const auto& id = c.turn_id;
   if (!id.empty()) {
     for (const auto& seen : t.seen_turn_ids)
       if (seen == id)
-        return json_reply(json::object{{"enabled", true},
-                                       {"event", "turn_end"},
-                                       {"created", false},
-                                       {"skipped", "duplicate"},
-                                       {"turn_id", id}});
+        return skipped("turn_end", turn_skip::duplicate, id);
     t.seen_turn_ids.push_back(id);
     if (t.seen_turn_ids.size() > max_seen_turn_ids)
       t.seen_turn_ids.pop_front();
   }
   if (t.skip_next) {
     t.skip_next = false;
-    return save_and_reply(
-        self, json::object{{"enabled", true},
-                           {"event", "turn_end"},
-                           {"created", false},
-                           {"skipped", "rollback"},
-                           {"turn_id", id.empty() ? json::value(nullptr)
-                                                  : json::value(id)}});
+    return save_and_reply(self, skipped("turn_end", turn_skip::rollback, id));
   }
   ++t.turn_count;
   json::object metadata{{"turn", t.turn_count},
@@ -246,21 +241,18 @@ caf::result<json::value> handle(self_ptr self, const cmd::turn_end& c) {
       self, {"turn_end", "turn-lifecycle", message, std::move(metadata)});
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::turn_status&) {
+caf::result<turn_status_view> handle(self_ptr self, const cmd::turn_status&) {
   if (auto err = require_alive(self))
     return err;
   const auto& st = self->state;
   const auto& t = st.turns;
-  return json_reply(json::object{
-      {"enabled", policy_of(self).auto_checkpoint_turns},
-      {"agent_id", st.agent_id()},
-      {"session_id", st.session_id()},
-      {"turn_count", t.turn_count},
-      {"session_started", t.session_started},
-      {"skip_next_auto_checkpoint", t.skip_next},
-      {"runtime_session_id", t.runtime_session_id.empty()
-                                 ? json::value(nullptr)
-                                 : json::value(t.runtime_session_id)}});
+  return turn_status_view{policy_of(self).auto_checkpoint_turns,
+                          st.agent_id(),
+                          st.session_id(),
+                          t.turn_count,
+                          t.session_started,
+                          t.skip_next,
+                          t.runtime_session_id};
 }
 
 // Every rollback, not only the adapter's: the turn that asked for it ends

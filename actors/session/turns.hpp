@@ -13,18 +13,18 @@ namespace allox::session_facets {
 void load_turns(self_ptr self);
 
 /// turn.session_start: the baseline checkpoint (turn 0), once.
-caf::result<json::value> handle(self_ptr self,
+caf::result<turn_result> handle(self_ptr self,
                                 const cmd::turn_session_start& c);
 
 /// turn.message: captures the message of the next turn checkpoint.
-caf::result<json::value> handle(self_ptr self, const cmd::turn_message& c);
+caf::result<turn_result> handle(self_ptr self, const cmd::turn_message& c);
 
 /// turn.end: a checkpoint per turn (not for duplicates, nor right after a
 /// rollback).
-caf::result<json::value> handle(self_ptr self, const cmd::turn_end& c);
+caf::result<turn_result> handle(self_ptr self, const cmd::turn_end& c);
 
 /// turn.status: the turn state and whether turns are enabled.
-caf::result<json::value> handle(self_ptr self, const cmd::turn_status& c);
+caf::result<turn_status_view> handle(self_ptr self, const cmd::turn_status& c);
 
 /// A rollback is being committed: the next turn.end is skipped; the flag
 /// is written in the rollback's own commit `w`.
@@ -47,17 +47,18 @@ struct auto_request {
 
 /// Deletes the oldest automatic checkpoints beyond keep_auto (through
 /// checkpoint.delete) and calls `done` with the ids deleted.
-void prune(self_ptr self, std::function<void(json::array)> done);
+void prune(self_ptr self, std::function<void(std::vector<std::string>)> done);
 
 /// Now as ISO-8601 UTC with microseconds (the metadata's timestamp).
 std::string iso_now();
 
 /// Takes an automatic checkpoint through checkpoint.create, prunes to
-/// keep_auto, and calls `done` with the reference adapter's result; a
-/// failure is non-blocking ({created: false, error, non_blocking}) unless
-/// the policy is strict, then `done` gets the error.
-void auto_checkpoint(self_ptr self, auto_request req,
-                     std::function<void(expected<json::object>)> done);
+/// keep_auto, and calls `done` with the result; a failure does not block
+/// (no checkpoint, its error) unless the policy is strict, then `done`
+/// gets the error.
+void auto_checkpoint(
+    self_ptr self, auto_request req,
+    std::function<void(expected<auto_checkpoint_result>)> done);
 
 /// policy.get: the effective policy, where each field comes from.
 caf::result<json::value> handle(self_ptr self, const cmd::policy_get& c);

@@ -16,6 +16,7 @@
 #include "messages/results/processes_json.hpp"
 #include "messages/results/runs_json.hpp"
 #include "messages/results/sessions_json.hpp"
+#include "messages/results/turns_json.hpp"
 
 #include <stdexcept>
 #include <type_traits>

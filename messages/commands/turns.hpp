@@ -9,6 +9,7 @@
 #include "messages/commands/command.hpp"
 #include "messages/policy.hpp"
 #include "messages/records.hpp"
+#include "messages/results/turns.hpp"
 
 #include <caf/meta/type_name.hpp>
 #include <caf/optional.hpp>
@@ -22,6 +23,7 @@ namespace allox::cmd {
 struct turn_session_start {
   static inline const char* name = "turn.session_start";
   static turn_session_start decode(params::reader& r);
+  using reply = turn_result;
   session_ref session;
   std::string runtime_session_id;
 };
@@ -30,6 +32,7 @@ struct turn_session_start {
 struct turn_message {
   static inline const char* name = "turn.message";
   static turn_message decode(params::reader& r);
+  using reply = turn_result;
   session_ref session;
   /// Empty when the message was empty or not a string (nothing captured).
   std::string message;
@@ -39,6 +42,7 @@ struct turn_message {
 struct turn_end {
   static inline const char* name = "turn.end";
   static turn_end decode(params::reader& r);
+  using reply = turn_result;
   session_ref session;
   std::string turn_id;
   bool completed = true;
@@ -49,6 +53,7 @@ struct turn_end {
 struct turn_status {
   static inline const char* name = "turn.status";
   static turn_status decode(params::reader& r);
+  using reply = turn_status_view;
   session_ref session;
 };
 

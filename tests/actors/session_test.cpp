@@ -8,6 +8,7 @@
 #include "messages/results/processes.hpp"
 #include "messages/results/runs_json.hpp"
 #include "messages/results/stats_json.hpp"
+#include "messages/results/turns_json.hpp"
 
 #include "tests/fixtures/deterministic.hpp"
 
@@ -353,16 +354,16 @@ TEST_CASE_FIXTURE(session_fixture,
                R"("message":"m","seen_turn_ids":["t1"]})";
   policy = R"({"auto_checkpoint_turns":true})";
   spawn_session();
-  auto st = ask(cmd::turn_status{ref()});
+  auto st = ask_wire(cmd::turn_status{ref()});
   REQUIRE(st.first);
   CHECK(st.first->at("turn_count") == 4);
   CHECK(st.first->at("skip_next_auto_checkpoint") == true);
   CHECK(st.first->at("enabled") == true);
-  auto dup = ask(cmd::turn_end{ref(), "t1", true, false});
+  auto dup = ask_wire(cmd::turn_end{ref(), "t1", true, false});
   REQUIRE(dup.first);
   CHECK(dup.first->at("skipped") == "duplicate");
   CHECK(catalog->writes.empty()); // nothing changed
-  auto skipped = ask(cmd::turn_end{ref(), "t2", true, false});
+  auto skipped = ask_wire(cmd::turn_end{ref(), "t2", true, false});
   REQUIRE(skipped.first);
   CHECK(skipped.first->at("skipped") == "rollback");
   REQUIRE(catalog->writes.size() == 1);
