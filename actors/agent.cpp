@@ -420,8 +420,7 @@ void on_session_failed(
 /// Serves one command (supervision::serve), refused while the agent is
 /// being deleted.
 template <class Command, class Handler>
-caf::result<json::value> serve(self_ptr self, const Command& c,
-                               Handler handler) {
+auto serve(self_ptr self, const Command& c, Handler handler) {
   return supervision::serve(self, c, handler, agent_busy);
 }
 

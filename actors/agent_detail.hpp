@@ -30,10 +30,10 @@ void spawn_session(self_ptr self, session_entry& e,
 caf::result<json::value> handle(self_ptr self, const cmd::session_fork& c);
 
 /// policy.get without a session_id: the agent's level (agent_policy.cpp).
-caf::result<json::value> handle(self_ptr self, const cmd::policy_get& c);
+caf::result<policy_view> handle(self_ptr self, const cmd::policy_get& c);
 
 /// policy.set without a session_id: the agent's level, committed and told
 /// to its sessions (agent_policy.cpp).
-caf::result<json::value> handle(self_ptr self, const cmd::policy_set& c);
+caf::result<policy_view> handle(self_ptr self, const cmd::policy_set& c);
 
 } // namespace allox::agent_detail

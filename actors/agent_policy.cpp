@@ -10,16 +10,23 @@
 
 namespace allox::agent_detail {
 
-caf::result<json::value> handle(self_ptr self, const cmd::policy_get&) {
+namespace {
+
+/// The agent's level as policy.get answers it.
+policy_view view(self_ptr self) {
   const auto& row = self->state.init.row;
-  auto o = describe_policy(parse_policy(row.policy), {}, false);
-  o["agent_id"] = row.agent_id;
-  return json_reply(std::move(o));
+  return {row.agent_id, "", parse_policy(row.policy), caf::none};
+}
+
+} // namespace
+
+caf::result<policy_view> handle(self_ptr self, const cmd::policy_get&) {
+  return view(self);
 }
 
 // Applied in memory at once, so a second policy.set that arrives before the
 // commit builds on this one; the sessions hear of it once it is committed.
-caf::result<json::value> handle(self_ptr self, const cmd::policy_set& c) {
+caf::result<policy_view> handle(self_ptr self, const cmd::policy_set& c) {
   auto& row = self->state.init.row;
   auto before = row.policy;
   auto next = apply(parse_policy(row.policy), c.change);
@@ -30,7 +37,7 @@ caf::result<json::value> handle(self_ptr self, const cmd::policy_set& c) {
                           json::object{{"level", "agent"},
                                        {"policy", to_json(next)},
                                        {"origin", c.origin}}));
-  auto rp = self->make_response_promise<json::value>();
+  auto rp = self->make_response_promise<policy_view>();
   self->request(self->state.init.metadata, caf::infinite, atom::write_v,
                 std::move(w))
       .then(
@@ -39,9 +46,7 @@ caf::result<json::value> handle(self_ptr self, const cmd::policy_set& c) {
             for (auto& [sid, e] : self->state.sessions)
               if (e.handle)
                 self->send(e.handle, cmd::agent_policy_changed{r.policy});
-            auto o = describe_policy(parse_policy(r.policy), {}, false);
-            o["agent_id"] = r.agent_id;
-            rp.deliver(json::value(std::move(o)));
+            rp.deliver(view(self));
           },
           [self, rp, before](caf::error& err) mutable {
             self->state.init.row.policy = before;

@@ -47,6 +47,12 @@ caf::error not_found(const std::string& aid) {
 
 using promise = caf::typed_response_promise<json::value>;
 
+/// What `Command`'s AGENT replies, and the promise of it.
+template <class Command>
+using reply_of = cmd::reply_t<Command>;
+template <class Command>
+using promise_of = caf::typed_response_promise<reply_of<Command>>;
+
 /// agent.delete: the slot shows `deleting` until the agent answers; it is
 /// dropped once the agent is deleted, and runs again if the delete failed.
 void delete_agent(self_ptr self, agent_slot& slot, cmd::agent_delete c,
@@ -70,8 +76,8 @@ void delete_agent(self_ptr self, agent_slot& slot, cmd::agent_delete c,
 /// Forwards a command to its running agent actor by delegation, except
 /// agent.delete, which this actor watches to drop the slot.
 template <class Command>
-caf::result<json::value> forward(self_ptr self, agent_slot& slot,
-                                 const Command& c) {
+caf::result<reply_of<Command>> forward(self_ptr self, agent_slot& slot,
+                                       const Command& c) {
   if constexpr (std::is_same_v<Command, cmd::agent_delete>) {
     auto rp = self->make_response_promise<json::value>();
     delete_agent(self, slot, c, rp);
@@ -84,7 +90,7 @@ caf::result<json::value> forward(self_ptr self, agent_slot& slot,
 /// Sends on a command that waited for its agent's creation. A waiting
 /// agent.create is answered by the creation itself.
 template <class Command>
-void resume(self_ptr self, Command c, promise rp) {
+void resume(self_ptr self, Command c, promise_of<Command> rp) {
   if constexpr (std::is_same_v<Command, cmd::agent_create>) {
     rp.deliver(json::value(describe_agent_workspace(c.agent_id)));
   } else {
@@ -93,15 +99,16 @@ void resume(self_ptr self, Command c, promise rp) {
       delete_agent(self, slot, std::move(c), std::move(rp));
     else
       self->request(slot.handle, caf::infinite, std::move(c))
-          .then([rp](json::value& v) mutable { rp.deliver(std::move(v)); },
-                [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+          .then(
+              [rp](reply_of<Command>& v) mutable { rp.deliver(std::move(v)); },
+              [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
   }
 }
 
 /// Queues a command behind the creation of its agent.
 template <class Command>
-caf::result<json::value> queue(self_ptr self, const Command& c) {
-  auto rp = self->make_response_promise<json::value>();
+caf::result<reply_of<Command>> queue(self_ptr self, const Command& c) {
+  auto rp = self->make_response_promise<reply_of<Command>>();
   self->state.creating[agent_of(c)].push_back(
       [self, c, rp](const caf::error& err) mutable {
         if (err)
@@ -263,7 +270,7 @@ caf::result<json::value> handle(self_ptr self, const cmd::agent_list&) {
 /// the prototype's order). Bad input creates nothing: the decoder refused
 /// a bad session id before the command was sent.
 template <class Command>
-caf::result<json::value> route(self_ptr self, const Command& c) {
+caf::result<reply_of<Command>> route(self_ptr self, const Command& c) {
   auto& st = self->state;
   const auto& aid = agent_of(c);
   if (st.creating.count(aid) > 0)
@@ -290,7 +297,7 @@ caf::result<json::value> route(self_ptr self, const Command& c) {
 /// What AGENTS does with a command: answers a store-level one itself
 /// (handle), routes an agent's to its AGENT.
 template <class Command>
-caf::result<json::value> answer(self_ptr self, const Command& c) {
+caf::result<reply_of<Command>> answer(self_ptr self, const Command& c) {
   if constexpr (std::is_same_v<Command, cmd::store_initialize> ||
                 std::is_same_v<Command, cmd::agent_list>)
     return handle(self, c);

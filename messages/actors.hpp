@@ -245,9 +245,9 @@ using session_turns_actor = caf::typed_actor<
     // The session's turn state.
     caf::replies_to<cmd::turn_status>::with<turn_status_view>,
     // The session's effective policy and where each field comes from.
-    caf::replies_to<cmd::policy_get>::with<json::value>,
+    caf::replies_to<cmd::policy_get>::with<policy_view>,
     // Sets or clears fields of the session's policy.
-    caf::replies_to<cmd::policy_set>::with<json::value>,
+    caf::replies_to<cmd::policy_set>::with<policy_view>,
     // The agent's policy changed (its AGENT).
     caf::reacts_to<cmd::agent_policy_changed>,
     // An interval checkpoint is due (sent to itself).
@@ -333,9 +333,9 @@ using agent_commands_actor = caf::typed_actor<
     // Arms a fault at a named point of the AGENT (test builds).
     caf::replies_to<cmd::agent_debug_fault>::with<json::value>,
     // The agent's checkpoint policy (policy.get without a session_id).
-    caf::replies_to<cmd::policy_get>::with<json::value>,
+    caf::replies_to<cmd::policy_get>::with<policy_view>,
     // Changes the agent's checkpoint policy and tells its sessions.
-    caf::replies_to<cmd::policy_set>::with<json::value>>;
+    caf::replies_to<cmd::policy_set>::with<policy_view>>;
 
 /// The AGENT actor: owns one agent workspace and supervises its sessions.
 using agent_actor = caf::typed_actor<

@@ -192,4 +192,14 @@ json::object describe_policy(const checkpoint_policy& agent,
   return o;
 }
 
+json::object to_json(const policy_view& v) {
+  auto o =
+      describe_policy(v.agent, v.session ? *v.session : checkpoint_policy{},
+                      static_cast<bool>(v.session));
+  o["agent_id"] = v.agent_id;
+  if (v.session)
+    o["session_id"] = v.session_id;
+  return o;
+}
+
 } // namespace allox

@@ -8,6 +8,7 @@
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/optional.hpp>
 
@@ -81,6 +82,26 @@ json::object describe_policy(const checkpoint_policy& agent,
                              const checkpoint_policy& session,
                              bool with_session);
 
+/// policy.get and policy.set: the levels of one agent or session and the
+/// policy they resolve to.
+struct policy_view {
+  std::string agent_id;
+  /// Empty for the agent's level alone.
+  std::string session_id;
+  checkpoint_policy agent;
+  /// The session's level; none for the agent's.
+  caf::optional<checkpoint_policy> session;
+
+  /// The policy in force (for an agent: what its sessions get by default).
+  effective_policy effective() const {
+    return resolve(agent, session ? *session : checkpoint_policy{});
+  }
+};
+
+/// The native wire's policy.get result: describe_policy's object, then
+/// agent_id and, for a session, session_id.
+json::object to_json(const policy_view& v);
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_policy& x) {
   return f(caf::meta::type_name("checkpoint_policy"), x.auto_checkpoint_turns,
@@ -94,3 +115,6 @@ typename Inspector::result_type inspect(Inspector& f, policy_change& x) {
 }
 
 } // namespace allox
+
+// Local messages only.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::policy_view)

@@ -45,12 +45,9 @@ session_actor me(self_ptr self) {
 }
 
 /// The policy.get result of this session.
-json::object describe(self_ptr self) {
+policy_view describe(self_ptr self) {
   auto& st = self->state;
-  auto o = describe_policy(st.agent_policy, st.own_policy, true);
-  o["agent_id"] = st.agent_id();
-  o["session_id"] = st.session_id();
-  return o;
+  return {st.agent_id(), st.session_id(), st.agent_policy, st.own_policy};
 }
 
 /// Sends the next tick of arming `epoch` after the interval.
@@ -168,15 +165,15 @@ void auto_checkpoint(
       });
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::policy_get&) {
+caf::result<policy_view> handle(self_ptr self, const cmd::policy_get&) {
   if (auto err = require_alive(self))
     return err;
-  return json_reply(describe(self));
+  return describe(self);
 }
 
 // Applied in memory at once, so a second policy.set arriving before the
 // commit builds on this one; durable before the reply, and audited.
-caf::result<json::value> handle(self_ptr self, const cmd::policy_set& c) {
+caf::result<policy_view> handle(self_ptr self, const cmd::policy_set& c) {
   if (auto err = require_alive(self))
     return err;
   auto& st = self->state;
@@ -191,12 +188,12 @@ caf::result<json::value> handle(self_ptr self, const cmd::policy_set& c) {
                           {{"level", "session"},
                            {"policy", to_json(st.own_policy)},
                            {"origin", c.origin}}));
-  auto rp = self->make_response_promise<json::value>();
+  auto rp = self->make_response_promise<policy_view>();
   commit(
       self, std::move(w),
       [self, rp]() mutable {
         arm_interval(self);
-        rp.deliver(json::value(describe(self)));
+        rp.deliver(describe(self));
       },
       [self, rp, before](caf::error err) mutable {
         self->state.own_policy = parse_policy(before);

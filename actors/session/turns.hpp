@@ -61,10 +61,10 @@ void auto_checkpoint(
     std::function<void(expected<auto_checkpoint_result>)> done);
 
 /// policy.get: the effective policy, where each field comes from.
-caf::result<json::value> handle(self_ptr self, const cmd::policy_get& c);
+caf::result<policy_view> handle(self_ptr self, const cmd::policy_get& c);
 
 /// policy.set: changes the session's level; audited.
-caf::result<json::value> handle(self_ptr self, const cmd::policy_set& c);
+caf::result<policy_view> handle(self_ptr self, const cmd::policy_set& c);
 
 /// The agent's level changed.
 void on_agent_policy(self_ptr self, const cmd::agent_policy_changed& c);

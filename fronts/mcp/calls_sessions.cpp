@@ -161,11 +161,8 @@ void rollback(const tool_call& call) {
   auto confirm = arg(call, "confirm");
   if (confirm.is_bool() && confirm.as_bool())
     return go();
-  to_session(call, cmd::policy_get{}, [call, go](json::value& v) {
-    const json::value* keep = nullptr;
-    if (auto* policy = v.as_object().if_contains("policy"))
-      keep = policy->as_object().if_contains("keep_pre_rollback");
-    if (keep != nullptr && keep->is_bool() && keep->as_bool())
+  to_session(call, cmd::policy_get{}, [call, go](policy_view& v) {
+    if (v.effective().keep_pre_rollback)
       return go();
     confirmed(call, "session_rollback without a kept pre-rollback "
                     "checkpoint (policy keep_pre_rollback)");

@@ -34,17 +34,23 @@ template <class Command>
 void call_agents(self_ptr self, uint64_t ticket, Command cmd,
                  bool may_retry = true) {
   self->request(self->state.init.agents, caf::infinite, cmd)
-      .then([self, ticket](json::value& v) { reply(self, ticket, v); },
-            [self, ticket, cmd, may_retry](caf::error& err) mutable {
-              if (!receiver_down(err))
-                return reply_error(self, ticket, err);
-              if (may_retry)
-                return call_agents(self, ticket, std::move(cmd), false);
-              reply_error(self, ticket,
-                          make_error(errc::conflict,
-                                     "the agent was deleted while the "
-                                     "request waited; retry"));
-            });
+      .then(
+          [self, ticket](cmd::reply_t<Command>& r) {
+            if constexpr (std::is_same_v<cmd::reply_t<Command>, json::value>)
+              reply(self, ticket, r);
+            else
+              reply(self, ticket, to_json(r));
+          },
+          [self, ticket, cmd, may_retry](caf::error& err) mutable {
+            if (!receiver_down(err))
+              return reply_error(self, ticket, err);
+            if (may_retry)
+              return call_agents(self, ticket, std::move(cmd), false);
+            reply_error(self, ticket,
+                        make_error(errc::conflict,
+                                   "the agent was deleted while the "
+                                   "request waited; retry"));
+          });
 }
 
 // -- session commands ---------------------------------------------------------

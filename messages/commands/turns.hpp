@@ -62,6 +62,7 @@ struct turn_status {
 struct policy_get {
   static inline const char* name = "policy.get";
   static policy_get decode(params::reader& r);
+  using reply = policy_view;
   session_ref session;
 };
 
@@ -71,6 +72,7 @@ struct policy_get {
 struct policy_set {
   static inline const char* name = "policy.set";
   static policy_set decode(params::reader& r);
+  using reply = policy_view;
   session_ref session;
   policy_change change;
   std::string origin;

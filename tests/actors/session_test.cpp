@@ -392,7 +392,7 @@ TEST_CASE_FIXTURE(session_fixture,
   CHECK(dump.first->at("turns").at("interval_busy") == 1);
   CHECK(sched.has_pending_timeout());
   // Turned off: the pending tick is stale, and none follows it.
-  auto off = ask(cmd::policy_set{ref(), {{}, {"interval_seconds"}}, "t"});
+  auto off = ask_wire(cmd::policy_set{ref(), {{}, {"interval_seconds"}}, "t"});
   REQUIRE(off.first);
   CHECK(off.first->at("sources").at("interval_seconds") == "default");
   sched.advance_time(std::chrono::seconds{5});

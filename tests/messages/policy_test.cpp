@@ -75,3 +75,24 @@ TEST_CASE("policy: keep_pre_rollback follows the turn policy unless set") {
   CHECK(d.at("policy").at("keep_pre_rollback") == true);
   CHECK(d.at("sources").at("keep_pre_rollback") == "agent");
 }
+
+TEST_CASE("policy: policy.get's result names its agent, and its session "
+          "only at a session's level") {
+  checkpoint_policy agent;
+  agent.keep_auto = 5;
+  checkpoint_policy session;
+  session.keep_pre_rollback = true;
+  policy_view at_session{"a", "s", agent, session};
+  CHECK(at_session.effective().keep_pre_rollback);
+  CHECK(at_session.effective().keep_auto == 5);
+  std::string keys;
+  for (const auto& kv : to_json(at_session))
+    keys += std::string{kv.key()} + ",";
+  CHECK(keys == "policy,sources,agent,session,agent_id,session_id,");
+  policy_view at_agent{"a", "", agent, caf::none};
+  CHECK_FALSE(at_agent.effective().keep_pre_rollback);
+  keys.clear();
+  for (const auto& kv : to_json(at_agent))
+    keys += std::string{kv.key()} + ",";
+  CHECK(keys == "policy,sources,agent,agent_id,");
+}
