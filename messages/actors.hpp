@@ -129,13 +129,13 @@ using session_runs_actor = caf::typed_actor<
     // Waits for a run to end; replies with its row then (or at the timeout).
     caf::replies_to<cmd::process_wait>::with<run_row>,
     // Bytes (or the end) for a run's stdin or terminal; replies {written}.
-    caf::replies_to<cmd::process_input>::with<json::value>,
+    caf::replies_to<cmd::process_input>::with<input_result>,
     // A terminal run's new size.
-    caf::replies_to<cmd::process_resize>::with<json::value>,
+    caf::replies_to<cmd::process_resize>::with<resize_result>,
     // A process.wait reached its timeout (sent to itself).
     caf::reacts_to<wait_timeout>,
     // Subscribes a live stream to a run's state changes; replies {row, dir}.
-    caf::replies_to<cmd::process_subscribe>::with<json::value>,
+    caf::replies_to<cmd::process_subscribe>::with<run_subscription>,
     // A slice of a run's stdout or stderr.
     caf::replies_to<cmd::process_output>::with<output_slice>,
     // A page of a run's process events.

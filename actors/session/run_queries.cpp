@@ -153,8 +153,8 @@ caf::result<run_list> handle(self_ptr self, const cmd::process_list& c) {
 // A live stream reads the run's logs itself (on the HTTP loop, when
 // inotify says they grew); the session only tells it the run's state
 // changes, so an idle stream costs nothing here.
-caf::result<json::value> handle(self_ptr self,
-                                const cmd::process_subscribe& c) {
+caf::result<run_subscription> handle(self_ptr self,
+                                     const cmd::process_subscribe& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
@@ -162,11 +162,10 @@ caf::result<json::value> handle(self_ptr self,
   if (auto it = st.runs.runs.find(c.run_id); it != st.runs.runs.end()) {
     if (it->second.active && c.sink)
       it->second.sinks.push_back(c.sink);
-    return json_reply(
-        json::object{{"row", to_json(it->second.row)}, {"dir", dir}});
+    return run_subscription{it->second.row, dir};
   }
-  return answer_with_row<json::value>(self, c.run_id, [dir](run_row row) {
-    return json::value(json::object{{"row", to_json(row)}, {"dir", dir}});
+  return answer_with_row<run_subscription>(self, c.run_id, [dir](run_row row) {
+    return run_subscription{std::move(row), dir};
   });
 }
 

@@ -433,7 +433,7 @@ static expected<run_state*> interactive_run(self_ptr self,
 // Writes without blocking the actor: what the run has not read yet stays
 // in the pipe (64 KiB) or the terminal's buffer, and the caller learns how
 // much was taken (`written`) and sends the rest later.
-caf::result<json::value> handle(self_ptr self, const cmd::process_input& c) {
+caf::result<input_result> handle(self_ptr self, const cmd::process_input& c) {
   if (!self->state.runs.config)
     return no_execution();
   auto run = interactive_run(self, c.run_id);
@@ -454,11 +454,10 @@ caf::result<json::value> handle(self_ptr self, const cmd::process_input& c) {
       closed = true;
     }
   }
-  return json_reply(json::object{
-      {"run_id", c.run_id}, {"written", *written}, {"eof", closed}});
+  return input_result{c.run_id, static_cast<int64_t>(*written), closed};
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::process_resize& c) {
+caf::result<resize_result> handle(self_ptr self, const cmd::process_resize& c) {
   if (!self->state.runs.config)
     return no_execution();
   auto run = interactive_run(self, c.run_id);
@@ -469,8 +468,7 @@ caf::result<json::value> handle(self_ptr self, const cmd::process_resize& c) {
   if (auto err = sandbox::resize_terminal((*run)->input->get(), c.size.rows,
                                           c.size.cols))
     return err;
-  return json_reply(json::object{
-      {"run_id", c.run_id}, {"rows", c.size.rows}, {"cols", c.size.cols}});
+  return resize_result{c.run_id, c.size.rows, c.size.cols};
 }
 
 // Answers the moment the run ends, so callers never poll: the promise

@@ -32,17 +32,18 @@ caf::result<run_row> handle(self_ptr self, const cmd::process_stop& c);
 caf::result<run_row> handle(self_ptr self, const cmd::process_wait& c);
 
 /// process.input: writes to a live run's stdin pipe or terminal.
-caf::result<json::value> handle(self_ptr self, const cmd::process_input& c);
+caf::result<input_result> handle(self_ptr self, const cmd::process_input& c);
 
 /// process.resize: a live terminal run's new size.
-caf::result<json::value> handle(self_ptr self, const cmd::process_resize& c);
+caf::result<resize_result> handle(self_ptr self, const cmd::process_resize& c);
 
 /// A process.wait reached its timeout: answers it with the current row.
 void on_wait_timeout(self_ptr self, const std::string& id, uint64_t waiter);
 
 /// A live stream's subscription: registers its sink on an active run;
 /// replies {row, dir}.
-caf::result<json::value> handle(self_ptr self, const cmd::process_subscribe& c);
+caf::result<run_subscription> handle(self_ptr self,
+                                     const cmd::process_subscribe& c);
 
 /// process.output: a range of a run's stdout or stderr log.
 caf::result<output_slice> handle(self_ptr self, const cmd::process_output& c);

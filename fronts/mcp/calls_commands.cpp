@@ -238,11 +238,11 @@ void input(const tool_call& call) {
   auto c = decoded<cmd::process_input>(call, p);
   if (!c)
     return;
-  auto bytes = static_cast<int64_t>(c->data.size());
-  auto eof = c->eof;
-  auto run_id = c->run_id;
-  to_session(call, std::move(*c), [call, bytes, eof, run_id](json::value&) {
-    call.done(json::object{{"run_id", run_id}, {"bytes", bytes}, {"eof", eof}});
+  // What the run took: a full pipe takes part of the data, and the rest
+  // is the agent's to send again.
+  to_session(call, std::move(*c), [call](input_result& r) {
+    call.done(json::object{
+        {"run_id", r.run_id}, {"bytes", r.written}, {"eof", r.eof}});
   });
 }
 

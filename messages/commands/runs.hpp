@@ -103,6 +103,7 @@ struct process_start {
 struct process_input {
   static inline const char* name = "process.input";
   static process_input decode(params::reader& r);
+  using reply = input_result;
   static constexpr bool needs_exec = true;
   session_ref session;
   std::string run_id;
@@ -114,6 +115,7 @@ struct process_input {
 struct process_resize {
   static inline const char* name = "process.resize";
   static process_resize decode(params::reader& r);
+  using reply = resize_result;
   static constexpr bool needs_exec = true;
   session_ref session;
   std::string run_id;
@@ -174,6 +176,7 @@ struct process_wait {
 /// {row, dir}. Local only.
 struct process_subscribe {
   static inline const char* name = "process.subscribe";
+  using reply = run_subscription;
   session_ref session;
   std::string run_id;
   std::shared_ptr<run_sink> sink;

@@ -130,9 +130,34 @@ struct output_slice {
   run_phase state = run_phase::running;
 };
 
+/// process.input: how much of the data the run took (the rest is sent
+/// again later) and whether its input was closed.
+struct input_result {
+  std::string run_id;
+  int64_t written = 0;
+  bool eof = false;
+};
+
+/// process.resize: the terminal's size now.
+struct resize_result {
+  std::string run_id;
+  uint16_t rows = 0;
+  uint16_t cols = 0;
+};
+
+/// A live stream's subscription: the run's row now and the directory of
+/// its logs, which the stream reads itself.
+struct run_subscription {
+  run_row row;
+  std::string dir;
+};
+
 } // namespace allox
 
 // Local messages only: rows never cross a network.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::run_row)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::output_slice)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::run_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::input_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::resize_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::run_subscription)

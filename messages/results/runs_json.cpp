@@ -288,4 +288,16 @@ json::value to_json(const run_list& l) {
                       {"next_cursor", std::move(next)}};
 }
 
+json::object to_json(const input_result& r) {
+  return {{"run_id", r.run_id}, {"written", r.written}, {"eof", r.eof}};
+}
+
+json::object to_json(const resize_result& r) {
+  return {{"run_id", r.run_id}, {"rows", r.rows}, {"cols", r.cols}};
+}
+
+json::object to_json(const run_subscription& s) {
+  return {{"row", to_json(s.row)}, {"dir", s.dir}};
+}
+
 } // namespace allox

@@ -22,6 +22,15 @@ json::object to_json(const output_slice& s);
 /// {agent_id, session_id, runs, has_more, next_cursor}.
 json::value to_json(const run_list& l);
 
+/// {run_id, written, eof}.
+json::object to_json(const input_result& r);
+
+/// {run_id, rows, cols}.
+json::object to_json(const resize_result& r);
+
+/// {row, dir}: what the live stream reads its start from.
+json::object to_json(const run_subscription& s);
+
 /// A row from its JSON; keys it does not know are kept in `unknown`.
 /// `invalid_argument` when a known key has the wrong type or the row has
 /// no run_id.

@@ -121,3 +121,17 @@ TEST_CASE("run row: every phase has its wire name, and the final ones are "
   CHECK(is_final(run_phase::interrupted));
   CHECK_FALSE(parse_run_phase("Running"));
 }
+
+TEST_CASE("run row: process.input, resize and a stream's subscription "
+          "render as the wire spells them") {
+  CHECK(json::serialize(to_json(input_result{"r1", 4096, false})) ==
+        R"({"run_id":"r1","written":4096,"eof":false})");
+  CHECK(json::serialize(to_json(resize_result{"r1", 40, 120})) ==
+        R"({"run_id":"r1","rows":40,"cols":120})");
+  run_row row;
+  row.run_id = "r1";
+  auto sub = to_json(run_subscription{row, "/audit/r1"});
+  CHECK(sub.at("row") == to_json(row));
+  CHECK(sub.at("dir") == "/audit/r1");
+  CHECK(sub.size() == 2);
+}
