@@ -67,30 +67,6 @@ using metadata_actor = caf::typed_actor<
     // Its stats, for system.dump and /metrics.
     caf::replies_to<atom::stats>::with<actor_stats>>;
 
-/// A lease handed out by execution.acquire; RPC remembers which session
-/// issued the token, since execution.release names only the token.
-struct lease_granted {
-  std::string lease_token;
-};
-
-/// A runtime reset begun by runtime.begin_reset: the token (remembered by
-/// RPC like a lease's) and the rest of the result.
-struct reset_begun {
-  std::string reset_token;
-  /// {reset_token, executions, terminated_process_runs?}.
-  json::value result;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, lease_granted& x) {
-  return f(caf::meta::type_name("lease_granted"), x.lease_token);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, reset_begun& x) {
-  return f(caf::meta::type_name("reset_begun"), x.reset_token, x.result);
-}
-
 /// The CHECKPOINTS facet of a SESSION (actors/session/checkpoints.cpp,
 /// rollback.cpp): its checkpoint DAG and the mutations of current/.
 using session_checkpoints_actor = caf::typed_actor<
@@ -223,15 +199,16 @@ using session_runtime_actor = caf::typed_actor<
     // Hands out the session's one execution lease.
     caf::replies_to<cmd::execution_acquire>::with<lease_granted>,
     // Returns a lease; replies {released}.
-    caf::replies_to<cmd::execution_release>::with<json::value>,
+    caf::replies_to<cmd::execution_release>::with<lease_released>,
     // Records a background execution that blocks rollbacks.
-    caf::replies_to<cmd::runtime_register_background>::with<json::value>,
+    caf::replies_to<cmd::runtime_register_background>::with<
+        background_registered>,
     // Fences the session for a runtime reset.
     caf::replies_to<cmd::runtime_begin_reset>::with<reset_begun>,
     // Lifts the reset fence; replies {completed, success}.
-    caf::replies_to<cmd::runtime_complete_reset>::with<json::value>,
+    caf::replies_to<cmd::runtime_complete_reset>::with<reset_completed>,
     // Clears every lease, registration and reset (operator's way out).
-    caf::replies_to<cmd::session_unfence>::with<json::value>>;
+    caf::replies_to<cmd::session_unfence>::with<unfence_result>>;
 
 /// The TURNS facet of a SESSION (actors/session/turns.cpp, policy.cpp):
 /// turn lifecycle events and the automatic checkpoint policy.

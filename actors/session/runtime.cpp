@@ -8,6 +8,7 @@
 #include "guest/os/fs.hpp"
 #include "guest/store/run_recovery.hpp"
 #include "messages/ids.hpp"
+#include "messages/results/runtime_json.hpp"
 
 #include <string>
 #include <vector>
@@ -30,27 +31,25 @@ caf::result<lease_granted> handle(self_ptr self,
   return lease_granted{token};
 }
 
-caf::result<json::value> handle(self_ptr self,
-                                const cmd::execution_release& c) {
-  bool released = self->state.leases.erase(c.lease_token) > 0;
-  return json_reply(json::object{{"released", released}});
+caf::result<lease_released> handle(self_ptr self,
+                                   const cmd::execution_release& c) {
+  return lease_released{self->state.leases.erase(c.lease_token) > 0};
 }
 
-caf::result<json::value> handle(self_ptr self,
-                                const cmd::runtime_register_background& c) {
+caf::result<background_registered>
+handle(self_ptr self, const cmd::runtime_register_background& c) {
   if (auto err = require_alive(self))
     return err;
   if (mutating(self))
     return conflict("session is being restored: " + self->state.key());
   self->state.background[c.execution_id] = c.sandbox_id;
-  return json_reply(
-      json::object{{"registered", true}, {"execution_id", c.execution_id}});
+  return background_registered{c.execution_id};
 }
 
 /// Fences the session for a runtime reset; answers through `rp`.
 static void begin_reset(self_ptr self,
                         caf::typed_response_promise<reset_begun> rp,
-                        json::value terminated) {
+                        caf::optional<std::vector<std::string>> terminated) {
   if (auto err = require_alive(self)) {
     rp.deliver(err);
     return;
@@ -65,15 +64,15 @@ static void begin_reset(self_ptr self,
     return;
   }
   st.reset_token = random_hex_token();
-  json::array executions;
+  reset_begun r;
+  r.reset_token = st.reset_token;
   for (const auto& [execution, sandbox] : st.background)
-    executions.push_back(
-        json::object{{"sandbox_id", sandbox}, {"execution_id", execution}});
-  json::object r{{"reset_token", st.reset_token},
-                 {"executions", std::move(executions)}};
-  if (!terminated.is_null())
-    r["terminated_process_runs"] = std::move(terminated);
-  rp.deliver(reset_begun{st.reset_token, json::value(std::move(r))});
+    r.executions.push_back({sandbox, execution});
+  if (terminated) {
+    r.terminated = true;
+    r.terminated_process_runs = std::move(*terminated);
+  }
+  rp.deliver(std::move(r));
 }
 
 caf::result<reset_begun> handle(self_ptr self,
@@ -86,17 +85,21 @@ caf::result<reset_begun> handle(self_ptr self,
                       "kill_processes requires process tracking");
   auto rp = self->make_response_promise<reset_begun>();
   if (!kill) {
-    begin_reset(self, rp, json::value());
+    begin_reset(self, rp, caf::none);
   } else {
     kill_runs(self, "rollback", [self, rp](json::array killed) mutable {
-      begin_reset(self, rp, std::move(killed));
+      std::vector<std::string> ids;
+      for (const auto& id : killed)
+        if (id.is_string())
+          ids.emplace_back(id.get_string());
+      begin_reset(self, rp, std::move(ids));
     });
   }
   return rp;
 }
 
-caf::result<json::value> handle(self_ptr self,
-                                const cmd::runtime_complete_reset& c) {
+caf::result<reset_completed> handle(self_ptr self,
+                                    const cmd::runtime_complete_reset& c) {
   auto& st = self->state;
   if (st.reset_token.empty() || st.reset_token != c.reset_token)
     return make_error(errc::not_found, "unknown runtime reset token");
@@ -105,13 +108,14 @@ caf::result<json::value> handle(self_ptr self,
   st.reset_token.clear();
   if (c.success)
     st.background.clear();
-  return json_reply(json::object{{"completed", true}, {"success", c.success}});
+  return reset_completed{c.success};
 }
 
 // An administrator's way out of a fence the prototype could only leave by
 // restarting: forgets the runtime reset, every lease and every background
 // registration, with an audit record of what was cleared.
-caf::result<json::value> handle(self_ptr self, const cmd::session_unfence& c) {
+caf::result<unfence_result> handle(self_ptr self,
+                                   const cmd::session_unfence& c) {
   auto& st = self->state;
   if (st.phase == session_phase::mutating)
     return conflict("session mutation in progress: " + st.key());
@@ -120,19 +124,20 @@ caf::result<json::value> handle(self_ptr self, const cmd::session_unfence& c) {
   if (!st.runs.active.empty())
     return conflict("session still has live processes: " + st.key());
   const auto& origin = c.origin;
-  json::array interrupted;
-  for (const auto& id : st.runs.interrupted)
-    interrupted.emplace_back(id);
-  json::object cleared{{"reset", !st.reset_token.empty()},
-                       {"leases", st.leases.size()},
-                       {"background_executions", st.background.size()},
-                       {"interrupted_runs", interrupted}};
-  auto rp = self->make_response_promise<json::value>();
+  unfence_result cleared{
+      st.agent_id(),
+      st.session_id(),
+      !st.reset_token.empty(),
+      st.leases.size(),
+      st.background.size(),
+      {st.runs.interrupted.begin(), st.runs.interrupted.end()}};
+  auto rp = self->make_response_promise<unfence_result>();
   auto finish = [self, rp, cleared, origin]() mutable {
     metadata_write w;
     w.release_runs = self->state.runs.interrupted;
-    w.audit.push_back(audit(self, "session.unfence",
-                            {{"origin", origin}, {"cleared", cleared}}));
+    w.audit.push_back(
+        audit(self, "session.unfence",
+              {{"origin", origin}, {"cleared", cleared_json(cleared)}}));
     commit(
         self, std::move(w),
         [self, rp, cleared]() mutable {
@@ -144,11 +149,7 @@ caf::result<json::value> handle(self_ptr self, const cmd::session_unfence& c) {
             if (auto agent = caf::actor_cast<agent_actor>(state.init.agent))
               self->send(agent, fence_lifted{state.session_id()});
           state.runs.interrupted.clear();
-          rp.deliver(
-              json::value(json::object{{"agent_id", state.agent_id()},
-                                       {"session_id", state.session_id()},
-                                       {"unfenced", true},
-                                       {"cleared", cleared}}));
+          rp.deliver(cleared);
         },
         [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   };

@@ -14,11 +14,12 @@ caf::result<lease_granted> handle(self_ptr self,
                                   const cmd::execution_acquire& c);
 
 /// execution.release: gives a lease back.
-caf::result<json::value> handle(self_ptr self, const cmd::execution_release& c);
+caf::result<lease_released> handle(self_ptr self,
+                                   const cmd::execution_release& c);
 
 /// runtime.register_background: notes an outside launcher's execution.
-caf::result<json::value> handle(self_ptr self,
-                                const cmd::runtime_register_background& c);
+caf::result<background_registered>
+handle(self_ptr self, const cmd::runtime_register_background& c);
 
 /// runtime.begin_reset: fences the session for a runtime reset (killing the
 /// active run first with kill_processes).
@@ -26,11 +27,12 @@ caf::result<reset_begun> handle(self_ptr self,
                                 const cmd::runtime_begin_reset& c);
 
 /// runtime.complete_reset: lifts the reset fence.
-caf::result<json::value> handle(self_ptr self,
-                                const cmd::runtime_complete_reset& c);
+caf::result<reset_completed> handle(self_ptr self,
+                                    const cmd::runtime_complete_reset& c);
 
 /// session.unfence: forgets the reset, leases, background registrations and
 /// interrupted runs, with an audit record.
-caf::result<json::value> handle(self_ptr self, const cmd::session_unfence& c);
+caf::result<unfence_result> handle(self_ptr self,
+                                   const cmd::session_unfence& c);
 
 } // namespace allox::session_facets

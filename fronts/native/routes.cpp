@@ -15,6 +15,7 @@
 #include "messages/results/pause_json.hpp"
 #include "messages/results/processes_json.hpp"
 #include "messages/results/runs_json.hpp"
+#include "messages/results/runtime_json.hpp"
 #include "messages/results/sessions_json.hpp"
 #include "messages/results/turns_json.hpp"
 
@@ -55,21 +56,10 @@ void call_agents(self_ptr self, uint64_t ticket, Command cmd,
 
 // -- session commands ---------------------------------------------------------
 
-/// What a session replies to each command (cmd::reply_t), but for the
-/// two token results, which are replies other actors read too.
+/// What a session replies to each command.
 template <class Command>
 struct reply_of {
   using type = cmd::reply_t<Command>;
-};
-
-template <>
-struct reply_of<cmd::execution_acquire> {
-  using type = lease_granted;
-};
-
-template <>
-struct reply_of<cmd::runtime_begin_reset> {
-  using type = reset_begun;
 };
 
 using tokens_map = decltype(rpc_state::tokens);
@@ -91,25 +81,25 @@ json::value accept(tokens_map&, const Command&, Result& r) {
 json::value accept(tokens_map& tokens, const cmd::execution_acquire& c,
                    lease_granted& g) {
   tokens[g.lease_token] = {c.session.agent_id, c.session.session_id};
-  return json::object{{"lease_token", g.lease_token}};
+  return to_json(g);
 }
 
 json::value accept(tokens_map& tokens, const cmd::runtime_begin_reset& c,
                    reset_begun& r) {
   tokens[r.reset_token] = {c.session.agent_id, c.session.session_id};
-  return std::move(r.result);
+  return to_json(r);
 }
 
 json::value accept(tokens_map& tokens, const cmd::execution_release& c,
-                   json::value& v) {
+                   lease_released& r) {
   tokens.erase(c.lease_token);
-  return std::move(v);
+  return to_json(r);
 }
 
 json::value accept(tokens_map& tokens, const cmd::runtime_complete_reset& c,
-                   json::value& v) {
+                   reset_completed& r) {
   tokens.erase(c.reset_token);
-  return std::move(v);
+  return to_json(r);
 }
 
 /// Drops a cached session actor, unless the cache already moved on.
@@ -223,7 +213,7 @@ void route_by_token(self_ptr self, uint64_t ticket, expected<Command> cmd,
   auto it = self->state.tokens.find(token_of(*cmd));
   if (it == self->state.tokens.end()) {
     if constexpr (std::is_same_v<Command, cmd::execution_release>)
-      return reply(self, ticket, json::object{{"released", false}});
+      return reply(self, ticket, to_json(lease_released{false}));
     else
       return reply_error(
           self, ticket,

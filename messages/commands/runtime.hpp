@@ -5,8 +5,9 @@
 #pragma once
 
 #include "messages/commands/command.hpp"
-#include "messages/results/sessions.hpp"
 #include "messages/records.hpp"
+#include "messages/results/runtime.hpp"
+#include "messages/results/sessions.hpp"
 
 #include <caf/meta/type_name.hpp>
 #include <caf/optional.hpp>
@@ -20,6 +21,7 @@ namespace allox::cmd {
 struct execution_acquire {
   static inline const char* name = "execution.acquire";
   static execution_acquire decode(params::reader& r);
+  using reply = lease_granted;
   session_ref session;
 };
 
@@ -27,6 +29,7 @@ struct execution_acquire {
 struct execution_release {
   static inline const char* name = "execution.release";
   static execution_release decode(params::reader& r);
+  using reply = lease_released;
   session_ref session;
   std::string lease_token;
 };
@@ -35,6 +38,7 @@ struct execution_release {
 struct runtime_register_background {
   static inline const char* name = "runtime.register_background";
   static runtime_register_background decode(params::reader& r);
+  using reply = background_registered;
   session_ref session;
   std::string sandbox_id;
   std::string execution_id;
@@ -45,6 +49,7 @@ struct runtime_register_background {
 struct runtime_begin_reset {
   static inline const char* name = "runtime.begin_reset";
   static runtime_begin_reset decode(params::reader& r);
+  using reply = reset_begun;
   session_ref session;
   /// Absent: the daemon's --kill-session-processes-on-rollback.
   caf::optional<bool> kill_processes;
@@ -54,6 +59,7 @@ struct runtime_begin_reset {
 struct runtime_complete_reset {
   static inline const char* name = "runtime.complete_reset";
   static runtime_complete_reset decode(params::reader& r);
+  using reply = reset_completed;
   session_ref session;
   std::string reset_token;
   bool success = false;
@@ -63,6 +69,7 @@ struct runtime_complete_reset {
 struct session_unfence {
   static inline const char* name = "session.unfence";
   static session_unfence decode(params::reader& r);
+  using reply = unfence_result;
   session_ref session;
   std::string origin;
 };

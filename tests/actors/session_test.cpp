@@ -7,6 +7,7 @@
 #include "messages/results/checkpoints_json.hpp"
 #include "messages/results/processes.hpp"
 #include "messages/results/runs_json.hpp"
+#include "messages/results/runtime_json.hpp"
 #include "messages/results/stats_json.hpp"
 #include "messages/results/turns_json.hpp"
 
@@ -257,7 +258,8 @@ TEST_CASE_FIXTURE(session_fixture,
   run.argv = {"true"};
   auto start = ask<run_row>(run);
   CHECK(code_of(start.second) == errc::conflict);
-  auto released = ask(cmd::execution_release{ref(), lease.first->lease_token});
+  auto released =
+      ask_wire(cmd::execution_release{ref(), lease.first->lease_token});
   REQUIRE(released.first);
   CHECK(released.first->at("released") == true);
   auto again = ask<lease_granted>(cmd::execution_acquire{ref()});
@@ -272,7 +274,7 @@ TEST_CASE_FIXTURE(session_fixture,
   CHECK(code_of(blocked.second) == errc::conflict);
   auto lease = ask<lease_granted>(cmd::execution_acquire{ref()});
   CHECK(code_of(lease.second) == errc::conflict);
-  auto unfenced = ask(cmd::session_unfence{ref(), "test"});
+  auto unfenced = ask_wire(cmd::session_unfence{ref(), "test"});
   REQUIRE(unfenced.first);
   CHECK(unfenced.first->at("cleared").at("interrupted_runs") ==
         json::array{"r-old"});
