@@ -51,6 +51,11 @@ void spawn_session(self_ptr self, session_entry& e,
                     self->address()};
   init.agent_policy = self->state.init.row.policy;
   init.agents = self->state.init.parent;
+  auto& adopted = self->state.init.adopted_runs;
+  if (auto a = adopted.find(e.row.session_id); a != adopted.end()) {
+    init.adopted_runs = std::move(a->second);
+    adopted.erase(a);
+  }
   init.unsynced_intents = std::move(unsynced);
   auto& forks = self->state.init.forks->sessions;
   if (auto f = forks.find(e.row.session_id); f != forks.end()) {

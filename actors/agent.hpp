@@ -51,6 +51,9 @@ struct agent_init {
   std::map<std::string, std::vector<std::string>> fenced_runs;
   /// Outlives this actor (see fork_ledger).
   std::shared_ptr<fork_ledger> forks = std::make_shared<fork_ledger>();
+  /// session id -> rows of live runs that outlived the daemon, handed to
+  /// the session's first actor only (a later one kills its cgroup first).
+  std::map<std::string, std::vector<run_row>> adopted_runs{};
 };
 
 /// Where an AGENT is in its life.

@@ -25,11 +25,13 @@ namespace agents_detail {
 void spawn_agent(self_ptr self, agent_slot& slot,
                  std::vector<session_row> sessions,
                  std::vector<checkpoint_row> checkpoints,
-                 std::map<std::string, std::vector<std::string>> fenced) {
+                 std::map<std::string, std::vector<std::string>> fenced,
+                 std::map<std::string, std::vector<run_row>> adopted) {
   agent_init init{slot.row,        std::move(sessions), std::move(checkpoints),
                   slot.restarts,   self->state.paths,   self->state.metadata,
                   self->address(), self->state.exec,    std::move(fenced),
                   slot.forks};
+  init.adopted_runs = std::move(adopted);
   slot.handle =
       self->spawn<caf::linked + caf::monitored>(agent, std::move(init));
   slot.status = child_status::running;

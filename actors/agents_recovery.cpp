@@ -3,8 +3,9 @@
 // serves, one step per function:
 //
 //   load_catalog   METADATA: every row of the catalog
-//   -> reconcile   a worker thread (blocking): the runs a crash
-//                  interrupted, a store of the prototype (once), then the
+//   -> reconcile   a worker thread (blocking): the runs that outlived the
+//                  daemon (to adopt) or that a crash interrupted (to
+//                  fence), a store of the prototype (once), then the
 //                  store against the catalog (guest/store/reconcile.cpp)
 //   -> commit      METADATA: what recovery changed, in one transaction,
 //                  with the store.initialize record
@@ -101,12 +102,13 @@ expected<store::reconcile_result> reconcile_store(const store::layout& paths,
   if (auto err = os::require_btrfs(paths.root))
     return err;
   metadata_write imported;
-  store::fenced_runs fenced;
+  store::recovered_runs runs;
   if (exec != nullptr) {
-    auto runs = store::recover_runs(snap, exec->audit_root, imported);
-    if (!runs)
-      return runs.error();
-    fenced = std::move(*runs);
+    auto found =
+        store::recover_runs(snap, exec->audit_root, exec->boot_id, imported);
+    if (!found)
+      return found.error();
+    runs = std::move(*found);
   }
   json::value import_summary;
   if (!snap.prototype_imported) {
@@ -124,7 +126,8 @@ expected<store::reconcile_result> reconcile_store(const store::layout& paths,
   auto r = store::reconcile(paths, snap);
   if (!r)
     return r.error();
-  r->fenced_runs = std::move(fenced);
+  r->fenced_runs = std::move(runs.fenced);
+  r->adopted_runs = std::move(runs.adopted);
   if (!import_summary.is_null()) {
     r->changes.audit.insert(r->changes.audit.begin(),
                             {os::now_ns(),
@@ -169,8 +172,13 @@ void spawn(self_ptr self, recovery_ptr job) {
     for (auto& [key, ids] : result.fenced_runs)
       if (key.first == a.agent_id)
         fenced[key.second] = ids;
+    std::map<std::string, std::vector<run_row>> adopted;
+    for (auto& [key, rows] : result.adopted_runs)
+      if (key.first == a.agent_id)
+        adopted[key.second] = std::move(rows);
     spawn_agent(self, slot, std::move(by_agent[a.agent_id]),
-                std::move(checkpoints[a.agent_id]), std::move(fenced));
+                std::move(checkpoints[a.agent_id]), std::move(fenced),
+                std::move(adopted));
   }
   self->state.ready = true;
   auto summary = std::move(result.summary);

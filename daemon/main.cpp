@@ -134,6 +134,7 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
     return make_error(errc::invalid_argument,
                       "bubblewrap not found at " + cfg->bwrap_path);
   cfg->kill_on_rollback = opts.kill_on_rollback;
+  cfg->live_restore = opts.live_restore;
   cfg->default_network = opts.session_network;
   cfg->syscall_filter = opts.syscall_filter != "off";
   auto user = sandbox_user(opts.sandbox_user);
@@ -261,7 +262,7 @@ server_options(const daemon::options& opts,
 /// code so that main() always unmounts what it mounted.
 int serve(const daemon::options& opts,
           const std::pair<std::string, uint16_t>& listen,
-          const std::string& root, os::loop_mount* loop) {
+          const std::string& root, os::loop_mount* loop, bool& left_runs) {
   auto fail = [](const std::string& msg) {
     log::error("daemon", msg);
     std::cerr << "allox-workspace-daemon: " << msg << std::endl;
@@ -277,9 +278,12 @@ int serve(const daemon::options& opts,
                          loop ? loop->device() : ""};
   if (auto err = daemon.start()) {
     daemon.stop();
+    left_runs = daemon.left_runs();
     return fail(message_of(err));
   }
-  return daemon.serve();
+  int code = daemon.serve();
+  left_runs = daemon.left_runs();
+  return code;
 }
 
 } // namespace
@@ -326,8 +330,16 @@ int main(int argc, char** argv) {
                             (loop->adopted() ? " (adopted)" : ""));
     root = loop->mount_point();
   }
-  int exit_code = serve(opts, *listen, root, loop ? &*loop : nullptr);
-  if (loop) {
+  bool left_runs = false;
+  int exit_code =
+      serve(opts, *listen, root, loop ? &*loop : nullptr, left_runs);
+  // Runs left to the next daemon still use the store: it adopts the mount
+  // as it does after a crash (a second mount of the image would corrupt
+  // it).
+  if (loop && left_runs) {
+    loop->release();
+    log::info("daemon", "store left mounted for the runs left running");
+  } else if (loop) {
     if (auto err = loop->unmount())
       log::error("daemon", "unmount failed: " + message_of(err));
     else

@@ -85,6 +85,9 @@ int parse(int argc, char** argv, options& out) {
                  "dedicated cgroup v2 subtree (default: <v2 mount>/allox)");
   app.add_flag("--kill-session-processes-on-rollback", out.kill_on_rollback,
                "default of kill_processes for rollbacks");
+  app.add_flag("--live-restore", out.live_restore,
+               "an orderly stop leaves live runs running (and the store "
+               "mounted) for the next daemon to adopt");
   app.add_option("--sandbox-init", out.sandbox_init,
                  "path of allox-sandbox-init (default: next to the daemon)");
   app.add_option("--bwrap", out.bwrap, "path of the bubblewrap binary")

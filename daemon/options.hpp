@@ -36,6 +36,8 @@ struct options {
   std::string process_audit_root;
   std::string process_cgroup_root;
   bool kill_on_rollback = false;
+  /// An orderly stop leaves live runs running for the next daemon.
+  bool live_restore = false;
   std::string sandbox_init;
   std::string bwrap = "/usr/bin/bwrap";
   std::string session_network = "inherit";

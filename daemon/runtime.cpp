@@ -4,6 +4,7 @@
 #include "fronts/console/console.hpp"
 #include "fronts/metrics/actor_metrics.hpp"
 #include "guest/log.hpp"
+#include "guest/os/cgroup.hpp"
 #include "messages/type_ids.hpp"
 
 #include <caf/scoped_actor.hpp>
@@ -244,11 +245,19 @@ void runtime::stop() {
   ctx_.rpc = nullptr;
   e2b_ = nullptr;
   mcp_ = nullptr;
+  const auto& exec = setup_.exec;
+  bool leave = exec && exec->live_restore;
+  if (leave)
+    exec->leaving->store(true);
   if (sup_) {
     caf::anon_send_exit(sup_, caf::exit_reason::user_shutdown);
     system_.await_all_actors_done();
     sup_ = nullptr;
   }
+  left_runs_ = leave && os::populated(exec->cgroups.root());
+  if (left_runs_)
+    log::info("daemon",
+              "runs left running for the next daemon (--live-restore)");
   // After a signal the loop has closed them already; after a failed
   // start nothing has.
   finish_loop(&ctx_);

@@ -83,6 +83,10 @@ public:
   /// The one shutdown path (above); a second call does nothing.
   void stop();
 
+  /// After stop(): runs were left running (--live-restore), so the store
+  /// must stay mounted for the next daemon, which adopts both.
+  bool left_runs() const { return left_runs_; }
+
 private:
   /// Initialised first, so that every handle below has its loop.
   struct uv_loop {
@@ -94,6 +98,7 @@ private:
   /// with a scoped actor that is gone before the loop runs.
   caf::error recover();
 
+  bool left_runs_ = false;
   const options& opts_;
   store_setup setup_;
   json::object info_;

@@ -8,7 +8,8 @@
 // memory the runs are stopped first. Either way no run starts until
 // session.resume; the files stay readable and writable through file.*.
 // The frozen state lives in the kernel, not the catalog: after a daemon
-// restart the runs are gone, and thaw_leftover clears a group left frozen.
+// restart a group left frozen with runs in it (adopted, adoption.cpp) is
+// still paused, and session.resume thaws it; one without runs is thawed.
 #include "actors/session/pause.hpp"
 
 #include "actors/session/checkpoints.hpp"
@@ -168,8 +169,18 @@ caf::result<usage_report> handle(self_ptr self, const cmd::session_usage&) {
 
 void thaw_leftover(self_ptr self) {
   auto group = session_group(self);
-  if (!group.empty())
-    (void)os::thaw_group(group);
+  if (group.empty())
+    return;
+  auto& st = self->state;
+  // At start the active runs are the adopted ones, frozen by the pause of
+  // the daemon that started them: the session is paused still.
+  if (!st.runs.active.empty() && os::freeze_requested(group)) {
+    st.paused = true;
+    st.frozen_group = group;
+    st.paused_runs.assign(st.runs.active.begin(), st.runs.active.end());
+    return;
+  }
+  (void)os::thaw_group(group);
 }
 
 } // namespace allox::session_facets

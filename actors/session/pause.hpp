@@ -19,8 +19,9 @@ caf::result<resume_result> handle(self_ptr self, const cmd::session_resume& c);
 /// workspace's disk use (walked on a worker thread).
 caf::result<usage_report> handle(self_ptr self, const cmd::session_usage& c);
 
-/// At start: a group a crashed daemon left frozen is thawed, so the
-/// session's next runs are not born stopped.
+/// At start, after adoption: a group a crashed daemon left frozen with
+/// adopted runs in it keeps the session paused; one without runs is
+/// thawed, so the session's next runs are not born stopped.
 void thaw_leftover(self_ptr self);
 
 } // namespace allox::session_facets

@@ -74,6 +74,8 @@ namespace {
 struct prepared_run {
   os::unique_fd out;
   os::unique_fd err;
+  /// The `exit` file our init writes the final status to.
+  os::unique_fd status;
   os::unique_fd group_fd;
 };
 
@@ -90,7 +92,10 @@ expected<prepared_run> prepare(const run_launch& job) {
   p.err =
       os::unique_fd{::open((job.dir + "/stderr.log").c_str(),
                            O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
-  if (!p.out || !p.err)
+  p.status =
+      os::unique_fd{::open(store::exit_status_path(job.dir).c_str(),
+                           O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)};
+  if (!p.out || !p.err || !p.status)
     return make_error(errc::internal, "cannot open the run's logs");
   if (auto e = os::prepare_group(job.group))
     return e;
@@ -122,9 +127,9 @@ expected<prepared_run> prepare(const run_launch& job) {
 // Prepares while the session commits the run's `starting` row, so the
 // commit and the preparation overlap; spawns only once told to (the row
 // is then durable: after a crash from here on, start-up finds the run and
-// fences its session). Bubblewrap dies with the thread that started it
-// (--die-with-parent), so this detached actor's thread lives exactly as
-// long as the run.
+// is adopted by the next daemon, or fences its session). This detached
+// actor's thread waits for bubblewrap and the run's cgroup: it lives
+// exactly as long as the run (or the daemon).
 caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
                          run_launch job) {
   auto report_failure = [session, id = job.run_id](bool empty,
@@ -156,9 +161,10 @@ caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
     // reaches the stdout log through the pump.
     int out = job.terminal ? in : run->out.get();
     int err = job.terminal ? in : run->err.get();
-    auto child =
-        sandbox::spawn_in_cgroup(run->group_fd.get(), job.argv, in, out, err,
-                                 job.netns ? job.netns->get() : -1);
+    auto child = sandbox::spawn_in_cgroup(
+        run->group_fd.get(), job.argv, in, out, err,
+        job.netns ? job.netns->get() : -1, run->status.get());
+    run->status.reset();
     // Only the run holds its end now: the pipe's reader sees the end
     // of input and the terminal's master the hang-up once it is gone.
     if (job.stdin_fd)
@@ -182,7 +188,14 @@ caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
       return;
     }
     caf::anon_send(session, run_started{job.run_id, int64_t{child->pid}});
-    auto code = sandbox::wait_child(*child);
+    auto code = sandbox::wait_child(*child, job.release->fd());
+    if (code == sandbox::released) {
+      // Left to the next daemon (--live-restore): a terminal's pump ends
+      // with this process.
+      if (pump.joinable())
+        pump.detach();
+      return;
+    }
     // Our init outlives every process of the run, so the group empties
     // right after bwrap; wait for the kernel to say so.
     bool empty = os::wait_empty(job.group, 10000);

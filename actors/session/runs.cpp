@@ -135,6 +135,7 @@ caf::result<run_row> handle(self_ptr self, const cmd::process_start& c) {
   spec.share_client = cfg.share_client;
   spec.network_client = cfg.network_client;
   spec.gid = cfg.sandbox_gid;
+  spec.report_status = true;
   job.argv = sandbox::bwrap_argv(spec);
   job.owned_trees = {spec.current, spec.shared};
   job.uid = cfg.sandbox_uid;
@@ -166,6 +167,7 @@ caf::result<run_row> handle(self_ptr self, const cmd::process_start& c) {
     job.tracker = cfg.tracker;
     job.cookie = run.cookie;
   }
+  job.release = st.runs.release;
   st.runs.active.insert(id);
   auto rp = self->make_response_promise<run_row>();
   run.waiting_start.push_back(rp);
@@ -281,9 +283,10 @@ void on_run_finished(self_ptr self, const run_finished& e) {
   auto& row = run.row;
   if (e.exit_code)
     row.root_exit_code = *e.exit_code;
-  bool ok = empty && !e.error;
-  if (e.error)
-    row.error = *e.error;
+  auto error = adopted_end_error(run, e);
+  bool ok = empty && !error;
+  if (error)
+    row.error = *error;
   row.state = !ok               ? run_phase::failed
               : row.stop_reason ? run_phase::stopped
                                 : run_phase::completed;
@@ -424,6 +427,9 @@ static expected<run_state*> interactive_run(self_ptr self,
                       "cannot control a historical run");
   if (!it->second.active)
     return make_error(errc::conflict, "run has ended: " + id);
+  if (it->second.adopted && it->second.row.stdin_mode)
+    return make_error(errc::conflict,
+                      "run's input was closed by a daemon restart: " + id);
   if (!it->second.input || !*it->second.input)
     return make_error(errc::invalid_argument,
                       "run has no input (start it with stdin or pty)");

@@ -78,6 +78,25 @@ void answer_run(self_ptr self, const std::string& id,
 /// At an orderly stop: kills the live runs and records them as stopped.
 void shutdown_runs(self_ptr self);
 
+/// At the daemon's orderly stop with --live-restore: whether this session
+/// leaves its live runs running for the next daemon (adoption.cpp).
+bool leaving_runs(self_ptr self);
+
+/// Leaves the live runs running: their rows stay `running` in the catalog,
+/// the threads waiting for them let go, and the next daemon adopts them.
+void leave_runs(self_ptr self);
+
+// -- runs that outlived the daemon (adoption.cpp) -----------------------------
+
+/// Takes back the live runs start-up found (their rows, state `running`):
+/// each holds a lease and is followed to its end by a detached thread.
+void adopt_runs(self_ptr self, std::vector<run_row> rows);
+
+/// The error of an adopted run's end: one that no stop explains and that
+/// left no exit status had its init killed by someone else.
+caf::optional<std::string> adopted_end_error(const run_state& run,
+                                             const run_finished& e);
+
 /// The row of a run this actor knows, or null (an earlier lifetime's).
 const run_row* known_row(self_ptr self, const std::string& id);
 
@@ -135,6 +154,9 @@ struct run_launch {
   uint64_t cookie = 0;
   /// Proxy mode: the session's network namespace, joined before bwrap.
   std::shared_ptr<os::unique_fd> netns;
+  /// The session's release signal: raised, the worker stops waiting and
+  /// leaves the run to the next daemon.
+  std::shared_ptr<os::release_signal> release;
 };
 
 /// The thread of one run: prepares its logs and cgroup, has a tracked

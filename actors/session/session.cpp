@@ -316,13 +316,21 @@ session_actor::behavior_type session(session_facets::self_ptr self,
   if (self->state.runs.config) {
     auto group = self->state.runs.config->cgroups.session_group(
         self->state.agent_id(), self->state.session_id());
-    self->attach_functor([group] { os::kill_group(group); });
+    self->attach_functor([group, cfg = self->state.runs.config] {
+      if (!(cfg->live_restore && cfg->leaving->load()))
+        os::kill_group(group);
+    });
+    adopt_runs(self, std::move(self->state.init.adopted_runs));
     thaw_leftover(self);
   }
   // An orderly stop (daemon shutdown) ends the active run first, recorded
-  // as stopped with reason daemon_shutdown.
+  // as stopped with reason daemon_shutdown; with --live-restore it leaves
+  // them running for the next daemon instead.
   self->set_exit_handler([self](caf::exit_msg& em) {
-    shutdown_runs(self);
+    if (leaving_runs(self))
+      leave_runs(self);
+    else
+      shutdown_runs(self);
     self->quit(em.reason);
   });
   self->set_exception_handler([self](std::exception_ptr& ep) {

@@ -82,6 +82,9 @@ struct session_init {
   /// Baselines of forks from this session's checkpoints still being made
   /// (by an earlier incarnation's lane, after a restart).
   std::vector<fork_ready> forks_out{};
+  /// Rows of live runs that outlived the daemon, to follow to their end
+  /// (actors/session/adoption.cpp).
+  std::vector<run_row> adopted_runs{};
 };
 
 /// A session's turn lifecycle (actors/session/turns.cpp): the reference

@@ -8,12 +8,14 @@
 
 #include "guest/net/broker.hpp"
 #include "guest/os/cgroup.hpp"
+#include "guest/os/release_signal.hpp"
 #include "guest/os/unique_fd.hpp"
 #include "guest/store/run_recovery.hpp"
 #include "messages/actors.hpp"
 
 #include <caf/typed_response_promise.hpp>
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -37,6 +39,13 @@ struct exec_config {
   std::string network_client;
   std::string bwrap_path = "/usr/bin/bwrap";
   bool kill_on_rollback = false;
+  /// --live-restore: the daemon's orderly stop leaves live runs running
+  /// for the next daemon to adopt, as a crash does.
+  bool live_restore = false;
+  /// Set by that stop (daemon/runtime.cpp) before the actors are told to
+  /// end: sessions then leave their runs instead of stopping them.
+  std::shared_ptr<std::atomic<bool>> leaving =
+      std::make_shared<std::atomic<bool>>(false);
   std::string boot_id;
   /// Daemon-wide defaults of session.configure.
   std::string default_network = "inherit";
@@ -114,6 +123,9 @@ struct run_state {
   std::shared_ptr<os::unique_fd> input;
   bool terminal = false;
   bool active = true;
+  /// Started by an earlier daemon, which died; this one follows it
+  /// (adoption.cpp). Its input went with the daemon that held it.
+  bool adopted = false;
 
   // -- process tracking (tracking.cpp) --------------------------------------
 
@@ -151,6 +163,10 @@ struct session_runs {
   uint64_t events_lost = 0;
   /// Runs failed because their trace is incomplete.
   uint64_t trace_failures = 0;
+  /// Raised when the session leaves its runs to the next daemon: the
+  /// threads waiting for them let go (adoption.cpp).
+  std::shared_ptr<os::release_signal> release =
+      std::make_shared<os::release_signal>();
 };
 
 } // namespace allox

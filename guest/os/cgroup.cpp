@@ -197,6 +197,10 @@ caf::error thaw_group(const std::string& group) {
   return caf::none;
 }
 
+bool freeze_requested(const std::string& group) {
+  return read_small(group + "/cgroup.freeze").rfind('1', 0) == 0;
+}
+
 void remove_group(const std::string& group) {
   // Only this group: its parents belong to the agent, and a sibling may be
   // creating its own group below them right now.

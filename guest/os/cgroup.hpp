@@ -114,6 +114,9 @@ private:
 /// group (its runs ended) is fine.
 caf::error thaw_group(const std::string& group);
 
+/// cgroup.freeze says 1: the group was frozen (by a pause) and not thawed.
+bool freeze_requested(const std::string& group);
+
 /// What a group's processes use now (cgroup_usage.cpp).
 struct group_usage {
   /// The group exists.

@@ -39,6 +39,10 @@ public:
   /// Unmounts now; returns what went wrong, if anything.
   caf::error unmount();
 
+  /// Leaves the mount (and its loop device) in place past this object,
+  /// for the next daemon to adopt.
+  void release() { mount_point_.clear(); }
+
 private:
   std::string device_;
   std::string image_;

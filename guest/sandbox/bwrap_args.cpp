@@ -4,7 +4,11 @@
 namespace allox::sandbox {
 
 std::vector<std::string> bwrap_argv(const spec& s) {
-  std::vector<std::string> a{s.bwrap, "--die-with-parent",
+  // No --die-with-parent: a run outlives a daemon that dies, and the
+  // restarted daemon adopts it (actors/session/adoption.cpp). What ends
+  // runs is their cgroup: killed by the session, the daemon's orderly
+  // stop, or start-up for runs it cannot adopt.
+  std::vector<std::string> a{s.bwrap,
                              // setsid: no controlling terminal, so no
                              // TIOCSTI into the caller's terminal.
                              "--new-session", "--unshare-pid", "--unshare-ipc",
@@ -87,6 +91,8 @@ std::vector<std::string> bwrap_argv(const spec& s) {
   a.insert(a.end(), {"--chdir", cwd, "--as-pid-1", init_path});
   if (!s.syscall_filter)
     a.emplace_back("--no-syscall-filter");
+  if (s.report_status)
+    a.insert(a.end(), {"--status-fd", std::to_string(status_fd_number)});
   if (s.uid != 0)
     a.insert(a.end(),
              {"--uid", std::to_string(s.uid), "--gid", std::to_string(s.gid)});

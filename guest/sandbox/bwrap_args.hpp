@@ -19,6 +19,10 @@ inline constexpr const char* events_socket_path = "/run/allox/events.sock";
 /// Where our init is mounted inside the sandbox.
 inline constexpr const char* init_path = "/run/allox/init";
 
+/// The descriptor our init writes the run's final status to (the run's
+/// `exit` file), when the spawn passes one (spawn.hpp).
+inline constexpr int status_fd_number = 3;
+
 struct spec {
   std::string bwrap = "/usr/bin/bwrap";
   std::string init;    // host path of allox-sandbox-init
@@ -47,6 +51,8 @@ struct spec {
   /// /home/<user>: the workspace bound there too, HOME and USER naming it.
   std::string home;
   std::vector<std::string> argv;
+  /// Our init writes the final status to fd status_fd_number.
+  bool report_status = false;
 };
 
 /// bwrap <options> /run/allox/init -- <argv...>

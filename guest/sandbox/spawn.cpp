@@ -2,9 +2,11 @@
 #include "guest/sandbox/spawn.hpp"
 
 #include "guest/os/unique_fd.hpp"
+#include "guest/sandbox/bwrap_args.hpp"
 
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -25,6 +27,7 @@ struct exec_plan {
   char** envp;
   int stdin_fd, stdout_fd, stderr_fd;
   int netns_fd;
+  int status_fd;
   int exec_errno = 0;
 };
 
@@ -55,6 +58,12 @@ int exec_child(void* arg) {
   ::dup2(plan->stdin_fd, 0);
   ::dup2(plan->stdout_fd, 1);
   ::dup2(plan->stderr_fd, 2);
+  // Last: stdio has been copied, so fd 3 may be overwritten. dup2 onto
+  // itself would keep close-on-exec set.
+  if (plan->status_fd == status_fd_number)
+    ::fcntl(status_fd_number, F_SETFD, 0);
+  else if (plan->status_fd >= 0)
+    ::dup2(plan->status_fd, status_fd_number);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::execve(plan->argv[0], plan->argv, plan->envp);
   plan->exec_errno = errno;
@@ -142,7 +151,7 @@ private:
 expected<child> spawn_in_cgroup(int cgroup_fd,
                                 const std::vector<std::string>& argv,
                                 int stdin_fd, int stdout_fd, int stderr_fd,
-                                int netns_fd) {
+                                int netns_fd, int status_fd) {
   // Everything the child needs is prepared before clone3: after it, the
   // child may only make async-signal-safe calls before execve.
   std::vector<char*> args;
@@ -158,7 +167,8 @@ expected<child> spawn_in_cgroup(int cgroup_fd,
       return sys_error("open /dev/null");
     stdin_fd = devnull.get();
   }
-  exec_plan plan{args.data(), envp, stdin_fd, stdout_fd, stderr_fd, netns_fd};
+  exec_plan plan{args.data(), envp,     stdin_fd, stdout_fd,
+                 stderr_fd,   netns_fd, status_fd};
   int pidfd = -1;
   clone_args ca{};
   ca.flags = CLONE_INTO_CGROUP | CLONE_PIDFD;
@@ -204,7 +214,19 @@ expected<child> spawn_in_cgroup(int cgroup_fd,
   return c;
 }
 
-int wait_child(const child& c) {
+int wait_child(const child& c, int release_fd) {
+  if (release_fd >= 0) {
+    pollfd fds[2] = {{c.pidfd.get(), POLLIN, 0}, {release_fd, POLLIN, 0}};
+    for (;;) {
+      int n = ::poll(fds, 2, -1);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 || fds[0].revents != 0)
+        break;
+      if (fds[1].revents != 0)
+        return released;
+    }
+  }
   siginfo_t info{};
   for (;;) {
     if (::waitid(P_PIDFD, static_cast<id_t>(c.pidfd.get()), &info, WEXITED) ==

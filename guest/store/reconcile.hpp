@@ -11,6 +11,7 @@
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 #include "messages/records.hpp"
+#include "messages/results/runs.hpp"
 
 #include <map>
 #include <utility>
@@ -32,6 +33,9 @@ struct reconcile_result {
   /// Runs interrupted by a restart, fencing their sessions.
   std::map<std::pair<std::string, std::string>, std::vector<std::string>>
       fenced_runs;
+  /// Live runs that outlived the daemon, adopted by their sessions.
+  std::map<std::pair<std::string, std::string>, std::vector<run_row>>
+      adopted_runs;
 };
 
 /// Blocking; runs on a worker thread.

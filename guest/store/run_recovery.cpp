@@ -2,6 +2,7 @@
 #include "guest/store/run_recovery.hpp"
 
 #include "guest/log.hpp"
+#include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
 #include "messages/results/runs_json.hpp"
 
@@ -69,7 +70,40 @@ void interrupt(run_record& rec) {
   rec = record_of(row);
 }
 
+/// The row of a live run this daemon can follow to its end: started in
+/// this boot, and either still running in its cgroup or ended with a
+/// status its init recorded. None for any other.
+caf::optional<run_row> adoptable(const run_record& rec,
+                                 const std::string& boot_id) {
+  auto row = run_row_from_text(rec.row);
+  if (!row || boot_id.empty() || row->boot_id != boot_id)
+    return caf::none;
+  bool alive = !row->cgroup.empty() && os::populated(row->cgroup);
+  if (!alive && !read_exit_status(row->audit_directory))
+    return caf::none;
+  // Its `running` row may have been lost (it is committed unsynced).
+  row->state = run_phase::running;
+  // Nobody saw its processes while the daemon was away.
+  row->processes.forget_liveness();
+  row->trace_complete = false;
+  return std::move(*row);
+}
+
 } // namespace
+
+std::string exit_status_path(const std::string& run_dir) {
+  return run_dir + "/exit";
+}
+
+caf::optional<int64_t> read_exit_status(const std::string& run_dir) {
+  if (run_dir.empty())
+    return caf::none;
+  std::ifstream in{exit_status_path(run_dir)};
+  int64_t code = 0;
+  if (!(in >> code) || code < 0 || code > 255)
+    return caf::none;
+  return code;
+}
 
 run_record record_of(const run_row& row) {
   run_record r;
@@ -97,9 +131,10 @@ run_record record_of(const json::object& row) {
   return r;
 }
 
-expected<fenced_runs> recover_runs(const catalog_snapshot& snap,
-                                   const std::string& audit_root,
-                                   metadata_write& changes) {
+expected<recovered_runs> recover_runs(const catalog_snapshot& snap,
+                                      const std::string& audit_root,
+                                      const std::string& boot_id,
+                                      metadata_write& changes) {
   std::vector<run_record> candidates = snap.runs;
   if (!snap.runs_imported) {
     auto imported = import_state_files(audit_root);
@@ -114,9 +149,19 @@ expected<fenced_runs> recover_runs(const catalog_snapshot& snap,
     }
     changes.mark_runs_imported = true;
   }
-  fenced_runs fenced;
+  recovered_runs out;
   for (auto& rec : candidates) {
     bool changed = !snap.runs_imported;
+    if (is_live(rec.state) && !rec.fences) {
+      if (auto row = adoptable(rec, boot_id)) {
+        log::info("runs", "run " + rec.run_id +
+                              " outlived the daemon; its session adopts it");
+        auto rewritten = record_of(*row);
+        out.adopted[{rec.agent_id, rec.session_id}].push_back(std::move(*row));
+        changes.put_runs.push_back(std::move(rewritten));
+        continue;
+      }
+    }
     if (is_live(rec.state)) {
       interrupt(rec);
       changed = true;
@@ -125,11 +170,11 @@ expected<fenced_runs> recover_runs(const catalog_snapshot& snap,
                             "its session stays fenced until session.unfence");
     }
     if (rec.fences)
-      fenced[{rec.agent_id, rec.session_id}].push_back(rec.run_id);
+      out.fenced[{rec.agent_id, rec.session_id}].push_back(rec.run_id);
     if (changed)
       changes.put_runs.push_back(std::move(rec));
   }
-  return fenced;
+  return out;
 }
 
 expected<json::object> read_run_row(const std::string& dir) {

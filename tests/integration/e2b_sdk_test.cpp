@@ -154,8 +154,9 @@ TEST_CASE("e2b sdk: malformed Connect requests and a stream cut by its "
   check_case(d, "malformed");
 }
 
-TEST_CASE("e2b sdk: a restart keeps every sandbox, its deadline and its "
-          "acknowledged files, and one that expired meanwhile is killed") {
+TEST_CASE("e2b sdk: a restart keeps every sandbox, its deadline, its "
+          "acknowledged files and its processes (connect after the "
+          "restart), and one that expired meanwhile is killed") {
   daemon_process d{with_execution()};
   d.start();
   temp_dir scratch;

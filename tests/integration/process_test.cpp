@@ -257,14 +257,70 @@ TEST_CASE("process: bad input starts nothing") {
                400, "not_found");
 }
 
-TEST_CASE("process: a run interrupted by a daemon crash fences its session "
-          "until session.unfence") {
+TEST_CASE("process: runs outlive a daemon crash and are adopted: output, "
+          "end and exit code, and no fence") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  expect_ok(c.rpc("session.configure", with(ids("a", "s"), {{"max_runs", 3}})));
+  auto flag = d.current("a", "s") + "/go";
+  // One waits for the test through the crash, one ends during it, one
+  // is stopped by the next daemon.
+  auto alive = run_id(
+      sh(c, "a", "s",
+         "echo before; while [ ! -e go ]; do sleep 0.05; done; echo after; "
+         "exit 7"));
+  auto ended = run_id(sh(c, "a", "s", "echo gone; exit 5"));
+  auto stopped = run_id(start(
+      c, "a", "s", json::array{"sh", "-c", "cat >/dev/null; exec sleep 600"},
+      {{"stdin", true}}));
+  REQUIRE(eventually([&] { return output(c, "a", "s", alive) == "before\n"; }));
+  wait_done(c, "a", "s", ended);
+  d.crash();
+  d.start();
+  auto row =
+      expect_ok(c.rpc("process.get", with(ids("a", "s"), {{"run_id", alive}})));
+  CHECK(row.at("state") == "running");
+  CHECK(row.at("session_fenced") == false);
+  // A run's stdin went with the daemon that held it.
+  auto feed = [&](const std::string& id) {
+    return c.rpc("process.input",
+                 with(ids("a", "s"), {{"run_id", id}, {"data", "x"}}));
+  };
+  expect_error(feed(alive), 400, "invalid_argument");
+  expect_error(feed(stopped), 400, "conflict");
+  test::write_file(flag, "");
+  auto done = wait_done(c, "a", "s", alive);
+  CHECK(done.at("state") == "completed");
+  CHECK(done.at("root_exit_code") == 7);
+  CHECK(done.at("session_fenced") == false);
+  CHECK(output(c, "a", "s", alive) == "before\nafter\n");
+  auto gone = wait_done(c, "a", "s", ended);
+  CHECK(gone.at("state") == "completed");
+  CHECK(gone.at("root_exit_code") == 5);
+  auto killed = expect_ok(
+      c.rpc("process.stop", with(ids("a", "s"), {{"run_id", stopped}})));
+  CHECK(killed.at("state") == "stopped");
+  CHECK(killed.at("stop_reason") == "requested");
+  // Nothing fences the session; it runs and checkpoints as before.
+  expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
+  auto next = wait_done(c, "a", "s", run_id(sh(c, "a", "s", "true")));
+  CHECK(next.at("state") == "completed");
+}
+
+TEST_CASE("process: a run killed with its init while the daemon was away "
+          "fences its session until session.unfence") {
   daemon_process d{with_execution()};
   d.start();
   auto& c = d.client();
   expect_ok(c.rpc("session.create", ids("a", "s")));
   auto run = sh(c, "a", "s", "(setsid sleep 60 &); sleep 60");
   d.crash();
+  // No daemon sees it end, and its init records no status.
+  auto group = d.cgroup_root() + "/agents/a/sessions/s";
+  REQUIRE_FALSE(os::kill_group(group));
+  REQUIRE(os::wait_empty(group, 10000));
   d.start();
   auto row = expect_ok(
       c.rpc("process.get", with(ids("a", "s"), {{"run_id", run_id(run)}})));
@@ -325,6 +381,37 @@ TEST_CASE("process: a clean shutdown stops runs with daemon_shutdown") {
   CHECK(row.at("stop_reason") == "daemon_shutdown");
   CHECK(row.at("session_fenced") == false);
   expect_ok(c.rpc("checkpoint.create", ids("a", "s")));
+}
+
+TEST_CASE("process: with --live-restore a clean stop leaves runs running, "
+          "with the store mounted, and the next daemon adopts them") {
+  daemon_process d{with_execution({"--live-restore"})};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto run = run_id(
+      sh(c, "a", "s",
+         "echo before; while [ ! -e go ]; do sleep 0.05; done; echo after; "
+         "exit 3"));
+  REQUIRE(eventually([&] { return output(c, "a", "s", run) == "before\n"; }));
+  CHECK(d.stop(SIGTERM) == 0);
+  auto group = d.cgroup_root() + "/agents/a/sessions/s";
+  CHECK(os::populated(group));
+  CHECK(d.log().find("store left mounted") != std::string::npos);
+  d.start();
+  CHECK(d.log().find("(adopted)") != std::string::npos);
+  auto row =
+      expect_ok(c.rpc("process.get", with(ids("a", "s"), {{"run_id", run}})));
+  CHECK(row.at("state") == "running");
+  test::write_file(d.current("a", "s") + "/go", "");
+  auto done = wait_done(c, "a", "s", run);
+  CHECK(done.at("state") == "completed");
+  CHECK(done.at("root_exit_code") == 3);
+  CHECK(done.at("session_fenced") == false);
+  CHECK(output(c, "a", "s", run) == "before\nafter\n");
+  // With nothing left running, the stop unmounts the store as always.
+  CHECK(d.stop(SIGTERM) == 0);
+  CHECK(d.log().find("store unmounted") != std::string::npos);
 }
 
 TEST_CASE("process: a run's output and state stream live over HTTP") {

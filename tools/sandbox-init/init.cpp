@@ -12,6 +12,10 @@
 //    with /tmp: regular files, directories and symlinks only; sockets,
 //    FIFOs and devices never reach the workspace.
 // 4. Exits with the target's status (128 + signal if it was killed).
+//    With --status-fd N it first writes that status, in decimal, to fd N
+//    (the run's `exit` file, opened by the daemon): a daemon restarted
+//    while the run went on learns the status there, since it is not the
+//    parent that reaps bubblewrap (docs/architecture.md, "Runs").
 //
 // With --uid/--gid it first becomes the sandbox user for good
 // (tools/sandbox-init/identity.hpp): everything above runs as that user. The
@@ -182,14 +186,27 @@ void sync_tmp() {
   ::close(tmp);
 }
 
+/// Writes the run's final status to the daemon's `exit` file, if given.
+void report_status(int fd, int code) {
+  if (fd < 0)
+    return;
+  char text[16];
+  int n = std::snprintf(text, sizeof text, "%d\n", code);
+  if (::write(fd, text, static_cast<size_t>(n)) != n)
+    warn("cannot record the run's status");
+  ::close(fd);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   // --no-syscall-filter: the daemon runs with --syscall-filter off.
   // --uid N --gid N: the sandbox user (--sandbox-user) to become.
+  // --status-fd N: where the final status goes.
   bool filter = true;
   long uid = -1;
   long gid = -1;
+  int status_fd = -1;
   while (argc > 1 && std::strcmp(argv[1], "--") != 0) {
     if (std::strcmp(argv[1], "--no-syscall-filter") == 0) {
       filter = false;
@@ -200,15 +217,22 @@ int main(int argc, char** argv) {
       (argv[1][2] == 'u' ? uid : gid) = std::strtol(argv[2], nullptr, 10);
       argc -= 2;
       argv += 2;
+    } else if (argc > 2 && std::strcmp(argv[1], "--status-fd") == 0) {
+      status_fd = static_cast<int>(std::strtol(argv[2], nullptr, 10));
+      argc -= 2;
+      argv += 2;
     } else {
       break;
     }
   }
   if (argc < 3 || std::strcmp(argv[1], "--") != 0 || (uid < 0) != (gid < 0)) {
     std::fprintf(stderr, "usage: allox-sandbox-init [--no-syscall-filter] "
-                         "[--uid N --gid N] -- <argv...>\n");
+                         "[--uid N --gid N] [--status-fd N] -- <argv...>\n");
     return 125;
   }
+  // The target never inherits the status file.
+  if (status_fd >= 0 && ::fcntl(status_fd, F_SETFD, FD_CLOEXEC) != 0)
+    status_fd = -1;
   // First of all: nothing of the run, not even the /tmp seeding, happens
   // with the rights bubblewrap started us with.
   if (uid >= 0)
@@ -254,10 +278,13 @@ int main(int argc, char** argv) {
       target_done = true;
     }
   }
-  if (!target_done)
-    return 125;
-  if (WIFSIGNALED(status))
-    return 128 + WTERMSIG(status);
-  sync_tmp();
-  return WEXITSTATUS(status);
+  int code = 125;
+  if (target_done && WIFSIGNALED(status)) {
+    code = 128 + WTERMSIG(status);
+  } else if (target_done) {
+    sync_tmp();
+    code = WEXITSTATUS(status);
+  }
+  report_status(status_fd, code);
+  return code;
 }

@@ -842,9 +842,16 @@ cases.before_restart = async () => {
   const kept = await Sandbox.create({ metadata: { keep: 'yes' }, timeoutMs: 120_000 })
   await kept.files.write('/home/user/kept.txt', 'acknowledged')
   const short = await Sandbox.create({ timeoutMs: 3_000 })
+  // Processes outlive the daemon: one waits for a file written after the
+  // restart, one ends while no daemon runs.
+  const waiting = await kept.commands.run(
+    'echo before; while [ ! -e go ]; do sleep 0.1; done; echo after; exit 7',
+    { background: true })
+  const quick = await kept.commands.run('sleep 1; echo gone; exit 5', { background: true })
   const { writeFileSync } = await import('node:fs')
   writeFileSync(process.env.ALLOX_STATE, JSON.stringify({
     kept: kept.sandboxId, endAt: (await kept.getInfo()).endAt, short: short.sandboxId,
+    waiting: waiting.pid, quick: quick.pid,
   }))
 }
 
@@ -858,6 +865,20 @@ cases.after_restart = async () => {
   const kept = await Sandbox.connect(state.kept)
   assert.equal(await kept.files.read('/home/user/kept.txt'), 'acknowledged')
   assert.equal((await kept.commands.run('cat kept.txt')).stdout, 'acknowledged')
+  // Connect to processes an earlier daemon started: the output from the
+  // start, and the exit code, whether they ended after the restart or
+  // before it.
+  const waiting = await kept.commands.connect(state.waiting)
+  await kept.files.write('/home/user/go', '')
+  const late = await waiting.wait().catch((e) => e)
+  assert.ok(late instanceof CommandExitError, String(late))
+  assert.equal(late.exitCode, 7)
+  assert.equal(late.stdout, 'before\nafter\n')
+  const quick = await kept.commands.connect(state.quick)
+  const early = await quick.wait().catch((e) => e)
+  assert.ok(early instanceof CommandExitError, String(early))
+  assert.equal(early.exitCode, 5)
+  assert.equal(early.stdout, 'gone\n')
   for (let i = 0; i < 50; i++) {
     try {
       await Sandbox.getInfo(state.short)
