@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "guest/http/gzip.hpp"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cctype>
@@ -141,6 +142,25 @@ bool accepts_gzip(std::string_view v) {
     return value.find_first_not_of("0. ") != std::string_view::npos;
   }
   return false;
+}
+
+bool worth_gzip(int fd, uint64_t size) {
+  // Below this, deflating costs less than a round trip either way.
+  constexpr uint64_t always = 256 * 1024;
+  constexpr size_t sample = 64 * 1024;
+  if (size <= always)
+    return true;
+  std::string in(sample, '\0');
+  auto n = ::pread(fd, in.data(), in.size(), 0);
+  if (n <= 0)
+    return true;
+  uLongf out_size = compressBound(static_cast<uLong>(n));
+  std::string out(out_size, '\0');
+  if (compress2(reinterpret_cast<Bytef*>(out.data()), &out_size,
+                reinterpret_cast<const Bytef*>(in.data()),
+                static_cast<uLong>(n), 1) != Z_OK)
+    return true;
+  return out_size * 10 < static_cast<uLongf>(n) * 9;
 }
 
 } // namespace allox::http

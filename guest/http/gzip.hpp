@@ -55,4 +55,11 @@ private:
 /// token not given q=0).
 bool accepts_gzip(std::string_view accept_encoding);
 
+/// Whether deflating a file of `size` bytes open at `fd` pays: small files
+/// always, larger ones when a sample of their start shrinks by a tenth.
+/// Accept-Encoding allows gzip, it does not ask for it (Node's fetch
+/// sends it on every request): compressed or random data deflated on the
+/// fly would cap a download at zlib's pace for no byte saved.
+bool worth_gzip(int fd, uint64_t size);
+
 } // namespace allox::http

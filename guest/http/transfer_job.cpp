@@ -126,12 +126,14 @@ expected<json::object> send(const std::shared_ptr<transfer_channel>& ch,
     ch->opened(src.error());
     return src.error();
   }
+  bool gzip =
+      job.gzip && !src->directory && http::worth_gzip(src->fd.get(), src->size);
   ch->opened(json::object{{"directory", src->directory},
                           {"size", static_cast<int64_t>(src->size)},
-                          {"gzip", job.gzip}});
+                          {"gzip", gzip}});
   if (src->directory)
     return os::send_tar(src->fd.get(), push, os::tar_limits{}.max_depth);
-  if (job.gzip) {
+  if (gzip) {
     if (auto err = send_gzip(src->fd.get(), push))
       return err;
     return json::object{{"size", static_cast<int64_t>(src->size)}};

@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // gzip as a streamed content coding: round trips piece by piece,
 // concatenated members, cut and foreign bodies, a body that inflates past
-// the limit, Accept-Encoding.
+// the limit, Accept-Encoding, and which downloads are worth deflating.
 #include "guest/http/gzip.hpp"
+
+#include "guest/os/unique_fd.hpp"
 
 #include <doctest/doctest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <random>
 #include <string>
 
 using namespace allox;
@@ -100,4 +106,30 @@ TEST_CASE("gzip: Accept-Encoding") {
   CHECK_FALSE(accepts_gzip("identity"));
   CHECK_FALSE(accepts_gzip("gzip;q=0"));
   CHECK_FALSE(accepts_gzip("x-gzip"));
+}
+
+TEST_CASE("gzip: a download is deflated when that pays") {
+  auto file_of = [](const std::string& bytes) {
+    os::unique_fd fd{::memfd_create("gzip-test", MFD_CLOEXEC)};
+    REQUIRE(fd);
+    REQUIRE(::write(fd.get(), bytes.data(), bytes.size()) ==
+            static_cast<ssize_t>(bytes.size()));
+    return fd;
+  };
+  std::mt19937_64 rng{7};
+  std::string noise(1 << 20, '\0');
+  for (auto& c : noise)
+    c = static_cast<char>(rng());
+  std::string text;
+  while (text.size() < noise.size())
+    text += "compress me ";
+  // Large and random (or compressed already): sent as it is.
+  auto random_file = file_of(noise);
+  CHECK_FALSE(worth_gzip(random_file.get(), noise.size()));
+  // Large and repetitive: deflated.
+  auto text_file = file_of(text);
+  CHECK(worth_gzip(text_file.get(), text.size()));
+  // Small: deflated whatever it holds, the sample would cost as much.
+  auto small = file_of(noise.substr(0, 4096));
+  CHECK(worth_gzip(small.get(), 4096));
 }
