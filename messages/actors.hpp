@@ -236,11 +236,11 @@ using session_turns_actor = caf::typed_actor<
 /// to its files as the target.
 using session_share_actor = caf::typed_actor<
     // The session's share policy.
-    caf::replies_to<cmd::share_status>::with<json::value>,
+    caf::replies_to<cmd::share_status>::with<share_view>,
     // Opts the session in (its scope checked on its lane); durable, audited.
-    caf::replies_to<cmd::share_enable>::with<json::value>,
+    caf::replies_to<cmd::share_enable>::with<share_view>,
     // Opts the session out, keeping scope and permission; durable, audited.
-    caf::replies_to<cmd::share_disable>::with<json::value>,
+    caf::replies_to<cmd::share_disable>::with<share_view>,
     // Lists a directory of a target session's scope (as the caller).
     caf::replies_to<cmd::share_list>::with<json::value>,
     // Reads a file of a target session's scope (as the caller).
@@ -255,7 +255,7 @@ using session_share_actor = caf::typed_actor<
 /// namespace at the egress broker, and the broker's audit records.
 using session_network_actor = caf::typed_actor<
     // Mode, namespace, egress policy and live connection counts.
-    caf::replies_to<cmd::network_status>::with<json::value>,
+    caf::replies_to<cmd::network_status>::with<network_status_view>,
     // A socket connected to a port a process of the session listens on, in
     // its network namespace (the E2B front's port forwarding).
     caf::replies_to<cmd::port_connect>::with<socket_handle>,

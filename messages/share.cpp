@@ -33,14 +33,12 @@ std::string serialize_share_policy(const share_policy& p) {
                                       {"permission", p.permission}});
 }
 
-json::object describe_share_policy(const share_policy& p,
-                                   const std::string& agent_id,
-                                   const std::string& session_id) {
-  return json::object{{"agent_id", agent_id},
-                      {"session_id", session_id},
-                      {"enabled", p.enabled},
-                      {"scope", p.scope},
-                      {"permission", p.permission}};
+json::object to_json(const share_view& v) {
+  return json::object{{"agent_id", v.agent_id},
+                      {"session_id", v.session_id},
+                      {"enabled", v.policy.enabled},
+                      {"scope", v.policy.scope},
+                      {"permission", v.policy.permission}};
 }
 
 expected<std::vector<std::string>> split_share_path(std::string_view path) {

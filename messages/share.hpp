@@ -8,6 +8,7 @@
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/optional.hpp>
 
 #include <cstddef>
@@ -44,10 +45,15 @@ share_policy parse_share_policy(const caf::optional<std::string>& text);
 /// The catalog text of a policy: {"enabled", "scope", "permission"}.
 std::string serialize_share_policy(const share_policy& p);
 
-/// The policy as share.status shows it, with the session's ids.
-json::object describe_share_policy(const share_policy& p,
-                                   const std::string& agent_id,
-                                   const std::string& session_id);
+/// share.status, enable and disable: a session's policy in force.
+struct share_view {
+  std::string agent_id;
+  std::string session_id;
+  share_policy policy;
+};
+
+/// The native wire's share.status: the ids, then the policy's fields.
+json::object to_json(const share_view& v);
 
 /// Splits a share path into its components (reference 10.2): a relative
 /// POSIX path, non-empty, without NUL or backslash, at most 4096 bytes; "."
@@ -70,3 +76,6 @@ expected<std::string> decode_share_data(std::string_view base64);
 std::string encode_base64(std::string_view data);
 
 } // namespace allox
+
+// Local messages only.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::share_view)

@@ -5,6 +5,7 @@
 // Part of the runs facet; the network facet (network.cpp) applies a
 // changed network mode or policy to the session's proxy namespace.
 #include "actors/session/handlers.hpp"
+#include "messages/results/network_json.hpp"
 
 namespace allox::session_facets {
 
@@ -122,7 +123,7 @@ caf::result<json::value> handle(self_ptr self,
         self->state.init.row.exec_settings = text;
         apply_network_settings(self);
         if (status_reply) {
-          rp.deliver(json::value(network_status_of(self)));
+          rp.deliver(json::value(to_json(network_status_of(self))));
           return;
         }
         auto r = effective_settings(self);

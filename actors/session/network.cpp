@@ -114,40 +114,57 @@ void apply_network_settings(self_ptr self) {
     st.proxy->broker->set_policy(st.proxy->key, std::move(*p));
 }
 
-json::object network_status_of(self_ptr self) {
+namespace {
+
+/// The strings of a settings list (the egress policy's allow or deny).
+std::vector<std::string> string_list(const json::object& o, const char* key) {
+  std::vector<std::string> out;
+  if (auto* a = o.if_contains(key); a && a->is_array())
+    for (const auto& x : a->as_array())
+      if (x.is_string())
+        out.emplace_back(x.get_string());
+  return out;
+}
+
+} // namespace
+
+network_status_view network_status_of(self_ptr self) {
   auto& st = self->state;
   auto settings = effective_settings(self);
-  auto mode = settings.at("network").as_string();
-  json::object r{{"agent_id", st.agent_id()},
-                 {"session_id", st.session_id()},
-                 {"mode", mode},
-                 {"active", mode == "inherit" || st.proxy != nullptr}};
-  if (mode == "proxy") {
-    r["proxy_url"] = "http://127.0.0.1:3128";
-    r["egress"] = settings.at("egress");
+  network_status_view v;
+  v.agent_id = st.agent_id();
+  v.session_id = st.session_id();
+  v.mode = std::string{settings.at("network").as_string()};
+  v.active = v.mode == "inherit" || st.proxy != nullptr;
+  if (v.mode == "proxy") {
+    v.proxy_url = std::string{"http://127.0.0.1:3128"};
+    const auto& egress = settings.at("egress").as_object();
+    v.egress =
+        egress_lists{string_list(egress, "allow"), string_list(egress, "deny")};
   }
   if (st.proxy) {
     const auto& c = *st.proxy->counters;
-    r["namespace_inode"] = static_cast<int64_t>(st.proxy->inode);
-    r["connections"] = json::object{
-        {"open", static_cast<int64_t>(c.open.load())},
-        {"total", static_cast<int64_t>(c.total.load())},
-        {"refused", static_cast<int64_t>(c.refused.load())},
-        {"failed", static_cast<int64_t>(c.failed.load())},
-        {"bytes_sent", static_cast<int64_t>(c.bytes_sent.load())},
-        {"bytes_received", static_cast<int64_t>(c.bytes_received.load())}};
+    v.namespace_inode = static_cast<int64_t>(st.proxy->inode);
+    v.connections =
+        egress_connections{static_cast<int64_t>(c.open.load()),
+                           static_cast<int64_t>(c.total.load()),
+                           static_cast<int64_t>(c.refused.load()),
+                           static_cast<int64_t>(c.failed.load()),
+                           static_cast<int64_t>(c.bytes_sent.load()),
+                           static_cast<int64_t>(c.bytes_received.load())};
   }
-  return r;
+  return v;
 }
 
 // network.status: answered from the actor's state and the broker's
 // counters (atomics): no round trip to the broker's loop.
-caf::result<json::value> handle(self_ptr self, const cmd::network_status&) {
+caf::result<network_status_view> handle(self_ptr self,
+                                        const cmd::network_status&) {
   if (!self->state.runs.config)
     return no_execution();
   if (auto err = require_alive(self))
     return err;
-  return json_reply(network_status_of(self));
+  return network_status_of(self);
 }
 
 // Audits one attempt as `network.connect` {host, port, address, allowed,

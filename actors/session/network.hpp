@@ -22,8 +22,9 @@ expected<std::shared_ptr<os::unique_fd>> ensure_proxy(self_ptr self);
 void apply_network_settings(self_ptr self);
 
 /// network.status: mode, namespace, policy and live connection counts.
-json::object network_status_of(self_ptr self);
-caf::result<json::value> handle(self_ptr self, const cmd::network_status& c);
+network_status_view network_status_of(self_ptr self);
+caf::result<network_status_view> handle(self_ptr self,
+                                        const cmd::network_status& c);
 
 /// port.connect: a socket to a port the session's processes listen on.
 caf::result<socket_handle> handle(self_ptr self, const cmd::port_connect& c);

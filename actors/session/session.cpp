@@ -10,6 +10,7 @@
 #include "guest/os/fs.hpp"
 #include "messages/commands/lists.hpp"
 #include "messages/ids.hpp"
+#include "messages/results/network_json.hpp"
 #include "messages/results/sessions_json.hpp"
 
 #include <caf/stateful_actor.hpp>
@@ -234,7 +235,7 @@ static actor_stats stats_of(self_ptr self) {
       .counter("refused", st.share_refused);
   // network.status's answer, as it is: its shape is the network facet's.
   if (st.proxy)
-    add_json_entries(s.group("network"), network_status_of(self));
+    add_json_entries(s.group("network"), to_json(network_status_of(self)));
   top.gauge("uptime_ms", uptime_ms(st.started));
   return s;
 }

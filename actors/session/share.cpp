@@ -74,9 +74,8 @@ void send_audit(const metadata_actor& metadata, audit_event e) {
   caf::anon_send(metadata, atom::write_v, std::move(w));
 }
 
-json::value describe(self_ptr self, const share_policy& p) {
-  return describe_share_policy(p, self->state.agent_id(),
-                               self->state.session_id());
+share_view describe(self_ptr self, const share_policy& p) {
+  return {self->state.agent_id(), self->state.session_id(), p};
 }
 
 /// Changes the policy: `check` on the lane (in order with every other
@@ -84,12 +83,12 @@ json::value describe(self_ptr self, const share_policy& p) {
 /// (`op`), then the policy is in force and the caller answered. `next`
 /// turns the policy as queued changes leave it into the new one.
 template <class Check, class Next>
-caf::result<json::value> change_policy(self_ptr self, const char* op,
-                                       std::string origin, Check check,
-                                       Next next) {
+caf::result<share_view> change_policy(self_ptr self, const char* op,
+                                      std::string origin, Check check,
+                                      Next next) {
   if (auto err = require_alive(self))
     return err;
-  auto rp = self->make_response_promise<json::value>();
+  auto rp = self->make_response_promise<share_view>();
   mutation_step(
       self, std::move(check),
       [self, rp, op, origin, next](json::value&) mutable {
@@ -182,13 +181,13 @@ void load_share(self_ptr self) {
   st.share_next = st.share;
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::share_status&) {
+caf::result<share_view> handle(self_ptr self, const cmd::share_status&) {
   if (auto err = require_alive(self))
     return err;
-  return json_reply(describe(self, self->state.share));
+  return describe(self, self->state.share);
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::share_enable& c) {
+caf::result<share_view> handle(self_ptr self, const cmd::share_enable& c) {
   auto root = self->state.init.paths.current(self->state.agent_id(),
                                              self->state.session_id());
   auto parts = split_share_path(c.scope);
@@ -208,7 +207,7 @@ caf::result<json::value> handle(self_ptr self, const cmd::share_enable& c) {
                        });
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::share_disable& c) {
+caf::result<share_view> handle(self_ptr self, const cmd::share_disable& c) {
   // An empty step: in order with an enable still checking its scope.
   auto nothing = []() -> expected<json::value> {
     return json::value();

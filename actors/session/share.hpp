@@ -13,15 +13,15 @@ namespace allox::session_facets {
 void load_share(self_ptr self);
 
 /// share.status: the session's share policy.
-caf::result<json::value> handle(self_ptr self, const cmd::share_status& c);
+caf::result<share_view> handle(self_ptr self, const cmd::share_status& c);
 
 /// share.enable: the scope checked on the lane, then the policy committed
 /// (durable) and audited.
-caf::result<json::value> handle(self_ptr self, const cmd::share_enable& c);
+caf::result<share_view> handle(self_ptr self, const cmd::share_enable& c);
 
 /// share.disable: the policy committed (durable) with enabled false, scope
 /// and permission kept; audited.
-caf::result<json::value> handle(self_ptr self, const cmd::share_disable& c);
+caf::result<share_view> handle(self_ptr self, const cmd::share_disable& c);
 
 /// share.list as the caller: own policy, then the target's SESSION.
 caf::result<json::value> handle(self_ptr self, const cmd::share_list& c);

@@ -12,6 +12,7 @@
 #include "messages/params.hpp"
 #include "messages/results/checkpoints_json.hpp"
 #include "messages/results/files_json.hpp"
+#include "messages/results/network_json.hpp"
 #include "messages/results/pause_json.hpp"
 #include "messages/results/processes_json.hpp"
 #include "messages/results/runs_json.hpp"

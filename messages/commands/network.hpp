@@ -19,6 +19,7 @@ namespace allox::cmd {
 struct network_status {
   static inline const char* name = "network.status";
   static network_status decode(params::reader& r);
+  using reply = network_status_view;
   static constexpr bool needs_exec = true;
   session_ref session;
 };

@@ -10,6 +10,7 @@
 
 #include "messages/commands/command.hpp"
 #include "messages/records.hpp"
+#include "messages/share.hpp"
 
 #include <caf/meta/type_name.hpp>
 
@@ -21,6 +22,7 @@ namespace allox::cmd {
 struct share_status {
   static inline const char* name = "share.status";
   static share_status decode(params::reader& r);
+  using reply = share_view;
   session_ref session;
 };
 
@@ -28,6 +30,7 @@ struct share_status {
 struct share_enable {
   static inline const char* name = "share.enable";
   static share_enable decode(params::reader& r);
+  using reply = share_view;
   session_ref session;
   /// A share path ("." for all of current/), checked by decode.
   std::string scope = ".";
@@ -41,6 +44,7 @@ struct share_enable {
 struct share_disable {
   static inline const char* name = "share.disable";
   static share_disable decode(params::reader& r);
+  using reply = share_view;
   session_ref session;
   std::string origin;
 };

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// network.status and the share policy replies and their native JSON, key
+// for key (the wire goldens hold the same shapes end to end).
+#include "messages/results/network_json.hpp"
+#include "messages/share.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace allox;
+
+TEST_CASE("network results: a mode without a namespace names only itself") {
+  network_status_view v{"a", "s", "isolated", false, {}, {}, {}, {}};
+  CHECK(json::serialize(to_json(v)) ==
+        R"({"agent_id":"a","session_id":"s","mode":"isolated",)"
+        R"("active":false})");
+}
+
+TEST_CASE("network results: proxy mode shows its policy and the broker's "
+          "counters once the namespace exists") {
+  network_status_view v;
+  v.agent_id = "a";
+  v.session_id = "s";
+  v.mode = "proxy";
+  v.proxy_url = std::string{"http://127.0.0.1:3128"};
+  v.egress = egress_lists{{"example.com"}, {"10.0.0.0/8"}};
+  CHECK(json::serialize(to_json(v)) ==
+        R"({"agent_id":"a","session_id":"s","mode":"proxy","active":false,)"
+        R"("proxy_url":"http://127.0.0.1:3128","egress":)"
+        R"({"allow":["example.com"],"deny":["10.0.0.0/8"]}})");
+  v.active = true;
+  v.namespace_inode = 4026532000;
+  v.connections = egress_connections{1, 5, 2, 1, 100, 200};
+  CHECK(json::serialize(to_json(v)) ==
+        R"({"agent_id":"a","session_id":"s","mode":"proxy","active":true,)"
+        R"("proxy_url":"http://127.0.0.1:3128","egress":)"
+        R"({"allow":["example.com"],"deny":["10.0.0.0/8"]},)"
+        R"("namespace_inode":4026532000,"connections":{"open":1,"total":5,)"
+        R"("refused":2,"failed":1,"bytes_sent":100,"bytes_received":200}})");
+}
+
+TEST_CASE("share results: the ids, then the policy in force") {
+  share_view v{"a", "s", share_policy{true, "docs", "write"}};
+  CHECK(json::serialize(to_json(v)) ==
+        R"({"agent_id":"a","session_id":"s","enabled":true,"scope":"docs",)"
+        R"("permission":"write"})");
+  CHECK(json::serialize(to_json(share_view{"a", "s", {}})) ==
+        R"({"agent_id":"a","session_id":"s","enabled":false,"scope":".",)"
+        R"("permission":"read"})");
+}
