@@ -186,8 +186,8 @@ caf::result<json::value> handle(self_ptr self, const cmd::session_create& c) {
 
 // -- session.delete -----------------------------------------------------------
 
-caf::result<json::value> handle(self_ptr self,
-                                const cmd::session_delete_request& c) {
+caf::result<session_deleted> handle(self_ptr self,
+                                    const cmd::session_delete_request& c) {
   const auto& sid = c.session.session_id;
   auto& st = self->state;
   auto it = st.sessions.find(sid);
@@ -195,11 +195,11 @@ caf::result<json::value> handle(self_ptr self,
     return make_error(errc::not_found,
                       "session does not exist: " +
                           session_key(st.init.row.agent_id, sid));
-  auto rp = self->make_response_promise<json::value>();
+  auto rp = self->make_response_promise<session_deleted>();
   cmd::session_delete command{{st.init.row.agent_id, sid}, c.origin};
   self->request(it->second.handle, caf::infinite, std::move(command))
       .then(
-          [self, rp, sid](json::value& result) mutable {
+          [self, rp, sid](session_deleted& result) mutable {
             self->state.sessions.erase(sid);
             self->state.init.forks->sessions.erase(sid);
             rp.deliver(std::move(result));
@@ -221,7 +221,7 @@ void resume_sessions(self_ptr self) {
 /// The durable part of agent.delete, once every session is retired: mark the
 /// row, move the directory into the trash, remove the rows, purge.
 void delete_agent_files(self_ptr self,
-                        caf::typed_response_promise<json::value> rp,
+                        caf::typed_response_promise<agent_deleted> rp,
                         std::string origin) {
   const auto& init = self->state.init;
   auto aid = init.row.agent_id;
@@ -235,7 +235,7 @@ void delete_agent_files(self_ptr self,
     rp.deliver(std::move(err));
   };
   auto done = [self, rp, aid]() mutable {
-    rp.deliver(json::value(json::object{{"agent_id", aid}, {"deleted", true}}));
+    rp.deliver(agent_deleted{aid});
     self->quit(caf::exit_reason::user_shutdown);
   };
   self->request(init.metadata, caf::infinite, atom::write_v, std::move(mark))
@@ -294,8 +294,8 @@ void delete_agent_files(self_ptr self,
 
 // Every session is retired first (refused if one is busy), then the agent
 // directory goes the way of delete_agent_files.
-caf::result<json::value> handle(self_ptr self, const cmd::agent_delete& c) {
-  auto rp = self->make_response_promise<json::value>();
+caf::result<agent_deleted> handle(self_ptr self, const cmd::agent_delete& c) {
+  auto rp = self->make_response_promise<agent_deleted>();
   const auto& origin = c.origin;
   std::vector<session_actor> live;
   for (auto& entry : self->state.sessions)

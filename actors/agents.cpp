@@ -58,12 +58,12 @@ using promise_of = caf::typed_response_promise<reply_of<Command>>;
 /// agent.delete: the slot shows `deleting` until the agent answers; it is
 /// dropped once the agent is deleted, and runs again if the delete failed.
 void delete_agent(self_ptr self, agent_slot& slot, cmd::agent_delete c,
-                  promise rp) {
+                  promise_of<cmd::agent_delete> rp) {
   auto aid = slot.row.agent_id;
   slot.status = child_status::deleting;
   self->request(slot.handle, caf::infinite, std::move(c))
       .then(
-          [self, rp, aid](json::value& v) mutable {
+          [self, rp, aid](agent_deleted& v) mutable {
             self->state.agents.erase(aid);
             rp.deliver(std::move(v));
           },
@@ -81,7 +81,7 @@ template <class Command>
 caf::result<reply_of<Command>> forward(self_ptr self, agent_slot& slot,
                                        const Command& c) {
   if constexpr (std::is_same_v<Command, cmd::agent_delete>) {
-    auto rp = self->make_response_promise<json::value>();
+    auto rp = self->make_response_promise<agent_deleted>();
     delete_agent(self, slot, c, rp);
     return rp;
   } else {

@@ -278,7 +278,7 @@ using session_actor = caf::typed_actor<
     // Describes the session (ids, paths, checkpoint ids, head).
     caf::replies_to<cmd::session_describe>::with<session_view>,
     // Deletes the session (sent by its AGENT); the actor then ends.
-    caf::replies_to<cmd::session_delete>::with<json::value>,
+    caf::replies_to<cmd::session_delete>::with<session_deleted>,
     // Arms a fault at a named point of this actor (test builds).
     caf::replies_to<cmd::debug_fault>::with<json::value>,
     // Stops (true) or resumes (false) taking work, so the owning agent can
@@ -298,7 +298,7 @@ using agent_commands_actor = caf::typed_actor<
     // Describes the agent workspace, its creation time and its sessions.
     caf::replies_to<cmd::agent_describe>::with<json::value>,
     // Deletes every session, then the agent; the AGENT then ends.
-    caf::replies_to<cmd::agent_delete>::with<json::value>,
+    caf::replies_to<cmd::agent_delete>::with<agent_deleted>,
     // Creates a session (directories, subvolume, row) and spawns its actor.
     caf::replies_to<cmd::session_create>::with<json::value>,
     // Creates a session from a checkpoint of another of the agent's.
@@ -306,7 +306,7 @@ using agent_commands_actor = caf::typed_actor<
     // Lists the agent's session ids.
     caf::replies_to<cmd::session_list>::with<json::value>,
     // Deletes a session through its actor, then forgets it.
-    caf::replies_to<cmd::session_delete_request>::with<json::value>,
+    caf::replies_to<cmd::session_delete_request>::with<session_deleted>,
     // Arms a fault at a named point of the AGENT (test builds).
     caf::replies_to<cmd::agent_debug_fault>::with<json::value>,
     // The agent's checkpoint policy (policy.get without a session_id).

@@ -54,11 +54,12 @@ void after_baselines(self_ptr self, Next next, fail_fn fail) {
 // `deleting`, the session directory is renamed into a trash name (atomic),
 // the row is removed with the audit record. Whatever a crash interrupts,
 // start-up reconciliation finishes (guest/store/reconcile.cpp).
-caf::result<json::value> handle(self_ptr self, const cmd::session_delete& c) {
+caf::result<session_deleted> handle(self_ptr self,
+                                    const cmd::session_delete& c) {
   if (auto err = require_mutable(self))
     return err;
   const auto& origin = c.origin;
-  auto rp = self->make_response_promise<json::value>();
+  auto rp = self->make_response_promise<session_deleted>();
   auto& st = self->state;
   begin_mutation(self, "session.delete");
   st.phase = session_phase::deleting;
@@ -71,9 +72,7 @@ caf::result<json::value> handle(self_ptr self, const cmd::session_delete& c) {
     ++self->state.failures;
     rp.deliver(std::move(err));
   };
-  auto result = json::object{{"agent_id", row.agent_id},
-                             {"session_id", row.session_id},
-                             {"deleted", true}};
+  auto result = session_deleted{row.agent_id, row.session_id};
   auto marked = row;
   marked.deleting = true;
   metadata_write mark;
@@ -120,11 +119,11 @@ caf::result<json::value> handle(self_ptr self, const cmd::session_delete& c) {
                             return json::value();
                           },
                           [=](json::value&) mutable {
-                            rp.deliver(json::value(result));
+                            rp.deliver(result);
                             self->quit();
                           },
                           [=](caf::error) mutable {
-                            rp.deliver(json::value(result));
+                            rp.deliver(result);
                             self->quit();
                           });
                     },

@@ -20,7 +20,8 @@ caf::result<json::value> handle(self_ptr self, const cmd::debug_fault& c);
 
 /// session.delete: row marked, directory moved to trash, row removed; the
 /// actor quits.
-caf::result<json::value> handle(self_ptr self, const cmd::session_delete& c);
+caf::result<session_deleted> handle(self_ptr self,
+                                    const cmd::session_delete& c);
 
 /// agent.delete's retirement (`retire` false: its undo); waits for the
 /// baselines of forks into or out of this session.

@@ -139,7 +139,7 @@ void end_sandbox(front_self self, const std::string& id, const std::string& why,
     cmd::session_delete_request c{session_ref{agent, id}, why};
     self->request(self->state.init.agents, caf::infinite, c)
         .then(
-            [self, id, done](json::value&) {
+            [self, id, done](session_deleted&) {
               self->state.sandboxes.erase(id);
               self->state.pids.erase(id);
               done(caf::none);

@@ -99,7 +99,7 @@ void remove(const tool_call& call) {
     return;
   auto ref = call.session;
   to_agents(call, cmd::session_delete_request{ref, std::string{origin}},
-            [call, ref](json::value&) {
+            [call, ref](session_deleted&) {
               call.done(json::object{
                   {"session", session_key(ref.agent_id, ref.session_id)},
                   {"deleted", true}});

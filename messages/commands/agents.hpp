@@ -7,6 +7,7 @@
 
 #include "messages/commands/command.hpp"
 #include "messages/records.hpp"
+#include "messages/results/sessions.hpp"
 
 #include <caf/meta/type_name.hpp>
 
@@ -47,6 +48,7 @@ struct agent_describe {
 struct agent_delete {
   static inline const char* name = "agent.delete";
   static agent_delete decode(params::reader& r);
+  using reply = agent_deleted;
   std::string agent_id;
   std::string origin;
 };
@@ -86,6 +88,7 @@ struct session_list {
 struct session_delete_request {
   static inline const char* name = "session.delete";
   static session_delete_request decode(params::reader& r);
+  using reply = session_deleted;
   session_ref session;
   std::string origin;
 };

@@ -87,6 +87,7 @@ struct session_describe {
 /// session once it succeeded.
 struct session_delete {
   static inline const char* name = "session.delete";
+  using reply = session_deleted;
   session_ref session;
   std::string origin;
 };

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The typed result of session.describe (and the session part of
+// The typed results of session.describe (and the session part of
 // session.create and session.fork): a session's ids, its paths relative to
-// the store root and its checkpoint ids. Its native JSON is written once,
-// in messages/results/sessions_json.hpp.
+// the store root and its checkpoint ids; and of session.delete and
+// agent.delete. Their native JSON is written once, in
+// messages/results/sessions_json.hpp.
 #pragma once
 
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -28,7 +29,20 @@ struct session_view {
   caf::optional<std::string> checkpoint_head;
 };
 
+/// session.delete: the session is gone, its row and its directory.
+struct session_deleted {
+  std::string agent_id;
+  std::string session_id;
+};
+
+/// agent.delete: the agent is gone with every session of it.
+struct agent_deleted {
+  std::string agent_id;
+};
+
 } // namespace allox
 
 // Local messages only.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::session_view)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::session_deleted)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::agent_deleted)

@@ -19,4 +19,14 @@ json::object to_json(const session_view& v) {
   return o;
 }
 
+json::object to_json(const session_deleted& d) {
+  return {{"agent_id", d.agent_id},
+          {"session_id", d.session_id},
+          {"deleted", true}};
+}
+
+json::object to_json(const agent_deleted& d) {
+  return {{"agent_id", d.agent_id}, {"deleted", true}};
+}
+
 } // namespace allox

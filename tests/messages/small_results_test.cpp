@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// network.status and the share policy replies and their native JSON, key
-// for key (the wire goldens hold the same shapes end to end).
+// network.status, the share policy replies and the deletions, and their
+// native JSON, key for key (the wire goldens hold the same shapes end to
+// end).
 #include "messages/results/network_json.hpp"
+#include "messages/results/sessions_json.hpp"
 #include "messages/share.hpp"
 
 #include <doctest/doctest.h>
@@ -46,4 +48,11 @@ TEST_CASE("share results: the ids, then the policy in force") {
   CHECK(json::serialize(to_json(share_view{"a", "s", {}})) ==
         R"({"agent_id":"a","session_id":"s","enabled":false,"scope":".",)"
         R"("permission":"read"})");
+}
+
+TEST_CASE("deletion results: a session's and an agent's") {
+  CHECK(json::serialize(to_json(session_deleted{"a", "s"})) ==
+        R"({"agent_id":"a","session_id":"s","deleted":true})");
+  CHECK(json::serialize(to_json(agent_deleted{"a"})) ==
+        R"({"agent_id":"a","deleted":true})");
 }
