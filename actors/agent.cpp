@@ -334,8 +334,8 @@ caf::result<agent_deleted> handle(self_ptr self, const cmd::agent_delete& c) {
 
 // -- agent.create (existing agent) -------------------------------------------
 
-caf::result<json::value> handle(self_ptr self, const cmd::agent_create& c) {
-  auto rp = self->make_response_promise<json::value>();
+caf::result<agent_view> handle(self_ptr self, const cmd::agent_create& c) {
+  auto rp = self->make_response_promise<agent_view>();
   const auto& origin = c.origin;
   auto paths = self->state.init.paths;
   auto aid = self->state.init.row.agent_id;
@@ -358,7 +358,7 @@ caf::result<json::value> handle(self_ptr self, const cmd::agent_create& c) {
                           atom::write_v, std::move(w))
                 .then(
                     [rp, aid](caf::ok_atom) mutable {
-                      rp.deliver(json::value(describe_agent_workspace(aid)));
+                      rp.deliver(describe_agent_workspace(aid));
                     },
                     fail);
           },
@@ -366,26 +366,25 @@ caf::result<json::value> handle(self_ptr self, const cmd::agent_create& c) {
   return rp;
 }
 
-json::array session_ids(self_ptr self) {
-  json::array ids;
+std::vector<std::string> live_session_ids(self_ptr self) {
+  std::vector<std::string> ids;
   for (const auto& [sid, e] : self->state.sessions)
     if (e.status != child_status::creating)
-      ids.emplace_back(sid);
+      ids.push_back(sid);
   return ids;
 }
 
 // -- agent.describe, session.list, debug.fault --------------------------------
 
-caf::result<json::value> handle(self_ptr self, const cmd::agent_describe&) {
-  auto o = describe_agent_workspace(self->state.init.row.agent_id);
-  o["created_ns"] = self->state.init.row.created_ns;
-  o["session_ids"] = session_ids(self);
-  return json_reply(std::move(o));
+caf::result<agent_view> handle(self_ptr self, const cmd::agent_describe&) {
+  auto v = describe_agent_workspace(self->state.init.row.agent_id);
+  v.created_ns = self->state.init.row.created_ns;
+  v.session_ids = live_session_ids(self);
+  return v;
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::session_list&) {
-  return json_reply(json::object{{"agent_id", self->state.init.row.agent_id},
-                                 {"session_ids", session_ids(self)}});
+caf::result<session_ids> handle(self_ptr self, const cmd::session_list&) {
+  return session_ids{self->state.init.row.agent_id, live_session_ids(self)};
 }
 
 caf::result<json::value> handle(self_ptr self,

@@ -84,7 +84,7 @@ agent_actor::behavior_type
 agent(agent_actor::stateful_pointer<agent_state> self, agent_init init);
 
 /// The agent.create result.
-json::object describe_agent_workspace(const std::string& agent_id);
+agent_view describe_agent_workspace(const std::string& agent_id);
 
 /// Creates the agent's directories if missing (blocking).
 caf::error ensure_agent_dirs(const store::layout& paths,

@@ -9,13 +9,12 @@
 
 namespace allox {
 
-json::object describe_agent_workspace(const std::string& agent_id) {
-  json::object o;
-  o["agent_id"] = agent_id;
-  o["workspace_level"] = "agent";
-  o["relative_workspace"] = store::layout::rel_agent_workspace(agent_id);
-  o["relative_shared"] = store::layout::rel_agent_shared(agent_id);
-  return o;
+agent_view describe_agent_workspace(const std::string& agent_id) {
+  agent_view v;
+  v.agent_id = agent_id;
+  v.relative_workspace = store::layout::rel_agent_workspace(agent_id);
+  v.relative_shared = store::layout::rel_agent_shared(agent_id);
+  return v;
 }
 
 caf::error ensure_agent_dirs(const store::layout& paths,

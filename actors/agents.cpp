@@ -94,7 +94,7 @@ caf::result<reply_of<Command>> forward(self_ptr self, agent_slot& slot,
 template <class Command>
 void resume(self_ptr self, Command c, promise_of<Command> rp) {
   if constexpr (std::is_same_v<Command, cmd::agent_create>) {
-    rp.deliver(json::value(describe_agent_workspace(c.agent_id)));
+    rp.deliver(describe_agent_workspace(c.agent_id));
   } else {
     auto& slot = self->state.agents[agent_of(c)];
     if constexpr (std::is_same_v<Command, cmd::agent_delete>)
@@ -258,11 +258,11 @@ void on_agent_failed(
   restart_agent(self, aid);
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::agent_list&) {
-  json::array ids;
+caf::result<agent_ids> handle(self_ptr self, const cmd::agent_list&) {
+  agent_ids r;
   for (const auto& [aid, slot] : self->state.agents)
-    ids.emplace_back(aid);
-  return json_reply(json::object{{"agent_ids", std::move(ids)}});
+    r.ids.push_back(aid);
+  return r;
 }
 
 /// Routes a command for one agent: queued while the agent is being

@@ -294,9 +294,9 @@ using session_actor = caf::typed_actor<
 /// session.create).
 using agent_commands_actor = caf::typed_actor<
     // Creates the agent's directories if missing and audits the call.
-    caf::replies_to<cmd::agent_create>::with<json::value>,
+    caf::replies_to<cmd::agent_create>::with<agent_view>,
     // Describes the agent workspace, its creation time and its sessions.
-    caf::replies_to<cmd::agent_describe>::with<json::value>,
+    caf::replies_to<cmd::agent_describe>::with<agent_view>,
     // Deletes every session, then the agent; the AGENT then ends.
     caf::replies_to<cmd::agent_delete>::with<agent_deleted>,
     // Creates a session (directories, subvolume, row) and spawns its actor.
@@ -304,7 +304,7 @@ using agent_commands_actor = caf::typed_actor<
     // Creates a session from a checkpoint of another of the agent's.
     caf::replies_to<cmd::session_fork>::with<json::value>,
     // Lists the agent's session ids.
-    caf::replies_to<cmd::session_list>::with<json::value>,
+    caf::replies_to<cmd::session_list>::with<session_ids>,
     // Deletes a session through its actor, then forgets it.
     caf::replies_to<cmd::session_delete_request>::with<session_deleted>,
     // Arms a fault at a named point of the AGENT (test builds).
@@ -333,7 +333,7 @@ using agents_actor = caf::typed_actor<
     // Checks the store and audits the call; replies {root, recovered_sessions}.
     caf::replies_to<cmd::store_initialize>::with<json::value>,
     // Lists every agent id.
-    caf::replies_to<cmd::agent_list>::with<json::value>>::
+    caf::replies_to<cmd::agent_list>::with<agent_ids>>::
     extend_with<agent_commands_actor, stats_client_actor>;
 
 /// The RPC actor: bridge from the HTTP thread to the owning actors.

@@ -60,10 +60,9 @@ void list(const tool_call& call) {
   auto agent = arg(call, "agent");
   auto all = std::make_shared<json::array>();
   auto of_agent = [call, all](std::string id, std::function<void()> next) {
-    to_agents(call, cmd::session_list{id}, [all, id, next](json::value& v) {
-      if (auto* ids = v.as_object().if_contains("session_ids"))
-        for (const auto& s : ids->as_array())
-          all->emplace_back(session_key(id, s.as_string()));
+    to_agents(call, cmd::session_list{id}, [all, id, next](session_ids& v) {
+      for (const auto& s : v.ids)
+        all->emplace_back(session_key(id, s));
       next();
     });
   };
@@ -75,12 +74,9 @@ void list(const tool_call& call) {
       return call.failed(err);
     return of_agent(std::string{agent.as_string()}, finish);
   }
-  to_agents(call, cmd::agent_list{}, [of_agent, finish](json::value& v) {
+  to_agents(call, cmd::agent_list{}, [of_agent, finish](agent_ids& v) {
     // One agent after the other: their order is the list's.
-    auto ids = std::make_shared<std::vector<std::string>>();
-    if (auto* a = v.as_object().if_contains("agent_ids"))
-      for (const auto& id : a->as_array())
-        ids->emplace_back(id.as_string());
+    auto ids = std::make_shared<std::vector<std::string>>(std::move(v.ids));
     auto step = std::make_shared<std::function<void(size_t)>>();
     *step = [ids, of_agent, finish, step](size_t i) {
       if (i == ids->size()) {

@@ -10,6 +10,7 @@
 #include "messages/commands/lists.hpp"
 #include "messages/ids.hpp"
 #include "messages/params.hpp"
+#include "messages/results/agents_json.hpp"
 #include "messages/results/checkpoints_json.hpp"
 #include "messages/results/files_json.hpp"
 #include "messages/results/network_json.hpp"

@@ -7,6 +7,7 @@
 
 #include "messages/commands/command.hpp"
 #include "messages/records.hpp"
+#include "messages/results/agents.hpp"
 #include "messages/results/sessions.hpp"
 
 #include <caf/meta/type_name.hpp>
@@ -26,6 +27,7 @@ struct store_initialize {
 struct agent_list {
   static inline const char* name = "agent.list";
   static agent_list decode(params::reader& r);
+  using reply = agent_ids;
 };
 
 /// agent.create {agent_id, origin?}: creates the agent, or audits the call
@@ -33,6 +35,7 @@ struct agent_list {
 struct agent_create {
   static inline const char* name = "agent.create";
   static agent_create decode(params::reader& r);
+  using reply = agent_view;
   std::string agent_id;
   std::string origin;
 };
@@ -41,6 +44,7 @@ struct agent_create {
 struct agent_describe {
   static inline const char* name = "agent.describe";
   static agent_describe decode(params::reader& r);
+  using reply = agent_view;
   std::string agent_id;
 };
 
@@ -80,6 +84,7 @@ struct session_fork {
 struct session_list {
   static inline const char* name = "session.list";
   static session_list decode(params::reader& r);
+  using reply = session_ids;
   std::string agent_id;
 };
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// network.status, the share policy replies and the deletions, and their
+// network.status, the share policy replies, the agent actions and the
+// deletions, and their
 // native JSON, key for key (the wire goldens hold the same shapes end to
 // end).
+#include "messages/results/agents_json.hpp"
 #include "messages/results/network_json.hpp"
 #include "messages/results/sessions_json.hpp"
 #include "messages/share.hpp"
@@ -55,4 +57,24 @@ TEST_CASE("deletion results: a session's and an agent's") {
         R"({"agent_id":"a","session_id":"s","deleted":true})");
   CHECK(json::serialize(to_json(agent_deleted{"a"})) ==
         R"({"agent_id":"a","deleted":true})");
+}
+
+TEST_CASE("agent results: a created agent's paths, a described one's "
+          "sessions, and the id lists") {
+  agent_view v{"a", "agents/a/workspace", "agents/a/workspace/shared", {}, {}};
+  CHECK(json::serialize(to_json(v)) ==
+        R"({"agent_id":"a","workspace_level":"agent",)"
+        R"("relative_workspace":"agents/a/workspace",)"
+        R"("relative_shared":"agents/a/workspace/shared"})");
+  v.created_ns = 7;
+  v.session_ids = std::vector<std::string>{"s1", "s2"};
+  CHECK(json::serialize(to_json(v)) ==
+        R"({"agent_id":"a","workspace_level":"agent",)"
+        R"("relative_workspace":"agents/a/workspace",)"
+        R"("relative_shared":"agents/a/workspace/shared","created_ns":7,)"
+        R"("session_ids":["s1","s2"]})");
+  CHECK(json::serialize(to_json(agent_ids{{"a", "b"}})) ==
+        R"({"agent_ids":["a","b"]})");
+  CHECK(json::serialize(to_json(session_ids{"a", {}})) ==
+        R"({"agent_id":"a","session_ids":[]})");
 }
