@@ -125,6 +125,36 @@ TEST_CASE("pause: without memory the runs are stopped, the checkpoint is "
   CHECK(wait_done(c, "a", "s", next).at("state") == "completed");
 }
 
+TEST_CASE("pause: a paused session's runs outlive a daemon crash frozen, "
+          "the session is still paused, and resume thaws them") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto run = run_id(
+      sh(c, "a", "s", "while [ ! -e go ]; do sleep 0.05; done; echo thawed"));
+  expect_ok(c.rpc("session.pause", ids("a", "s")));
+  d.crash();
+  d.start();
+  // The frozen state is the kernel's: the adopted run is held still.
+  auto usage = expect_ok(c.rpc("session.usage", ids("a", "s")));
+  CHECK(usage.at("paused") == true);
+  CHECK(usage.at("runs") == 1);
+  CHECK(read_control(d, "cgroup.freeze") == "1");
+  expect_error(c.rpc("process.start",
+                     with(ids("a", "s"), {{"argv", json::array{"true"}}})),
+               400, "conflict");
+  test::write_file(d.current("a", "s") + "/go", "");
+  std::this_thread::sleep_for(std::chrono::milliseconds{300});
+  CHECK(expect_ok(c.rpc("process.get", with(ids("a", "s"), {{"run_id", run}})))
+            .at("state") == "running");
+  auto resumed = expect_ok(c.rpc("session.resume", ids("a", "s")));
+  CHECK(resumed.at("runs") == json::array{json::value(run)});
+  auto done = wait_done(c, "a", "s", run);
+  CHECK(done.at("state") == "completed");
+  CHECK(output(c, "a", "s", run) == "thawed\n");
+}
+
 TEST_CASE("pause: an idle session pauses with a checkpoint and no runs, and "
           "an unknown session is not_found") {
   daemon_process d{with_execution()};
