@@ -193,7 +193,7 @@ if wait_health; then
   check "process.status: sandboxed execution enabled" eval 'ok && [[ $(result .execution_enabled) == true && $(result .isolation) == bubblewrap ]]'
   # Our init as PID 1, becoming the allox-sandbox user (--uid).
   check "process.start: sandboxed run writes the workspace" eval \
-    'run "[\"sh\",\"-c\",\"echo v1 > /workspace/file.txt; tr \\\"\\\\0\\\" \\\" \\\" < /proc/1/cmdline; echo; cat /workspace/file.txt\"]" && [[ $(head -n1 <<<"$run_out") == "/run/allox/init --uid "*" -- sh -c"* ]] && [[ $(tail -n1 <<<"$run_out") == v1 ]]'
+    'run "[\"sh\",\"-c\",\"echo v1 > /workspace/file.txt; tr \\\"\\\\0\\\" \\\" \\\" < /proc/1/cmdline; echo; cat /workspace/file.txt\"]" && [[ $(head -n1 <<<"$run_out") == "/run/allox/init --status-fd 3 --uid "*" -- sh -c"* ]] && [[ $(tail -n1 <<<"$run_out") == v1 ]]'
   echo "      run output: $(tr '\n' '|' <<<"$run_out")"
   rpc checkpoint.create "{$S,\"checkpoint_id\":\"cp1\",\"message\":\"v1\"}"
   check "checkpoint.create" eval 'ok && [[ $(result .checkpoint_id) == cp1 ]]'
