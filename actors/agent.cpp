@@ -109,10 +109,10 @@ caf::error agent_busy(self_ptr self) {
 // `current/` and `current/.allox-tmp` (0700). A crash after the subvolume
 // exists but before the catalog row is written is repaired at start-up,
 // which adopts the session (guest/store/reconcile.cpp).
-expected<json::value> create_session_files(const store::layout& paths,
-                                           const std::string& a,
-                                           const std::string& s,
-                                           fault_set faults) {
+expected<step_done> create_session_files(const store::layout& paths,
+                                         const std::string& a,
+                                         const std::string& s,
+                                         fault_set faults) {
   if (auto err = ensure_agent_dirs(paths, a))
     return err;
   auto current = paths.current(a, s);
@@ -134,10 +134,10 @@ expected<json::value> create_session_files(const store::layout& paths,
   if (auto err = os::fsync_dir(paths.sessions_dir(a)))
     return err;
   faults.trigger("session.create.after_subvolume");
-  return json::value();
+  return step_done{};
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::session_create& c) {
+caf::result<session_view> handle(self_ptr self, const cmd::session_create& c) {
   const auto& sid = c.session.session_id;
   auto& st = self->state;
   const auto& aid = st.init.row.agent_id;
@@ -147,7 +147,7 @@ caf::result<json::value> handle(self_ptr self, const cmd::session_create& c) {
   auto& entry = st.sessions[sid];
   entry.status = child_status::creating;
   entry.row = {aid, sid, os::now_ns(), false, {}, {}};
-  auto rp = self->make_response_promise<json::value>();
+  auto rp = self->make_response_promise<session_view>();
   auto paths = st.init.paths;
   auto faults = st.faults.take("session.create");
   auto fail = [self, rp, sid](caf::error& err) mutable {
@@ -155,12 +155,13 @@ caf::result<json::value> handle(self_ptr self, const cmd::session_create& c) {
     self->state.sessions.erase(sid);
     rp.deliver(std::move(err));
   };
-  run_blocking(self,
-               [paths, aid, sid, faults]() mutable {
-                 return create_session_files(paths, aid, sid, faults);
-               })
+  run_blocking<step_done>(self,
+                          [paths, aid, sid, faults]() mutable {
+                            return create_session_files(paths, aid, sid,
+                                                        faults);
+                          })
       .then(
-          [self, rp, sid, origin = c.origin, fail](json::value&) mutable {
+          [self, rp, sid, origin = c.origin, fail](step_done&) mutable {
             const auto& init = self->state.init;
             metadata_write w;
             w.put_agents.push_back(init.row);
@@ -175,8 +176,7 @@ caf::result<json::value> handle(self_ptr self, const cmd::session_create& c) {
                     [self, rp, sid](caf::ok_atom) mutable {
                       auto& e = self->state.sessions[sid];
                       spawn_session(self, e, {});
-                      rp.deliver(json::value(
-                          describe_session(e.row, store::checkpoint_dag{})));
+                      rp.deliver(view_of(e.row, store::checkpoint_dag{}));
                     },
                     fail);
           },
@@ -243,18 +243,17 @@ void delete_agent_files(self_ptr self,
           [self, origin, aid, paths, fail, done](caf::ok_atom) mutable {
             auto trash = paths.agents_dir() + "/" +
                          std::string{store::trash_prefix} + random_hex_token();
-            run_blocking(self,
-                         [paths, aid, trash]() -> expected<json::value> {
-                           if (auto err =
-                                   os::rename_path(paths.agent_dir(aid), trash))
-                             return err;
-                           if (auto err = os::fsync_dir(paths.agents_dir()))
-                             return err;
-                           return json::value();
-                         })
+            run_blocking<step_done>(
+                self,
+                [paths, aid, trash]() -> expected<step_done> {
+                  if (auto err = os::rename_path(paths.agent_dir(aid), trash))
+                    return err;
+                  if (auto err = os::fsync_dir(paths.agents_dir()))
+                    return err;
+                  return step_done{};
+                })
                 .then(
-                    [self, origin, aid, trash, fail,
-                     done](json::value&) mutable {
+                    [self, origin, aid, trash, fail, done](step_done&) mutable {
                       metadata_write w;
                       w.delete_agents.push_back(aid);
                       w.audit.push_back(
@@ -266,10 +265,10 @@ void delete_agent_files(self_ptr self,
                                 // Committed: a crash from here on only leaves
                                 // trash, which start-up purges.
                                 auto exec = self->state.init.exec;
-                                run_blocking(
+                                run_blocking<step_done>(
                                     self,
                                     [aid, trash,
-                                     exec]() -> expected<json::value> {
+                                     exec]() -> expected<step_done> {
                                       if (auto err = os::remove_tree(trash))
                                         log::warn("agent", "purging " + trash +
                                                                " failed: " +
@@ -277,13 +276,13 @@ void delete_agent_files(self_ptr self,
                                       if (exec)
                                         os::remove_agent_groups(exec->cgroups,
                                                                 aid);
-                                      return json::value();
+                                      return step_done{};
                                     })
-                                    .then([done](
-                                              json::value&) mutable { done(); },
-                                          [done](caf::error&) mutable {
-                                            done();
-                                          });
+                                    .then(
+                                        [done](step_done&) mutable { done(); },
+                                        [done](caf::error&) mutable {
+                                          done();
+                                        });
                               },
                               fail);
                     },
@@ -343,14 +342,14 @@ caf::result<agent_view> handle(self_ptr self, const cmd::agent_create& c) {
     ++self->state.failures;
     rp.deliver(std::move(err));
   };
-  run_blocking(self,
-               [paths, aid]() -> expected<json::value> {
-                 if (auto err = ensure_agent_dirs(paths, aid))
-                   return err;
-                 return json::value();
-               })
+  run_blocking<step_done>(self,
+                          [paths, aid]() -> expected<step_done> {
+                            if (auto err = ensure_agent_dirs(paths, aid))
+                              return err;
+                            return step_done{};
+                          })
       .then(
-          [self, rp, origin, aid, fail](json::value&) mutable {
+          [self, rp, origin, aid, fail](step_done&) mutable {
             metadata_write w;
             w.audit.push_back(
                 audit("agent.create", aid, {}, {{"origin", origin}}));

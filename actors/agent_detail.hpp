@@ -27,7 +27,7 @@ void spawn_session(self_ptr self, session_entry& e,
                    std::vector<std::string> unsynced = {});
 
 /// session.fork (agent_fork.cpp).
-caf::result<json::value> handle(self_ptr self, const cmd::session_fork& c);
+caf::result<session_forked> handle(self_ptr self, const cmd::session_fork& c);
 
 /// policy.get without a session_id: the agent's level (agent_policy.cpp).
 caf::result<policy_view> handle(self_ptr self, const cmd::policy_get& c);

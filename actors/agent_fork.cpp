@@ -39,7 +39,7 @@ namespace allox::agent_detail {
 
 namespace {
 
-using promise = caf::typed_response_promise<json::value>;
+using promise = caf::typed_response_promise<session_forked>;
 
 /// What one fork carries from step to step.
 struct fork_job {
@@ -69,25 +69,26 @@ void abort_fork(self_ptr self, job_ptr job, caf::error err) {
   // Refused for an existing directory: that one is not the fork's.
   bool ours = code_of(err) != errc::already_exists;
   job->answered->tell(err);
-  run_blocking(self,
-               [paths, aid, sid, ours,
-                ready = job->baseline_ready]() -> expected<json::value> {
-                 // The source's lane may still be making the baseline in
-                 // this directory.
-                 if (ready.valid())
-                   ready.wait();
-                 auto dir = paths.session_dir(aid, sid);
-                 if (ours && os::kind_of(dir) != os::entry_kind::missing)
-                   if (auto e = os::remove_tree(dir))
-                     return e;
-                 return json::value();
-               })
+  run_blocking<step_done>(
+      self,
+      [paths, aid, sid, ours,
+       ready = job->baseline_ready]() -> expected<step_done> {
+        // The source's lane may still be making the baseline in
+        // this directory.
+        if (ready.valid())
+          ready.wait();
+        auto dir = paths.session_dir(aid, sid);
+        if (ours && os::kind_of(dir) != os::entry_kind::missing)
+          if (auto e = os::remove_tree(dir))
+            return e;
+        return step_done{};
+      })
       .then(
           // The error is answered once the half-made session is gone, so
           // a caller never sees a refused fork's directory; the id stays
           // taken until then, so a new session of that id cannot lose its
           // directory to this clean-up.
-          [self, sid, job, err](json::value&) mutable {
+          [self, sid, job, err](step_done&) mutable {
             self->state.sessions.erase(sid);
             self->state.init.forks->sessions.erase(sid);
             job->rp.deliver(std::move(err));
@@ -146,10 +147,9 @@ void commit_fork(self_ptr self, job_ptr job) {
   st.init.forks->sessions[sid].baseline_ready = job->baseline_ready;
   spawn_session(self, entry, {job->baseline}, {job->baseline.checkpoint_id});
   store::checkpoint_dag dag{{job->baseline}, job->baseline.checkpoint_id};
-  auto r = describe_session(entry.row, dag);
-  r["forked_from"] = json::object{{"session_id", job->cmd.session.session_id},
-                                  {"checkpoint_id", job->checkpoint_id}};
-  job->rp.deliver(json::value(std::move(r)));
+  job->rp.deliver(session_forked{view_of(entry.row, dag),
+                                 job->cmd.session.session_id,
+                                 job->checkpoint_id});
   job->answered->tell(caf::none);
 }
 
@@ -175,7 +175,7 @@ void snapshot_from_source(self_ptr self, job_ptr job) {
   drop_ready(out);
   out.push_back(job->baseline_ready);
   self->request(it->second.handle, caf::infinite, std::move(into))
-      .then([self, job](json::value&) { commit_fork(self, job); },
+      .then([self, job](fork_current_made&) { commit_fork(self, job); },
             [self, job](caf::error& err) { abort_fork(self, job, err); });
 }
 
@@ -225,7 +225,7 @@ void checkpoint_source(self_ptr self, job_ptr job) {
 
 } // namespace
 
-caf::result<json::value> handle(self_ptr self, const cmd::session_fork& c) {
+caf::result<session_forked> handle(self_ptr self, const cmd::session_fork& c) {
   auto& st = self->state;
   const auto& aid = st.init.row.agent_id;
   const auto& sid = c.new_session_id;
@@ -243,7 +243,7 @@ caf::result<json::value> handle(self_ptr self, const cmd::session_fork& c) {
   auto job = std::make_shared<fork_job>();
   job->cmd = c;
   job->checkpoint_id = c.checkpoint_id;
-  job->rp = self->make_response_promise<json::value>();
+  job->rp = self->make_response_promise<session_forked>();
   job->faults = st.faults.take("session.fork");
   if (job->checkpoint_id.empty())
     checkpoint_source(self, job);

@@ -136,14 +136,14 @@ void answer_queued(self_ptr self, const std::string& aid,
 void create_agent(self_ptr self, const std::string& aid,
                   const std::string& origin, bool record) {
   auto paths = self->state.paths;
-  run_blocking(self,
-               [paths, aid]() -> expected<json::value> {
-                 if (auto err = ensure_agent_dirs(paths, aid))
-                   return err;
-                 return json::value();
-               })
+  run_blocking<step_done>(self,
+                          [paths, aid]() -> expected<step_done> {
+                            if (auto err = ensure_agent_dirs(paths, aid))
+                              return err;
+                            return step_done{};
+                          })
       .then(
-          [self, aid, origin, record](json::value&) {
+          [self, aid, origin, record](step_done&) {
             agent_row row{aid, os::now_ns(), false};
             metadata_write w;
             w.put_agents.push_back(row);
@@ -177,17 +177,18 @@ void create_agent(self_ptr self, const std::string& aid,
 caf::result<json::value> handle(self_ptr self, const cmd::store_initialize&) {
   auto rp = self->make_response_promise<json::value>();
   auto paths = self->state.paths;
-  run_blocking(self,
-               [paths]() -> expected<json::value> {
-                 if (auto err = os::require_btrfs(paths.root))
-                   return err;
-                 if (auto err = os::ensure_managed_dir(paths.agents_dir(), 0755,
-                                                       "agents directory"))
-                   return err;
-                 return json::value();
-               })
+  run_blocking<step_done>(
+      self,
+      [paths]() -> expected<step_done> {
+        if (auto err = os::require_btrfs(paths.root))
+          return err;
+        if (auto err = os::ensure_managed_dir(paths.agents_dir(), 0755,
+                                              "agents directory"))
+          return err;
+        return step_done{};
+      })
       .then(
-          [self, rp, paths](json::value&) mutable {
+          [self, rp, paths](step_done&) mutable {
             metadata_write w;
             w.audit.push_back({os::now_ns(), "store.initialize", {}, {}, "{}"});
             self->request(self->state.metadata, caf::infinite, atom::write_v,

@@ -147,11 +147,11 @@ void clear_intents(self_ptr self, std::vector<store::intent_ref> intents) {
   if (intents.empty())
     return;
   auto paths = self->state.paths;
-  run_blocking(self, [paths, intents]() -> expected<json::value> {
+  run_blocking<step_done>(self, [paths, intents]() -> expected<step_done> {
     if (auto err = store::clear_create_intents(paths, intents))
       log::warn("reconcile", message_of(err));
-    return json::value();
-  }).then([](json::value&) {}, [](caf::error&) {});
+    return step_done{};
+  }).then([](step_done&) {}, [](caf::error&) {});
 }
 
 /// Step 4: an AGENT for every agent, with its sessions, checkpoints and
@@ -201,16 +201,16 @@ void commit(self_ptr self, recovery_ptr job) {
 void reconcile(self_ptr self, recovery_ptr job, catalog_snapshot snap) {
   auto paths = self->state.paths;
   auto exec = self->state.exec;
-  run_blocking(self,
-               [paths, exec, job,
-                snap = std::move(snap)]() mutable -> expected<json::value> {
-                 auto r = reconcile_store(paths, snap, exec.get());
-                 if (!r)
-                   return r.error();
-                 job->result = std::move(*r);
-                 return json::value();
-               })
-      .then([self, job](json::value&) { commit(self, job); }, fail(job));
+  run_blocking<step_done>(self,
+                          [paths, exec, job, snap = std::move(snap)]() mutable
+                          -> expected<step_done> {
+                            auto r = reconcile_store(paths, snap, exec.get());
+                            if (!r)
+                              return r.error();
+                            job->result = std::move(*r);
+                            return step_done{};
+                          })
+      .then([self, job](step_done&) { commit(self, job); }, fail(job));
 }
 
 /// Step 1: every row of the catalog.

@@ -12,8 +12,10 @@
 //   (retire_lane).
 //
 // The caller attaches .then([](T&) {...}, [](caf::error&) {...}) to the
-// returned handle. T defaults to json::value; any other T must be a
-// message type (an inspect() or CAF_ALLOW_UNSAFE_MESSAGE_TYPE).
+// returned handle. T is named at every call and must be a message type
+// (an inspect() or CAF_ALLOW_UNSAFE_MESSAGE_TYPE): a typed result of
+// messages/results/, a value, or step_done for a step that only succeeds
+// or fails.
 #pragma once
 
 #include "messages/atoms.hpp"
@@ -33,6 +35,9 @@
 #include <utility>
 
 namespace allox {
+
+/// The result of a step that only succeeds or fails.
+struct step_done {};
 
 /// One job for a lane, its result already a message (a T or an error).
 /// Local only: never serialized.
@@ -55,7 +60,7 @@ caf::message run_job(Job& job) {
 }
 
 /// Runs `job` on a thread of its own; the reply is a T or an error.
-template <class T = json::value, class Self, class Job>
+template <class T, class Self, class Job>
 auto run_blocking(Self* self, Job job) {
   auto worker = self->template spawn<caf::detached>(
       [job =
@@ -80,13 +85,14 @@ inline caf::behavior blocking_lane(caf::event_based_actor* self) {
 
 /// Runs `job` on `lane`, starting the lane if there is none; the reply is
 /// a T or an error. `job` must be copyable.
-template <class T = json::value, class Self, class Job>
+template <class T, class Self, class Job>
 auto run_on_lane(Self* self, caf::actor& lane, Job job) {
   if (!lane)
     lane = self->template spawn<caf::detached>(blocking_lane);
-  return self->request(
-      lane, caf::infinite, atom::run_v,
-      lane_job{[job = std::move(job)]() mutable { return run_job<T>(job); }});
+  return self->request(lane, caf::infinite, atom::run_v,
+                       lane_job{[job = std::move(job)]() mutable {
+                         return run_job<T>(job);
+                       }});
 }
 
 /// Lets a lane finish its queued jobs and end its thread.
@@ -100,3 +106,4 @@ inline void retire_lane(caf::actor& lane) {
 } // namespace allox
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::lane_job)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::step_done)

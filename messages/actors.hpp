@@ -85,7 +85,7 @@ using session_checkpoints_actor = caf::typed_actor<
     // Replaces current/ with a writable snapshot of a checkpoint.
     caf::replies_to<cmd::session_rollback>::with<rollback_result>,
     // Snapshots a checkpoint into a new session's current/ (session.fork).
-    caf::replies_to<cmd::session_fork_into>::with<json::value>,
+    caf::replies_to<cmd::session_fork_into>::with<fork_current_made>,
     // Deletes replaced trees once the session has been idle (sent to itself).
     caf::reacts_to<atom::purge>>;
 
@@ -242,14 +242,14 @@ using session_share_actor = caf::typed_actor<
     // Opts the session out, keeping scope and permission; durable, audited.
     caf::replies_to<cmd::share_disable>::with<share_view>,
     // Lists a directory of a target session's scope (as the caller).
-    caf::replies_to<cmd::share_list>::with<json::value>,
+    caf::replies_to<cmd::share_list>::with<share_listing>,
     // Reads a file of a target session's scope (as the caller).
-    caf::replies_to<cmd::share_read>::with<json::value>,
+    caf::replies_to<cmd::share_read>::with<share_content>,
     // Replaces a file of a target session's scope (as the caller).
-    caf::replies_to<cmd::share_write>::with<json::value>,
+    caf::replies_to<cmd::share_write>::with<share_written>,
     // Serves another session's list/read/write on this session's files (as
     // the target), on its lane, audited in its trail.
-    caf::replies_to<cmd::share_access>::with<json::value>>;
+    caf::replies_to<cmd::share_access>::with<share_answer>>;
 
 /// The NETWORK facet of a SESSION (actors/session/network.cpp): its proxy
 /// namespace at the egress broker, and the broker's audit records.
@@ -300,9 +300,9 @@ using agent_commands_actor = caf::typed_actor<
     // Deletes every session, then the agent; the AGENT then ends.
     caf::replies_to<cmd::agent_delete>::with<agent_deleted>,
     // Creates a session (directories, subvolume, row) and spawns its actor.
-    caf::replies_to<cmd::session_create>::with<json::value>,
+    caf::replies_to<cmd::session_create>::with<session_view>,
     // Creates a session from a checkpoint of another of the agent's.
-    caf::replies_to<cmd::session_fork>::with<json::value>,
+    caf::replies_to<cmd::session_fork>::with<session_forked>,
     // Lists the agent's session ids.
     caf::replies_to<cmd::session_list>::with<session_ids>,
     // Deletes a session through its actor, then forgets it.

@@ -41,6 +41,39 @@ json::object to_json(const share_view& v) {
                       {"permission", v.policy.permission}};
 }
 
+const char* name_of(share_op op) {
+  switch (op) {
+  case share_op::list:
+    return "list";
+  case share_op::read:
+    return "read";
+  case share_op::write:
+    return "write";
+  }
+  return "?";
+}
+
+json::object to_json(const share_listing& r) {
+  json::array entries;
+  for (const auto& e : r.entries) {
+    const char* type = e.type == share_entry::kind::directory ? "directory"
+                       : e.type == share_entry::kind::file    ? "file"
+                                                              : "unsupported";
+    entries.push_back(
+        json::object{{"name", e.name}, {"type", type}, {"size", e.size}});
+  }
+  return json::object{{"entries", std::move(entries)}};
+}
+
+json::object to_json(const share_content& r) {
+  return json::object{{"data_base64", encode_base64(r.data)},
+                      {"size", static_cast<int64_t>(r.data.size())}};
+}
+
+json::object to_json(const share_written& r) {
+  return json::object{{"written", r.written}};
+}
+
 expected<std::vector<std::string>> split_share_path(std::string_view path) {
   if (path.empty() || path.size() > 4096 ||
       path.find('\0') != std::string_view::npos ||

@@ -12,8 +12,10 @@
 #include <caf/optional.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace allox {
@@ -55,6 +57,45 @@ struct share_view {
 /// The native wire's share.status: the ids, then the policy's fields.
 json::object to_json(const share_view& v);
 
+/// What a caller asks of a target's shared files.
+enum class share_op : uint8_t { list, read, write };
+
+/// "list", "read" or "write": the audit record's `share.<op>`.
+const char* name_of(share_op op);
+
+/// One entry of a shared directory.
+struct share_entry {
+  enum class kind : uint8_t { directory, file, unsupported };
+  std::string name;
+  kind type = kind::unsupported;
+  /// A regular file's size; 0 for anything else.
+  int64_t size = 0;
+};
+
+/// share.list: a directory's entries, sorted by name.
+struct share_listing {
+  std::vector<share_entry> entries;
+};
+
+/// share.read: the file's bytes (base64 only on the wire).
+struct share_content {
+  std::string data;
+};
+
+/// share.write: how many bytes replaced the file.
+struct share_written {
+  int64_t written = 0;
+};
+
+/// The target's answer to one access: the result of its op.
+using share_answer = std::variant<share_listing, share_content, share_written>;
+
+/// The native wire's share.list {entries: [{name, type, size}]}, share.read
+/// {data_base64, size} and share.write {written}.
+json::object to_json(const share_listing& r);
+json::object to_json(const share_content& r);
+json::object to_json(const share_written& r);
+
 /// Splits a share path into its components (reference 10.2): a relative
 /// POSIX path, non-empty, without NUL or backslash, at most 4096 bytes; "."
 /// alone names the scope itself (no components); otherwise no empty, "."
@@ -79,3 +120,7 @@ std::string encode_base64(std::string_view data);
 
 // Local messages only.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::share_view)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::share_listing)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::share_content)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::share_written)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::share_answer)

@@ -89,16 +89,16 @@ static void sync_intents(self_ptr self) {
     refs.push_back({st.agent_id(), st.session_id(), std::move(id)});
   st.unsynced_intents.clear();
   auto paths = st.init.paths;
-  blocking(
+  blocking<step_done>(
       self,
-      [paths, refs]() -> expected<json::value> {
+      [paths, refs]() -> expected<step_done> {
         if (auto err = store::catalog::sync_log(paths.database()))
           return err;
         if (auto err = store::clear_create_intents(paths, refs))
           return err;
-        return json::value();
+        return step_done{};
       },
-      [](json::value&) {},
+      [](step_done&) {},
       [self](caf::error err) {
         // Harmless: start-up makes rows of the records left and removes
         // those whose row it finds.
@@ -241,9 +241,9 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
   if (!frozen.empty())
     ++st.live_checkpoints;
   auto cut = begin_write_cut(self);
-  mutation_step(
+  mutation_step<int64_t>(
       self,
-      [paths, row, faults, frozen]() -> expected<json::value> {
+      [paths, row, faults, frozen]() -> expected<int64_t> {
         faults->trigger("checkpoint.create.before_intent");
         // Before the record: a name taken on disk keeps its own record.
         if (auto err = store::check_new_checkpoint(
@@ -271,11 +271,11 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
           return gen.error();
         }
         faults->trigger("checkpoint.create.after_snapshot");
-        return json::value(*gen);
+        return *gen;
       },
-      [self, answer, row, faults, cut](json::value& gen) mutable {
+      [self, answer, row, faults, cut](int64_t& gen) mutable {
         auto done = row;
-        done.generation = gen.as_int64();
+        done.generation = gen;
         auto& state = self->state;
         state.dag.add(done);
         auto writes = seal_writes(self, done.checkpoint_id, cut);
@@ -357,9 +357,9 @@ caf::result<checkpoint_deleted> handle(self_ptr self,
         auto paths = self->state.init.paths;
         auto a = self->state.agent_id();
         auto s = self->state.session_id();
-        mutation_step(
+        mutation_step<step_done>(
             self,
-            [paths, a, s, id, faults]() -> expected<json::value> {
+            [paths, a, s, id, faults]() -> expected<step_done> {
               faults->trigger("checkpoint.delete.before_delete");
               // A record not yet removed must not outlive its snapshot.
               if (auto err = store::clear_create_intent(paths, a, s, id))
@@ -367,9 +367,9 @@ caf::result<checkpoint_deleted> handle(self_ptr self,
               if (auto err = store::delete_checkpoint(paths, a, s, id))
                 return err;
               faults->trigger("checkpoint.delete.after_delete");
-              return json::value();
+              return step_done{};
             },
-            [self, rp, id, origin](json::value&) mutable {
+            [self, rp, id, origin](step_done&) mutable {
               auto& state = self->state;
               auto dag = state.dag;
               auto* row = dag.find(id);
@@ -427,8 +427,8 @@ caf::result<checkpoint_deleted> handle(self_ptr self,
 // next step (queued with the first, so no deletion comes between), made
 // once the agent has answered the fork and told to the new session
 // through `baseline_made`.
-caf::result<json::value> handle(self_ptr self,
-                                const cmd::session_fork_into& c) {
+caf::result<fork_current_made> handle(self_ptr self,
+                                      const cmd::session_fork_into& c) {
   if (auto err = require_alive(self))
     return err;
   auto id = self->state.dag.resolve(c.checkpoint_id);
@@ -439,44 +439,44 @@ caf::result<json::value> handle(self_ptr self,
       paths.checkpoint(self->state.agent_id(), self->state.session_id(), *id);
   const auto& row = c.baseline;
   auto dir = paths.session_dir(row.agent_id, row.session_id);
-  auto rp = self->make_response_promise<json::value>();
+  auto rp = self->make_response_promise<fork_current_made>();
   auto faults =
       std::make_shared<fault_set>(self->state.faults.take("session.fork"));
   // Written by the first step, read by the second (one lane thread).
   auto current_made = std::make_shared<bool>(false);
-  mutation_step(
+  mutation_step<fork_current_made>(
       self,
       [paths, row, source, dir, id = *id, faults,
-       current_made]() -> expected<json::value> {
+       current_made]() -> expected<fork_current_made> {
         if (auto err = store::prepare_fork(paths, row))
           return err;
         faults->trigger("session.fork.before_snapshots");
         if (auto err = store::make_fork_current(source, dir))
           return err;
         *current_made = true;
-        return json::value(json::object{{"checkpoint_id", id}});
+        return fork_current_made{id};
       },
-      [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+      [rp](fork_current_made& v) mutable { rp.deliver(std::move(v)); },
       [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   if (!c.baseline_made)
     return rp;
   self->state.forks_out.push_back(c.baseline_made->ready());
   auto baseline =
       paths.checkpoint(row.agent_id, row.session_id, row.checkpoint_id);
-  mutation_step(
+  mutation_step<step_done>(
       self,
       [source, baseline, dir, answered = c.answered, made = c.baseline_made,
-       faults, current_made]() -> expected<json::value> {
+       faults, current_made]() -> expected<step_done> {
         if (!*current_made) {
           made->tell(make_error(errc::internal, "the fork was not made"));
-          return json::value();
+          return step_done{};
         }
         // The fork's catalog write and reply first: this commit would
         // hold up the catalog's writes to the same filesystem.
         if (answered.valid())
           if (auto err = answered.get()) {
             made->tell(err); // failed: its directory is being removed
-            return json::value();
+            return step_done{};
           }
         faults->trigger("session.fork.before_baseline");
         auto err = os::create_snapshot(source, baseline, true);
@@ -485,9 +485,9 @@ caf::result<json::value> handle(self_ptr self,
         made->tell(err);
         if (err)
           return err;
-        return json::value();
+        return step_done{};
       },
-      [self](json::value&) { drop_ready(self->state.forks_out); },
+      [self](step_done&) { drop_ready(self->state.forks_out); },
       [self, baseline](caf::error err) {
         // The new session fences itself on this; start-up recovery takes
         // the baseline from the checkpoint.

@@ -56,7 +56,8 @@ caf::result<checkpoint_deleted> handle(self_ptr self,
 
 /// session.fork, the source's part: a writable snapshot of a checkpoint
 /// into the new session's current/, on this session's lane.
-caf::result<json::value> handle(self_ptr self, const cmd::session_fork_into& c);
+caf::result<fork_current_made> handle(self_ptr self,
+                                      const cmd::session_fork_into& c);
 
 // -- rollback (rollback.cpp) --------------------------------------------------
 

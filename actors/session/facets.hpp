@@ -94,7 +94,7 @@ void commit(self_ptr self, metadata_write w, Next next, fail_fn fail) {
 }
 
 /// Runs a filesystem step on a worker thread, then `next(result)`.
-template <class T = json::value, class Job, class Next>
+template <class T, class Job, class Next>
 void blocking(self_ptr self, Job job, Next next, fail_fn fail) {
   run_blocking<T>(self, std::move(job))
       .then([next](T& v) mutable { next(v); },
@@ -104,8 +104,9 @@ void blocking(self_ptr self, Job job, Next next, fail_fn fail) {
 /// Runs a step of a mutation on the session's lane: mutations run one at a
 /// time, and a burst of them does not start a thread per step.
 /// The lane is retired once the session has been idle (idle_work). The
-/// step's result is a T (a typed result of messages/results/, or JSON).
-template <class T = json::value, class Job, class Next>
+/// step's result is a T (a typed result of messages/results/, a value, or
+/// step_done).
+template <class T, class Job, class Next>
 void mutation_step(self_ptr self, Job job, Next next, fail_fn fail) {
   // A fork's first step waits for its baseline and fences the session if
   // that failed; steps queued before the fence landed fail here instead.
@@ -131,7 +132,7 @@ void mutation_step(self_ptr self, Job job, Next next, fail_fn fail) {
 /// Runs a read (a log slice) on the session's read lane, then
 /// `next(result)`: no thread start per read, and reads never queue behind
 /// a mutation's steps. Retired with the mutation lane (idle_work).
-template <class T = json::value, class Job, class Next>
+template <class T, class Job, class Next>
 void read_step(self_ptr self, Job job, Next next, fail_fn fail) {
   run_on_lane<T>(self, *self->state.read_lane, std::move(job))
       .then(
@@ -148,7 +149,7 @@ void read_step(self_ptr self, Job job, Next next, fail_fn fail) {
 /// Runs a read-only filesystem step on a worker thread and answers the
 /// request with its result or error (long walks that must not hold up
 /// the read lane).
-template <class T = json::value, class Job>
+template <class T, class Job>
 caf::result<T> answer_blocking(self_ptr self, Job job) {
   auto rp = self->make_response_promise<T>();
   blocking<T>(

@@ -36,14 +36,14 @@ void after_baselines(self_ptr self, Next next, fail_fn fail) {
     next();
     return;
   }
-  blocking(
+  blocking<step_done>(
       self,
-      [baselines]() -> expected<json::value> {
+      [baselines]() -> expected<step_done> {
         for (const auto& made : baselines)
           made.wait();
-        return json::value();
+        return step_done{};
       },
-      [next](json::value&) mutable { next(); }, std::move(fail));
+      [next](step_done&) mutable { next(); }, std::move(fail));
 }
 
 } // namespace
@@ -86,9 +86,9 @@ caf::result<session_deleted> handle(self_ptr self,
     commit(
         self, std::move(mark),
         [=]() mutable {
-          blocking(
+          blocking<step_done>(
               self,
-              [row, paths, trash, faults]() -> expected<json::value> {
+              [row, paths, trash, faults]() -> expected<step_done> {
                 faults->trigger("session.delete.before_rename");
                 auto dir = paths.session_dir(row.agent_id, row.session_id);
                 if (auto err = os::rename_path(dir, trash))
@@ -96,9 +96,9 @@ caf::result<session_deleted> handle(self_ptr self,
                 if (auto err = os::fsync_dir(paths.sessions_dir(row.agent_id)))
                   return err;
                 faults->trigger("session.delete.after_rename");
-                return json::value();
+                return step_done{};
               },
-              [=](json::value&) mutable {
+              [=](step_done&) mutable {
                 metadata_write done;
                 done.delete_sessions.push_back({row.agent_id, row.session_id});
                 done.audit.push_back(
@@ -109,16 +109,16 @@ caf::result<session_deleted> handle(self_ptr self,
                       self->state.phase = session_phase::retired;
                       // Space is reclaimed after the commit; a crash here
                       // leaves only a trash directory for start-up to purge.
-                      blocking(
+                      blocking<step_done>(
                           self,
-                          [trash]() -> expected<json::value> {
+                          [trash]() -> expected<step_done> {
                             if (auto err = os::remove_tree(trash))
                               log::warn("session",
                                         "purging " + trash +
                                             " failed: " + message_of(err));
-                            return json::value();
+                            return step_done{};
                           },
-                          [=](json::value&) mutable {
+                          [=](step_done&) mutable {
                             rp.deliver(result);
                             self->quit();
                           },

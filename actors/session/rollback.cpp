@@ -84,14 +84,18 @@ void purge_discards(self_ptr self) {
   auto a = st.agent_id();
   auto s = st.session_id();
   auto faults = std::make_shared<fault_set>(st.faults.take("purge"));
-  run_blocking(self, [paths, a, s, names, faults]() -> expected<json::value> {
-    faults->trigger("purge.before_discard");
-    for (const auto& name : names)
-      if (auto err = store::remove_in_session(paths, a, s, name))
-        log::warn("session", "cannot delete " + name + ": " + message_of(err));
-    faults->trigger("purge.after_discard");
-    return json::value();
-  }).then([](json::value&) {}, [](caf::error&) {});
+  run_blocking<step_done>(
+      self,
+      [paths, a, s, names, faults]() -> expected<step_done> {
+        faults->trigger("purge.before_discard");
+        for (const auto& name : names)
+          if (auto err = store::remove_in_session(paths, a, s, name))
+            log::warn("session",
+                      "cannot delete " + name + ": " + message_of(err));
+        faults->trigger("purge.after_discard");
+        return step_done{};
+      })
+      .then([](step_done&) {}, [](caf::error&) {});
 }
 
 /// After the reply: the replaced tree waits for an idle moment.
@@ -158,9 +162,9 @@ static void keep_replaced_tree(const run_ptr& run) {
   auto paths = st.init.paths;
   auto discard = run->journal.discard_name;
   auto faults = run->faults;
-  mutation_step(
+  mutation_step<int64_t>(
       self,
-      [paths, row, discard, faults]() -> expected<json::value> {
+      [paths, row, discard, faults]() -> expected<int64_t> {
         if (auto err = store::check_new_checkpoint(
                 paths, row.agent_id, row.session_id, row.checkpoint_id))
           return err;
@@ -175,11 +179,11 @@ static void keep_replaced_tree(const run_ptr& run) {
           return gen.error();
         }
         faults->trigger("rollback.keep.after_snapshot");
-        return json::value(*gen);
+        return *gen;
       },
-      [run, row](json::value& gen) mutable {
+      [run, row](int64_t& gen) mutable {
         auto owner = run->self;
-        row.generation = gen.as_int64();
+        row.generation = gen;
         owner->state.dag.adopt(row);
         ++owner->state.checkpoints_created;
         settle_checkpoint(owner, row, run->faults, false,

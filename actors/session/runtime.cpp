@@ -161,9 +161,9 @@ caf::result<unfence_result> handle(self_ptr self,
   // the session cgroup (kill it otherwise) before lifting the fence.
   auto cfg = st.runs.config;
   auto group = cfg->cgroups.session_group(st.agent_id(), st.session_id());
-  blocking(
+  blocking<step_done>(
       self,
-      [group]() -> expected<json::value> {
+      [group]() -> expected<step_done> {
         if (os::populated(group)) {
           os::kill_group(group);
           if (!os::wait_empty(group, 10000))
@@ -172,9 +172,9 @@ caf::result<unfence_result> handle(self_ptr self,
                               "session remains fenced");
         }
         os::remove_group(group);
-        return json::value();
+        return step_done{};
       },
-      [finish](json::value&) mutable { finish(); },
+      [finish](step_done&) mutable { finish(); },
       [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;
 }

@@ -11,7 +11,6 @@
 #include "messages/commands/lists.hpp"
 #include "messages/ids.hpp"
 #include "messages/results/network_json.hpp"
-#include "messages/results/sessions_json.hpp"
 
 #include <caf/stateful_actor.hpp>
 
@@ -54,11 +53,6 @@ session_view view_of(const session_row& row, const store::checkpoint_dag& dag) {
   v.checkpoint_ids = dag.present_ids();
   v.checkpoint_head = dag.head();
   return v;
-}
-
-json::object describe_session(const session_row& row,
-                              const store::checkpoint_dag& dag) {
-  return to_json(view_of(row, dag));
 }
 
 namespace session_facets {
@@ -295,9 +289,9 @@ session_actor::behavior_type session(session_facets::self_ptr self,
   // first step waits for it (mutation_step), so every mutation queues
   // behind it.
   if (auto made = self->state.init.baseline_ready; made.valid())
-    mutation_step(
-        self, []() -> expected<json::value> { return json::value(); },
-        [](json::value&) {},
+    mutation_step<step_done>(
+        self, []() -> expected<step_done> { return step_done{}; },
+        [](step_done&) {},
         [self](caf::error err) {
           fence(self, err, "first step");
           // Settled: what runs after session.unfence need not wait.

@@ -311,13 +311,8 @@ inline constexpr size_t max_unsynced_intents = 256;
 session_actor::behavior_type
 session(session_actor::stateful_pointer<session_state> self, session_init init);
 
-/// The session.describe result.
+/// A session as session.describe, session.create and session.fork show it.
 session_view view_of(const session_row& row, const store::checkpoint_dag& dag);
-
-/// The session part of the agent's replies (session.create, fork), still
-/// JSON built by the AGENT.
-json::object describe_session(const session_row& row,
-                              const store::checkpoint_dag& dag);
 
 } // namespace allox
 

@@ -35,7 +35,9 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace allox::session_facets {
@@ -50,10 +52,10 @@ caf::error not_enabled() {
   return make_error(errc::forbidden, "both Sessions must enable share");
 }
 
-/// An access as the target's audit trail records it: the caller, the path
-/// as sent, and the outcome (never any file content).
-audit_event access_audit(const cmd::share_access& a, const caf::error& err,
-                         json::object extra = {}) {
+/// An access as the target's audit trail records it (`share.<op>`): the
+/// caller, the path as sent, and the outcome (never any file content).
+audit_event access_audit(const cmd::share_access& a, std::string_view op,
+                         const caf::error& err, json::object extra = {}) {
   json::object fields{{"caller_agent_id", a.caller.agent_id},
                       {"caller_session_id", a.caller.session_id},
                       {"path", a.path},
@@ -62,8 +64,13 @@ audit_event access_audit(const cmd::share_access& a, const caf::error& err,
     fields["error"] = message_of(err);
   for (auto& kv : extra)
     fields[kv.key()] = std::move(kv.value());
-  return {os::now_ns(), "share." + a.op, a.session.agent_id,
+  return {os::now_ns(), "share." + std::string{op}, a.session.agent_id,
           a.session.session_id, json::serialize(fields)};
+}
+
+audit_event access_audit(const cmd::share_access& a, const caf::error& err,
+                         json::object extra = {}) {
+  return access_audit(a, name_of(a.op), err, std::move(extra));
 }
 
 /// Queues an audit record (not synced: it records, it guards nothing).
@@ -89,9 +96,9 @@ caf::result<share_view> change_policy(self_ptr self, const char* op,
   if (auto err = require_alive(self))
     return err;
   auto rp = self->make_response_promise<share_view>();
-  mutation_step(
+  mutation_step<step_done>(
       self, std::move(check),
-      [self, rp, op, origin, next](json::value&) mutable {
+      [self, rp, op, origin, next](step_done&) mutable {
         auto& st = self->state;
         auto p = next(st.share_next);
         st.share_next = p;
@@ -121,8 +128,9 @@ caf::result<share_view> change_policy(self_ptr self, const char* op,
 }
 
 /// The caller's side of list/read/write: its own policy, then the target's
-/// SESSION through AGENTS.
-caf::result<json::value> ask_target(self_ptr self, cmd::share_access a) {
+/// SESSION through AGENTS, whose answer is the op's result `T`.
+template <class T>
+caf::result<T> ask_target(self_ptr self, cmd::share_access a) {
   if (auto err = require_alive(self))
     return err;
   auto& st = self->state;
@@ -134,7 +142,7 @@ caf::result<json::value> ask_target(self_ptr self, cmd::share_access a) {
   auto agents = caf::actor_cast<agents_actor>(st.init.agents);
   if (!agents)
     return make_error(errc::conflict, "the daemon is shutting down");
-  auto rp = self->make_response_promise<json::value>();
+  auto rp = self->make_response_promise<T>();
   // No such session (or one gone before it saw the request) looks like
   // one that never opted in: a caller learns nothing about others.
   auto no_target = [self, rp, a]() mutable {
@@ -152,7 +160,13 @@ caf::result<json::value> ask_target(self_ptr self, cmd::share_access a) {
             // own deadline.
             self->request(target, share_answer_timeout, a)
                 .then(
-                    [rp](json::value& v) mutable { rp.deliver(std::move(v)); },
+                    [rp](share_answer& v) mutable {
+                      if (auto* r = std::get_if<T>(&v))
+                        rp.deliver(std::move(*r));
+                      else
+                        rp.deliver(make_error(
+                            errc::internal, "the target answered another op"));
+                    },
                     [rp, no_target](caf::error& err) mutable {
                       if (receiver_down(err))
                         return no_target();
@@ -193,13 +207,13 @@ caf::result<share_view> handle(self_ptr self, const cmd::share_enable& c) {
   auto parts = split_share_path(c.scope);
   if (!parts)
     return parts.error();
-  auto check = [root, parts = *parts]() -> expected<json::value> {
+  auto check = [root, parts = *parts]() -> expected<step_done> {
     auto r = os::workspace_root::open(root);
     if (!r)
       return r.error();
     if (auto err = os::share_check_scope(*r, parts))
       return err;
-    return json::value();
+    return step_done{};
   };
   return change_policy(self, "share.enable", c.origin, std::move(check),
                        [c](share_policy) {
@@ -209,8 +223,8 @@ caf::result<share_view> handle(self_ptr self, const cmd::share_enable& c) {
 
 caf::result<share_view> handle(self_ptr self, const cmd::share_disable& c) {
   // An empty step: in order with an enable still checking its scope.
-  auto nothing = []() -> expected<json::value> {
-    return json::value();
+  auto nothing = []() -> expected<step_done> {
+    return step_done{};
   };
   return change_policy(self, "share.disable", c.origin, nothing,
                        [](share_policy p) {
@@ -219,22 +233,24 @@ caf::result<share_view> handle(self_ptr self, const cmd::share_disable& c) {
                        });
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::share_list& c) {
-  return ask_target(self, {c.target, c.session, "list", c.path, {}});
+caf::result<share_listing> handle(self_ptr self, const cmd::share_list& c) {
+  return ask_target<share_listing>(
+      self, {c.target, c.session, share_op::list, c.path, {}});
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::share_read& c) {
-  return ask_target(self, {c.target, c.session, "read", c.path, {}});
+caf::result<share_content> handle(self_ptr self, const cmd::share_read& c) {
+  return ask_target<share_content>(
+      self, {c.target, c.session, share_op::read, c.path, {}});
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::share_write& c) {
-  return ask_target(self,
-                    {c.target, c.session, "write", c.path, c.data_base64});
+caf::result<share_written> handle(self_ptr self, const cmd::share_write& c) {
+  return ask_target<share_written>(
+      self, {c.target, c.session, share_op::write, c.path, c.data_base64});
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::share_access& c) {
+caf::result<share_answer> handle(self_ptr self, const cmd::share_access& c) {
   auto& st = self->state;
-  auto refuse = [self, &c](caf::error err) -> caf::result<json::value> {
+  auto refuse = [self, &c](caf::error err) -> caf::result<share_answer> {
     ++self->state.share_refused;
     send_audit(self->state.init.metadata, access_audit(c, err));
     return err;
@@ -243,7 +259,7 @@ caf::result<json::value> handle(self_ptr self, const cmd::share_access& c) {
     return refuse(code_of(err) == errc::not_found ? not_enabled() : err);
   if (!st.share.enabled)
     return refuse(not_enabled());
-  bool write = c.op == "write";
+  bool write = c.op == share_op::write;
   if (write && st.share.permission != "write")
     return refuse(make_error(errc::forbidden, "target share is read-only"));
   // As file.write: never under a checkpoint or rollback of the target.
@@ -253,7 +269,7 @@ caf::result<json::value> handle(self_ptr self, const cmd::share_access& c) {
   auto path = split_share_path(c.path);
   if (!path)
     return refuse(path.error());
-  if (c.op != "list" && path->empty())
+  if (c.op != share_op::list && path->empty())
     return refuse(
         make_error(errc::invalid_argument, "read/write requires a file path"));
   auto parts = *split_share_path(st.share.scope);
@@ -262,46 +278,49 @@ caf::result<json::value> handle(self_ptr self, const cmd::share_access& c) {
   auto metadata = st.init.metadata;
   // Who and what for share.write_prepared (never the data).
   auto prepared = c;
-  prepared.op = "write_prepared";
   prepared.data_base64.clear();
   auto job = [root, parts, op = c.op, data64 = c.data_base64, prepared,
-              metadata]() -> expected<json::value> {
+              metadata]() -> expected<share_answer> {
     auto r = os::workspace_root::open(root);
     if (!r)
       return r.error();
-    expected<json::object> done{json::object{}};
-    if (op == "list") {
-      done = os::share_list(*r, parts);
-    } else if (op == "read") {
-      done = os::share_read(*r, parts);
-    } else {
-      auto data = decode_share_data(data64);
-      if (!data)
-        return data.error();
-      auto size = static_cast<int64_t>(data->size());
-      // Recorded once the data is durable, before it replaces the file.
-      done = os::share_write(*r, parts, *data, [&prepared, &metadata, size] {
-        send_audit(metadata,
-                   access_audit(prepared, caf::none, {{"size", size}}));
-      });
+    auto answer = [](auto done) -> expected<share_answer> {
+      if (!done)
+        return done.error();
+      return share_answer{std::move(*done)};
+    };
+    switch (op) {
+    case share_op::list:
+      return answer(os::share_list(*r, parts));
+    case share_op::read:
+      return answer(os::share_read(*r, parts));
+    case share_op::write:
+      break;
     }
-    if (!done)
-      return done.error();
-    return json::value(std::move(*done));
+    auto data = decode_share_data(data64);
+    if (!data)
+      return data.error();
+    auto size = static_cast<int64_t>(data->size());
+    // Recorded once the data is durable, before it replaces the file.
+    return answer(
+        os::share_write(*r, parts, *data, [&prepared, &metadata, size] {
+          send_audit(metadata, access_audit(prepared, "write_prepared",
+                                            caf::none, {{"size", size}}));
+        }));
   };
   auto who = c;
   who.data_base64.clear();
   std::string written; // the workspace path a write changes
   for (const auto& part : parts)
     written += (written.empty() ? "" : "/") + part;
-  auto rp = self->make_response_promise<json::value>();
-  mutation_step(
+  auto rp = self->make_response_promise<share_answer>();
+  mutation_step<share_answer>(
       self, std::move(job),
-      [self, rp, who, written](json::value& v) mutable {
+      [self, rp, who, written](share_answer& v) mutable {
         ++self->state.share_served;
         json::object extra;
-        if (who.op == "write") {
-          extra["size"] = v.as_object().at("written");
+        if (auto* w = std::get_if<share_written>(&v)) {
+          extra["size"] = w->written;
           // Write provenance: the caller's session wrote it.
           note_daemon_write(self, "share.write",
                             who.caller.agent_id + "/" + who.caller.session_id,

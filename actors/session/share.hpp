@@ -24,16 +24,16 @@ caf::result<share_view> handle(self_ptr self, const cmd::share_enable& c);
 caf::result<share_view> handle(self_ptr self, const cmd::share_disable& c);
 
 /// share.list as the caller: own policy, then the target's SESSION.
-caf::result<json::value> handle(self_ptr self, const cmd::share_list& c);
+caf::result<share_listing> handle(self_ptr self, const cmd::share_list& c);
 
 /// share.read as the caller: own policy, then the target's SESSION.
-caf::result<json::value> handle(self_ptr self, const cmd::share_read& c);
+caf::result<share_content> handle(self_ptr self, const cmd::share_read& c);
 
 /// share.write as the caller: own policy, then the target's SESSION.
-caf::result<json::value> handle(self_ptr self, const cmd::share_write& c);
+caf::result<share_written> handle(self_ptr self, const cmd::share_write& c);
 
 /// A list/read/write of another session on this one's files: policy,
 /// permission and path checked, served on the lane, audited here.
-caf::result<json::value> handle(self_ptr self, const cmd::share_access& c);
+caf::result<share_answer> handle(self_ptr self, const cmd::share_access& c);
 
 } // namespace allox::session_facets

@@ -115,15 +115,15 @@ void on_event_batch(self_ptr self, const process_event_batch& b) {
         static_cast<int64_t>(entry.second.run->events);
   for (auto& [id, run_lines] : lines) {
     auto key = st.key();
-    read_step(
+    read_step<step_done>(
         self,
         [log = std::move(run_lines.log),
-         text = std::move(run_lines.text)]() -> expected<json::value> {
+         text = std::move(run_lines.text)]() -> expected<step_done> {
           if (auto err = append(*log, text))
             return err;
-          return json::value(nullptr);
+          return step_done{};
         },
-        [](json::value&) {},
+        [](step_done&) {},
         [key](caf::error err) {
           log::warn("session", key + ": events not saved: " + message_of(err));
         });
@@ -163,9 +163,9 @@ void on_tracking_failure(self_ptr self, const tracking_failure& f) {
 /// marks their end. A live stream and process.events then find every
 /// event of a run that has ended.
 static void after_appends(self_ptr self, std::function<void()> then) {
-  read_step(
-      self, []() -> expected<json::value> { return json::value(nullptr); },
-      [then](json::value&) { then(); }, [then](caf::error) { then(); });
+  read_step<step_done>(
+      self, []() -> expected<step_done> { return step_done{}; },
+      [then](step_done&) { then(); }, [then](caf::error) { then(); });
 }
 
 void drain_run(self_ptr self, const std::string& id,

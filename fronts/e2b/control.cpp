@@ -90,7 +90,7 @@ void create(front_self self, request& req) {
   auto answer = req.answer();
   self->request(self->state.init.agents, caf::infinite, c)
       .then(
-          [self, sb, answer](json::value&) mutable {
+          [self, sb, answer](session_view&) mutable {
             auto id = sb.id;
             auto& kept = self->state.sandboxes[id] = std::move(sb);
             // Answered once the record is durable: a sandbox the client

@@ -53,7 +53,7 @@ void fork_into(front_self self, const sandbox& source, sandbox sb,
   c.origin = "e2b";
   self->request(self->state.init.agents, caf::infinite, c)
       .then(
-          [self, sb, done](json::value&) mutable {
+          [self, sb, done](session_forked&) mutable {
             auto& kept = self->state.sandboxes[sb.id] = sb;
             settle(self, kept, [sb, done](caf::error err) {
               if (err)

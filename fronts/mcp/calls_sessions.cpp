@@ -7,6 +7,7 @@
 #include "messages/commands/lists.hpp"
 #include "messages/ids.hpp"
 #include "messages/results/checkpoints_json.hpp"
+#include "messages/results/sessions_json.hpp"
 
 #include <memory>
 
@@ -17,15 +18,14 @@ namespace {
 constexpr std::string_view origin = "mcp";
 
 /// The daemon's session view with the tool's `session` first.
-json::object with_session(const session_ref& ref, json::value& v) {
+json::object with_session(const session_ref& ref, json::object v) {
   json::object out{{"session", session_key(ref.agent_id, ref.session_id)}};
-  if (v.is_object())
-    for (auto& kv : v.as_object())
-      out[kv.key()] = std::move(kv.value());
+  for (auto& kv : v)
+    out[kv.key()] = std::move(kv.value());
   return out;
 }
 
-/// Sends `c` to AGENTS; `ok` gets its JSON.
+/// Sends `c` to AGENTS; `ok` gets its result.
 template <class Command, class OnOk>
 void to_agents(const tool_call& call, Command c, OnOk ok) {
   call.self->request(call.self->state.init.agents, caf::infinite, std::move(c))
@@ -45,8 +45,8 @@ void create(const tool_call& call) {
     return;
   auto ref = call.session;
   to_agents(call, cmd::session_create{ref, std::string{origin}},
-            [call, ref, c = std::move(*configure)](json::value& v) {
-              auto made = with_session(ref, v);
+            [call, ref, c = std::move(*configure)](session_view& v) {
+              auto made = with_session(ref, to_json(v));
               if (!call.self->state.init.execution)
                 return call.done(std::move(made));
               to_session(call, c, [call, made](json::value&) mutable {
@@ -127,8 +127,9 @@ void fork(const tool_call& call) {
     return;
   c->session = call.session;
   session_ref made{call.session.agent_id, id};
-  to_agents(call, std::move(*c),
-            [call, made](json::value& v) { call.done(with_session(made, v)); });
+  to_agents(call, std::move(*c), [call, made](session_forked& v) {
+    call.done(with_session(made, to_json(v)));
+  });
 }
 
 /// Rolls back once it is allowed: confirmed, or a pre-rollback checkpoint

@@ -102,8 +102,8 @@ caf::error share_check_scope(const workspace_root& root,
                     "symlinks");
 }
 
-expected<json::object> share_list(const workspace_root& root,
-                                  const std::vector<std::string>& parts) {
+expected<share_listing> share_list(const workspace_root& root,
+                                   const std::vector<std::string>& parts) {
   auto dir = open_dir(root, parts, parts.size());
   if (!dir)
     return dir.error();
@@ -114,24 +114,23 @@ expected<json::object> share_list(const workspace_root& root,
     return make_error(errc::invalid_argument,
                       "directory has more than " +
                           std::to_string(share_max_entries) + " entries");
-  json::array entries;
+  share_listing r;
   for (const auto& n : *names) {
     struct stat sb {};
     if (::fstatat(dir->get(), n.c_str(), &sb, AT_SYMLINK_NOFOLLOW) != 0)
       continue; // gone meanwhile
-    const char* type = S_ISDIR(sb.st_mode)   ? "directory"
-                       : S_ISREG(sb.st_mode) ? "file"
-                                             : "unsupported";
-    entries.push_back(json::object{
-        {"name", n},
-        {"type", type},
-        {"size", S_ISREG(sb.st_mode) ? static_cast<int64_t>(sb.st_size) : 0}});
+    using kind = share_entry::kind;
+    auto type = S_ISDIR(sb.st_mode)   ? kind::directory
+                : S_ISREG(sb.st_mode) ? kind::file
+                                      : kind::unsupported;
+    r.entries.push_back(
+        {n, type, S_ISREG(sb.st_mode) ? static_cast<int64_t>(sb.st_size) : 0});
   }
-  return json::object{{"entries", std::move(entries)}};
+  return r;
 }
 
-expected<json::object> share_read(const workspace_root& root,
-                                  const std::vector<std::string>& parts) {
+expected<share_content> share_read(const workspace_root& root,
+                                   const std::vector<std::string>& parts) {
   if (parts.empty())
     return needs_file();
   auto dir = open_dir(root, parts, parts.size() - 1);
@@ -178,14 +177,13 @@ expected<json::object> share_read(const workspace_root& root,
   if (got > share_max_file)
     return too_large();
   data.resize(got);
-  return json::object{{"data_base64", encode_base64(data)},
-                      {"size", static_cast<int64_t>(got)}};
+  return share_content{std::move(data)};
 }
 
-expected<json::object> share_write(const workspace_root& root,
-                                   const std::vector<std::string>& parts,
-                                   std::string_view data,
-                                   const std::function<void()>& prepared) {
+expected<share_written> share_write(const workspace_root& root,
+                                    const std::vector<std::string>& parts,
+                                    std::string_view data,
+                                    const std::function<void()>& prepared) {
   if (parts.empty())
     return needs_file();
   auto dir = open_dir(root, parts, parts.size() - 1);
@@ -212,7 +210,7 @@ expected<json::object> share_write(const workspace_root& root,
           },
           prepared))
     return err;
-  return json::object{{"written", static_cast<int64_t>(data.size())}};
+  return share_written{static_cast<int64_t>(data.size())};
 }
 
 } // namespace allox::os

@@ -16,7 +16,7 @@
 #pragma once
 
 #include "guest/os/workspace_files.hpp"
-#include "messages/json.hpp"
+#include "messages/share.hpp"
 
 #include <functional>
 #include <string>
@@ -31,25 +31,25 @@ namespace allox::os {
 caf::error share_check_scope(const workspace_root& root,
                              const std::vector<std::string>& parts);
 
-/// share.list: {entries: [{name, type: directory|file|unsupported,
-/// size}]} of directory `parts`, sorted by name; more than
+/// share.list: the entries of directory `parts` (directory, file or
+/// unsupported, with a file's size), sorted by name; more than
 /// share_max_entries entries are refused.
-expected<json::object> share_list(const workspace_root& root,
-                                  const std::vector<std::string>& parts);
+expected<share_listing> share_list(const workspace_root& root,
+                                   const std::vector<std::string>& parts);
 
-/// share.read: {data_base64, size} of regular file `parts` (one link, at
-/// most share_max_file bytes).
-expected<json::object> share_read(const workspace_root& root,
-                                  const std::vector<std::string>& parts);
+/// share.read: the bytes of regular file `parts` (one link, at most
+/// share_max_file bytes).
+expected<share_content> share_read(const workspace_root& root,
+                                   const std::vector<std::string>& parts);
 
 /// share.write: replaces file `parts` (absent, or a regular file with one
 /// link) with `data`: a temporary file `.allox-share-<32 hex>` beside it
 /// (O_EXCL | O_NOFOLLOW, mode 0600, owned as the root), fsync,
 /// `prepared()`, rename over the target, fsync of the directory. The old
-/// file's metadata is not kept. {written}.
-expected<json::object> share_write(const workspace_root& root,
-                                   const std::vector<std::string>& parts,
-                                   std::string_view data,
-                                   const std::function<void()>& prepared);
+/// file's metadata is not kept.
+expected<share_written> share_write(const workspace_root& root,
+                                    const std::vector<std::string>& parts,
+                                    std::string_view data,
+                                    const std::function<void()>& prepared);
 
 } // namespace allox::os

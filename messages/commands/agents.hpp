@@ -62,6 +62,7 @@ struct agent_delete {
 struct session_create {
   static inline const char* name = "session.create";
   static session_create decode(params::reader& r);
+  using reply = session_view;
   session_ref session;
   std::string origin;
 };
@@ -72,6 +73,7 @@ struct session_create {
 struct session_fork {
   static inline const char* name = "session.fork";
   static session_fork decode(params::reader& r);
+  using reply = session_forked;
   /// The source.
   session_ref session;
   std::string new_session_id;

@@ -9,6 +9,7 @@
 #include "messages/fork_signal.hpp"
 #include "messages/records.hpp"
 #include "messages/results/checkpoints.hpp"
+#include "messages/results/sessions.hpp"
 
 #include <caf/meta/type_name.hpp>
 
@@ -136,6 +137,7 @@ struct session_rollback {
 /// baseline follows once `answered` is ready.
 struct session_fork_into {
   static inline const char* name = "session.fork";
+  using reply = fork_current_made;
   session_ref session;
   std::string checkpoint_id;
   /// The new session's baseline row (its agent, session and id name the

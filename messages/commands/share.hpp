@@ -53,6 +53,7 @@ struct share_disable {
 struct share_list {
   static inline const char* name = "share.list";
   static share_list decode(params::reader& r);
+  using reply = share_listing;
   session_ref session;
   session_ref target;
   /// As the caller sent it ("." when absent); checked by the target.
@@ -63,6 +64,7 @@ struct share_list {
 struct share_read {
   static inline const char* name = "share.read";
   static share_read decode(params::reader& r);
+  using reply = share_content;
   session_ref session;
   session_ref target;
   std::string path;
@@ -72,6 +74,7 @@ struct share_read {
 struct share_write {
   static inline const char* name = "share.write";
   static share_write decode(params::reader& r);
+  using reply = share_written;
   session_ref session;
   session_ref target;
   std::string path;
@@ -84,11 +87,11 @@ struct share_write {
 /// which checks its own policy, resolves the path and audits the attempt.
 struct share_access {
   static inline const char* name = "share.access";
+  using reply = share_answer;
   /// The target (this session).
   session_ref session;
   session_ref caller;
-  /// "list", "read" or "write".
-  std::string op;
+  share_op op = share_op::list;
   std::string path;
   std::string data_base64;
 };

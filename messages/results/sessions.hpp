@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The typed results of session.describe (and the session part of
-// session.create and session.fork): a session's ids, its paths relative to
+// The typed results of session.describe and session.create (and the
+// session part of session.fork): a session's ids, its paths relative to
 // the store root and its checkpoint ids; and of session.delete and
 // agent.delete. Their native JSON is written once, in
 // messages/results/sessions_json.hpp.
@@ -29,6 +29,20 @@ struct session_view {
   caf::optional<std::string> checkpoint_head;
 };
 
+/// session.fork: the new session, and the checkpoint of the source it was
+/// made from.
+struct session_forked {
+  session_view session;
+  std::string source_session_id;
+  std::string checkpoint_id;
+};
+
+/// The source's part of session.fork (never on the wire): the new
+/// session's current/ is made from `checkpoint_id` (the id resolved).
+struct fork_current_made {
+  std::string checkpoint_id;
+};
+
 /// session.delete: the session is gone, its row and its directory.
 struct session_deleted {
   std::string agent_id;
@@ -44,5 +58,7 @@ struct agent_deleted {
 
 // Local messages only.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::session_view)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::session_forked)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::fork_current_made)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::session_deleted)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::agent_deleted)

@@ -19,6 +19,13 @@ json::object to_json(const session_view& v) {
   return o;
 }
 
+json::object to_json(const session_forked& f) {
+  auto o = to_json(f.session);
+  o["forked_from"] = json::object{{"session_id", f.source_session_id},
+                                  {"checkpoint_id", f.checkpoint_id}};
+  return o;
+}
+
 json::object to_json(const session_deleted& d) {
   return {{"agent_id", d.agent_id},
           {"session_id", d.session_id},

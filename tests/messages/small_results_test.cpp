@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// network.status, the share policy replies, the agent actions and the
-// deletions, and their
-// native JSON, key for key (the wire goldens hold the same shapes end to
-// end).
+// network.status, the share replies, the agent actions, fork and the
+// deletions, and their native JSON, key for key (the wire goldens hold the same
+// shapes end to end).
 #include "messages/results/agents_json.hpp"
 #include "messages/results/network_json.hpp"
 #include "messages/results/sessions_json.hpp"
 #include "messages/share.hpp"
 
 #include <doctest/doctest.h>
+
+#include <iterator>
+#include <string>
 
 using namespace allox;
 
@@ -77,4 +79,39 @@ TEST_CASE("agent results: a created agent's paths, a described one's "
         R"({"agent_ids":["a","b"]})");
   CHECK(json::serialize(to_json(session_ids{"a", {}})) ==
         R"({"agent_id":"a","session_ids":[]})");
+}
+
+TEST_CASE("share results: a listing, the bytes read as base64, the bytes "
+          "written") {
+  using kind = share_entry::kind;
+  share_listing l{{{"a", kind::directory, 0},
+                   {"b.txt", kind::file, 5},
+                   {"fifo", kind::unsupported, 0}}};
+  CHECK(json::serialize(to_json(l)) ==
+        R"({"entries":[{"name":"a","type":"directory","size":0},)"
+        R"({"name":"b.txt","type":"file","size":5},)"
+        R"({"name":"fifo","type":"unsupported","size":0}]})");
+  CHECK(json::serialize(to_json(share_listing{})) == R"({"entries":[]})");
+  CHECK(json::serialize(to_json(share_content{std::string{"hi\0", 3}})) ==
+        R"({"data_base64":"aGkA","size":3})");
+  CHECK(json::serialize(to_json(share_written{7})) == R"({"written":7})");
+  CHECK(std::string{name_of(share_op::write)} == "write");
+}
+
+TEST_CASE("fork results: the new session, then where it came from") {
+  session_view v{"a",
+                 "s2",
+                 "a/workspace",
+                 "a/shared",
+                 "a/sessions/s2",
+                 "a/sessions/s2/current",
+                 {"cp-1"},
+                 std::string{"cp-1"}};
+  auto o = to_json(session_forked{v, "s1", "cp-0"});
+  CHECK(o.at("session_id") == "s2");
+  CHECK(json::serialize(o.at("forked_from")) ==
+        R"({"session_id":"s1","checkpoint_id":"cp-0"})");
+  // forked_from comes last, after every key of session.describe.
+  CHECK(std::prev(o.end())->key() == "forked_from");
+  CHECK(o.size() == to_json(v).size() + 1);
 }
