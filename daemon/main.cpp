@@ -149,7 +149,7 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
       continue;
     if (auto err = check_limit(*cfg, file, value))
       return err;
-    cfg->default_limits[file] = value;
+    set_limit(cfg->default_limits, file, value);
   }
   // The egress broker of proxy-mode sessions: its loop thread idles until
   // the first proxy run (guest/net/broker.hpp).

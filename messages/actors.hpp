@@ -93,7 +93,9 @@ using session_checkpoints_actor = caf::typed_actor<
 /// sandboxed runs in the session's cgroup.
 using session_runs_actor = caf::typed_actor<
     // Sets the session's network mode and limits for later runs.
-    caf::replies_to<cmd::session_configure>::with<json::value>,
+    caf::replies_to<cmd::session_configure>::with<settings_view>,
+    // Sets the network mode alone; replies as network.status.
+    caf::replies_to<cmd::network_configure>::with<network_status_view>,
     // Starts a run; replies with its row once its first process runs.
     caf::replies_to<cmd::process_start>::with<run_row>,
     // The row of a run, live or from its history.

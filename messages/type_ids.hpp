@@ -106,6 +106,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(allox_messages, caf::id_block::allox::end)
   // Commands: runs (messages/commands/runs.hpp).
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::limit_change))
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::session_configure))
+  CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::network_configure))
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::terminal_size))
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::process_start))
   CAF_ADD_TYPE_ID(allox_messages, (allox::cmd::process_input))

@@ -17,19 +17,9 @@
 namespace allox::session_facets {
 namespace {
 
-std::vector<std::string> strings_of(const json::object& o, const char* key) {
-  std::vector<std::string> out;
-  if (const auto* v = o.if_contains(key); v && v->is_array())
-    for (const auto& s : v->as_array())
-      if (s.is_string())
-        out.emplace_back(s.get_string());
-  return out;
-}
-
-/// The policy of an egress object {allow, deny}.
-expected<net::egress_policy> egress_policy_of(const json::object& egress) {
-  return net::egress_policy::parse(strings_of(egress, "allow"),
-                                   strings_of(egress, "deny"));
+/// The policy of egress lists.
+expected<net::egress_policy> egress_policy_of(const egress_lists& egress) {
+  return net::egress_policy::parse(egress.allow, egress.deny);
 }
 
 /// Commits the pending records, one batch at a time.
@@ -59,7 +49,7 @@ void flush_egress(self_ptr self) {
 
 } // namespace
 
-caf::error check_egress(const json::object& egress) {
+caf::error check_egress(const egress_lists& egress) {
   auto p = egress_policy_of(egress);
   return p ? caf::none : p.error();
 }
@@ -72,8 +62,7 @@ expected<std::shared_ptr<os::unique_fd>> ensure_proxy(self_ptr self) {
   if (!cfg.broker)
     return make_error(errc::unsupported,
                       "proxy networking is not available on this daemon");
-  auto policy =
-      egress_policy_of(effective_settings(self).at("egress").as_object());
+  auto policy = egress_policy_of(effective_settings(self).egress);
   if (!policy)
     return policy.error();
   // About a millisecond, once per session and mode change: unshare and
@@ -106,27 +95,13 @@ void apply_network_settings(self_ptr self) {
   if (!st.proxy)
     return;
   auto settings = effective_settings(self);
-  if (settings.at("network") != "proxy") {
+  if (settings.network != "proxy") {
     st.proxy.reset(); // detaches: the broker closes its connections
     return;
   }
-  if (auto p = egress_policy_of(settings.at("egress").as_object()))
+  if (auto p = egress_policy_of(settings.egress))
     st.proxy->broker->set_policy(st.proxy->key, std::move(*p));
 }
-
-namespace {
-
-/// The strings of a settings list (the egress policy's allow or deny).
-std::vector<std::string> string_list(const json::object& o, const char* key) {
-  std::vector<std::string> out;
-  if (auto* a = o.if_contains(key); a && a->is_array())
-    for (const auto& x : a->as_array())
-      if (x.is_string())
-        out.emplace_back(x.get_string());
-  return out;
-}
-
-} // namespace
 
 network_status_view network_status_of(self_ptr self) {
   auto& st = self->state;
@@ -134,13 +109,11 @@ network_status_view network_status_of(self_ptr self) {
   network_status_view v;
   v.agent_id = st.agent_id();
   v.session_id = st.session_id();
-  v.mode = std::string{settings.at("network").as_string()};
+  v.mode = settings.network;
   v.active = v.mode == "inherit" || st.proxy != nullptr;
   if (v.mode == "proxy") {
     v.proxy_url = std::string{"http://127.0.0.1:3128"};
-    const auto& egress = settings.at("egress").as_object();
-    v.egress =
-        egress_lists{string_list(egress, "allow"), string_list(egress, "deny")};
+    v.egress = settings.egress;
   }
   if (st.proxy) {
     const auto& c = *st.proxy->counters;
@@ -207,7 +180,7 @@ caf::result<socket_handle> handle(self_ptr self, const cmd::port_connect& c) {
   std::shared_ptr<os::unique_fd> ns;
   if (st.proxy)
     ns = st.proxy->ns;
-  bool shared = effective_settings(self).at("network") == "inherit";
+  bool shared = effective_settings(self).network == "inherit";
   return answer_blocking<socket_handle>(
       self,
       [mount, group, ns, shared, port = c.port]() -> expected<socket_handle> {

@@ -9,9 +9,8 @@ namespace allox::session_facets {
 
 // -- network (network.cpp) ----------------------------------------------------
 
-/// Refuses an egress object {allow, deny} whose rules do not parse
-/// (invalid_argument).
-caf::error check_egress(const json::object& egress);
+/// Refuses egress lists whose rules do not parse (invalid_argument).
+caf::error check_egress(const egress_lists& egress);
 
 /// Proxy mode: makes the session's namespace and attaches it to the
 /// broker, unless it has one; the namespace runs join.

@@ -12,6 +12,7 @@
 #include "guest/sandbox/stdio.hpp"
 #include "guest/store/run_recovery.hpp"
 #include "messages/ids.hpp"
+#include "messages/results/settings_json.hpp"
 #include "messages/utf8.hpp"
 
 #include <caf/send.hpp>
@@ -81,7 +82,7 @@ caf::result<run_row> handle(self_ptr self, const cmd::process_start& c) {
     return conflict("session is paused: " + st.key() +
                     "; session.resume first");
   auto settings = effective_settings(self);
-  auto max_runs = settings.at("max_runs").as_int64();
+  auto max_runs = settings.max_runs;
   if (auto err = check_run_capacity(self, max_runs))
     return err;
   const auto& cfg = *st.runs.config;
@@ -92,8 +93,8 @@ caf::result<run_row> handle(self_ptr self, const cmd::process_start& c) {
   st.leases["run:" + id] = os::now_ns();
   auto& run = st.runs.runs[id];
   run.row = new_run_row(self, id, group);
-  run.row.network_mode = std::string{settings.at("network").as_string()};
-  run.row.limits = settings.at("limits").as_object();
+  run.row.network_mode = settings.network;
+  run.row.limits = to_json(settings.limits);
   run.row.argv = c.argv;
   run_launch job;
   job.run_id = id;
@@ -101,9 +102,7 @@ caf::result<run_row> handle(self_ptr self, const cmd::process_start& c) {
   job.limits_group = session_group;
   job.tree_root = cfg.cgroups.root();
   job.dir = run_dir(cfg, id);
-  for (const auto& kv : settings.at("limits").as_object())
-    job.limits.emplace_back(std::string{kv.key()},
-                            std::string{kv.value().as_string()});
+  job.limits = settings.limits;
   sandbox::spec spec;
   spec.bwrap = cfg.bwrap_path;
   spec.init = cfg.init_path;
@@ -117,8 +116,8 @@ caf::result<run_row> handle(self_ptr self, const cmd::process_start& c) {
   spec.home = c.home;
   if (!c.home.empty())
     st.run_homes.insert(c.home);
-  spec.isolated_network = settings.at("network") == "isolated";
-  spec.proxy_network = settings.at("network") == "proxy";
+  spec.isolated_network = settings.network == "isolated";
+  spec.proxy_network = settings.network == "proxy";
   if (spec.proxy_network) {
     auto ns = ensure_proxy(self);
     if (!ns) {

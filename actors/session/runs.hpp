@@ -133,7 +133,7 @@ struct run_launch {
   std::string group;
   /// Where the session's limits are written: the session's group.
   std::string limits_group;
-  std::vector<std::pair<std::string, std::string>> limits;
+  limit_list limits;
   /// The daemon's cgroup subtree (controllers are enabled from there).
   std::string tree_root;
   /// The run's log directory.
@@ -169,12 +169,16 @@ caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
 
 // -- settings (configure.cpp) -------------------------------------------------
 
-/// The session's execution settings over the daemon's defaults:
-/// {network, egress {allow, deny}, limits, max_runs}.
-json::object effective_settings(self_ptr self);
+/// The session's execution settings over the daemon's defaults.
+run_settings effective_settings(self_ptr self);
 
-/// session.configure (and network.configure): network mode, egress
-/// policy, cgroup limits and max_runs.
-caf::result<json::value> handle(self_ptr self, const cmd::session_configure& c);
+/// session.configure: network mode, egress policy, cgroup limits and
+/// max_runs.
+caf::result<settings_view> handle(self_ptr self,
+                                  const cmd::session_configure& c);
+
+/// network.configure: the network mode alone.
+caf::result<network_status_view> handle(self_ptr self,
+                                        const cmd::network_configure& c);
 
 } // namespace allox::session_facets

@@ -12,6 +12,7 @@
 #include "guest/os/unique_fd.hpp"
 #include "guest/store/run_recovery.hpp"
 #include "messages/actors.hpp"
+#include "messages/results/settings.hpp"
 
 #include <caf/typed_response_promise.hpp>
 
@@ -54,7 +55,7 @@ struct exec_config {
   /// The sandbox user runs execute as (--sandbox-user); 0:0 is root.
   uid_t sandbox_uid = 0;
   gid_t sandbox_gid = 0;
-  std::map<std::string, std::string> default_limits;
+  limit_list default_limits;
   /// Process tracking: "disabled" or "ebpf".
   std::string tracking = "disabled";
   /// Size of the probe's ring buffer (--tracker-ring-bytes).

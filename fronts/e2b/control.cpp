@@ -285,7 +285,7 @@ void settle(front_self self, const sandbox& sb,
   auto id = sb.id;
   call_session(
       self, sb.agent, id, c,
-      [self, id, done](json::value&) {
+      [self, id, done](settings_view&) {
         auto it = self->state.sandboxes.find(id);
         if (it == self->state.sandboxes.end())
           return done(caf::none);

@@ -135,7 +135,7 @@ void network_route(front_self self, request& req, sandbox& sb,
   auto id = sb.id;
   call_session(
       self, sb.agent, id, network_settings(*asked),
-      [self, id, asked = *asked, answer = req.answer()](json::value&) {
+      [self, id, asked = *asked, answer = req.answer()](settings_view&) {
         auto it = self->state.sandboxes.find(id);
         if (it == self->state.sandboxes.end())
           return answer_error(answer, 404, "sandbox " + id + " not found");

@@ -49,7 +49,7 @@ void create(const tool_call& call) {
               auto made = with_session(ref, to_json(v));
               if (!call.self->state.init.execution)
                 return call.done(std::move(made));
-              to_session(call, c, [call, made](json::value&) mutable {
+              to_session(call, c, [call, made](settings_view&) mutable {
                 call.done(std::move(made));
               });
             });

@@ -19,6 +19,7 @@
 #include "messages/results/runs_json.hpp"
 #include "messages/results/runtime_json.hpp"
 #include "messages/results/sessions_json.hpp"
+#include "messages/results/settings_json.hpp"
 #include "messages/results/turns_json.hpp"
 
 #include <stdexcept>
@@ -267,14 +268,6 @@ const std::string& reset_of(const cmd::runtime_complete_reset& c) {
   return c.reset_token;
 }
 
-/// network.configure {mode}: a session.configure of the mode alone,
-/// answered in network.status's shape.
-void to_network_configure(self_ptr self, uint64_t ticket,
-                          const json::object& p) {
-  route(self, ticket, session_of(p),
-        cmd::decode_with(&cmd::session_configure::decode_network, p), true);
-}
-
 /// execution.release and runtime.complete_reset: by their token.
 template <class Command>
 void to_token_owner(self_ptr self, uint64_t ticket, const json::object& p) {
@@ -480,7 +473,6 @@ const route_table& routes() {
     // answer, and those RPC answers itself.
     add_row(all, "session.rollback", to_rollback<false>);
     add_row(all, "session.rollback_after_runtime_reset", to_rollback<true>);
-    add_row(all, "network.configure", to_network_configure);
     add_row(all, "debug.fault", route_fault);
     add_row(all, "audit.list", route_audit);
     add_row(all, "process.status", route_process_status);

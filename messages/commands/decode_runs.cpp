@@ -176,14 +176,13 @@ std::string read_run_id(params::reader& r) {
 // -- session.configure and network
 // ---------------------------------------------
 
-session_configure session_configure::decode_network(params::reader& r) {
-  session_configure c;
+network_configure network_configure::decode(params::reader& r) {
+  network_configure c;
   const auto* m = r.params().if_contains("mode");
-  c.network = m != nullptr ? network_mode(*m) : "";
-  r.check(!c.network.empty(),
+  c.change.network = m != nullptr ? network_mode(*m) : "";
+  r.check(!c.change.network.empty(),
           "network mode must be inherit, isolated, or proxy");
-  c.status_reply = true;
-  c.origin = r.origin();
+  c.change.origin = r.origin();
   return c;
 }
 

@@ -33,9 +33,9 @@ using session_commands = caf::detail::type_list<
     file_move, file_transfer, file_search, file_replace, file_watch,
     file_watch_events, file_unwatch,
     // runs (runs.cpp, run_queries.cpp, configure.cpp)
-    session_configure, process_start, process_get, process_list, process_stop,
-    process_wait, process_input, process_resize, process_subscribe,
-    process_output, process_events, process_tree,
+    session_configure, network_configure, process_start, process_get,
+    process_list, process_stop, process_wait, process_input, process_resize,
+    process_subscribe, process_output, process_events, process_tree,
     // network (network.cpp)
     network_status, port_connect,
     // pause and usage (pause.cpp)

@@ -5,7 +5,9 @@
 
 #include "messages/commands/command.hpp"
 #include "messages/records.hpp"
+#include "messages/results/network.hpp"
 #include "messages/results/runs.hpp"
+#include "messages/results/settings.hpp"
 #include "messages/rpc.hpp"
 
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -42,14 +44,13 @@ struct limit_change {
 };
 
 /// session.configure {reset?, network?, egress?, limits?, max_runs?,
-/// origin?}, and network.configure {mode} (`status_reply`). The values are
-/// checked by the session (cgroup controllers, egress rule syntax).
+/// origin?}. The values are checked by the session (cgroup controllers,
+/// egress rule syntax).
 struct session_configure {
   static inline const char* name = "session.configure";
   static session_configure decode(params::reader& r);
-  /// network.configure {mode}: the mode alone, replied as network.status.
-  static session_configure decode_network(params::reader& r);
   static constexpr bool needs_exec = true;
+  using reply = settings_view;
   session_ref session;
   bool reset = false;
   /// "inherit", "isolated" or "proxy"; empty: unchanged.
@@ -58,14 +59,23 @@ struct session_configure {
   bool has_egress = false;
   std::vector<std::string> egress_allow;
   std::vector<std::string> egress_deny;
-  /// network.configure: reply with network.status's shape.
-  bool status_reply = false;
   bool has_limits = false;
   std::vector<limit_change> limits;
   /// Runs the session may hold at once (1..max_runs_limit); absent:
   /// unchanged.
   caf::optional<int64_t> max_runs;
   std::string origin;
+};
+
+/// network.configure {mode, origin?}: a session.configure of the mode
+/// alone, answered as network.status.
+struct network_configure {
+  static inline const char* name = "network.configure";
+  static network_configure decode(params::reader& r);
+  static constexpr bool needs_exec = true;
+  using reply = network_status_view;
+  session_ref session;
+  session_configure change;
 };
 
 /// A terminal's size in characters.
@@ -229,8 +239,13 @@ typename Inspector::result_type inspect(Inspector& f, limit_change& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_configure& x) {
   return f(caf::meta::type_name("session_configure"), x.session, x.reset,
-           x.network, x.has_egress, x.egress_allow, x.egress_deny,
-           x.status_reply, x.has_limits, x.limits, x.max_runs, x.origin);
+           x.network, x.has_egress, x.egress_allow, x.egress_deny, x.has_limits,
+           x.limits, x.max_runs, x.origin);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, network_configure& x) {
+  return f(caf::meta::type_name("network_configure"), x.session, x.change);
 }
 
 template <class Inspector>

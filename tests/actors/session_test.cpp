@@ -294,10 +294,10 @@ TEST_CASE_FIXTURE(session_fixture,
   c.session = ref();
   c.network = "isolated";
   c.max_runs = 4;
-  auto r = ask(c);
+  auto r = ask<settings_view>(c);
   REQUIRE(r.first);
-  CHECK(r.first->at("network") == "isolated");
-  CHECK(r.first->at("max_runs") == 4);
+  CHECK(r.first->settings.network == "isolated");
+  CHECK(r.first->settings.max_runs == 4);
   REQUIRE(catalog->writes.size() == 1);
   REQUIRE(catalog->writes[0].set_exec_settings.size() == 1);
   const auto& text = catalog->writes[0].set_exec_settings[0].settings;
@@ -308,21 +308,21 @@ TEST_CASE_FIXTURE(session_fixture,
   bad.session = ref();
   bad.has_limits = true;
   bad.limits.push_back({"memory.high", "1", false});
-  auto refused = ask(bad);
+  auto refused = ask<settings_view>(bad);
   CHECK(code_of(refused.second) == errc::invalid_argument);
   // A failed commit changes nothing.
   catalog->fail_writes = make_error(errc::internal, "disk full");
   cmd::session_configure lost;
   lost.session = ref();
   lost.network = "inherit";
-  auto failed = ask(lost);
+  auto failed = ask<settings_view>(lost);
   CHECK(code_of(failed.second) == errc::internal);
   cmd::session_configure none;
   none.session = ref();
   catalog->fail_writes = caf::none;
-  auto now = ask(none);
+  auto now = ask<settings_view>(none);
   REQUIRE(now.first);
-  CHECK(now.first->at("network") == "isolated");
+  CHECK(now.first->settings.network == "isolated");
 }
 
 TEST_CASE_FIXTURE(session_fixture,

@@ -121,13 +121,13 @@ TEST_CASE("command decode: session.configure and network.configure") {
         "limits must be an object");
   CHECK(first_error<session_configure>(R"({"max_runs":65})") ==
         "max_runs must be an integer 1..64");
-  auto net = cmd::decode_with(&session_configure::decode_network,
-                              obj(R"({"mode":" Proxy "})"));
+  auto net = cmd::decode<cmd::network_configure>(
+      obj(R"({"mode":" Proxy ","origin":"cli"})"));
   REQUIRE(net);
-  CHECK(net->network == "proxy");
-  CHECK(net->status_reply);
-  CHECK(first_error(cmd::decode_with(&session_configure::decode_network,
-                                     obj(R"({"mode":5})"))) ==
+  CHECK(net->change.network == "proxy");
+  CHECK(net->change.origin == "cli");
+  CHECK_FALSE(net->change.has_limits);
+  CHECK(first_error<cmd::network_configure>(R"({"mode":5})") ==
         "network mode must be inherit, isolated, or proxy");
 }
 
