@@ -386,10 +386,10 @@ caf::result<session_ids> handle(self_ptr self, const cmd::session_list&) {
   return session_ids{self->state.init.row.agent_id, live_session_ids(self)};
 }
 
-caf::result<json::value> handle(self_ptr self,
+caf::result<fault_armed> handle(self_ptr self,
                                 const cmd::agent_debug_fault& c) {
   self->state.faults.arm(fault{c.point, c.effect, c.millis});
-  return json_reply(json::object{{"armed", true}});
+  return fault_armed{};
 }
 
 // -- supervision --------------------------------------------------------------

@@ -174,8 +174,9 @@ void create_agent(self_ptr self, const std::string& aid,
           });
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::store_initialize&) {
-  auto rp = self->make_response_promise<json::value>();
+caf::result<store_initialized> handle(self_ptr self,
+                                      const cmd::store_initialize&) {
+  auto rp = self->make_response_promise<store_initialized>();
   auto paths = self->state.paths;
   run_blocking<step_done>(
       self,
@@ -197,9 +198,7 @@ caf::result<json::value> handle(self_ptr self, const cmd::store_initialize&) {
                     [rp, paths](caf::ok_atom) mutable {
                       // Recovery runs before the daemon serves; a running
                       // daemon has nothing left to recover.
-                      rp.deliver(json::value(
-                          json::object{{"root", paths.root},
-                                       {"recovered_sessions", json::array{}}}));
+                      rp.deliver(store_initialized{paths.root, {}});
                     },
                     [rp](caf::error& err) mutable { rp.deliver(err); });
           },
@@ -332,7 +331,9 @@ agents_actor::behavior_type agents(self_ptr self, store::layout paths,
         return serve(self, c,
                      [](self_ptr s, const auto& x) { return answer(s, x); });
       },
-      [self](atom::load) -> caf::result<json::value> { return recover(self); },
+      [self](atom::load) -> caf::result<recovery_summary> {
+        return recover(self);
+      },
       [self](atom::session, const std::string& aid,
              const std::string& sid) -> caf::result<session_actor> {
         auto it = self->state.agents.find(aid);

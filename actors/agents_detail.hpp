@@ -24,6 +24,6 @@ void spawn_agent(self_ptr self, agent_slot& slot,
 
 /// agents.load: start-up recovery, then an AGENT for every agent; replies
 /// with the summary (agents_recovery.cpp).
-caf::result<json::value> recover(self_ptr self);
+caf::result<recovery_summary> recover(self_ptr self);
 
 } // namespace allox::agents_detail

@@ -38,7 +38,7 @@ namespace {
 
 /// What recovery carries from step to step.
 struct recovery {
-  caf::typed_response_promise<json::value> rp;
+  caf::typed_response_promise<recovery_summary> rp;
   /// Written by the reconcile step on its worker thread; the actor reads
   /// it only once that step has answered.
   store::reconcile_result result;
@@ -135,7 +135,7 @@ expected<store::reconcile_result> reconcile_store(const store::layout& paths,
                              {},
                              {},
                              json::serialize(import_summary)});
-    r->summary["imported"] = import_summary;
+    r->summary.imported = json::serialize(import_summary);
   }
   append(imported, std::move(r->changes));
   r->changes = std::move(imported);
@@ -182,10 +182,10 @@ void spawn(self_ptr self, recovery_ptr job) {
   }
   self->state.ready = true;
   auto summary = std::move(result.summary);
-  summary["agents"] = result.agents.size();
-  summary["sessions"] = result.sessions.size();
-  summary["checkpoints"] = result.checkpoints.size();
-  job->rp.deliver(json::value(std::move(summary)));
+  summary.agents = static_cast<int64_t>(result.agents.size());
+  summary.sessions = static_cast<int64_t>(result.sessions.size());
+  summary.checkpoints = static_cast<int64_t>(result.checkpoints.size());
+  job->rp.deliver(std::move(summary));
 }
 
 /// Step 3: what recovery changed, committed in one transaction.
@@ -225,9 +225,9 @@ void load_catalog(self_ptr self, recovery_ptr job) {
 
 } // namespace
 
-caf::result<json::value> recover(self_ptr self) {
+caf::result<recovery_summary> recover(self_ptr self) {
   auto job = std::make_shared<recovery>();
-  job->rp = self->make_response_promise<json::value>();
+  job->rp = self->make_response_promise<recovery_summary>();
   load_catalog(self, job);
   return job->rp;
 }

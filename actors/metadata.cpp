@@ -149,13 +149,13 @@ metadata(self_ptr self, std::shared_ptr<store::catalog> db, std::string path) {
         if (st.db->wal_pages() > st.wal_floor)
           checkpoint(self);
       },
-      [self](atom::audit, const audit_query& q) -> caf::result<json::value> {
+      [self](atom::audit, const audit_query& q) -> caf::result<audit_page> {
         // A reader must see every write queued before its question.
         flush(self);
         auto r = self->state.db->audit(q);
         if (!r)
           return r.error();
-        return json_reply(std::move(*r));
+        return std::move(*r);
       },
       [self](atom::runs, const run_query& q) -> caf::result<run_page> {
         // As for the audit trail: the answer includes every queued write.

@@ -379,10 +379,6 @@ actor_stats stats_of(self_ptr self) {
 }
 
 /// tracker.status: the counters of its stats, as system.dump shows them.
-json::value status(self_ptr self) {
-  return to_json(stats_of(self)).at("counters");
-}
-
 void on_batch(self_ptr self, const reader_batch& rb) {
   auto& st = self->state;
   const auto& batch = *rb.batch;
@@ -534,7 +530,7 @@ tracker(tracker_actor::stateful_pointer<tracker_state> self,
         if (self->state.probe)
           self->state.probe->next_write_generation();
       },
-      [self](const cmd::debug_fault& c) -> caf::result<json::value> {
+      [self](const cmd::debug_fault& c) -> caf::result<fault_armed> {
         auto& st = self->state;
         if (!fault_injection_enabled())
           return make_error(errc::unsupported,
@@ -549,9 +545,8 @@ tracker(tracker_actor::stateful_pointer<tracker_state> self,
             on_failure(self, message_of(err));
           }
         }
-        return json_reply(json::object{{"armed", true}});
+        return fault_armed{};
       },
-      [self](atom::status) -> json::value { return status(self); },
       [self](atom::stats) { return stats_of(self); },
   };
 }

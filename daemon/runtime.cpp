@@ -5,6 +5,7 @@
 #include "fronts/metrics/actor_metrics.hpp"
 #include "guest/log.hpp"
 #include "guest/os/cgroup.hpp"
+#include "messages/results/admin_json.hpp"
 #include "messages/type_ids.hpp"
 
 #include <caf/scoped_actor.hpp>
@@ -140,12 +141,13 @@ caf::error runtime::recover() {
     return make_error(code_of(failed), message_of(failed));
   self->request(agents, std::chrono::minutes{10}, atom::load_v)
       .receive(
-          [&](json::value& summary) {
+          [&](recovery_summary& summary) {
             auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::steady_clock::now() - started)
                           .count();
-            log::info("daemon", "store ready in " + std::to_string(ms) +
-                                    " ms: " + json::serialize(summary));
+            log::info("daemon",
+                      "store ready in " + std::to_string(ms) +
+                          " ms: " + json::serialize(to_json(summary)));
           },
           [&](caf::error& err) {
             failed = make_error(code_of(err),

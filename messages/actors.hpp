@@ -22,6 +22,7 @@
 #include "messages/events.hpp"
 #include "messages/json.hpp"
 #include "messages/records.hpp"
+#include "messages/results/admin.hpp"
 #include "messages/results/runs.hpp"
 #include "messages/results/sessions.hpp"
 #include "messages/stats.hpp"
@@ -59,7 +60,7 @@ using metadata_actor = caf::typed_actor<
     // (sent to itself).
     caf::reacts_to<atom::tick>,
     // Pages through the audit trail; replies {events, next_cursor, has_more}.
-    caf::replies_to<atom::audit, audit_query>::with<json::value>,
+    caf::replies_to<atom::audit, audit_query>::with<audit_page>,
     // One run by id, or a page of a session's runs.
     caf::replies_to<atom::runs, run_query>::with<run_page>,
     // One session's checkpoints' write sets (write provenance).
@@ -145,7 +146,8 @@ using session_files_actor = caf::typed_actor<
     // Renames a path; never over an existing one.
     caf::replies_to<cmd::file_move>::with<move_result>,
     // Begins a bulk transfer (the path resolved) or audits a finished one.
-    caf::replies_to<cmd::file_transfer>::with<json::value>,
+    caf::replies_to<cmd::file_transfer_begin>::with<transfer_begun>,
+    caf::replies_to<cmd::file_transfer_end>::with<transfer_audited>,
     // Lines matching a pattern in the files beneath a directory, bounded.
     caf::replies_to<cmd::file_search>::with<search_result>,
     // An exact-string edit of a regular file, if the count matches.
@@ -189,10 +191,8 @@ using tracker_actor = caf::typed_actor<
     // every (process, inode, op) is recorded again from now on.
     caf::reacts_to<atom::seal>,
     // Arms a fault point of the probe or reader (test builds).
-    caf::replies_to<cmd::debug_fault>::with<json::value>,
-    // tracker.status: backend, readiness, counters, restarts, error.
-    caf::replies_to<atom::status>::with<json::value>,
-    // Its stats and counters, for system.dump and /metrics.
+    caf::replies_to<cmd::debug_fault>::with<fault_armed>,
+    // Its stats and counters, for system.dump, /metrics and tracker.status.
     caf::replies_to<atom::stats>::with<actor_stats>>;
 
 /// The RUNTIME facet of a SESSION (actors/session/runtime.cpp): execution
@@ -282,7 +282,7 @@ using session_actor = caf::typed_actor<
     // Deletes the session (sent by its AGENT); the actor then ends.
     caf::replies_to<cmd::session_delete>::with<session_deleted>,
     // Arms a fault at a named point of this actor (test builds).
-    caf::replies_to<cmd::debug_fault>::with<json::value>,
+    caf::replies_to<cmd::debug_fault>::with<fault_armed>,
     // Stops (true) or resumes (false) taking work, so the owning agent can
     // delete the session; refused with `conflict` while the session is busy.
     caf::replies_to<atom::retire, bool>::with<caf::ok_atom>>::
@@ -310,7 +310,7 @@ using agent_commands_actor = caf::typed_actor<
     // Deletes a session through its actor, then forgets it.
     caf::replies_to<cmd::session_delete_request>::with<session_deleted>,
     // Arms a fault at a named point of the AGENT (test builds).
-    caf::replies_to<cmd::agent_debug_fault>::with<json::value>,
+    caf::replies_to<cmd::agent_debug_fault>::with<fault_armed>,
     // The agent's checkpoint policy (policy.get without a session_id).
     caf::replies_to<cmd::policy_get>::with<policy_view>,
     // Changes the agent's checkpoint policy and tells its sessions.
@@ -327,13 +327,13 @@ using agent_actor = caf::typed_actor<
 /// The AGENTS actor: the registry of agent actors.
 using agents_actor = caf::typed_actor<
     // Reconciles the store with the catalog and spawns every agent and
-    // session actor; replies {recovered_sessions, adopted, purged}.
-    caf::replies_to<atom::load>::with<json::value>,
+    // session actor; replies what recovery did.
+    caf::replies_to<atom::load>::with<recovery_summary>,
     // Returns the actor owning agent/session, or a `not_found` error.
     caf::replies_to<atom::session, std::string,
                     std::string>::with<session_actor>,
     // Checks the store and audits the call; replies {root, recovered_sessions}.
-    caf::replies_to<cmd::store_initialize>::with<json::value>,
+    caf::replies_to<cmd::store_initialize>::with<store_initialized>,
     // Lists every agent id.
     caf::replies_to<cmd::agent_list>::with<agent_ids>>::
     extend_with<agent_commands_actor, stats_client_actor>;

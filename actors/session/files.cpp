@@ -291,61 +291,66 @@ caf::result<replace_result> handle(self_ptr self, const cmd::file_replace& c) {
       std::move(paths));
 }
 
-caf::result<json::value> handle(self_ptr self, const cmd::file_transfer& c) {
+caf::result<transfer_audited> handle(self_ptr self,
+                                     const cmd::file_transfer_end& c) {
   if (auto err = require_alive(self))
     return err;
   auto t = resolve(self, c.path);
   if (!t)
     return t.error();
-  auto epoch = static_cast<int64_t>(self->state.rollbacks);
-  if (c.done) {
-    // The upload renamed its file into a tree a rollback has replaced
-    // since: the file went with that tree.
-    if (c.upload && c.epoch != epoch)
-      return conflict("the session was rolled back during the upload, "
-                      "which went with the replaced tree: " +
-                      self->state.key());
-    // The bytes are on disk (fsynced) or with the client already; like
-    // file.write, the audit record itself is not synced.
-    json::object fields{{"origin", c.origin},
-                        {"path", t->shown},
-                        {"bytes", c.bytes},
-                        {"tar", c.tar}};
-    if (c.tar)
-      fields["entries"] = c.entries;
-    if (!c.files.empty())
-      fields["files"] = json::array(c.files.begin(), c.files.end());
-    auto& st = self->state;
-    if (c.upload &&
-        t->root == st.init.paths.current(st.agent_id(), st.session_id())) {
-      if (c.files.empty())
-        note_daemon_write(self, "file.upload", c.origin, t->rel,
-                          ALLOX_WRITE_DATA, c.tar);
-      for (const auto& f : c.files)
-        note_daemon_write(self, "file.upload", c.origin, f, ALLOX_WRITE_DATA);
-    }
-    metadata_write w;
-    w.durable = false;
-    w.audit.push_back(audit(self, c.upload ? "file.upload" : "file.download",
-                            std::move(fields)));
-    caf::anon_send(self->state.init.metadata, atom::write_v, std::move(w));
-    return json_reply(json::object{{"audited", true}});
+  // The upload renamed its file into a tree a rollback has replaced
+  // since: the file went with that tree.
+  if (c.upload && c.epoch != static_cast<int64_t>(self->state.rollbacks))
+    return conflict("the session was rolled back during the upload, "
+                    "which went with the replaced tree: " +
+                    self->state.key());
+  // The bytes are on disk (fsynced) or with the client already; like
+  // file.write, the audit record itself is not synced.
+  json::object fields{{"origin", c.origin},
+                      {"path", t->shown},
+                      {"bytes", c.bytes},
+                      {"tar", c.tar}};
+  if (c.tar)
+    fields["entries"] = c.entries;
+  if (!c.files.empty())
+    fields["files"] = json::array(c.files.begin(), c.files.end());
+  auto& st = self->state;
+  if (c.upload &&
+      t->root == st.init.paths.current(st.agent_id(), st.session_id())) {
+    if (c.files.empty())
+      note_daemon_write(self, "file.upload", c.origin, t->rel, ALLOX_WRITE_DATA,
+                        c.tar);
+    for (const auto& f : c.files)
+      note_daemon_write(self, "file.upload", c.origin, f, ALLOX_WRITE_DATA);
   }
+  metadata_write w;
+  w.durable = false;
+  w.audit.push_back(audit(self, c.upload ? "file.upload" : "file.download",
+                          std::move(fields)));
+  caf::anon_send(self->state.init.metadata, atom::write_v, std::move(w));
+  return transfer_audited{};
+}
+
+caf::result<transfer_begun> handle(self_ptr self,
+                                   const cmd::file_transfer_begin& c) {
+  if (auto err = require_alive(self))
+    return err;
+  auto t = resolve(self, c.path);
+  if (!t)
+    return t.error();
   // An upload changes the workspace: never under a checkpoint or rollback
   // (a download reads, like file.read, and may).
   if (c.upload && mutating(self))
     return conflict("session is being checkpointed or restored: " +
                     self->state.key());
   auto& st = self->state;
-  return json_reply(json::object{
-      {"root", t->root},
-      {"rel", t->rel},
-      {"path", t->shown},
-      {"epoch", epoch},
-      {"shared",
-       t->root != st.init.paths.current(st.agent_id(), st.session_id())},
-      {"uploads_dir",
-       store::uploads_dir(st.init.paths, st.agent_id(), st.session_id())}});
+  return transfer_begun{
+      t->root,
+      t->rel,
+      t->shown,
+      static_cast<int64_t>(st.rollbacks),
+      t->root != st.init.paths.current(st.agent_id(), st.session_id()),
+      store::uploads_dir(st.init.paths, st.agent_id(), st.session_id())};
 }
 
 } // namespace allox::session_facets

@@ -37,6 +37,9 @@ caf::result<search_result> handle(self_ptr self, const cmd::file_search& c);
 caf::result<replace_result> handle(self_ptr self, const cmd::file_replace& c);
 
 /// Begins a bulk transfer (not while mutating, for uploads) or audits one.
-caf::result<json::value> handle(self_ptr self, const cmd::file_transfer& c);
+caf::result<transfer_begun> handle(self_ptr self,
+                                   const cmd::file_transfer_begin& c);
+caf::result<transfer_audited> handle(self_ptr self,
+                                     const cmd::file_transfer_end& c);
 
 } // namespace allox::session_facets

@@ -14,7 +14,7 @@ namespace allox::session_facets {
 caf::result<session_view> handle(self_ptr self, const cmd::session_describe& c);
 
 /// debug.fault: arms a fault point of this actor (or of the TRACKER).
-caf::result<json::value> handle(self_ptr self, const cmd::debug_fault& c);
+caf::result<fault_armed> handle(self_ptr self, const cmd::debug_fault& c);
 
 // -- lifecycle (lifecycle.cpp) ------------------------------------------------
 

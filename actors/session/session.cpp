@@ -236,11 +236,11 @@ static actor_stats stats_of(self_ptr self) {
 
 /// debug.fault: arms a fault at a named point of this actor; the probe's
 /// and the reader's points (tracking.*) are the TRACKER's.
-caf::result<json::value> handle(self_ptr self, const cmd::debug_fault& c) {
+caf::result<fault_armed> handle(self_ptr self, const cmd::debug_fault& c) {
   if (c.point.rfind("tracking.", 0) == 0 && tracking_on(self))
     return self->delegate(self->state.runs.config->tracker, c);
   self->state.faults.arm(fault{c.point, c.effect, c.millis});
-  return json_reply(json::object{{"armed", true}});
+  return fault_armed{};
 }
 
 /// The action a command came as (the fault point and the failure log).

@@ -10,6 +10,7 @@
 #include "messages/commands/lists.hpp"
 #include "messages/ids.hpp"
 #include "messages/params.hpp"
+#include "messages/results/admin_json.hpp"
 #include "messages/results/agents_json.hpp"
 #include "messages/results/checkpoints_json.hpp"
 #include "messages/results/files_json.hpp"
@@ -338,7 +339,8 @@ void route_audit(self_ptr self, uint64_t ticket, const json::object& p) {
   if (auto err = decode_audit_query(p, q))
     return reply_error(self, ticket, err);
   self->request(self->state.init.metadata, caf::infinite, atom::audit_v, q)
-      .then([self, ticket](json::value& v) { reply(self, ticket, v); },
+      .then([self,
+             ticket](audit_page& page) { reply(self, ticket, to_json(page)); },
             [self, ticket](caf::error& e) { reply_error(self, ticket, e); });
 }
 
@@ -373,9 +375,13 @@ void route_tracker_status(self_ptr self, uint64_t ticket, const json::object&) {
                  json::object{{"backend", "disabled"},
                               {"ready", false},
                               {"error", nullptr}});
-  self->request(exec->tracker, caf::infinite, atom::status_v)
-      .then([self, ticket](json::value& v) { reply(self, ticket, v); },
-            [self, ticket](caf::error& e) { reply_error(self, ticket, e); });
+  // Its counters: backend, readiness, events, losses, restarts, error.
+  self->request(exec->tracker, caf::infinite, atom::stats_v)
+      .then(
+          [self, ticket](actor_stats& s) {
+            reply(self, ticket, to_json(s).at("counters"));
+          },
+          [self, ticket](caf::error& e) { reply_error(self, ticket, e); });
 }
 
 /// system.dump: the actor tree from SUPERVISOR, with the daemon's facts.
@@ -518,12 +524,20 @@ void open_transfer(self_ptr self, transfer_request& req) {
     const auto* v = p->if_contains(key);
     return v != nullptr && v->is_int64() ? v->get_int64() : int64_t{0};
   };
-  cmd::file_transfer c;
-  if (const auto* path = p->if_contains("path"); path && path->is_string())
-    c.path = std::string{path->get_string()};
+  std::string path;
+  if (const auto* v = p->if_contains("path"); v && v->is_string())
+    path = std::string{v->get_string()};
+  if (!req.done) {
+    cmd::file_transfer_begin c;
+    c.path = std::move(path);
+    c.upload = flag("upload");
+    return route(self, req.ticket, session_of(*p),
+                 expected<cmd::file_transfer_begin>{std::move(c)});
+  }
+  cmd::file_transfer_end c;
+  c.path = std::move(path);
   c.upload = flag("upload");
   c.tar = flag("tar");
-  c.done = req.done;
   c.bytes = count("bytes");
   c.entries = count("entries");
   c.epoch = count("epoch");
@@ -533,7 +547,8 @@ void open_transfer(self_ptr self, transfer_request& req) {
     for (const auto& f : files->get_array())
       if (f.is_string())
         c.files.emplace_back(f.get_string());
-  route(self, req.ticket, session_of(*p), expected<cmd::file_transfer>{c});
+  route(self, req.ticket, session_of(*p),
+        expected<cmd::file_transfer_end>{std::move(c)});
 }
 
 } // namespace allox::rpc_detail

@@ -553,7 +553,7 @@ expected<write_set_page> catalog::write_sets(const session_ref& s) {
   return query_write_sets(db_, s);
 }
 
-expected<json::value> catalog::audit(const audit_query& q) {
+expected<audit_page> catalog::audit(const audit_query& q) {
   // Empty filters match everything; the limit is fetched plus one to tell
   // whether more records follow.
   statement st{db_, "SELECT seq, timestamp_ns, op, agent_id, session_id, "
@@ -568,34 +568,20 @@ expected<json::value> catalog::audit(const audit_query& q) {
   st.bind(3, q.session_id);
   st.bind(4, q.op);
   st.bind(5, q.limit + 1);
-  json::array events;
-  int64_t next = q.after;
-  bool more = false;
+  audit_page page;
+  page.next_cursor = q.after;
   while (st.step() == SQLITE_ROW) {
-    if (static_cast<int64_t>(events.size()) == q.limit) {
-      more = true;
+    if (static_cast<int64_t>(page.events.size()) == q.limit) {
+      page.has_more = true;
       break;
     }
-    json::object ev;
-    boost::system::error_code ec;
-    auto fields = json::parse(st.text(5), ec);
-    if (!ec && fields.is_object())
-      ev = std::move(fields.as_object());
-    ev["cursor"] = st.integer(0);
-    ev["timestamp_ns"] = st.integer(1);
-    ev["op"] = st.text(2);
-    if (auto a = st.text(3); !a.empty())
-      ev["agent_id"] = a;
-    if (auto s = st.text(4); !s.empty())
-      ev["session_id"] = s;
-    next = st.integer(0);
-    events.push_back(std::move(ev));
+    logged_audit r;
+    r.cursor = st.integer(0);
+    r.event = {st.integer(1), st.text(2), st.text(3), st.text(4), st.text(5)};
+    page.next_cursor = r.cursor;
+    page.events.push_back(std::move(r));
   }
-  json::object out;
-  out["events"] = std::move(events);
-  out["next_cursor"] = next;
-  out["has_more"] = more;
-  return json::value(std::move(out));
+  return page;
 }
 
 } // namespace allox::store

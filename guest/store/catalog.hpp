@@ -8,6 +8,7 @@
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 #include "messages/records.hpp"
+#include "messages/results/admin.hpp"
 
 #include <memory>
 #include <string>
@@ -74,7 +75,7 @@ public:
 
   /// Audit records matching the query, oldest first:
   /// {events:[...], next_cursor, has_more}.
-  expected<json::value> audit(const audit_query& query);
+  expected<audit_page> audit(const audit_query& query);
 
 private:
   catalog() = default;

@@ -271,7 +271,7 @@ caf::error recover_session(const layout& paths, session_row& row,
                            const swap_recovery& swap, metadata_write& changes,
                            std::vector<checkpoint_row>& out,
                            std::vector<intent_ref>& settled_intents,
-                           json::array& recovered_sessions) {
+                           std::vector<std::string>& recovered_sessions) {
   const auto& a = row.agent_id;
   const auto& s = row.session_id;
   checkpoint_dag dag{std::move(rows), row.head};
@@ -352,7 +352,11 @@ caf::error recover_session(const layout& paths, session_row& row,
 expected<reconcile_result> reconcile(const layout& paths,
                                      const catalog_snapshot& rows) {
   reconcile_result r;
-  json::array adopted_agents, adopted_sessions, forgotten, finished;
+  auto& sum = r.summary;
+  auto& adopted_agents = sum.adopted_agents;
+  auto& adopted_sessions = sum.adopted_sessions;
+  auto& forgotten = sum.forgotten;
+  auto& finished = sum.finished_deletions;
   if (auto err =
           os::ensure_managed_dir(paths.agents_dir(), 0755, "agents directory"))
     return err;
@@ -389,7 +393,8 @@ expected<reconcile_result> reconcile(const layout& paths,
   // A fork journal (written by releases before forks kept their record in
   // the baseline's intent) goes with its session row in one commit, so one
   // left means the fork never completed: its half-made session goes.
-  json::array aborted_forks, recovered_forks;
+  auto& aborted_forks = sum.aborted_forks;
+  auto& recovered_forks = sum.recovered_forks;
   std::set<std::pair<std::string, std::string>> with_row;
   for (const auto& s : rows.sessions)
     with_row.insert({s.agent_id, s.session_id});
@@ -534,7 +539,6 @@ expected<reconcile_result> reconcile(const layout& paths,
       checkpoints;
   for (const auto& c : rows.checkpoints)
     checkpoints[{c.agent_id, c.session_id}].push_back(c);
-  json::array recovered;
   for (auto& session : r.sessions) {
     std::pair<std::string, std::string> key{session.agent_id,
                                             session.session_id};
@@ -542,17 +546,10 @@ expected<reconcile_result> reconcile(const layout& paths,
     if (auto err = recover_session(paths, session, std::move(checkpoints[key]),
                                    j == journals.end() ? nullptr : j->second,
                                    swaps[key], r.changes, r.checkpoints,
-                                   r.settled_intents, recovered))
+                                   r.settled_intents, sum.recovered_sessions))
       return err;
   }
-  r.summary["recovered_sessions"] = std::move(recovered);
-  r.summary["adopted_agents"] = std::move(adopted_agents);
-  r.summary["adopted_sessions"] = std::move(adopted_sessions);
-  r.summary["forgotten"] = std::move(forgotten);
-  r.summary["finished_deletions"] = std::move(finished);
-  r.summary["aborted_forks"] = std::move(aborted_forks);
-  r.summary["recovered_forks"] = std::move(recovered_forks);
-  r.summary["purged_trash"] = purged;
+  sum.purged_trash = static_cast<int64_t>(purged);
   return r;
 }
 

@@ -11,6 +11,7 @@
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 #include "messages/records.hpp"
+#include "messages/results/admin.hpp"
 #include "messages/results/runs.hpp"
 
 #include <map>
@@ -28,8 +29,8 @@ struct reconcile_result {
   std::vector<checkpoint_row> checkpoints;
   /// Intent records to remove once `changes` are committed.
   std::vector<intent_ref> settled_intents;
-  /// What was done, for the log and store.initialize.
-  json::object summary;
+  /// What was done, for the log.
+  recovery_summary summary;
   /// Runs interrupted by a restart, fencing their sessions.
   std::map<std::pair<std::string, std::string>, std::vector<std::string>>
       fenced_runs;

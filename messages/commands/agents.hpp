@@ -7,6 +7,7 @@
 
 #include "messages/commands/command.hpp"
 #include "messages/records.hpp"
+#include "messages/results/admin.hpp"
 #include "messages/results/agents.hpp"
 #include "messages/results/sessions.hpp"
 
@@ -21,6 +22,7 @@ namespace allox::cmd {
 struct store_initialize {
   static inline const char* name = "store.initialize";
   static store_initialize decode(params::reader& r);
+  using reply = store_initialized;
 };
 
 /// agent.list {}: every agent id, sorted.
@@ -104,6 +106,7 @@ struct session_delete_request {
 /// arms a fault in the AGENT actor (test builds).
 struct agent_debug_fault {
   static inline const char* name = "debug.fault";
+  using reply = fault_armed;
   std::string agent_id;
   std::string point;
   std::string effect;

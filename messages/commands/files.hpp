@@ -182,17 +182,25 @@ inline constexpr size_t max_watches = 32;
 inline constexpr int64_t max_search_matches = 10000;
 inline constexpr int64_t max_replace_file = int64_t{16} << 20;
 
-/// A bulk transfer (PUT or GET /v1/files/...), sent by the HTTP front end
-/// through RPC, never decoded from an RPC body: first to begin (the
-/// session checks it may and resolves the path: {root, rel, path}), then,
-/// with `done`, once the bytes moved (the session audits it).
-struct file_transfer {
+/// The start of a bulk transfer (PUT or GET /v1/files/...), sent by the
+/// HTTP front end through RPC, never decoded from an RPC body: the session
+/// checks it may and resolves the path.
+struct file_transfer_begin {
   static inline const char* name = "file.transfer";
+  using reply = transfer_begun;
+  session_ref session;
+  std::string path;
+  bool upload = false;
+};
+
+/// The end of a bulk transfer, once the bytes moved: the session audits it.
+struct file_transfer_end {
+  static inline const char* name = "file.transfer";
+  using reply = transfer_audited;
   session_ref session;
   std::string path;
   bool upload = false;
   bool tar = false;
-  bool done = false;
   int64_t bytes = 0;
   int64_t entries = 0;
   /// The session's rollbacks when the transfer began (done: an upload
@@ -206,9 +214,15 @@ struct file_transfer {
 };
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, file_transfer& x) {
-  return f(caf::meta::type_name("file_transfer"), x.session, x.path, x.upload,
-           x.tar, x.done, x.bytes, x.entries, x.epoch, x.origin, x.files);
+typename Inspector::result_type inspect(Inspector& f, file_transfer_begin& x) {
+  return f(caf::meta::type_name("file_transfer_begin"), x.session, x.path,
+           x.upload);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_transfer_end& x) {
+  return f(caf::meta::type_name("file_transfer_end"), x.session, x.path,
+           x.upload, x.tar, x.bytes, x.entries, x.epoch, x.origin, x.files);
 }
 
 template <class Inspector>

@@ -30,8 +30,8 @@ using session_commands = caf::detail::type_list<
     checkpoint_create, checkpoint_delete, session_rollback, session_fork_into,
     // files (files.cpp)
     file_stat, file_list, file_read, file_write, file_mkdir, file_remove,
-    file_move, file_transfer, file_search, file_replace, file_watch,
-    file_watch_events, file_unwatch,
+    file_move, file_transfer_begin, file_transfer_end, file_search,
+    file_replace, file_watch, file_watch_events, file_unwatch,
     // runs (runs.cpp, run_queries.cpp, configure.cpp)
     session_configure, network_configure, process_start, process_get,
     process_list, process_stop, process_wait, process_input, process_resize,

@@ -6,6 +6,7 @@
 
 #include "messages/commands/command.hpp"
 #include "messages/records.hpp"
+#include "messages/results/admin.hpp"
 #include "messages/results/runtime.hpp"
 #include "messages/results/sessions.hpp"
 
@@ -95,6 +96,7 @@ struct session_delete {
 /// debug.fault {point, effect, millis?}: arms a fault (test builds).
 struct debug_fault {
   static inline const char* name = "debug.fault";
+  using reply = fault_armed;
   session_ref session;
   std::string point;
   std::string effect;

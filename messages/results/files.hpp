@@ -125,6 +125,25 @@ struct watch_changes {
 };
 
 /// An exact-string edit made (file.replace).
+/// The start of a bulk transfer: where its bytes go or come from.
+struct transfer_begun {
+  /// The tree the path is beneath (current/ or the agent's shared/).
+  std::string root;
+  /// The path beneath `root`.
+  std::string rel;
+  /// The path as the caller names it.
+  std::string path;
+  /// The session's rollbacks so far: the end tells an upload a rollback
+  /// overtook.
+  int64_t epoch = 0;
+  bool shared = false;
+  /// Where interrupted uploads leave their marks.
+  std::string uploads_dir;
+};
+
+/// The end of a bulk transfer: its audit record is queued.
+struct transfer_audited {};
+
 struct replace_result {
   std::string path;
   /// Occurrences replaced.
@@ -145,5 +164,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::remove_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::move_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::search_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::replace_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::transfer_begun)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::transfer_audited)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::watch_opened)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::watch_changes)

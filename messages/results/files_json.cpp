@@ -98,6 +98,16 @@ json::object to_json(const search_result& r) {
                       {"truncated", r.truncated}};
 }
 
+json::object to_json(const transfer_begun& t) {
+  return {{"root", t.root},     {"rel", t.rel},
+          {"path", t.path},     {"epoch", t.epoch},
+          {"shared", t.shared}, {"uploads_dir", t.uploads_dir}};
+}
+
+json::object to_json(const transfer_audited&) {
+  return {{"audited", true}};
+}
+
 json::object to_json(const replace_result& r) {
   return json::object{
       {"path", r.path}, {"replacements", r.replacements}, {"size", r.size}};

@@ -17,5 +17,7 @@ json::object to_json(const remove_result& r);
 json::object to_json(const move_result& r);
 json::object to_json(const search_result& r);
 json::object to_json(const replace_result& r);
+json::object to_json(const transfer_begun& t);
+json::object to_json(const transfer_audited& t);
 
 } // namespace allox

@@ -55,8 +55,8 @@ metadata_actor::behavior_type fake_metadata(catalog_ptr log) {
       },
       [](atom::flush) {},
       [](atom::tick) {},
-      [](atom::audit, const audit_query&) -> caf::result<json::value> {
-        return json::value(json::object{});
+      [](atom::audit, const audit_query&) -> caf::result<audit_page> {
+        return audit_page{};
       },
       [log](atom::runs, const run_query& q) -> caf::result<run_page> {
         log->queries.push_back(q);

@@ -84,8 +84,8 @@ metadata_actor::behavior_type fake_metadata(metadata_actor::pointer self,
         log->held.clear();
       },
       [](atom::tick) {},
-      [](atom::audit, const audit_query&) -> caf::result<json::value> {
-        return json::value(json::object{});
+      [](atom::audit, const audit_query&) -> caf::result<audit_page> {
+        return audit_page{};
       },
       [](atom::runs, const run_query&) -> caf::result<run_page> {
         return run_page{};

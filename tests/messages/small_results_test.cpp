@@ -2,6 +2,7 @@
 // network.status, the share replies, the agent actions, fork and the
 // deletions, and their native JSON, key for key (the wire goldens hold the same
 // shapes end to end).
+#include "messages/results/admin_json.hpp"
 #include "messages/results/agents_json.hpp"
 #include "messages/results/network_json.hpp"
 #include "messages/results/sessions_json.hpp"
@@ -114,4 +115,38 @@ TEST_CASE("fork results: the new session, then where it came from") {
   // forked_from comes last, after every key of session.describe.
   CHECK(std::prev(o.end())->key() == "forked_from");
   CHECK(o.size() == to_json(v).size() + 1);
+}
+
+TEST_CASE("admin results: an audit page keeps each record's fields first, "
+          "store.initialize and debug.fault") {
+  audit_page p;
+  p.events.push_back(
+      {7, {11, "session.create", "a", "s", R"({"origin":"o"})"}});
+  p.events.push_back({8, {12, "store.initialize", "", "", "not json"}});
+  p.next_cursor = 8;
+  p.has_more = true;
+  CHECK(json::serialize(to_json(p)) ==
+        R"({"events":[{"origin":"o","cursor":7,"timestamp_ns":11,)"
+        R"("op":"session.create","agent_id":"a","session_id":"s"},)"
+        R"({"cursor":8,"timestamp_ns":12,"op":"store.initialize"}],)"
+        R"("next_cursor":8,"has_more":true})");
+  CHECK(json::serialize(to_json(store_initialized{"/srv/allox", {}})) ==
+        R"({"root":"/srv/allox","recovered_sessions":[]})");
+  CHECK(json::serialize(to_json(fault_armed{})) == R"({"armed":true})");
+}
+
+TEST_CASE("admin results: the recovery summary the daemon logs") {
+  recovery_summary r;
+  r.recovered_sessions = {"a/s"};
+  r.forgotten = {"gone"};
+  r.purged_trash = 2;
+  r.agents = 1;
+  r.sessions = 3;
+  CHECK(json::serialize(to_json(r)) ==
+        R"({"recovered_sessions":["a/s"],"adopted_agents":[],)"
+        R"("adopted_sessions":[],"forgotten":["gone"],)"
+        R"("finished_deletions":[],"aborted_forks":[],"recovered_forks":[],)"
+        R"("purged_trash":2,"agents":1,"sessions":3,"checkpoints":0})");
+  r.imported = std::string{R"({"sessions":2})"};
+  CHECK(json::serialize(to_json(r).at("imported")) == R"({"sessions":2})");
 }

@@ -77,5 +77,6 @@ TEST_CASE("rpc routes: every decodable command of an actor's list is "
   // Commands only actors send have no row of their own.
   CHECK_FALSE(cmd::is_action_v<cmd::session_fork_into>);
   CHECK_FALSE(cmd::is_action_v<cmd::share_access>);
-  CHECK_FALSE(cmd::is_action_v<cmd::file_transfer>);
+  CHECK_FALSE(cmd::is_action_v<cmd::file_transfer_begin>);
+  CHECK_FALSE(cmd::is_action_v<cmd::file_transfer_end>);
 }

@@ -35,13 +35,6 @@ bool exists(const std::string& p) {
   return ::lstat(p.c_str(), &st) == 0;
 }
 
-std::vector<std::string> strings(const json::value& v) {
-  std::vector<std::string> out;
-  for (const auto& x : v.as_array())
-    out.emplace_back(x.as_string());
-  return out;
-}
-
 } // namespace
 
 TEST_CASE("reconcile: adopts workspaces without rows, forgets rows without "
@@ -57,10 +50,8 @@ TEST_CASE("reconcile: adopts workspaces without rows, forgets rows without "
   rows.sessions.push_back({"a", "lost", 6, false, {}, {}});
   auto r = store::reconcile(l, rows);
   REQUIRE(r);
-  CHECK(strings(r->summary.at("adopted_sessions")) ==
-        std::vector<std::string>{"a/s2"});
-  CHECK(strings(r->summary.at("forgotten")) ==
-        std::vector<std::string>{"gone", "a/lost"});
+  CHECK(r->summary.adopted_sessions == std::vector<std::string>{"a/s2"});
+  CHECK(r->summary.forgotten == std::vector<std::string>{"gone", "a/lost"});
   CHECK(r->sessions.size() == 2);
   CHECK(r->agents.size() == 1);
   CHECK(exists(l.current("a", "s2") + "/.allox-tmp"));
@@ -93,7 +84,7 @@ TEST_CASE("reconcile: finishes interrupted deletions and purges trash") {
   CHECK(exists(l.current("a", "kept")));
   REQUIRE(r->sessions.size() == 1);
   CHECK(r->sessions[0].session_id == "kept");
-  CHECK(strings(r->summary.at("finished_deletions")) ==
+  CHECK(r->summary.finished_deletions ==
         std::vector<std::string>{"b", "a/doomed"});
 }
 
@@ -105,8 +96,7 @@ TEST_CASE("reconcile: ignores names that are not ids and symlinks") {
   ::symlink("/etc", (l.sessions_dir("a") + "/link").c_str());
   auto r = store::reconcile(l, {});
   REQUIRE(r);
-  CHECK(strings(r->summary.at("adopted_sessions")) ==
-        std::vector<std::string>{"a/s"});
+  CHECK(r->summary.adopted_sessions == std::vector<std::string>{"a/s"});
 }
 
 // -- rollback and checkpoint recovery (prototype 5.5 cases and ours) ----------
@@ -192,7 +182,7 @@ TEST_CASE("recovery: old_moved with current renamed away finishes to the "
   CHECK(only_session(*r).head == "target"s);
   CHECK(r->changes.delete_journals.size() == 1);
   CHECK(audited(*r, "session.rollback.recovered", "committed"));
-  CHECK(r->summary.at("recovered_sessions").as_array().size() == 1);
+  CHECK(r->summary.recovered_sessions.size() == 1);
 }
 
 TEST_CASE("recovery: prepared with current intact is aborted") {
@@ -429,8 +419,7 @@ TEST_CASE("recovery: a fork with both snapshots is finished and adopted with "
   CHECK(exists(l.current("a", "f") + "/data"));
   CHECK_FALSE(exists(l.session_dir("a", "f") + "/" +
                      std::string{store::fork_current_name}));
-  CHECK(strings(r->summary.at("recovered_forks")) ==
-        std::vector<std::string>{"a/f"});
+  CHECK(r->summary.recovered_forks == std::vector<std::string>{"a/f"});
   REQUIRE(r->sessions.size() == 1);
   CHECK(r->sessions[0].head == "base"s);
   REQUIRE(r->checkpoints.size() == 1);
@@ -450,8 +439,7 @@ TEST_CASE("recovery: a fork without both snapshots is removed") {
     auto r = store::reconcile(l, agent_only());
     REQUIRE(r);
     CHECK_FALSE(exists(l.session_dir("a", "f")));
-    CHECK(strings(r->summary.at("aborted_forks")) ==
-          std::vector<std::string>{"a/f"});
+    CHECK(r->summary.aborted_forks == std::vector<std::string>{"a/f"});
     CHECK(r->sessions.empty());
     CHECK(audited(*r, "session.fork.aborted", "recovery"));
   }
@@ -469,7 +457,7 @@ TEST_CASE("recovery: a fork whose rename was lost is finished even when the "
   REQUIRE(r);
   CHECK(exists(l.current("a", "f") + "/data"));
   REQUIRE(r->sessions.size() == 1);
-  CHECK(r->summary.at("forgotten").as_array().empty());
+  CHECK(r->summary.forgotten.empty());
   // Without its baseline it is not finished, and with a row never removed.
   test::temp_dir dir2;
   store::layout l2{dir2.path()};
@@ -493,7 +481,7 @@ TEST_CASE("recovery: a fork with current/, its mark and its baseline loses "
   auto r = store::reconcile(l, agent_only());
   REQUIRE(r);
   CHECK_FALSE(exists(mark));
-  CHECK(r->summary.at("recovered_forks").as_array().empty());
+  CHECK(r->summary.recovered_forks.empty());
   REQUIRE(r->sessions.size() == 1);
   CHECK(r->sessions[0].head == "base"s);
 }
@@ -510,8 +498,8 @@ TEST_CASE("recovery: without the fork's mark, an intent naming forked_from "
   mkdirs(l.current("a", "f") + "/data");
   auto r = store::reconcile(l, agent_only());
   REQUIRE(r);
-  CHECK(r->summary.at("recovered_forks").as_array().empty());
-  CHECK(r->summary.at("aborted_forks").as_array().empty());
+  CHECK(r->summary.recovered_forks.empty());
+  CHECK(r->summary.aborted_forks.empty());
   CHECK_FALSE(exists(l.checkpoint("a", "f", "base")));
   REQUIRE(r->sessions.size() == 1);
   CHECK(r->checkpoints.empty());
@@ -539,5 +527,5 @@ TEST_CASE("recovery: a session directory without current/ that is not shaped "
   CHECK(exists(l.checkpoint("a", "f", "older")));
   CHECK(exists(l.checkpoints_dir("a", "c")));
   CHECK(r->sessions.empty());
-  CHECK(r->summary.at("aborted_forks").as_array().empty());
+  CHECK(r->summary.aborted_forks.empty());
 }
