@@ -48,13 +48,3 @@ TEST_CASE("rpc: envelopes") {
   CHECK(bad.at("error") == "no \"such\" thing");
   CHECK(bad.at("code") == "not_found");
 }
-
-TEST_CASE("json: json_reply keeps objects objects") {
-  json::value v = json::object{{"k", 1}};
-  auto wrapped = json_reply(v);
-  REQUIRE(wrapped);
-  CHECK(wrapped->is_object());
-  // The trap json_reply exists for:
-  json::value braced{v};
-  CHECK(braced.is_array());
-}
