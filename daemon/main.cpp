@@ -141,10 +141,19 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
   if (!user)
     return user.error();
   std::tie(cfg->sandbox_uid, cfg->sandbox_gid) = *user;
-  for (const auto& [file, value] :
-       {std::pair<std::string, std::string>{"memory.max", opts.run_memory_max},
-        {"pids.max", opts.run_pids_max},
-        {"cpu.max", opts.run_cpu_max}}) {
+  limit_list defaults{{"memory.max", opts.run_memory_max},
+                      {"pids.max", opts.run_pids_max},
+                      {"cpu.max", opts.run_cpu_max}};
+  for (const auto& entry : opts.session_limits) {
+    auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return make_error(errc::invalid_argument,
+                        "--session-limits takes FILE=VALUE, not " + entry);
+    defaults.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  // A limit the machine cannot enforce refuses the start, naming the
+  // controller: a default that silently did nothing would be worse.
+  for (const auto& [file, value] : defaults) {
     if (value.empty())
       continue;
     if (auto err = check_limit(*cfg, file, value))

@@ -51,6 +51,9 @@ struct options {
   /// More destinations runs may never connect to ("ADDR:PORT", "ADDR:*").
   std::vector<std::string> deny_connect;
   std::string run_memory_max, run_pids_max, run_cpu_max;
+  /// --session-limits FILE=VALUE, repeatable: every session's default
+  /// limits (the --run-* flags are the same for their file).
+  std::vector<std::string> session_limits;
   /// Process tracking of runs: "disabled" or "ebpf" (needs execution).
   std::string process_tracking = "disabled";
   /// Size of the tracker's ring buffer: a power of two, at least a page.

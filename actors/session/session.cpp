@@ -167,7 +167,10 @@ caf::result<session_view> handle(self_ptr self, const cmd::session_describe&) {
                       "session workspace is not a managed directory: " +
                           current);
   }
-  return view_of(row, self->state.dag);
+  auto v = view_of(row, self->state.dag);
+  if (self->state.runs.config)
+    v.limits = effective_settings(self).limits;
+  return v;
 }
 
 static actor_stats stats_of(self_ptr self) {

@@ -8,12 +8,14 @@ namespace allox {
 caf::error check_limit(const exec_config& cfg, const std::string& name,
                        const std::string& value) {
   bool known = false;
-  for (const auto* f : limit_files)
+  std::string files;
+  for (const auto* f : limit_files) {
     known |= name == f;
+    files += (files.empty() ? "" : ", ") + std::string{f};
+  }
   if (!known)
     return make_error(errc::invalid_argument,
-                      "unknown limit: " + name +
-                          " (memory.max, pids.max, cpu.max)");
+                      "unknown limit: " + name + " (" + files + ")");
   if (value.empty() || value.find_first_of("\n\0") != std::string::npos)
     return make_error(errc::invalid_argument, "invalid value for " + name);
   auto controller = name.substr(0, name.find('.'));

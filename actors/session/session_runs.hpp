@@ -89,7 +89,9 @@ struct proxy_attachment {
 };
 
 /// Limits a session may set, by cgroup control file.
-inline const char* const limit_files[] = {"memory.max", "pids.max", "cpu.max"};
+inline const char* const limit_files[] = {
+    "memory.max", "memory.high", "pids.max", "cpu.max",
+    "cpu.weight", "io.max",      "io.weight"};
 
 /// Checks a limit name and value; unsupported when the controller it needs
 /// is not available below the daemon's cgroup subtree.

@@ -40,7 +40,7 @@ struct bulk_transfer {
   uint64_t bytes = 0;
   /// Tar entries, for the audit.
   int64_t entries = 0;
-  /// The session's rollback count at the start (see cmd::file_transfer).
+  /// The session's rollback count at the start (see cmd::file_transfer_end).
   int64_t epoch = 0;
   /// Decodes the upload's body (Content-Length or chunked) as it comes.
   std::optional<

@@ -6,6 +6,8 @@
 // messages/results/sessions_json.hpp.
 #pragma once
 
+#include "messages/results/settings.hpp"
+
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/optional.hpp>
 
@@ -27,6 +29,9 @@ struct session_view {
   /// Present checkpoints, in creation order.
   std::vector<std::string> checkpoint_ids;
   caf::optional<std::string> checkpoint_head;
+  /// session.describe on a daemon that runs commands: the cgroup limits
+  /// the session's next run gets (the daemon's defaults under its own).
+  caf::optional<limit_list> limits;
 };
 
 /// session.fork: the new session, and the checkpoint of the source it was

@@ -2,6 +2,7 @@
 #include "messages/results/sessions_json.hpp"
 
 #include "messages/results/json_detail.hpp"
+#include "messages/results/settings_json.hpp"
 
 namespace allox {
 
@@ -16,6 +17,8 @@ json::object to_json(const session_view& v) {
   o["relative_workspace"] = v.relative_workspace;
   o["checkpoint_ids"] = results_detail::strings(v.checkpoint_ids);
   o["checkpoint_head"] = results_detail::opt(v.checkpoint_head);
+  if (v.limits)
+    o["limits"] = to_json(*v.limits);
   return o;
 }
 

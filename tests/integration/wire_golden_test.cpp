@@ -237,6 +237,7 @@ TEST_CASE("wire: runs, their output, events and configuration answer as the "
   w.call("session.configure", with(s, {{"max_runs", 4}}));
   w.call("session.configure", with(s, {{"network", "sideways"}}));
   w.call("session.configure", with(s, {{"limits", {{"memory.max", "64M"}}}}));
+  w.call("session.configure", with(s, {{"limits", {{"swap.max", "0"}}}}));
   w.call("network.configure", with(s, {{"mode", "isolated"}}));
   w.call("network.status", s);
 

@@ -107,7 +107,8 @@ TEST_CASE("fork results: the new session, then where it came from") {
                  "a/sessions/s2",
                  "a/sessions/s2/current",
                  {"cp-1"},
-                 std::string{"cp-1"}};
+                 std::string{"cp-1"},
+                 caf::none};
   auto o = to_json(session_forked{v, "s1", "cp-0"});
   CHECK(o.at("session_id") == "s2");
   CHECK(json::serialize(o.at("forked_from")) ==
@@ -149,4 +150,19 @@ TEST_CASE("admin results: the recovery summary the daemon logs") {
         R"("purged_trash":2,"agents":1,"sessions":3,"checkpoints":0})");
   r.imported = std::string{R"({"sessions":2})"};
   CHECK(json::serialize(to_json(r).at("imported")) == R"({"sessions":2})");
+}
+
+TEST_CASE("session results: describe names the limits of the next run only "
+          "on a daemon that runs commands") {
+  session_view v;
+  v.agent_id = "a";
+  v.session_id = "s";
+  CHECK_FALSE(to_json(v).contains("limits"));
+  v.limits = limit_list{};
+  CHECK(json::serialize(to_json(v).at("limits")) == "{}");
+  v.limits = limit_list{{"pids.max", "64"}, {"memory.high", "1G"}};
+  auto o = to_json(v);
+  CHECK(json::serialize(o.at("limits")) ==
+        R"({"pids.max":"64","memory.high":"1G"})");
+  CHECK(std::prev(o.end())->key() == "limits");
 }
