@@ -35,6 +35,9 @@ struct run_finished {
   bool cgroup_empty = true;
   /// Why the run failed to start or to finish cleanly; none when it did.
   caf::optional<std::string> error;
+  /// Processes of the run the OOM killer killed (its group's memory.events;
+  /// 0 without the memory controller).
+  int64_t oom_kills = 0;
 };
 
 /// A run's timeout expired (a timer of the session).
@@ -238,7 +241,7 @@ typename Inspector::result_type inspect(Inspector& f, run_started& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_finished& x) {
   return f(caf::meta::type_name("run_finished"), x.run_id, x.exit_code,
-           x.cgroup_empty, x.error);
+           x.cgroup_empty, x.error, x.oom_kills);
 }
 
 template <class Inspector>

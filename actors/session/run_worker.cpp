@@ -188,6 +188,9 @@ caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
       return;
     }
     caf::anon_send(session, run_started{job.run_id, int64_t{child->pid}});
+    // The count is the group's since it was made (the session's group
+    // serves one run after another): the run's own kills are the change.
+    auto kills_before = os::oom_kills(job.group);
     auto code = sandbox::wait_child(*child, job.release->fd());
     if (code == sandbox::released) {
       // Left to the next daemon (--live-restore): a terminal's pump ends
@@ -203,8 +206,11 @@ caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
     caf::optional<int64_t> exit_code;
     if (code >= 0)
       exit_code = code;
-    caf::anon_send(session,
-                   run_finished{job.run_id, exit_code, empty, caf::none});
+    int64_t kills = 0;
+    if (auto after = os::oom_kills(job.group); after && kills_before)
+      kills = *after - *kills_before;
+    caf::anon_send(
+        session, run_finished{job.run_id, exit_code, empty, caf::none, kills});
   };
   if (job.tracker) {
     self->request(job.tracker, std::chrono::seconds{10}, atom::track_v,

@@ -282,6 +282,10 @@ void on_run_finished(self_ptr self, const run_finished& e) {
   auto& row = run.row;
   if (e.exit_code)
     row.root_exit_code = *e.exit_code;
+  // The kernel killed part of the run for memory: a stop, and the reason
+  // callers ask for (unless the run was being stopped already).
+  if (e.oom_kills > 0 && !row.stop_reason)
+    row.stop_reason = "oom_killed";
   auto error = adopted_end_error(run, e);
   bool ok = empty && !error;
   if (error)

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -139,5 +140,13 @@ struct group_usage {
 
 /// Reads cpu.stat, the membership and the memory of `group` and below.
 group_usage read_usage(const std::string& group);
+
+/// The `oom_kill` count of memory.events text: processes of the group and
+/// below killed by an OOM killer (the counts are hierarchical).
+int64_t oom_kills_of(std::string_view memory_events);
+
+/// oom_kills_of the group's memory.events; none without the memory
+/// controller (or without the group).
+std::optional<int64_t> oom_kills(const std::string& group);
 
 } // namespace allox::os

@@ -91,4 +91,23 @@ group_usage read_usage(const std::string& group) {
   return u;
 }
 
+int64_t oom_kills_of(std::string_view memory_events) {
+  std::istringstream in{std::string{memory_events}};
+  std::string key;
+  int64_t value = 0;
+  while (in >> key >> value)
+    if (key == "oom_kill")
+      return value;
+  return 0;
+}
+
+std::optional<int64_t> oom_kills(const std::string& group) {
+  std::ifstream in{group + "/memory.events"};
+  if (!in)
+    return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return oom_kills_of(text.str());
+}
+
 } // namespace allox::os

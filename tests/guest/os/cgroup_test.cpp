@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -62,4 +63,21 @@ TEST_CASE("cgroup: sibling groups created and removed at once never fail") {
   one.join();
   two.join();
   CHECK(failures == 0);
+}
+
+TEST_CASE("cgroup: the OOM kills of memory.events, and none without the "
+          "memory controller") {
+  CHECK(os::oom_kills_of("low 0\nhigh 12\nmax 40\noom 3\noom_kill 2\n"
+                         "oom_group_kill 0\n") == 2);
+  CHECK(os::oom_kills_of("low 0\nhigh 0\n") == 0);
+  CHECK(os::oom_kills_of("") == 0);
+  test::cgroup_subtree sub;
+  auto all = sub.tree.controllers();
+  bool memory = std::find(all.begin(), all.end(), "memory") != all.end();
+  auto group = sub.tree.session_group("a", "s");
+  REQUIRE_FALSE(os::prepare_group(group));
+  // The development machines have no controllers: no memory.events.
+  if (!memory)
+    CHECK_FALSE(os::oom_kills(group));
+  CHECK_FALSE(os::oom_kills(group + "/missing"));
 }
