@@ -7,7 +7,8 @@
 # flow (session.create, describe, checkpoint.create, session.rollback), a
 # sandboxed process.start, a checkpoint and rollback of files a run wrote,
 # the data disk formatted, allox-guest-bootstrap's report (when the image
-# has the tool), then an ACPI power-off. Boot 2, same data disk: everything
+# has the tool), a session with memory.max and pids.max whose memory hog
+# ends oom_killed while the session stays usable, then an ACPI power-off. Boot 2, same data disk: everything
 # is still there. Exit 0 when every step passed. KVM when /dev/kvm works
 # (with -cpu qemu64), TCG otherwise. Leaves nothing running.
 #
@@ -202,6 +203,24 @@ if wait_health; then
   check "session.rollback" eval 'ok && [[ $(result .checkpoint_id) == cp1 ]]'
   check "rollback restored the file" eval 'run "[\"sh\",\"-c\",\"cat /workspace/file.txt; ls /workspace\"]" && [[ $run_out == $'"'"'v1\nfile.txt'"'"' ]]'
   rpc checkpoint.create "{$S,\"checkpoint_id\":\"cp2\"}"; check "checkpoint.create after rollback" ok
+  # Limits, where the guest's controllers reach the sessions' groups: a
+  # memory hog past memory.max is killed and its run says so.
+  H='"agent_id":"agent-1","session_id":"hog"'
+  rpc session.create "{$H}"; check "limits: session.create" ok
+  rpc session.configure "{$H,\"limits\":{\"memory.max\":\"64M\",\"pids.max\":\"64\"}}"
+  check "limits: memory.max and pids.max taken" eval 'ok && [[ $(result '"'"'.limits["memory.max"]'"'"') == 64M ]]'
+  rpc session.describe "{$H}"
+  check "limits: session.describe names them" eval 'ok && [[ $(result '"'"'.limits["pids.max"]'"'"') == 64 ]]'
+  rpc process.start "{$H,\"argv\":[\"sh\",\"-c\",\"x=a; while :; do x=\$x\$x; done\"]}"
+  if ok; then
+    hog=$(result .run_id)
+    rpc process.wait "{$H,\"run_id\":\"$hog\",\"timeout_ms\":50000}"
+    check "limits: the memory hog ends stopped, oom_killed" eval 'ok && [[ $(result .state) == stopped && $(result .stop_reason) == oom_killed ]]'
+    echo "      hog: $(jq -c '.result | {state, stop_reason, root_exit_code, error}' <<<"$response")"
+  else
+    fail "limits: the memory hog starts"
+  fi
+  check "limits: the session stays usable" eval 'S=$H run "[\"true\"]"'
   check "boot 1: power off" power_off
 else
   fail "boot 1: /health"
@@ -216,7 +235,7 @@ if ((booted)); then
     pass "boot 2: /health"
     check "boot 2: data disk kept (not formatted again)" eval 'console_has "found Btrfs" && ! console_has "formatting blank"'
     rpc session.list '{"agent_id":"agent-1"}'
-    check "boot 2: session kept" eval 'ok && [[ $(result .session_ids[0]) == s1 ]]'
+    check "boot 2: sessions kept" eval 'ok && [[ $(result '"'"'.session_ids | join(",")'"'"') == hog,s1 ]]'
     rpc checkpoint.list "{$S}"
     check "boot 2: checkpoints and head kept" eval 'ok && [[ $(result .head) == cp2 && $(result '"'"'.checkpoint_ids | join(",")'"'"') == cp1,cp2 ]]'
     check "boot 2: workspace kept" eval 'run "[\"cat\",\"/workspace/file.txt\"]" && [[ $run_out == v1 ]]'
