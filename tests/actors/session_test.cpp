@@ -307,7 +307,7 @@ TEST_CASE_FIXTURE(session_fixture,
   cmd::session_configure bad;
   bad.session = ref();
   bad.has_limits = true;
-  bad.limits.push_back({"memory.high", "1", false});
+  bad.limits.push_back({"swap.max", "1", false});
   auto refused = ask<settings_view>(bad);
   CHECK(code_of(refused.second) == errc::invalid_argument);
   // A failed commit changes nothing.
