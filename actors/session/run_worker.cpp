@@ -161,6 +161,10 @@ caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
     // reaches the stdout log through the pump.
     int out = job.terminal ? in : run->out.get();
     int err = job.terminal ? in : run->err.get();
+    // The count is the group's since it was made (the session's group
+    // serves one run after another): the run's own kills are the change,
+    // read before the spawn so a run killed at once is counted too.
+    auto kills_before = os::oom_kills(job.group);
     auto child = sandbox::spawn_in_cgroup(
         run->group_fd.get(), job.argv, in, out, err,
         job.netns ? job.netns->get() : -1, run->status.get());
@@ -188,9 +192,6 @@ caf::behavior run_worker(caf::event_based_actor* self, session_actor session,
       return;
     }
     caf::anon_send(session, run_started{job.run_id, int64_t{child->pid}});
-    // The count is the group's since it was made (the session's group
-    // serves one run after another): the run's own kills are the change.
-    auto kills_before = os::oom_kills(job.group);
     auto code = sandbox::wait_child(*child, job.release->fd());
     if (code == sandbox::released) {
       // Left to the next daemon (--live-restore): a terminal's pump ends
