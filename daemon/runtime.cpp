@@ -12,6 +12,7 @@
 #include <caf/send.hpp>
 
 #include <csignal>
+#include <fstream>
 #include <unistd.h>
 
 namespace allox::daemon {
@@ -74,6 +75,15 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg,
   return cfg;
 }
 
+/// The OOM killer's bias against this process, as its unit set it (the
+/// guest's unit protects the daemon; its runs start at 0).
+int64_t own_oom_score_adj() {
+  std::ifstream in{"/proc/self/oom_score_adj"};
+  int64_t v = 0;
+  in >> v;
+  return v;
+}
+
 } // namespace
 
 runtime::runtime(const options& opts, http::server_options sopts,
@@ -83,7 +93,8 @@ runtime::runtime(const options& opts, http::server_options sopts,
                                       {"root", setup_.paths.root},
                                       {"listen", opts.listen},
                                       {"loop_device", loop_device},
-                                      {"workers", opts.workers}},
+                                      {"workers", opts.workers},
+                                      {"oom_score_adj", own_oom_score_adj()}},
       host_(sopts.host),
       server_{&loop_.uv, std::move(sopts),
               [this](uint64_t ticket, std::string action, json::object params) {

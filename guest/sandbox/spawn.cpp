@@ -28,8 +28,26 @@ struct exec_plan {
   int stdin_fd, stdout_fd, stderr_fd;
   int netns_fd;
   int status_fd;
+  /// The daemon's oom_score_adj is negative (its unit protects it): the
+  /// run starts at 0, so an OOM killer picks a run over the daemon.
+  bool reset_oom_score;
   int exec_errno = 0;
 };
+
+/// Whether this process is protected from the OOM killer (read once: the
+/// unit sets it before the daemon starts).
+bool oom_protected() {
+  static const bool yes = [] {
+    int fd = ::open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return false;
+    char buf[16] = {};
+    auto n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    return n > 0 && buf[0] == '-';
+  }();
+  return yes;
+}
 
 /// The child: wire stdio, default signal handling, exec. It runs on its
 /// own stack in the parent's memory, so it only makes raw system calls and
@@ -54,6 +72,14 @@ int exec_child(void* arg) {
   if (plan->netns_fd >= 0 && ::setns(plan->netns_fd, CLONE_NEWNET) != 0) {
     plan->exec_errno = errno;
     return 126;
+  }
+  if (plan->reset_oom_score) {
+    // Raising one's own score needs no privilege.
+    int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      (void)!::write(fd, "0", 1);
+      ::close(fd);
+    }
   }
   ::dup2(plan->stdin_fd, 0);
   ::dup2(plan->stdout_fd, 1);
@@ -167,8 +193,8 @@ expected<child> spawn_in_cgroup(int cgroup_fd,
       return sys_error("open /dev/null");
     stdin_fd = devnull.get();
   }
-  exec_plan plan{args.data(), envp,     stdin_fd, stdout_fd,
-                 stderr_fd,   netns_fd, status_fd};
+  exec_plan plan{args.data(), envp,     stdin_fd,  stdout_fd,
+                 stderr_fd,   netns_fd, status_fd, oom_protected()};
   int pidfd = -1;
   clone_args ca{};
   ca.flags = CLONE_INTO_CGROUP | CLONE_PIDFD;

@@ -250,6 +250,15 @@ class SystemdTest(unittest.TestCase):
         self.assertEqual(words(disk, "Service", "Type"), ["oneshot"])
         self.assertEqual(words(disk, "Service", "RemainAfterExit"), ["yes"])
 
+    def test_daemon_is_protected_from_its_sessions(self):
+        # Accounting makes systemd enable the controllers the sessions'
+        # limits need; the OOM killer passes the daemon over.
+        d = self.units["allox-workspace-daemon.service"]
+        for key in ("CPUAccounting", "IOAccounting", "MemoryAccounting",
+                    "TasksAccounting"):
+            self.assertEqual(words(d, "Service", key), ["yes"], key)
+        self.assertLess(int(words(d, "Service", "OOMScoreAdjust")[0]), -500)
+
     def test_start_script_passes_flags_the_daemon_knows(self):
         with open(guest_path("/usr/libexec/allox/allox-daemon-start")) as f:
             script = f.read()
