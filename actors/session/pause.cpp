@@ -158,6 +158,10 @@ caf::result<usage_report> handle(self_ptr self, const cmd::session_usage&) {
             u.pids_current = *g.pids_current;
           if (g.memory_max_bytes)
             u.memory_total_bytes = *g.memory_max_bytes;
+          if (g.oom_kills)
+            u.oom_kills = *g.oom_kills;
+          if (g.pids_refused)
+            u.pids_refused = *g.pids_refused;
         }
         u.disk_used_bytes = os::allocated_bytes(current);
         auto space = os::space_of(current);

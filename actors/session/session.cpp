@@ -147,6 +147,30 @@ void fence(self_ptr self, const caf::error& err, std::string_view what) {
 
 // -- session.describe, dump, dispatch -----------------------------------------
 
+/// What the session's cgroup has counted; none on a daemon that runs no
+/// commands. A few reads of cgroupfs (memory, no disk), so describe and
+/// every scrape can afford them.
+static caf::optional<session_counters> counters_of(self_ptr self) {
+  const auto& st = self->state;
+  if (!st.runs.config)
+    return caf::none;
+  auto g = os::read_counters(
+      st.runs.config->cgroups.session_group(st.agent_id(), st.session_id()));
+  auto opt = [](const std::optional<int64_t>& v) -> caf::optional<int64_t> {
+    if (v)
+      return *v;
+    return caf::none;
+  };
+  session_counters c;
+  c.cpu_usage_usec = g.cpu_usage_usec;
+  c.memory_bytes = opt(g.memory_bytes);
+  c.memory_peak_bytes = opt(g.memory_peak_bytes);
+  c.pids_current = opt(g.pids_current);
+  c.oom_kills = opt(g.oom_kills);
+  c.pids_refused = opt(g.pids_refused);
+  return c;
+}
+
 caf::result<session_view> handle(self_ptr self, const cmd::session_describe&) {
   if (self->state.phase == session_phase::retired)
     return make_error(errc::not_found,
@@ -170,6 +194,7 @@ caf::result<session_view> handle(self_ptr self, const cmd::session_describe&) {
   auto v = view_of(row, self->state.dag);
   if (self->state.runs.config)
     v.limits = effective_settings(self).limits;
+  v.usage = counters_of(self);
   return v;
 }
 
@@ -207,6 +232,22 @@ static actor_stats stats_of(self_ptr self) {
       .counter("checkpoints_created", st.checkpoints_created)
       .counter("live_checkpoints", st.live_checkpoints)
       .counter("rollbacks", st.rollbacks);
+  if (auto c = counters_of(self)) {
+    // Exported by /metrics as allox_session_* (bounded: six series per
+    // live session).
+    auto usage = s.group("usage");
+    usage.counter("cpu_usage_usec", c->cpu_usage_usec);
+    if (c->memory_bytes)
+      usage.gauge("memory_bytes", *c->memory_bytes);
+    if (c->memory_peak_bytes)
+      usage.gauge("memory_peak_bytes", *c->memory_peak_bytes);
+    if (c->pids_current)
+      usage.gauge("pids_current", *c->pids_current);
+    if (c->oom_kills)
+      usage.counter("oom_kills", *c->oom_kills);
+    if (c->pids_refused)
+      usage.counter("pids_refused", *c->pids_refused);
+  }
   if (tracking_on(self))
     s.group("tracking")
         .gauge("tracked_runs", st.runs.by_cookie.size())

@@ -59,6 +59,48 @@ std::string actor_labels(const actor_node& n) {
   return label("kind", n.kind) + "," + label("id", n.id);
 }
 
+/// What each live session's cgroup counted (the session's "usage" group),
+/// labelled by agent and session: at most six series per live session,
+/// and none for a session whose actor is not running.
+void render_session_usage(std::string& out,
+                          const std::vector<actor_node>& nodes) {
+  struct usage_metric {
+    std::string_view entry;
+    stats_kind kind;
+    std::string_view name;
+    std::string_view type;
+    std::string_view help;
+    double scale;
+  };
+  static constexpr usage_metric metrics[] = {
+      {"cpu_usage_usec", stats_kind::counter, "allox_session_cpu_seconds_total",
+       "counter", "CPU time of the session's processes (cpu.stat).", 1e-6},
+      {"memory_bytes", stats_kind::gauge, "allox_session_memory_bytes", "gauge",
+       "Memory the session's processes use (memory.current).", 1},
+      {"memory_peak_bytes", stats_kind::gauge,
+       "allox_session_memory_peak_bytes", "gauge",
+       "The session's highest memory use (memory.peak).", 1},
+      {"pids_current", stats_kind::gauge, "allox_session_pids", "gauge",
+       "Tasks in the session's cgroup (pids.current).", 1},
+      {"oom_kills", stats_kind::counter, "allox_session_oom_kills_total",
+       "counter", "Processes of the session an OOM killer chose.", 1},
+      {"pids_refused", stats_kind::counter, "allox_session_pids_refused_total",
+       "counter", "Forks refused at the session's pids.max.", 1},
+  };
+  for (const auto& m : metrics) {
+    family(out, m.name, m.type, m.help);
+    for (const auto& n : nodes) {
+      if (n.kind != "session")
+        continue;
+      if (auto v = number_of(*n.stats, "usage", m.entry, m.kind))
+        sample(out, m.name,
+               label("agent", n.stats->agent_id) + "," +
+                   label("session", n.stats->session_id),
+               number(*v * m.scale));
+    }
+  }
+}
+
 } // namespace
 
 void render_actor_metrics(std::string& out, const actor_stats* tree) {
@@ -136,6 +178,7 @@ void render_actor_metrics(std::string& out, const actor_stats* tree) {
                number(v));
     }
   }
+  render_session_usage(out, nodes);
   // The catalog's commit latency, kept by METADATA as a histogram.
   family(out, "allox_catalog_commit_duration_seconds", "histogram",
          "Time of one catalog transaction (a batch of writes).");

@@ -118,6 +118,29 @@ caf::error thaw_group(const std::string& group);
 /// cgroup.freeze says 1: the group was frozen (by a pause) and not thawed.
 bool freeze_requested(const std::string& group);
 
+/// What a group's own control files count, read without walking the
+/// groups below (the counts are hierarchical): cheap enough for every
+/// session.describe and every scrape. Each count is there only where its
+/// controller reaches the group, except cpu.stat.
+struct group_counters {
+  /// The group exists.
+  bool present = false;
+  /// cpu.stat usage_usec: CPU time of every process the group has held.
+  int64_t cpu_usage_usec = 0;
+  /// memory.current and memory.peak.
+  std::optional<int64_t> memory_bytes;
+  std::optional<int64_t> memory_peak_bytes;
+  /// pids.current.
+  std::optional<int64_t> pids_current;
+  /// memory.events oom_kill: processes an OOM killer chose in the group.
+  std::optional<int64_t> oom_kills;
+  /// pids.events max: forks refused because the group was at pids.max.
+  std::optional<int64_t> pids_refused;
+};
+
+/// Reads the counts of `group`'s own control files.
+group_counters read_counters(const std::string& group);
+
 /// What a group's processes use now (cgroup_usage.cpp).
 struct group_usage {
   /// The group exists.
@@ -136,6 +159,9 @@ struct group_usage {
   std::optional<int64_t> pids_current;
   /// memory.max when it is a number (a limit is set).
   std::optional<int64_t> memory_max_bytes;
+  /// As group_counters.
+  std::optional<int64_t> oom_kills;
+  std::optional<int64_t> pids_refused;
 };
 
 /// Reads cpu.stat, the membership and the memory of `group` and below.
@@ -144,6 +170,10 @@ group_usage read_usage(const std::string& group);
 /// The `oom_kill` count of memory.events text: processes of the group and
 /// below killed by an OOM killer (the counts are hierarchical).
 int64_t oom_kills_of(std::string_view memory_events);
+
+/// The count of `key` in a flat keyed file's text ("key value" lines, as
+/// memory.events, pids.events and cpu.stat); 0 when the key is absent.
+int64_t keyed_count(std::string_view text, std::string_view key);
 
 /// oom_kills_of the group's memory.events; none without the memory
 /// controller (or without the group).

@@ -25,6 +25,16 @@ std::optional<int64_t> read_number(const std::string& path) {
   return v;
 }
 
+/// The whole text of a small control file; none when it cannot be read.
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream in{path};
+  if (!in)
+    return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 /// The group and every group below it.
 void collect_groups(const std::string& group, std::vector<std::string>& out) {
   out.push_back(group);
@@ -88,26 +98,47 @@ group_usage read_usage(const std::string& group) {
   u.memory_peak_bytes = read_number(group + "/memory.peak");
   u.pids_current = read_number(group + "/pids.current");
   u.memory_max_bytes = read_number(group + "/memory.max"); // "max": none
+  u.oom_kills = oom_kills(group);
+  if (auto pids = read_text(group + "/pids.events"))
+    u.pids_refused = keyed_count(*pids, "max");
   return u;
 }
 
-int64_t oom_kills_of(std::string_view memory_events) {
-  std::istringstream in{std::string{memory_events}};
-  std::string key;
+int64_t keyed_count(std::string_view text, std::string_view key) {
+  std::istringstream in{std::string{text}};
+  std::string k;
   int64_t value = 0;
-  while (in >> key >> value)
-    if (key == "oom_kill")
+  while (in >> k >> value)
+    if (k == key)
       return value;
   return 0;
 }
 
+int64_t oom_kills_of(std::string_view memory_events) {
+  return keyed_count(memory_events, "oom_kill");
+}
+
 std::optional<int64_t> oom_kills(const std::string& group) {
-  std::ifstream in{group + "/memory.events"};
-  if (!in)
+  auto text = read_text(group + "/memory.events");
+  if (!text)
     return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return oom_kills_of(text.str());
+  return oom_kills_of(*text);
+}
+
+group_counters read_counters(const std::string& group) {
+  group_counters c;
+  auto cpu = read_text(group + "/cpu.stat");
+  if (!cpu)
+    return c; // cpu.stat is in every group: the group is gone
+  c.present = true;
+  c.cpu_usage_usec = keyed_count(*cpu, "usage_usec");
+  c.memory_bytes = read_number(group + "/memory.current");
+  c.memory_peak_bytes = read_number(group + "/memory.peak");
+  c.pids_current = read_number(group + "/pids.current");
+  c.oom_kills = oom_kills(group);
+  if (auto pids = read_text(group + "/pids.events"))
+    c.pids_refused = keyed_count(*pids, "max");
+  return c;
 }
 
 } // namespace allox::os

@@ -61,6 +61,9 @@ struct usage_report {
   /// memory.peak and pids.current, where those controllers exist.
   caf::optional<int64_t> memory_peak_bytes;
   caf::optional<int64_t> pids_current;
+  /// memory.events oom_kill and pids.events max, as session_counters.
+  caf::optional<int64_t> oom_kills;
+  caf::optional<int64_t> pids_refused;
   /// Bytes allocated to current/'s files (st_blocks), and the store's
   /// size and free space (statvfs).
   int64_t disk_used_bytes = 0;

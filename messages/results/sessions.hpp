@@ -16,6 +16,21 @@
 
 namespace allox {
 
+/// What a session's cgroup has counted so far: its own control files only,
+/// no walk of the groups below or of the workspace (session.usage measures
+/// those). A count is none where its controller does not reach the group.
+struct session_counters {
+  /// CPU time of every process the session has run, microseconds.
+  int64_t cpu_usage_usec = 0;
+  caf::optional<int64_t> memory_bytes;
+  caf::optional<int64_t> memory_peak_bytes;
+  caf::optional<int64_t> pids_current;
+  /// Processes an OOM killer chose in the session.
+  caf::optional<int64_t> oom_kills;
+  /// Forks refused because the session was at its pids.max.
+  caf::optional<int64_t> pids_refused;
+};
+
 /// A session as callers see it.
 struct session_view {
   std::string agent_id;
@@ -32,6 +47,9 @@ struct session_view {
   /// session.describe on a daemon that runs commands: the cgroup limits
   /// the session's next run gets (the daemon's defaults under its own).
   caf::optional<limit_list> limits;
+  /// session.describe on a daemon that runs commands: what the session's
+  /// runs have used.
+  caf::optional<session_counters> usage;
 };
 
 /// session.fork: the new session, and the checkpoint of the source it was

@@ -19,7 +19,19 @@ json::object to_json(const session_view& v) {
   o["checkpoint_head"] = results_detail::opt(v.checkpoint_head);
   if (v.limits)
     o["limits"] = to_json(*v.limits);
+  if (v.usage)
+    o["usage"] = to_json(*v.usage);
   return o;
+}
+
+json::object to_json(const session_counters& c) {
+  using results_detail::opt;
+  return {{"cpu_usage_usec", c.cpu_usage_usec},
+          {"memory_bytes", opt(c.memory_bytes)},
+          {"memory_peak_bytes", opt(c.memory_peak_bytes)},
+          {"pids_current", opt(c.pids_current)},
+          {"oom_kills", opt(c.oom_kills)},
+          {"pids_refused", opt(c.pids_refused)}};
 }
 
 json::object to_json(const session_forked& f) {

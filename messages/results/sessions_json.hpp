@@ -10,6 +10,7 @@
 namespace allox {
 
 json::object to_json(const session_view& v);
+json::object to_json(const session_counters& c);
 json::object to_json(const session_forked& f);
 json::object to_json(const session_deleted& d);
 json::object to_json(const agent_deleted& d);

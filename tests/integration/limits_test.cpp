@@ -8,11 +8,13 @@
 // guest/image/boot-test.sh.
 #include "tests/fixtures/cgroup_subtree.hpp"
 #include "tests/fixtures/daemon.hpp"
+#include "tests/fixtures/runs.hpp"
 #include "tests/fixtures/temp_dir.hpp"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
 
 using namespace allox;
 using namespace allox::test;
@@ -89,4 +91,29 @@ TEST_CASE("limits: --session-limits takes FILE=VALUE, and one the machine "
   CHECK(code2 != 0);
   CHECK(out2.find("pids.max needs the pids cgroup controller") !=
         std::string::npos);
+}
+
+TEST_CASE("limits: a daemon the OOM killer passes over starts its runs at 0, "
+          "and describe shows what the session's cgroup counted") {
+  daemon_process d{with_execution()};
+  d.start();
+  // As the guest's unit does (OOMScoreAdjust), before the first run.
+  {
+    std::ofstream adj{"/proc/" + std::to_string(d.pid()) + "/oom_score_adj"};
+    adj << "-900";
+  }
+  // Read at start (here before the write; the guest VM's unit sets it
+  // before exec, and guest/image/boot-test.sh checks it there).
+  auto dump = expect_ok(d.client().rpc("system.dump"));
+  CHECK(dump.at("daemon").at("oom_score_adj").is_int64());
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto id = run_id(sh(c, "a", "s", "cat /proc/self/oom_score_adj"));
+  CHECK(wait_done(c, "a", "s", id).at("state") == "completed");
+  CHECK(output(c, "a", "s", id) == "0\n");
+  // What the session's cgroup counted: the run's CPU time at least.
+  auto v = expect_ok(c.rpc("session.describe", ids("a", "s")));
+  CHECK(v.at("usage").at("cpu_usage_usec").as_int64() >= 0);
+  if (!available("pids"))
+    CHECK(v.at("usage").at("pids_refused").is_null());
 }

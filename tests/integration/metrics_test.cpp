@@ -255,6 +255,13 @@ TEST_CASE("metrics: the exposition is well formed and counts what happened") {
   CHECK(e.value("allox_catalog_commit_duration_seconds_count") >= 1);
   CHECK(e.types.at("allox_rpc_requests_total") == "counter");
   CHECK(e.types.at("allox_catalog_commit_duration_seconds") == "histogram");
+  // The session's cgroup usage, by agent and session; cpu.stat is there
+  // without any controller.
+  CHECK(e.types.at("allox_session_cpu_seconds_total") == "counter");
+  CHECK(e.value("allox_session_cpu_seconds_total",
+                {{"agent", "a"}, {"session", "s"}}) >= 0);
+  auto described = expect_ok(c.rpc("session.describe", ids("a", "s")));
+  CHECK(described.at("usage").at("cpu_usage_usec").is_int64());
   expect_ok(c.rpc("process.stop", with(ids("a", "s"), {{"run_id", run}})));
   // Inventing actions cannot grow the label set without bound.
   for (int i = 0; i < 200; ++i)

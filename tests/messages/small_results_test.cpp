@@ -108,6 +108,7 @@ TEST_CASE("fork results: the new session, then where it came from") {
                  "a/sessions/s2/current",
                  {"cp-1"},
                  std::string{"cp-1"},
+                 caf::none,
                  caf::none};
   auto o = to_json(session_forked{v, "s1", "cp-0"});
   CHECK(o.at("session_id") == "s2");
@@ -116,6 +117,20 @@ TEST_CASE("fork results: the new session, then where it came from") {
   // forked_from comes last, after every key of session.describe.
   CHECK(std::prev(o.end())->key() == "forked_from");
   CHECK(o.size() == to_json(v).size() + 1);
+}
+
+TEST_CASE("session usage: a count without its controller is null") {
+  session_counters c;
+  c.cpu_usage_usec = 1500;
+  c.pids_current = 3;
+  c.pids_refused = 0;
+  CHECK(json::serialize(to_json(c)) ==
+        R"({"cpu_usage_usec":1500,"memory_bytes":null,"memory_peak_bytes":)"
+        R"(null,"pids_current":3,"oom_kills":null,"pids_refused":0})");
+  session_view v;
+  CHECK_FALSE(to_json(v).contains("usage"));
+  v.usage = c;
+  CHECK(to_json(v).at("usage").at("pids_current") == 3);
 }
 
 TEST_CASE("admin results: an audit page keeps each record's fields first, "

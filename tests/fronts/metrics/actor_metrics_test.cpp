@@ -35,6 +35,11 @@ actor_stats tree() {
       // A number that is only a fact: never a sample.
       .fact("generation", 7);
   session.group("turns").counter("turn_count", 5);
+  // What the session's cgroup counted; no memory controller here.
+  session.group("usage")
+      .counter("cpu_usage_usec", int64_t{2500000})
+      .gauge("pids_current", int64_t{7})
+      .counter("pids_refused", int64_t{12});
 
   actor_stats agent;
   agent.kind = "agent";
@@ -132,4 +137,22 @@ TEST_CASE("metrics: without a tree only allox_up 0 is said") {
   render_actor_metrics(out, nullptr);
   CHECK(out == "# HELP allox_up 1 when the actor tree answered this scrape, "
                "else 0.\n# TYPE allox_up gauge\nallox_up 0\n");
+}
+
+TEST_CASE("metrics: a session's cgroup usage, by agent and session, only "
+          "what its controllers count") {
+  std::string out;
+  auto t = tree();
+  render_actor_metrics(out, &t);
+  CHECK(has(out, "# TYPE allox_session_cpu_seconds_total counter"));
+  CHECK(has(out,
+            R"(allox_session_cpu_seconds_total{agent="a",session="s"} 2.5)"));
+  CHECK(has(out, R"(allox_session_pids{agent="a",session="s"} 7)"));
+  CHECK(has(out, "# TYPE allox_session_pids_refused_total counter"));
+  CHECK(has(out,
+            R"(allox_session_pids_refused_total{agent="a",session="s"} 12)"));
+  // Without the memory controller: the family, and no sample.
+  CHECK(has(out, "# TYPE allox_session_memory_bytes gauge"));
+  CHECK(out.find("allox_session_memory_bytes{") == std::string::npos);
+  CHECK(out.find("allox_session_oom_kills_total{") == std::string::npos);
 }

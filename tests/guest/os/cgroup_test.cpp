@@ -81,3 +81,26 @@ TEST_CASE("cgroup: the OOM kills of memory.events, and none without the "
     CHECK_FALSE(os::oom_kills(group));
   CHECK_FALSE(os::oom_kills(group + "/missing"));
 }
+
+TEST_CASE("cgroup: a group's own counters, cpu.stat always, the others "
+          "where their controllers reach it") {
+  CHECK(os::keyed_count("max 7\n", "max") == 7);
+  CHECK(os::keyed_count("max.imposed 3\nmax 4\n", "max") == 4);
+  CHECK(os::keyed_count("usage_usec 12\nuser_usec 5\n", "system_usec") == 0);
+  test::cgroup_subtree sub;
+  auto all = sub.tree.controllers();
+  auto has = [&](const char* c) {
+    return std::find(all.begin(), all.end(), c) != all.end();
+  };
+  auto group = sub.tree.session_group("a", "s");
+  REQUIRE_FALSE(os::prepare_group(group));
+  auto c = os::read_counters(group);
+  CHECK(c.present);
+  CHECK(c.cpu_usage_usec >= 0);
+  // A controller the subtree lacks has no files in the group.
+  if (!has("memory"))
+    CHECK_FALSE((c.memory_bytes || c.memory_peak_bytes || c.oom_kills));
+  if (!has("pids"))
+    CHECK_FALSE((c.pids_current || c.pids_refused));
+  CHECK_FALSE(os::read_counters(group + "/missing").present);
+}
