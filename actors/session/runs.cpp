@@ -302,14 +302,21 @@ void on_run_finished(self_ptr self, const run_finished& e) {
   st.runs.active.erase(id);
   const auto& group = row.cgroup;
   if (empty) {
-    os::remove_group(group);
-    // Several runs: their parent groups go with the last of them.
     auto session_group =
         st.runs.config->cgroups.session_group(st.agent_id(), st.session_id());
+    // The counts of a removed group are gone with it: keep them (read
+    // before, kept once the group is gone).
+    os::group_counters before;
+    if (st.runs.active.empty())
+      before = os::read_counters(session_group);
+    os::remove_group(group);
+    // Several runs: their parent groups go with the last of them.
     if (group != session_group && st.runs.active.empty()) {
       os::remove_group(session_group + "/runs");
       os::remove_group(session_group);
     }
+    if (before.present && !os::read_counters(session_group).present)
+      os::add_retired(st.runs.retired_usage, before);
   }
   // A tracked run's row is final once the TRACKER has handed over every
   // event the kernel produced for it (tracking.cpp).

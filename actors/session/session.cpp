@@ -154,8 +154,10 @@ static caf::optional<session_counters> counters_of(self_ptr self) {
   const auto& st = self->state;
   if (!st.runs.config)
     return caf::none;
-  auto g = os::read_counters(
-      st.runs.config->cgroups.session_group(st.agent_id(), st.session_id()));
+  auto g =
+      os::with_retired(os::read_counters(st.runs.config->cgroups.session_group(
+                           st.agent_id(), st.session_id())),
+                       st.runs.retired_usage);
   auto opt = [](const std::optional<int64_t>& v) -> caf::optional<int64_t> {
     if (v)
       return *v;

@@ -166,6 +166,9 @@ struct session_runs {
   uint64_t events_lost = 0;
   /// Runs failed because their trace is incomplete.
   uint64_t trace_failures = 0;
+  /// What the session's cgroup had counted when its last run ended and
+  /// the group was removed (describe and /metrics add the live group's).
+  os::group_counters retired_usage;
   /// Raised when the session leaves its runs to the next daemon: the
   /// threads waiting for them let go (adoption.cpp).
   std::shared_ptr<os::release_signal> release =

@@ -141,6 +141,15 @@ struct group_counters {
 /// Reads the counts of `group`'s own control files.
 group_counters read_counters(const std::string& group);
 
+/// Adds the counts of a group about to be removed to `total` (CPU time,
+/// OOM kills, refused forks; the highest peak), so that a session's
+/// counts outlive the group of its runs.
+void add_retired(group_counters& total, const group_counters& gone);
+
+/// The counts of a session: those retired, plus its live group's. With no
+/// live group, what the session uses now is 0 where it was ever counted.
+group_counters with_retired(group_counters live, const group_counters& retired);
+
 /// What a group's processes use now (cgroup_usage.cpp).
 struct group_usage {
   /// The group exists.

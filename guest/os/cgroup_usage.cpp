@@ -5,9 +5,14 @@
 // VM), so without them memory is the sum of the processes' resident sets.
 #include "guest/os/cgroup.hpp"
 
+#include "guest/os/unique_fd.hpp"
+
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -17,22 +22,31 @@ namespace allox::os {
 
 namespace {
 
-std::optional<int64_t> read_number(const std::string& path) {
-  std::ifstream in{path};
-  int64_t v = 0;
-  if (!(in >> v))
+/// The whole text of a small control file (one read: cgroupfs files are
+/// made whole at open); none when it cannot be read. Raw calls, as
+/// describe and every scrape read six of these per session.
+std::optional<std::string> read_text(const std::string& path) {
+  unique_fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (!fd)
     return std::nullopt;
-  return v;
+  char buf[4096];
+  auto n = ::read(fd.get(), buf, sizeof buf);
+  if (n < 0)
+    return std::nullopt;
+  return std::string(buf, static_cast<size_t>(n));
 }
 
-/// The whole text of a small control file; none when it cannot be read.
-std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream in{path};
-  if (!in)
+/// A file holding one number; none when it cannot be read or says "max".
+std::optional<int64_t> read_number(const std::string& path) {
+  auto text = read_text(path);
+  if (!text)
     return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  int64_t v = 0;
+  auto [end, ec] =
+      std::from_chars(text->data(), text->data() + text->size(), v);
+  if (ec != std::errc{} || end == text->data())
+    return std::nullopt;
+  return v;
 }
 
 /// The group and every group below it.
@@ -105,12 +119,19 @@ group_usage read_usage(const std::string& group) {
 }
 
 int64_t keyed_count(std::string_view text, std::string_view key) {
-  std::istringstream in{std::string{text}};
-  std::string k;
-  int64_t value = 0;
-  while (in >> k >> value)
-    if (k == key)
-      return value;
+  while (!text.empty()) {
+    auto eol = text.find('\n');
+    auto line = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view{}
+                                         : text.substr(eol + 1);
+    if (line.size() > key.size() && line.compare(0, key.size(), key) == 0 &&
+        line[key.size()] == ' ') {
+      int64_t v = 0;
+      auto digits = line.substr(key.size() + 1);
+      std::from_chars(digits.data(), digits.data() + digits.size(), v);
+      return v;
+    }
+  }
   return 0;
 }
 
@@ -139,6 +160,53 @@ group_counters read_counters(const std::string& group) {
   if (auto pids = read_text(group + "/pids.events"))
     c.pids_refused = keyed_count(*pids, "max");
   return c;
+}
+
+} // namespace allox::os
+
+namespace allox::os {
+
+namespace {
+
+void add(std::optional<int64_t>& total, const std::optional<int64_t>& v) {
+  if (v)
+    total = total.value_or(0) + *v;
+}
+
+} // namespace
+
+void add_retired(group_counters& total, const group_counters& gone) {
+  if (!gone.present)
+    return;
+  total.present = true;
+  total.cpu_usage_usec += gone.cpu_usage_usec;
+  add(total.oom_kills, gone.oom_kills);
+  add(total.pids_refused, gone.pids_refused);
+  if (gone.memory_peak_bytes)
+    total.memory_peak_bytes =
+        std::max(total.memory_peak_bytes.value_or(0), *gone.memory_peak_bytes);
+}
+
+group_counters with_retired(group_counters live,
+                            const group_counters& retired) {
+  if (!live.present) {
+    // Nothing runs: no memory in use and no tasks, where those were ever
+    // counted.
+    if (retired.oom_kills)
+      live.memory_bytes = 0;
+    if (retired.pids_refused)
+      live.pids_current = 0;
+  }
+  live.present = live.present || retired.present;
+  live.cpu_usage_usec += retired.cpu_usage_usec;
+  if (live.oom_kills || retired.oom_kills)
+    add(live.oom_kills, retired.oom_kills.value_or(0));
+  if (live.pids_refused || retired.pids_refused)
+    add(live.pids_refused, retired.pids_refused.value_or(0));
+  if (retired.memory_peak_bytes)
+    live.memory_peak_bytes = std::max(live.memory_peak_bytes.value_or(0),
+                                      *retired.memory_peak_bytes);
+  return live;
 }
 
 } // namespace allox::os

@@ -104,3 +104,52 @@ TEST_CASE("cgroup: a group's own counters, cpu.stat always, the others "
     CHECK_FALSE((c.pids_current || c.pids_refused));
   CHECK_FALSE(os::read_counters(group + "/missing").present);
 }
+
+TEST_CASE("cgroup: a session's counts outlive the groups of its runs") {
+  os::group_counters total;
+  os::group_counters gone;
+  gone.present = true;
+  gone.cpu_usage_usec = 100;
+  gone.oom_kills = 1;
+  gone.pids_refused = 4;
+  gone.memory_peak_bytes = 50;
+  os::add_retired(total, gone);
+  gone.memory_peak_bytes = 30;
+  os::add_retired(total, gone);
+  os::add_retired(total, os::group_counters{}); // a group that was gone
+  CHECK(total.cpu_usage_usec == 200);
+  CHECK(total.oom_kills == 2);
+  CHECK(total.pids_refused == 8);
+  CHECK(total.memory_peak_bytes == 50);
+  // Nothing runs now: in use is 0, where it was ever counted.
+  auto idle = os::with_retired(os::group_counters{}, total);
+  CHECK(idle.present);
+  CHECK(idle.cpu_usage_usec == 200);
+  CHECK(idle.memory_bytes == 0);
+  CHECK(idle.pids_current == 0);
+  CHECK(idle.oom_kills == 2);
+  // A live group adds its own.
+  os::group_counters live;
+  live.present = true;
+  live.cpu_usage_usec = 5;
+  live.memory_bytes = 70;
+  live.memory_peak_bytes = 80;
+  live.pids_current = 3;
+  live.oom_kills = 0;
+  live.pids_refused = 1;
+  auto now = os::with_retired(live, total);
+  CHECK(now.cpu_usage_usec == 205);
+  CHECK(now.memory_bytes == 70);
+  CHECK(now.memory_peak_bytes == 80);
+  CHECK(now.pids_current == 3);
+  CHECK(now.oom_kills == 2);
+  CHECK(now.pids_refused == 9);
+  // Without controllers only CPU time is counted.
+  os::group_counters cpu_only;
+  cpu_only.present = true;
+  cpu_only.cpu_usage_usec = 9;
+  auto bare = os::with_retired(os::group_counters{}, cpu_only);
+  CHECK(bare.cpu_usage_usec == 9);
+  CHECK_FALSE((bare.memory_bytes || bare.oom_kills || bare.pids_current ||
+               bare.pids_refused));
+}
