@@ -257,6 +257,8 @@ class SystemdTest(unittest.TestCase):
         for key in ("CPUAccounting", "IOAccounting", "MemoryAccounting",
                     "TasksAccounting"):
             self.assertEqual(words(d, "Service", key), ["yes"], key)
+        # What makes systemd enable the cpu controller.
+        self.assertTrue(words(d, "Service", "CPUWeight"))
         self.assertLess(int(words(d, "Service", "OOMScoreAdjust")[0]), -500)
 
     def test_start_script_passes_flags_the_daemon_knows(self):
