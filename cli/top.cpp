@@ -97,6 +97,13 @@ std::string bytes_text(int64_t b) {
   return buf;
 }
 
+/// `o[key]`, or null for a daemon that does not report it.
+json::value value_or_null(const json::value& o, const char* key) {
+  if (const auto* v = o.as_object().if_contains(key))
+    return *v;
+  return nullptr;
+}
+
 /// The rows of `now`, with CPU as a share of one core since `before`.
 json::array rows_of(const std::map<std::string, json::object>& before,
                     const std::map<std::string, json::object>& now) {
@@ -117,6 +124,8 @@ json::array rows_of(const std::map<std::string, json::object>& before,
                      {"memory_bytes", u.at("memory").at("bytes")},
                      {"memory_peak_bytes", u.at("memory").at("peak_bytes")},
                      {"pids", u.at("pids_current")},
+                     {"oom_kills", value_or_null(u.at("memory"), "oom_kills")},
+                     {"pids_refused", value_or_null(u, "pids_refused")},
                      {"runs", u.at("runs")},
                      {"processes", u.at("processes")},
                      {"disk_bytes", u.at("disk").at("used_bytes")},
@@ -149,6 +158,8 @@ void print_rows(app_state& st, const json::array& rows) {
                {"MEM", bytes("memory_bytes")},
                {"PEAK", bytes("memory_peak_bytes")},
                col("PIDS", "pids"),
+               col("OOM", "oom_kills"),
+               col("REFUSED", "pids_refused"),
                col("RUNS", "runs"),
                col("PROCS", "processes"),
                {"DISK", bytes("disk_bytes")},

@@ -33,6 +33,9 @@ TEST_CASE("session top: every session's CPU, memory, runs and disk, once") {
   REQUIRE(busy.at("cpu_pct").is_number());
   CHECK(busy.at("cpu_pct").to_number<double>() > 10);
   CHECK(busy.at("disk_bytes").is_int64());
+  // OOM kills and refused forks: null where the controllers are missing.
+  CHECK(busy.contains("oom_kills"));
+  CHECK(busy.contains("pids_refused"));
   const auto& idle = rows[1].as_object();
   CHECK(idle.at("session") == json::value("b/idle"));
   CHECK(idle.at("cpu_pct").to_number<double>() < 5);
@@ -43,6 +46,7 @@ TEST_CASE("session top: every session's CPU, memory, runs and disk, once") {
   auto table = c.run({"session", "top", "--once", "--interval", "0.2"});
   CHECK(table.code == 0);
   CHECK(table.out.find("CPU%") != std::string::npos);
+  CHECK(table.out.find("REFUSED") != std::string::npos);
   CHECK(table.out.find("a/busy") != std::string::npos);
   CHECK(c.run({"session", "top", "--once", "--interval", "0"}).code == 2);
   d.client().rpc("process.stop",

@@ -190,6 +190,8 @@ TEST_CASE("console: the page shows the daemon's actors, sessions, runs and "
   CHECK(dom.find("<option value=\"console-agent/console-s\"") !=
         std::string::npos);
   CHECK(dom.find("data-kind=\"session\"") != std::string::npos);
+  // The session's usage from its cgroup (CPU time: no controller needed).
+  CHECK(dom.find("<span data-usage=\"cpu\">usage: CPU ") != std::string::npos);
   // Three checkpoints in the graph, the head among them.
   size_t circles = 0;
   for (size_t at = dom.find("data-checkpoint="); at != std::string::npos;
