@@ -8,7 +8,10 @@
 # sandboxed process.start, a checkpoint and rollback of files a run wrote,
 # the data disk formatted, allox-guest-bootstrap's report (when the image
 # has the tool), a session with memory.max and pids.max whose memory hog
-# ends oom_killed while the session stays usable, then an ACPI power-off. Boot 2, same data disk: everything
+# ends oom_killed while the session stays usable, noisy neighbours
+# (noisy-neighbours.py: a limited session's fork bomb, memory hogs and CPU
+# spinners beside a steady session's loop), then an ACPI power-off. Boot
+# 2, same data disk: everything
 # is still there. Exit 0 when every step passed. KVM when /dev/kvm works
 # (with -cpu qemu64), TCG otherwise. Leaves nothing running.
 #
@@ -18,6 +21,7 @@ set -uo pipefail
 
 [[ $# -eq 1 ]] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 out=$(cd "$1" && pwd) || exit 2
+here=$(cd "$(dirname "$0")" && pwd)
 for f in allox-guest.raw vmlinuz initrd.img; do
   [[ -s $out/$f ]] || { echo "boot-test: $out/$f missing: run guest/image/build.sh first" >&2; exit 2; }
 done
@@ -221,6 +225,10 @@ if wait_health; then
     fail "limits: the memory hog starts"
   fi
   check "limits: the session stays usable" eval 'S=$H run "[\"true\"]"'
+  # One session cannot take the VM from another (its own PASS/FAIL lines).
+  check "noisy neighbours" python3 "$here/noisy-neighbours.py" "$base" "$token"
+  N='"agent_id":"agent-2","session_id":"steady"'
+  rpc checkpoint.list "{$N}"; steady_checkpoints=$(result .checkpoint_ids)
   check "boot 1: power off" power_off
 else
   fail "boot 1: /health"
@@ -241,6 +249,8 @@ if ((booted)); then
     check "boot 2: workspace kept" eval 'run "[\"cat\",\"/workspace/file.txt\"]" && [[ $run_out == v1 ]]'
     rpc process.list "{$S}"
     check "boot 2: earlier runs kept" eval 'ok && (( $(result " | length") >= 4 ))'
+    rpc checkpoint.list "{$N}"
+    check "boot 2: the steady neighbour's checkpoints kept" eval 'ok && [[ $(result .checkpoint_ids) == "$steady_checkpoints" && $steady_checkpoints != null ]]'
     rpc session.rollback "{$S,\"checkpoint_id\":\"cp1\"}"; check "boot 2: session.rollback" ok
     check "boot 2: power off" power_off
   else

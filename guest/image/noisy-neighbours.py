@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# guest/image/noisy-neighbours.py BASE_URL TOKEN: one session cannot take
+# the VM from another. Run by guest/image/boot-test.sh against the daemon
+# in the guest VM, whose cgroup tree has the cpu, memory and pids
+# controllers.
+#
+# Session "noisy" (agent-2) gets memory.max, pids.max and cpu.max, then
+# runs in turn a fork bomb, a memory hog past its limit and a CPU spinner
+# on every core. Meanwhile session "steady" loops process.start (+ wait),
+# checkpoint.create and a small file.write. Its latencies under each load
+# are compared with the same loop on the idle VM, first. Prints one PASS
+# or FAIL line per assertion and exits 1 when any failed.
+#
+#   ALLOX_NOISY_ROUNDS  steady loop rounds per phase (default 10)
+#   ALLOX_NOISY_RATIO   allowed p99 ratio loaded/idle (default 3)
+import json
+import os
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+base, token = sys.argv[1], sys.argv[2]
+rounds = int(os.environ.get("ALLOX_NOISY_ROUNDS", "10"))
+allowed = float(os.environ.get("ALLOX_NOISY_RATIO", "3"))
+failed = 0
+
+NOISY = {"agent_id": "agent-2", "session_id": "noisy"}
+STEADY = {"agent_id": "agent-2", "session_id": "steady"}
+# Half of one core for the noisy session; the VM has two.
+LIMITS = {"memory.max": "96M", "pids.max": "64", "cpu.max": "50000 100000"}
+
+
+HOG = "x=a; while :; do x=$x$x; done"
+HOGS = ("end=$(($(date +%s) + " + str(rounds * 3) + ")); "
+        "while [ $(date +%s) -lt $end ]; do sh -c '" + HOG + "'; done")
+
+
+def check(name, ok, detail=""):
+    global failed
+    print(("PASS  " if ok else "FAIL  ") + name, flush=True)
+    if detail:
+        print("      " + detail, flush=True)
+    if not ok:
+        failed += 1
+    return ok
+
+
+def rpc(action, params, timeout=120):
+    """The parsed reply; {"ok": False, "error": ...} on a transport error."""
+    body = json.dumps({"action": action, "params": params}).encode()
+    req = urllib.request.Request(
+        base + "/v1/rpc", data=body, method="POST",
+        headers={"Authorization": "Bearer " + token,
+                 "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return json.loads(e.read() or b"{}") | {"ok": False}
+    except Exception as e:  # a refused or dropped connection
+        return {"ok": False, "error": repr(e)}
+
+
+def must(action, params, timeout=120):
+    r = rpc(action, params, timeout)
+    if not r.get("ok"):
+        raise RuntimeError(f"{action}: {r}")
+    return r["result"]
+
+
+def run_to_end(session, argv, timeout_s=60):
+    row = must("process.start", session | {"argv": argv})
+    return must("process.wait", session | {"run_id": row["run_id"],
+                                           "timeout_ms": timeout_s * 1000},
+                timeout=timeout_s + 30)
+
+
+def p99(xs):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(0.99 * len(xs)))]
+
+
+class steady_loop:
+    """The steady session's loop on a thread of its own, for `rounds`
+    rounds: per operation the latencies, and every error."""
+
+    def __init__(self, tag):
+        self.tag = tag
+        self.lat = {"process.start": [], "checkpoint.create": [],
+                    "file.write": []}
+        self.errors = []
+        self.checkpoints = []
+        self.thread = threading.Thread(target=self.loop)
+
+    def timed(self, op, call):
+        t0 = time.monotonic()
+        try:
+            r = call()
+        except Exception as e:
+            self.errors.append(f"{op}: {e}")
+            return None
+        self.lat[op].append(time.monotonic() - t0)
+        return r
+
+    def loop(self):
+        for i in range(rounds):
+            # A run: start, then wait for its end (the lease is held
+            # until then), timed as one operation.
+            def start_and_wait():
+                row = run_to_end(STEADY, ["true"])
+                if row["state"] != "completed":
+                    raise RuntimeError(f"run ended {row['state']}")
+            self.timed("process.start", start_and_wait)
+            cp = self.timed("checkpoint.create", lambda: must(
+                "checkpoint.create", STEADY | {"message": f"{self.tag}-{i}"}))
+            if cp:
+                self.checkpoints.append(cp["checkpoint_id"])
+            self.timed("file.write", lambda: must(
+                "file.write", STEADY | {"path": f"{self.tag}.txt",
+                                        "data": f"{self.tag} round {i}\n"}))
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def join(self):
+        self.thread.join()
+        return self
+
+
+def compare(phase, idle, loaded):
+    check(f"{phase}: the steady session saw no error", not loaded.errors,
+          "; ".join(loaded.errors[:3]))
+    for op, xs in loaded.lat.items():
+        base_p99 = p99(idle.lat[op])
+        if not xs:
+            continue
+        ratio = p99(xs) / base_p99
+        check(f"{phase}: steady {op} p99 within {allowed:g}x of idle",
+              ratio <= allowed,
+              f"p99 {p99(xs) * 1000:.0f} ms, idle {base_p99 * 1000:.0f} ms, "
+              f"{ratio:.2f}x ({len(xs)} samples)")
+
+
+def noisy_phase(phase, argv, reason):
+    """Starts the noisy run, loops the steady session beside it, then
+    ends the noisy run (process.stop, unless it ends by itself) and checks
+    why it ended."""
+    # A safety net: no phase outlives a stuck driver.
+    row = must("process.start", NOISY | {"argv": argv, "timeout": 300})
+    time.sleep(1)  # let the load build up
+    loaded = steady_loop(phase).start().join()
+    if reason == "requested":
+        must("process.stop", NOISY | {"run_id": row["run_id"]})
+    end = must("process.wait", NOISY | {"run_id": row["run_id"],
+                                        "timeout_ms": 120000}, timeout=150)
+    check(f"{phase}: the noisy run ends stopped, {reason}",
+          end["state"] == "stopped" and end.get("stop_reason") == reason,
+          json.dumps({k: end.get(k) for k in
+                      ("state", "stop_reason", "root_exit_code", "error")}))
+    usable = run_to_end(NOISY, ["true"])
+    check(f"{phase}: the noisy session stays usable",
+          usable["state"] == "completed", usable["state"])
+    return loaded
+
+
+def main():
+    status = must("process.status", {})
+    ctl = status.get("cgroup_controllers", [])
+    if not check("the cpu, memory and pids controllers reach the sessions",
+                 all(c in ctl for c in ("cpu", "memory", "pids")),
+                 json.dumps(ctl)):
+        return  # unlimited, the loads would take the machine
+    dump = must("system.dump", {})
+    adj = dump["daemon"]["oom_score_adj"]
+    check("the OOM killer passes the daemon over", adj <= -500, f"{adj}")
+    pid_before = dump["daemon"].get("pid")
+    for s in (NOISY, STEADY):
+        must("session.create", s)
+    r = rpc("session.configure", NOISY | {"limits": LIMITS})
+    check("the noisy session's limits are taken, cpu.max among them",
+          r.get("ok") is True, json.dumps(r)[:300])
+    out = run_to_end(STEADY, ["sh", "-c", "cat /proc/self/oom_score_adj"])
+    log = must("process.output", STEADY | {"run_id": out["run_id"]})
+    check("a run starts at oom_score_adj 0", log["data"].strip() == "0",
+          repr(log["data"]))
+
+    idle = steady_loop("idle").start().join()
+    check("idle: the steady session saw no error", not idle.errors,
+          "; ".join(idle.errors[:3]))
+    for op, xs in idle.lat.items():
+        print(f"      idle {op}: p50 {sorted(xs)[len(xs) // 2] * 1000:.0f} ms"
+              f", p99 {p99(xs) * 1000:.0f} ms", flush=True)
+    phases = []
+    # Every shell forks without end; past pids.max a fork fails, that shell
+    # exits and another takes its pid: the churn goes on within cpu.max.
+    phases.append(("fork bomb", noisy_phase(
+        "fork bomb", ["sh", "-c", "b() { while :; do b & done; }; b"],
+        "requested")))
+    u = must("session.describe", NOISY)["usage"]
+    check("fork bomb: refused forks counted", (u["pids_refused"] or 0) > 0,
+          json.dumps(u))
+    # Hogs one after the other for a while, each killed at memory.max; the
+    # run then ends by itself, as oom_killed.
+    phases.append(("memory hog", noisy_phase(
+        "memory hog", ["sh", "-c", HOGS], "oom_killed")))
+    u = must("session.describe", NOISY)["usage"]
+    check("memory hog: OOM kills counted", (u["oom_kills"] or 0) > 0,
+          json.dumps(u))
+    phases.append(("cpu spinners", noisy_phase(
+        "cpu spinners",
+        ["sh", "-c", "for i in 1 2 3 4; do (while :; do :; done) & done; wait"],
+        "requested")))
+    for phase, loaded in phases:
+        compare(phase, idle, loaded)
+
+    dump = must("system.dump", {})
+    check("the daemon was never restarted",
+          dump["daemon"].get("pid") == pid_before, f"{pid_before}")
+    kept = must("checkpoint.list", STEADY)["checkpoint_ids"]
+    acked = [c for _, l in phases for c in l.checkpoints] + idle.checkpoints
+    check("every acknowledged checkpoint of the steady session is listed",
+          set(acked) <= set(kept), f"{len(acked)} acknowledged, "
+          f"{len(kept)} listed")
+
+
+try:
+    main()
+except Exception as e:
+    check("noisy neighbours: the driver ran to the end", False, repr(e))
+print(f"noisy-neighbours: {failed} failed", flush=True)
+sys.exit(1 if failed else 0)
