@@ -315,8 +315,10 @@ void on_run_finished(self_ptr self, const run_finished& e) {
       os::remove_group(session_group + "/runs");
       os::remove_group(session_group);
     }
-    if (before.present && !os::read_counters(session_group).present)
+    if (before.present && !os::read_counters(session_group).present) {
       os::add_retired(st.runs.retired_usage, before);
+      st.runs.usage_cache.reset(); // it still holds the retired counts
+    }
   }
   // A tracked run's row is final once the TRACKER has handed over every
   // event the kernel produced for it (tracking.cpp).

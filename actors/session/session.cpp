@@ -148,16 +148,20 @@ void fence(self_ptr self, const caf::error& err, std::string_view what) {
 // -- session.describe, dump, dispatch -----------------------------------------
 
 /// What the session's cgroup has counted; none on a daemon that runs no
-/// commands. A few reads of cgroupfs (memory, no disk), so describe and
-/// every scrape can afford them.
+/// commands. Six reads of cgroupfs (memory, no disk: about 20 us), at most
+/// once a second (describe's own cost is about 250 us).
 static caf::optional<session_counters> counters_of(self_ptr self) {
-  const auto& st = self->state;
+  auto& st = self->state;
   if (!st.runs.config)
     return caf::none;
-  auto g =
-      os::with_retired(os::read_counters(st.runs.config->cgroups.session_group(
-                           st.agent_id(), st.session_id())),
-                       st.runs.retired_usage);
+  auto now = std::chrono::steady_clock::now();
+  if (!st.runs.usage_cache ||
+      now - st.runs.usage_cached_at >= std::chrono::seconds{1}) {
+    st.runs.usage_cache = os::read_counters(
+        st.runs.config->cgroups.session_group(st.agent_id(), st.session_id()));
+    st.runs.usage_cached_at = now;
+  }
+  auto g = os::with_retired(*st.runs.usage_cache, st.runs.retired_usage);
   auto opt = [](const std::optional<int64_t>& v) -> caf::optional<int64_t> {
     if (v)
       return *v;

@@ -17,9 +17,11 @@
 #include <caf/typed_response_promise.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -169,6 +171,11 @@ struct session_runs {
   /// What the session's cgroup had counted when its last run ended and
   /// the group was removed (describe and /metrics add the live group's).
   os::group_counters retired_usage;
+  /// The last reading of the live group and when it was taken (steady
+  /// clock): describe and scrapes within a second share it, so neither
+  /// pays six cgroupfs reads per call. Cleared when a group retires.
+  std::optional<os::group_counters> usage_cache;
+  std::chrono::steady_clock::time_point usage_cached_at;
   /// Raised when the session leaves its runs to the next daemon: the
   /// threads waiting for them let go (adoption.cpp).
   std::shared_ptr<os::release_signal> release =

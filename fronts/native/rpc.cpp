@@ -6,6 +6,7 @@
 #include "actors/dump.hpp"
 #include "actors/failures.hpp"
 #include "guest/log.hpp"
+#include "guest/os/cgroup.hpp"
 #include "messages/results/stats_json.hpp"
 
 #include <caf/stateful_actor.hpp>
@@ -190,6 +191,8 @@ rpc_actor::behavior_type rpc(rpc_detail::self_ptr self, rpc_init init) {
             .gauge("cached_sessions", st.sessions.size())
             .gauge("in_flight", st.in_flight.size());
         s.top().gauge("uptime_ms", uptime_ms(st.started));
+        // The daemon's, for operators and the density bench.
+        s.top().gauge("rss_bytes", os::resident_bytes("self"));
         return s;
       },
   };

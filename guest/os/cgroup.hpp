@@ -173,6 +173,10 @@ struct group_usage {
   std::optional<int64_t> pids_refused;
 };
 
+/// Resident bytes of process `pid` ("self" for this one) from its statm;
+/// 0 for one that is gone.
+int64_t resident_bytes(const std::string& pid);
+
 /// Reads cpu.stat, the membership and the memory of `group` and below.
 group_usage read_usage(const std::string& group);
 

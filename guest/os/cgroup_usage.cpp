@@ -61,6 +61,8 @@ void collect_groups(const std::string& group, std::vector<std::string>& out) {
   ::closedir(d);
 }
 
+} // namespace
+
 /// Resident bytes of one process (statm's second field, in pages); 0 for
 /// one that is gone or a kernel thread.
 int64_t resident_bytes(const std::string& pid) {
@@ -71,8 +73,6 @@ int64_t resident_bytes(const std::string& pid) {
     return 0;
   return resident * ::sysconf(_SC_PAGESIZE);
 }
-
-} // namespace
 
 group_usage read_usage(const std::string& group) {
   group_usage u;
