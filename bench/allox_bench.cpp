@@ -6,10 +6,14 @@
 //   allox-bench subvolumes --dir D --count N
 //       the raw kernel work of a session.create (libbtrfsutil subvolume +
 //       .allox-tmp + directory fsync), same percentiles: the baseline.
+//   allox-bench counters --group G --count N
+//       os::read_counters of cgroup G: what session.describe's usage and
+//       each session of a scrape add.
 //
 // Output: one JSON object per run on stdout.
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_diff.hpp"
+#include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/store/workspace_ops.hpp"
 #include "tests/fixtures/http_client.hpp"
@@ -196,6 +200,30 @@ int raw_subvolumes(const std::string& dir, size_t count) {
   return 0;
 }
 
+/// Times os::read_counters of `group`, `count` times.
+int read_counters(const std::string& group, size_t count) {
+  std::vector<double> micros;
+  micros.reserve(count);
+  auto t0 = clock_type::now();
+  for (size_t i = 0; i < count; ++i) {
+    auto t = clock_type::now();
+    auto c = os::read_counters(group);
+    micros.push_back(
+        std::chrono::duration<double, std::micro>(clock_type::now() - t)
+            .count());
+    if (!c.present) {
+      std::cerr << "no cgroup at " << group << "\n";
+      return 1;
+    }
+  }
+  auto o =
+      summarize(std::move(micros),
+                std::chrono::duration<double>(clock_type::now() - t0).count());
+  o["group"] = group;
+  std::cout << json::serialize(o) << std::endl;
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -232,7 +260,13 @@ int main(int argc, char** argv) {
   auto* raw = app.add_subcommand("subvolumes", "raw baseline");
   raw->add_option("--dir", dir)->required();
   raw->add_option("--count", count);
+  std::string group;
+  auto* counters = app.add_subcommand("counters", "cgroup counter reads");
+  counters->add_option("--group", group)->required();
+  counters->add_option("--count", count);
   CLI11_PARSE(app, argc, argv);
+  if (*counters)
+    return read_counters(group, count);
   if (*create)
     return create_sessions(host, port, count, std::max<size_t>(1, connections),
                            std::max<size_t>(1, agents), prefix);

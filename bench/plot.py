@@ -77,7 +77,7 @@ UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 # The order of the areas in docs/benchmarks.md.
 AREAS = ["core", "checkpoints", "turns", "live-checkpoints", "files",
          "reliability", "metrics", "runs", "proxy", "tracker-storm",
-         "tracking"]
+         "tracking", "density"]
 
 
 def load(path):
