@@ -197,8 +197,11 @@ def main():
     phases = []
     # Every shell forks without end; past pids.max a fork fails, that shell
     # exits and another takes its pid: the churn goes on within cpu.max.
+    # The run's own process forks once and becomes `sleep`, so the run
+    # lasts until it is stopped (a shell whose fork fails exits).
     phases.append(("fork bomb", noisy_phase(
-        "fork bomb", ["sh", "-c", "b() { while :; do b & done; }; b"],
+        "fork bomb",
+        ["sh", "-c", "b() { while :; do b & done; }; b & exec sleep 600"],
         "requested")))
     u = must("session.describe", NOISY)["usage"]
     check("fork bomb: refused forks counted", (u["pids_refused"] or 0) > 0,
