@@ -101,6 +101,7 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
   if (!tree)
     return tree.error();
   cfg->cgroups = std::move(*tree);
+  cfg->store_devices = os::block_devices(paths.root);
   cfg->init_path = opts.sandbox_init;
   if (cfg->init_path.empty()) {
     char self_path[PATH_MAX];

@@ -58,6 +58,8 @@ struct exec_config {
   uid_t sandbox_uid = 0;
   gid_t sandbox_gid = 0;
   limit_list default_limits;
+  /// The store's block devices ("MAJ:MIN"), for callers writing io.max.
+  std::vector<std::string> store_devices;
   /// Process tracking: "disabled" or "ebpf".
   std::string tracking = "disabled";
   /// Size of the probe's ring buffer (--tracker-ring-bytes).

@@ -353,6 +353,9 @@ void route_process_status(self_ptr self, uint64_t ticket, const json::object&) {
   json::array controllers;
   for (auto& c : exec->cgroups.controllers())
     controllers.emplace_back(c);
+  json::array devices;
+  for (auto& d : exec->store_devices)
+    devices.emplace_back(d);
   bool tracked = static_cast<bool>(exec->tracker);
   reply(self, ticket,
         json::object{{"enabled", tracked},
@@ -364,7 +367,8 @@ void route_process_status(self_ptr self, uint64_t ticket, const json::object&) {
                      {"cgroup_root", exec->cgroups.root()},
                      {"audit_root", exec->audit_root},
                      {"isolation", "bubblewrap"},
-                     {"cgroup_controllers", std::move(controllers)}});
+                     {"cgroup_controllers", std::move(controllers)},
+                     {"store_devices", std::move(devices)}});
 }
 
 /// tracker.status: the TRACKER's state and counters.

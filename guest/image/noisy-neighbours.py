@@ -6,8 +6,9 @@
 # controllers.
 #
 # Session "noisy" (agent-2) gets memory.max, pids.max and cpu.max, then
-# runs in turn a fork bomb, a memory hog past its limit and a CPU spinner
-# on every core. Meanwhile session "steady" loops process.start (+ wait),
+# runs in turn a fork bomb, a memory hog past its limit, a CPU spinner on
+# every core and, with io.max on the store's device, a writer that
+# rewrites and fsyncs a 32 MiB file. Meanwhile session "steady" loops process.start (+ wait),
 # checkpoint.create and a small file.write. Its latencies under each load
 # are compared with the same loop on the idle VM, first. Prints one PASS
 # or FAIL line per assertion and exits 1 when any failed.
@@ -145,12 +146,16 @@ def compare(phase, idle, loaded):
               f"{ratio:.2f}x ({len(xs)} samples)")
 
 
+last_noisy_run = [None]
+
+
 def noisy_phase(phase, argv, reason):
     """Starts the noisy run, loops the steady session beside it, then
     ends the noisy run (process.stop, unless it ends by itself) and checks
     why it ended."""
     # A safety net: no phase outlives a stuck driver.
     row = must("process.start", NOISY | {"argv": argv, "timeout": 300})
+    last_noisy_run[:] = [row["run_id"]]
     time.sleep(1)  # let the load build up
     loaded = steady_loop(phase).start().join()
     if reason == "requested":
@@ -217,6 +222,24 @@ def main():
         "cpu spinners",
         ["sh", "-c", "for i in 1 2 3 4; do (while :; do :; done) & done; wait"],
         "requested")))
+    # Writes through io.max on the store's device: 8 MiB written and
+    # fsynced, removed, again (the space it takes stays bounded); dd says
+    # how fast each round went.
+    device = status["store_devices"][0]
+    r = rpc("session.configure", NOISY | {"limits": LIMITS | {
+        "io.max": f"{device} rbps=8388608 wbps=8388608"}})
+    check(f"io.max on the store's device {device} is taken",
+          r.get("ok") is True, json.dumps(r)[:300])
+    phases.append(("disk writer", noisy_phase(
+        "disk writer",
+        ["sh", "-c", "while :; do dd if=/dev/zero of=/workspace/io.bin "
+         "bs=1M count=8 conv=fsync 2>&1 | tail -n 1; rm -f /workspace/io.bin; "
+         "done"], "requested")))
+    out = must("process.output", NOISY | {"run_id": last_noisy_run[0]})
+    rounds_done = [l for l in out["data"].splitlines() if "copied" in l]
+    check("disk writer: the writer wrote through io.max", len(rounds_done) > 0,
+          f"{len(rounds_done)} rounds of 8 MiB; last: "
+          f"{rounds_done[-1] if rounds_done else out['data'][-200:]!r}")
     for phase, loaded in phases:
         compare(phase, idle, loaded)
 

@@ -2,13 +2,17 @@
 #include "guest/os/btrfs.hpp"
 
 #include "guest/os/mountinfo.hpp"
+#include "guest/os/unique_fd.hpp"
 
 #include <btrfsutil.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/btrfs.h>
 #include <linux/magic.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -162,6 +166,33 @@ caf::error remove_tree(const std::string& path) {
   if (rmdir(path.c_str()) != 0 && errno != ENOENT)
     return errno_error("rmdir", path);
   return caf::none;
+}
+
+} // namespace allox::os
+
+namespace allox::os {
+
+std::vector<std::string> block_devices(const std::string& path) {
+  std::vector<std::string> out;
+  unique_fd fd{::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (!fd)
+    return out;
+  btrfs_ioctl_fs_info_args fs{};
+  if (::ioctl(fd.get(), BTRFS_IOC_FS_INFO, &fs) != 0)
+    return out;
+  // Device ids may have holes (a device removed); max_id bounds them.
+  for (uint64_t id = 1; id <= fs.max_id; ++id) {
+    btrfs_ioctl_dev_info_args dev{};
+    dev.devid = id;
+    if (::ioctl(fd.get(), BTRFS_IOC_DEV_INFO, &dev) != 0)
+      continue;
+    struct stat st {};
+    auto* name = reinterpret_cast<const char*>(dev.path);
+    if (::stat(name, &st) == 0 && S_ISBLK(st.st_mode))
+      out.push_back(std::to_string(major(st.st_rdev)) + ":" +
+                    std::to_string(minor(st.st_rdev)));
+  }
+  return out;
 }
 
 } // namespace allox::os

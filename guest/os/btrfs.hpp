@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace allox::os {
 
@@ -43,6 +44,11 @@ expected<uint64_t> subvolume_id(const std::string& path);
 
 /// True when `path` is the root of a subvolume.
 bool is_subvolume(const std::string& path);
+
+/// The block devices of the Btrfs filesystem holding `path`, as the
+/// "MAJ:MIN" that io.max and io.weight name (BTRFS_IOC_DEV_INFO); empty
+/// when they cannot be read.
+std::vector<std::string> block_devices(const std::string& path);
 
 /// Removes `path` recursively, deleting subvolumes with the ioctl and
 /// everything else with unlink/rmdir. Missing paths are fine.

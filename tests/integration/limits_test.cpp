@@ -13,6 +13,9 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 #include <algorithm>
 #include <fstream>
 
@@ -116,4 +119,20 @@ TEST_CASE("limits: a daemon the OOM killer passes over starts its runs at 0, "
   CHECK(v.at("usage").at("cpu_usage_usec").as_int64() > 0);
   if (!available("pids"))
     CHECK(v.at("usage").at("pids_refused").is_null());
+}
+
+TEST_CASE("limits: process.status names the store's block device, as io.max "
+          "wants it") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto loop = expect_ok(d.client().rpc("system.dump"))
+                  .at("daemon")
+                  .at("loop_device")
+                  .as_string();
+  struct stat st {};
+  REQUIRE(::stat(loop.c_str(), &st) == 0);
+  auto status = expect_ok(d.client().rpc("process.status"));
+  CHECK(status.at("store_devices") ==
+        json::array{json::value(std::to_string(major(st.st_rdev)) + ":" +
+                                std::to_string(minor(st.st_rdev)))});
 }
