@@ -146,22 +146,23 @@ caf::result<usage_report> handle(self_ptr self, const cmd::session_usage&) {
               static_cast<int64_t>(si.totalram) * si.mem_unit;
         if (!group.empty()) {
           auto g = os::read_usage(group);
+          const auto& c = g.counters;
           u.processes = g.processes;
-          u.cpu_usage_usec = g.cpu_usage_usec;
+          u.cpu_usage_usec = c.cpu_usage_usec;
           u.cpu_user_usec = g.cpu_user_usec;
           u.cpu_system_usec = g.cpu_system_usec;
           u.memory_bytes = g.memory_bytes;
           u.memory_source = g.memory_from_cgroup ? "cgroup" : "processes";
-          if (g.memory_peak_bytes)
-            u.memory_peak_bytes = *g.memory_peak_bytes;
-          if (g.pids_current)
-            u.pids_current = *g.pids_current;
+          if (c.memory_peak_bytes)
+            u.memory_peak_bytes = *c.memory_peak_bytes;
+          if (c.pids_current)
+            u.pids_current = *c.pids_current;
           if (g.memory_max_bytes)
             u.memory_total_bytes = *g.memory_max_bytes;
-          if (g.oom_kills)
-            u.oom_kills = *g.oom_kills;
-          if (g.pids_refused)
-            u.pids_refused = *g.pids_refused;
+          if (c.oom_kills)
+            u.oom_kills = *c.oom_kills;
+          if (c.pids_refused)
+            u.pids_refused = *c.pids_refused;
         }
         u.disk_used_bytes = os::allocated_bytes(current);
         auto space = os::space_of(current);

@@ -150,27 +150,21 @@ void add_retired(group_counters& total, const group_counters& gone);
 /// live group, what the session uses now is 0 where it was ever counted.
 group_counters with_retired(group_counters live, const group_counters& retired);
 
-/// What a group's processes use now (cgroup_usage.cpp).
+/// What a group's processes use now (cgroup_usage.cpp): its counters,
+/// and what only a walk of the groups below finds.
 struct group_usage {
-  /// The group exists.
-  bool present = false;
+  /// The group's own counts (`counters.present`: the group exists).
+  group_counters counters;
   /// Processes in the group and below (cgroup.procs).
   uint32_t processes = 0;
   /// cpu.stat, microseconds.
-  int64_t cpu_usage_usec = 0;
   int64_t cpu_user_usec = 0;
   int64_t cpu_system_usec = 0;
   /// memory.current (true) or the processes' VmRSS sum.
   bool memory_from_cgroup = false;
   int64_t memory_bytes = 0;
-  /// memory.peak and pids.current where those controllers reach the group.
-  std::optional<int64_t> memory_peak_bytes;
-  std::optional<int64_t> pids_current;
   /// memory.max when it is a number (a limit is set).
   std::optional<int64_t> memory_max_bytes;
-  /// As group_counters.
-  std::optional<int64_t> oom_kills;
-  std::optional<int64_t> pids_refused;
 };
 
 /// Resident bytes of process `pid` ("self" for this one) from its statm;

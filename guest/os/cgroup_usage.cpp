@@ -76,21 +76,12 @@ int64_t resident_bytes(const std::string& pid) {
 
 group_usage read_usage(const std::string& group) {
   group_usage u;
-  if (::access(group.c_str(), F_OK) != 0)
+  u.counters = read_counters(group);
+  if (!u.counters.present)
     return u;
-  u.present = true;
-  {
-    std::ifstream in{group + "/cpu.stat"};
-    std::string key;
-    int64_t value = 0;
-    while (in >> key >> value) {
-      if (key == "usage_usec")
-        u.cpu_usage_usec = value;
-      else if (key == "user_usec")
-        u.cpu_user_usec = value;
-      else if (key == "system_usec")
-        u.cpu_system_usec = value;
-    }
+  if (auto cpu = read_text(group + "/cpu.stat")) {
+    u.cpu_user_usec = keyed_count(*cpu, "user_usec");
+    u.cpu_system_usec = keyed_count(*cpu, "system_usec");
   }
   std::vector<std::string> groups;
   collect_groups(group, groups);
@@ -103,18 +94,9 @@ group_usage read_usage(const std::string& group) {
       rss += resident_bytes(pid);
     }
   }
-  if (auto current = read_number(group + "/memory.current")) {
-    u.memory_from_cgroup = true;
-    u.memory_bytes = *current;
-  } else {
-    u.memory_bytes = rss;
-  }
-  u.memory_peak_bytes = read_number(group + "/memory.peak");
-  u.pids_current = read_number(group + "/pids.current");
+  u.memory_from_cgroup = u.counters.memory_bytes.has_value();
+  u.memory_bytes = u.counters.memory_bytes.value_or(rss);
   u.memory_max_bytes = read_number(group + "/memory.max"); // "max": none
-  u.oom_kills = oom_kills(group);
-  if (auto pids = read_text(group + "/pids.events"))
-    u.pids_refused = keyed_count(*pids, "max");
   return u;
 }
 
