@@ -30,8 +30,11 @@ failed = 0
 
 NOISY = {"agent_id": "agent-2", "session_id": "noisy"}
 STEADY = {"agent_id": "agent-2", "session_id": "steady"}
-# Half of one core for the noisy session; the VM has two.
-LIMITS = {"memory.max": "96M", "pids.max": "64", "cpu.max": "50000 100000"}
+# Half of one core for the noisy session (the VM has two), in short
+# periods so that its bursts stay short, and a low weight so that a
+# neighbour wins whenever both want a core.
+LIMITS = {"memory.max": "96M", "pids.max": "64", "cpu.max": "10000 20000",
+          "cpu.weight": "10"}
 
 
 HOG = "x=a; while :; do x=$x$x; done"
