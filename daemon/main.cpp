@@ -14,6 +14,7 @@
 #include "guest/log.hpp"
 #include "guest/net/broker.hpp"
 #include "guest/os/btrfs.hpp"
+#include "guest/os/btrfs_quota.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/os/loop_mount.hpp"
 #if ALLOX_TRACKING
@@ -102,6 +103,13 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
     return tree.error();
   cfg->cgroups = std::move(*tree);
   cfg->store_devices = os::block_devices(paths.root);
+  // disk.max is a qgroup limit: enforced whenever the store's quotas are
+  // on, which Btrfs remembers once they were turned on.
+  if (opts.store_quotas)
+    if (auto err = os::enable_quotas(paths.root))
+      return err;
+  cfg->store_quotas = os::quotas_enabled(paths.root);
+  cfg->store_bytes = os::filesystem_bytes(paths.root);
   cfg->init_path = opts.sandbox_init;
   if (cfg->init_path.empty()) {
     char self_path[PATH_MAX];

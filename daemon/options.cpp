@@ -119,10 +119,14 @@ int parse(int argc, char** argv, options& out) {
   app.add_option("--run-cpu-max", out.run_cpu_max,
                  "default cpu.max of a session's runs");
   app.add_option("--session-limits", out.session_limits,
-                 "a default cgroup limit of every session, FILE=VALUE "
-                 "(memory.max, memory.high, pids.max, cpu.max, cpu.weight, "
-                 "io.max, io.weight); repeatable, and session.configure "
-                 "overrides it file by file");
+                 "a default limit of every session, FILE=VALUE (the cgroup "
+                 "files memory.max, memory.high, pids.max, cpu.max, "
+                 "cpu.weight, io.max, io.weight, and disk.max, the "
+                 "workspace's share of the store); repeatable, and "
+                 "session.configure overrides it file by file");
+  app.add_flag("--store-quotas", out.store_quotas,
+               "turn Btrfs quota groups on for the store (kept by Btrfs), "
+               "so that disk.max limits a session's workspace");
   app.add_option("--process-tracking", out.process_tracking,
                  "process tracking of runs: disabled or ebpf (needs "
                  "--process-audit-root, root and a kernel with BTF)")

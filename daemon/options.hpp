@@ -54,6 +54,8 @@ struct options {
   /// --session-limits FILE=VALUE, repeatable: every session's default
   /// limits (the --run-* flags are the same for their file).
   std::vector<std::string> session_limits;
+  /// --store-quotas: turn the store's Btrfs quotas on (disk.max needs them).
+  bool store_quotas = false;
   /// Process tracking of runs: "disabled" or "ebpf" (needs execution).
   std::string process_tracking = "disabled";
   /// Size of the tracker's ring buffer: a power of two, at least a page.

@@ -86,7 +86,13 @@ caf::result<T> configure(self_ptr self, const cmd::session_configure& c,
       [self, rp, text, answer]() mutable {
         self->state.init.row.exec_settings = text;
         apply_network_settings(self);
-        rp.deliver(answer(self));
+        // A changed disk share is in force before the caller hears of it.
+        enforce_disk_share(self, [self, rp, answer](caf::error err) mutable {
+          if (err)
+            rp.deliver(std::move(err));
+          else
+            rp.deliver(answer(self));
+        });
       },
       [rp](caf::error err) mutable { rp.deliver(std::move(err)); });
   return rp;

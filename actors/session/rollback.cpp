@@ -4,6 +4,7 @@
 // replace.
 #include "actors/session/handlers.hpp"
 #include "guest/log.hpp"
+#include "guest/os/btrfs_quota.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/store/create_intent.hpp"
 #include "guest/store/layout.hpp"
@@ -243,7 +244,7 @@ static void rollback_finish(const run_ptr& run) {
 static expected<std::vector<std::string>>
 swap_in_checkpoint(const store::layout& paths, const std::string& a,
                    const std::string& s, const journal_row& j,
-                   fault_set& faults) {
+                   std::optional<uint64_t> share, fault_set& faults) {
   faults.trigger("rollback.before_snapshot");
   if (auto err =
           store::make_restore(paths, a, s, j.checkpoint_id, j.restore_name))
@@ -258,6 +259,15 @@ swap_in_checkpoint(const store::layout& paths, const std::string& a,
     }
     removed = std::move(*entries);
   }
+  // The restored tree is a new subvolume: it takes the session's disk
+  // share before it goes live (a crash before the renames loses nothing,
+  // and the actor's next start checks the limit again).
+  if (share)
+    if (auto err = os::limit_referenced(
+            paths.session_dir(a, s) + "/" + j.restore_name, share)) {
+      store::remove_in_session(paths, a, s, j.restore_name);
+      return err;
+    }
   faults.trigger("rollback.after_snapshot");
   faults.trigger("rollback.before_move_old");
   // No fsync: if a power cut loses this rename, recovery sees current/ and
@@ -345,10 +355,13 @@ static void begin_rollback(self_ptr self,
         auto s = owner->state.session_id();
         auto j = run->journal;
         auto faults = run->faults;
+        const auto* cfg = owner->state.runs.config.get();
+        auto share = cfg && cfg->store_quotas ? disk_share(owner)
+                                              : std::optional<uint64_t>{};
         mutation_step<std::vector<std::string>>(
             owner,
-            [paths, a, s, j, faults]() {
-              return swap_in_checkpoint(paths, a, s, j, *faults);
+            [paths, a, s, j, share, faults]() {
+              return swap_in_checkpoint(paths, a, s, j, share, *faults);
             },
             [run](std::vector<std::string>& removed) {
               run->removed = std::move(removed);

@@ -102,7 +102,11 @@ caf::result<run_row> handle(self_ptr self, const cmd::process_start& c) {
   job.limits_group = session_group;
   job.tree_root = cfg.cgroups.root();
   job.dir = run_dir(cfg, id);
-  job.limits = settings.limits;
+  // The run's group takes the cgroup limits; disk.max is the
+  // workspace's, already on its qgroup (disk_share.cpp).
+  for (const auto& limit : settings.limits)
+    if (limit.first != disk_limit)
+      job.limits.push_back(limit);
   sandbox::spec spec;
   spec.bwrap = cfg.bwrap_path;
   spec.init = cfg.init_path;

@@ -181,4 +181,15 @@ caf::result<settings_view> handle(self_ptr self,
 caf::result<network_status_view> handle(self_ptr self,
                                         const cmd::network_configure& c);
 
+// -- disk share (disk_share.cpp) ----------------------------------------------
+
+/// The bytes the session's workspace may reference (its disk.max over the
+/// daemon's default, a percentage taken of the store); nullopt: no share.
+std::optional<uint64_t> disk_share(self_ptr self);
+
+/// Makes the qgroup limit of current/ the session's share, on the lane,
+/// then `done` (with an error if the ioctl failed). Nothing to do, and
+/// `done` at once, when the store's quotas are off or the limit is right.
+void enforce_disk_share(self_ptr self, fail_fn done);
+
 } // namespace allox::session_facets

@@ -6,6 +6,7 @@
 #include "actors/failures.hpp"
 #include "actors/session/handlers.hpp"
 #include "guest/log.hpp"
+#include "guest/os/btrfs_quota.hpp"
 #include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
 #include "messages/commands/lists.hpp"
@@ -147,9 +148,10 @@ void fence(self_ptr self, const caf::error& err, std::string_view what) {
 
 // -- session.describe, dump, dispatch -----------------------------------------
 
-/// What the session's cgroup has counted; none on a daemon that runs no
-/// commands. Six reads of cgroupfs (memory, no disk: about 20 us), at most
-/// once a second (describe's own cost is about 250 us).
+/// What the session's cgroup has counted, and its workspace's qgroup;
+/// none on a daemon that runs no commands. Six reads of cgroupfs (memory,
+/// no disk: about 20 us) and, with the store's quotas on, three of sysfs,
+/// at most once a second (describe's own cost is about 250 us).
 static caf::optional<session_counters> counters_of(self_ptr self) {
   auto& st = self->state;
   if (!st.runs.config)
@@ -160,6 +162,11 @@ static caf::optional<session_counters> counters_of(self_ptr self) {
     st.runs.usage_cache = os::read_counters(
         st.runs.config->cgroups.session_group(st.agent_id(), st.session_id()));
     st.runs.usage_cached_at = now;
+    st.runs.disk_bytes_cache.reset();
+    if (st.runs.config->store_quotas)
+      if (auto q = os::read_qgroup(
+              st.init.paths.current(st.agent_id(), st.session_id())))
+        st.runs.disk_bytes_cache = static_cast<int64_t>(q->referenced);
   }
   auto g = os::with_retired(*st.runs.usage_cache, st.runs.retired_usage);
   auto opt = [](const std::optional<int64_t>& v) -> caf::optional<int64_t> {
@@ -174,6 +181,7 @@ static caf::optional<session_counters> counters_of(self_ptr self) {
   c.pids_current = opt(g.pids_current);
   c.oom_kills = opt(g.oom_kills);
   c.pids_refused = opt(g.pids_refused);
+  c.disk_bytes = opt(st.runs.disk_bytes_cache);
   return c;
 }
 
@@ -239,7 +247,7 @@ static actor_stats stats_of(self_ptr self) {
       .counter("live_checkpoints", st.live_checkpoints)
       .counter("rollbacks", st.rollbacks);
   if (auto c = counters_of(self)) {
-    // Exported by /metrics as allox_session_* (bounded: six series per
+    // Exported by /metrics as allox_session_* (bounded: seven series per
     // live session).
     auto usage = s.group("usage");
     usage.counter("cpu_usage_usec", c->cpu_usage_usec);
@@ -253,6 +261,8 @@ static actor_stats stats_of(self_ptr self) {
       usage.counter("oom_kills", *c->oom_kills);
     if (c->pids_refused)
       usage.counter("pids_refused", *c->pids_refused);
+    if (c->disk_bytes)
+      usage.gauge("disk_bytes", *c->disk_bytes);
   }
   if (tracking_on(self))
     s.group("tracking")
@@ -367,6 +377,11 @@ session_actor::behavior_type session(session_facets::self_ptr self,
     });
     adopt_runs(self, std::move(self->state.init.adopted_runs));
     thaw_leftover(self);
+    enforce_disk_share(self, [self](caf::error err) {
+      if (err)
+        log::warn("session", self->state.key() +
+                                 ": disk share not set: " + message_of(err));
+    });
   }
   // An orderly stop (daemon shutdown) ends the active run first, recorded
   // as stopped with reason daemon_shutdown; with --live-restore it leaves

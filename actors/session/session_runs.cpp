@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "actors/session/session_runs.hpp"
 
+#include "guest/os/btrfs_quota.hpp"
+
 #include <algorithm>
 
 namespace allox {
@@ -18,6 +20,15 @@ caf::error check_limit(const exec_config& cfg, const std::string& name,
                       "unknown limit: " + name + " (" + files + ")");
   if (value.empty() || value.find_first_of("\n\0") != std::string::npos)
     return make_error(errc::invalid_argument, "invalid value for " + name);
+  if (name == disk_limit) {
+    if (auto bytes = os::parse_disk_limit(value, cfg.store_bytes); !bytes)
+      return bytes.error();
+    if (!cfg.store_quotas)
+      return make_error(errc::unsupported,
+                        "disk.max needs Btrfs quotas on the store, which are "
+                        "off (start the daemon with --store-quotas)");
+    return caf::none;
+  }
   auto controller = name.substr(0, name.find('.'));
   auto available = cfg.cgroups.controllers();
   if (std::find(available.begin(), available.end(), controller) ==

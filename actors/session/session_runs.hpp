@@ -60,6 +60,10 @@ struct exec_config {
   limit_list default_limits;
   /// The store's block devices ("MAJ:MIN"), for callers writing io.max.
   std::vector<std::string> store_devices;
+  /// Btrfs quota groups are on for the store (--store-quotas), so disk.max
+  /// is enforced; the store's size, for shares given in percent.
+  bool store_quotas = false;
+  uint64_t store_bytes = 0;
   /// Process tracking: "disabled" or "ebpf".
   std::string tracking = "disabled";
   /// Size of the probe's ring buffer (--tracker-ring-bytes).
@@ -92,13 +96,19 @@ struct proxy_attachment {
   }
 };
 
-/// Limits a session may set, by cgroup control file.
+/// Limits a session may set: cgroup control files, and disk.max, the
+/// Btrfs quota of its workspace (guest/os/btrfs_quota.hpp).
 inline const char* const limit_files[] = {
-    "memory.max", "memory.high", "pids.max", "cpu.max",
-    "cpu.weight", "io.max",      "io.weight"};
+    "memory.max", "memory.high", "pids.max",  "cpu.max",
+    "cpu.weight", "io.max",      "io.weight", "disk.max"};
+
+/// The limit that is not a cgroup file: written to the workspace's qgroup
+/// by the session (disk_share.cpp), never to a run's group.
+inline constexpr std::string_view disk_limit = "disk.max";
 
 /// Checks a limit name and value; unsupported when the controller it needs
-/// is not available below the daemon's cgroup subtree.
+/// is not available below the daemon's cgroup subtree (for disk.max: when
+/// the store's quotas are off).
 caf::error check_limit(const exec_config& cfg, const std::string& name,
                        const std::string& value);
 
@@ -177,6 +187,8 @@ struct session_runs {
   /// clock): describe and scrapes within a second share it, so neither
   /// pays six cgroupfs reads per call. Cleared when a group retires.
   std::optional<os::group_counters> usage_cache;
+  /// The workspace's qgroup count, read with usage_cache (quotas on).
+  std::optional<int64_t> disk_bytes_cache;
   std::chrono::steady_clock::time_point usage_cached_at;
   /// Raised when the session leaves its runs to the next daemon: the
   /// threads waiting for them let go (adoption.cpp).

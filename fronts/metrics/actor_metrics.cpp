@@ -60,7 +60,7 @@ std::string actor_labels(const actor_node& n) {
 }
 
 /// What each live session's cgroup counted (the session's "usage" group),
-/// labelled by agent and session: at most six series per live session,
+/// labelled by agent and session: at most seven series per live session,
 /// and none for a session whose actor is not running.
 void render_session_usage(std::string& out,
                           const std::vector<actor_node>& nodes) {
@@ -86,6 +86,8 @@ void render_session_usage(std::string& out,
        "counter", "Processes of the session an OOM killer chose.", 1},
       {"pids_refused", stats_kind::counter, "allox_session_pids_refused_total",
        "counter", "Forks refused at the session's pids.max.", 1},
+      {"disk_bytes", stats_kind::gauge, "allox_session_disk_bytes", "gauge",
+       "Bytes the session's workspace references (its Btrfs qgroup).", 1},
   };
   for (const auto& m : metrics) {
     family(out, m.name, m.type, m.help);

@@ -7,8 +7,10 @@
 #
 # Session "noisy" (agent-2) gets memory.max, pids.max and cpu.max, then
 # runs in turn a fork bomb, a memory hog past its limit, a CPU spinner on
-# every core and, with io.max on the store's device, a writer that
-# rewrites and fsyncs a 32 MiB file. Meanwhile session "steady" loops process.start (+ wait),
+# every core, with io.max on the store's device a writer that rewrites
+# and fsyncs an 8 MiB file, and with disk.max 64M (the store's Btrfs
+# quotas) a filler that writes until its share is full and keeps trying.
+# Meanwhile session "steady" loops process.start (+ wait),
 # checkpoint.create and a small file.write. Its latencies under each load
 # are compared with the same loop on the idle VM, first. Prints one PASS
 # or FAIL line per assertion and exits 1 when any failed.
@@ -243,6 +245,36 @@ def main():
     check("disk writer: the writer wrote through io.max", len(rounds_done) > 0,
           f"{len(rounds_done)} rounds of 8 MiB; last: "
           f"{rounds_done[-1] if rounds_done else out['data'][-200:]!r}")
+    # Fills the workspace up to its share of the store and keeps trying:
+    # every write past it fails with EDQUOT, and the store keeps room for
+    # the steady session's checkpoints and the catalog.
+    # Without io.max: the filler writes as fast as the disk takes it.
+    r = rpc("session.configure", NOISY | {"limits": LIMITS | {
+        "io.max": None, "disk.max": "64M"}})
+    check("the noisy session's disk share is taken (the store's quotas are "
+          "on)", r.get("ok") is True, json.dumps(r)[:300])
+    phases.append(("disk filler", noisy_phase(
+        "disk filler",
+        ["sh", "-c", "i=0; while :; do i=$((i + 1)); dd if=/dev/zero "
+         "of=/workspace/fill.$i bs=1M count=32 conv=fsync 2>&1 | "
+         "grep -m1 -i quota; sleep 0.2; done"], "requested")))
+    out = must("process.output", NOISY | {"run_id": last_noisy_run[0]})
+    check("disk filler: writes past the share fail with EDQUOT",
+          "Disk quota exceeded" in out["data"], repr(out["data"][-200:]))
+    r = rpc("checkpoint.create", NOISY | {"message": "full"})
+    check("disk filler: the full session still checkpoints",
+          r.get("ok") is True, json.dumps(r)[:300])
+    # Counted as of the last commit, which the checkpoint made.
+    u = must("session.describe", NOISY)["usage"]
+    disk = u.get("disk_bytes") or 0
+    check("disk filler: describe counts the workspace up to its share",
+          48 << 20 <= disk <= 72 << 20, json.dumps(u))
+    freed = run_to_end(NOISY, ["sh", "-c", "rm -f /workspace/fill.* && "
+                               "dd if=/dev/zero of=/workspace/after bs=1M "
+                               "count=8 conv=fsync status=none"])
+    check("disk filler: once it deletes, the session writes again",
+          freed["state"] == "completed" and freed["root_exit_code"] == 0,
+          json.dumps({k: freed.get(k) for k in ("state", "root_exit_code")}))
     for phase, loaded in phases:
         compare(phase, idle, loaded)
 

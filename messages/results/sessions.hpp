@@ -29,6 +29,9 @@ struct session_counters {
   caf::optional<int64_t> oom_kills;
   /// Forks refused because the session was at its pids.max.
   caf::optional<int64_t> pids_refused;
+  /// Bytes the workspace (current/) references, as the store's quota
+  /// counts them for disk.max; none while the store's quotas are off.
+  caf::optional<int64_t> disk_bytes;
 };
 
 /// A session as callers see it.

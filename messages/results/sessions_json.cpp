@@ -31,7 +31,8 @@ json::object to_json(const session_counters& c) {
           {"memory_peak_bytes", opt(c.memory_peak_bytes)},
           {"pids_current", opt(c.pids_current)},
           {"oom_kills", opt(c.oom_kills)},
-          {"pids_refused", opt(c.pids_refused)}};
+          {"pids_refused", opt(c.pids_refused)},
+          {"disk_bytes", opt(c.disk_bytes)}};
 }
 
 json::object to_json(const session_forked& f) {

@@ -264,9 +264,14 @@ class SystemdTest(unittest.TestCase):
     def test_start_script_passes_flags_the_daemon_knows(self):
         with open(guest_path("/usr/libexec/allox/allox-daemon-start")) as f:
             script = f.read()
-        flags = set(re.findall(r"^\s+(--[a-z-]+)", script, re.M))
+        code = "\n".join(line for line in script.splitlines()
+                         if not line.lstrip().startswith("#"))
+        flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", code))
         self.assertEqual(flags, {"--root", "--listen", "--process-audit-root",
-                                 "--sandbox-init"})
+                                 "--sandbox-init", "--store-quotas",
+                                 "--session-limits"})
+        # Every session has a share of the store by default.
+        self.assertIn("disk.max=$disk_share", script)
         self.assertIn("ALLOX_WORKSPACE_TOKEN", script)
         if not os.access(DAEMON, os.X_OK):
             self.skipTest("daemon not built")

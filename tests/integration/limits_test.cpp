@@ -65,7 +65,7 @@ TEST_CASE("limits: session.describe names the next run's limits, each limit "
   expect_error(unknown, 400, "invalid_argument");
   CHECK(unknown.json.at("error") ==
         "unknown limit: swap.max (memory.max, memory.high, pids.max, "
-        "cpu.max, cpu.weight, io.max, io.weight)");
+        "cpu.max, cpu.weight, io.max, io.weight, disk.max)");
   // What was refused changed nothing.
   v = expect_ok(d.client().rpc("session.describe", s));
   if (!available("memory") && !available("pids") && !available("cpu") &&

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// A session's disk share (disk.max) on the store's Btrfs quotas: a session
+// filling its workspace is stopped at its share with EDQUOT, by the kernel
+// for its runs and as no_space for file.write, while another session keeps
+// writing and checkpointing; the full session can still checkpoint and roll
+// back, and the share holds on the restored tree, across a restart, and
+// from the daemon's default given in percent of the store.
+#include "tests/fixtures/daemon.hpp"
+#include "tests/fixtures/runs.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace allox;
+using namespace allox::test;
+
+namespace {
+
+/// Writes `mib` MiB of zeros into the workspace with dd; the run's row.
+json::object fill(http_client& c, const std::string& a, const std::string& s,
+                  const std::string& name, int mib) {
+  auto id = run_id(sh(c, a, s,
+                      "dd if=/dev/zero of=" + name + " bs=1M count=" +
+                          std::to_string(mib) + " conv=fsync status=none"));
+  return wait_done(c, a, s, id);
+}
+
+bool quota_refused(http_client& c, const std::string& a, const std::string& s,
+                   const json::object& row) {
+  return row.at("root_exit_code") != 0 &&
+         output(c, a, s, run_id(row), "stderr").find("Disk quota exceeded") !=
+             std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("disk share: without the store's quotas disk.max is refused as "
+          "unsupported, and describe counts no disk") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  auto s = ids("a", "s");
+  expect_ok(c.rpc("session.create", s));
+  auto r =
+      c.rpc("session.configure", with(s, {{"limits", {{"disk.max", "8M"}}}}));
+  expect_error(r, 400, "unsupported");
+  CHECK(r.json.at("error") ==
+        "disk.max needs Btrfs quotas on the store, which are off (start the "
+        "daemon with --store-quotas)");
+  auto v = expect_ok(c.rpc("session.describe", s));
+  CHECK(v.at("limits") == json::object{});
+  CHECK(v.at("usage").at("disk_bytes").is_null());
+}
+
+TEST_CASE("disk share: a session filling its share is stopped there while "
+          "another keeps writing and checkpointing, it can still checkpoint "
+          "and roll back, and the share holds after both and a restart") {
+  daemon_process d{with_execution({"--store-quotas"})};
+  d.start();
+  auto& c = d.client();
+  auto full = ids("a", "full");
+  auto other = ids("a", "other");
+  expect_ok(c.rpc("session.create", full));
+  expect_ok(c.rpc("session.create", other));
+  for (auto bad : {"0", "8X", "101%", "-1"}) {
+    CAPTURE(bad);
+    expect_error(c.rpc("session.configure",
+                       with(full, {{"limits", {{"disk.max", bad}}}})),
+                 400, "invalid_argument");
+  }
+  // Taken before the share: Btrfs gives a snapshot its source's limit, so
+  // only the daemon can give one to a tree restored from here.
+  expect_ok(
+      c.rpc("checkpoint.create", with(full, {{"checkpoint_id", "empty"}})));
+  auto v = expect_ok(c.rpc("session.configure",
+                           with(full, {{"limits", {{"disk.max", "8M"}}}})));
+  CHECK(v.at("limits").at("disk.max") == "8M");
+
+  // The runs' writes stop at the share; the daemon's own too.
+  CHECK(quota_refused(c, "a", "full", fill(c, "a", "full", "big", 32)));
+  auto w = c.rpc(
+      "file.write",
+      with(full, {{"path", "more"}, {"data", std::string(512 << 10, 'x')}}));
+  expect_error(w, 507, "no_space");
+  // The neighbour is not held by it.
+  CHECK(fill(c, "a", "other", "big", 32).at("root_exit_code") == 0);
+  expect_ok(c.rpc("checkpoint.create", with(other, {{"checkpoint_id", "o1"}})));
+  // describe counts what the workspace references (as of the last commit).
+  auto described = expect_ok(c.rpc("session.describe", full));
+  CHECK(described.at("usage").at("disk_bytes").as_int64() > 4 << 20);
+
+  // Full, it still checkpoints and rolls back, and the restored tree has
+  // the share too.
+  expect_ok(
+      c.rpc("checkpoint.create", with(full, {{"checkpoint_id", "full"}})));
+  expect_ok(
+      c.rpc("session.rollback", with(full, {{"checkpoint_id", "empty"}})));
+  CHECK(fill(c, "a", "full", "small", 4).at("root_exit_code") == 0);
+  CHECK(quota_refused(c, "a", "full", fill(c, "a", "full", "big", 32)));
+
+  // Across a restart, with the default share of every session given in
+  // percent of the store (1 % of 1 GiB): the neighbour's workspace, which
+  // holds 32 MiB, cannot grow; the full session keeps its own 8M.
+  d.stop();
+  d.set_extra_args({"--store-quotas", "--session-limits", "disk.max=1%"});
+  d.start();
+  auto& c2 = d.client();
+  CHECK(quota_refused(c2, "a", "other", fill(c2, "a", "other", "more", 4)));
+  CHECK(quota_refused(c2, "a", "full", fill(c2, "a", "full", "big", 32)));
+  // Lifting the share lets the session grow again.
+  expect_ok(c2.rpc("session.configure",
+                   with(full, {{"limits", {{"disk.max", "max"}}}})));
+  CHECK(fill(c2, "a", "full", "big", 32).at("root_exit_code") == 0);
+}
