@@ -8,7 +8,7 @@
 # Session "noisy" (agent-2) gets memory.max, pids.max and cpu.max, then
 # runs in turn a fork bomb, a memory hog past its limit, a CPU spinner on
 # every core, with io.max on the store's device a writer that rewrites
-# and fsyncs an 8 MiB file, and with disk.max 64M (the store's Btrfs
+# and fsyncs an 8 MiB file, and with disk.max 32M (the store's Btrfs
 # quotas) a filler that writes until its share is full and keeps trying.
 # Meanwhile session "steady" loops process.start (+ wait),
 # checkpoint.create and a small file.write. Its latencies under each load
@@ -154,14 +154,20 @@ def compare(phase, idle, loaded):
 last_noisy_run = [None]
 
 
-def noisy_phase(phase, argv, reason):
+def noisy_phase(phase, argv, reason, ready=None):
     """Starts the noisy run, loops the steady session beside it, then
     ends the noisy run (process.stop, unless it ends by itself) and checks
-    why it ended."""
+    why it ended. `ready(run_id)`, if given, says when the load is there
+    (polled for up to a minute); otherwise the loop starts after a second."""
     # A safety net: no phase outlives a stuck driver.
     row = must("process.start", NOISY | {"argv": argv, "timeout": 300})
     last_noisy_run[:] = [row["run_id"]]
-    time.sleep(1)  # let the load build up
+    if ready:
+        end = time.monotonic() + 60
+        while not ready(row["run_id"]) and time.monotonic() < end:
+            time.sleep(0.5)
+    else:
+        time.sleep(1)  # let the load build up
     loaded = steady_loop(phase).start().join()
     if reason == "requested":
         must("process.stop", NOISY | {"run_id": row["run_id"]})
@@ -245,19 +251,22 @@ def main():
     check("disk writer: the writer wrote through io.max", len(rounds_done) > 0,
           f"{len(rounds_done)} rounds of 8 MiB; last: "
           f"{rounds_done[-1] if rounds_done else out['data'][-200:]!r}")
-    # Fills the workspace up to its share of the store and keeps trying:
-    # every write past it fails with EDQUOT, and the store keeps room for
-    # the steady session's checkpoints and the catalog.
-    # Without io.max: the filler writes as fast as the disk takes it.
+    # Fills the workspace up to its share of the store (still at io.max's
+    # pace) and keeps trying: the steady loop runs once the share is full,
+    # while every write past it fails with EDQUOT and the store keeps room
+    # for the steady session's checkpoints and the catalog.
     r = rpc("session.configure", NOISY | {"limits": LIMITS | {
-        "io.max": None, "disk.max": "64M"}})
+        "io.max": f"{device} rbps=8388608 wbps=8388608",
+        "disk.max": "32M"}})
     check("the noisy session's disk share is taken (the store's quotas are "
           "on)", r.get("ok") is True, json.dumps(r)[:300])
     phases.append(("disk filler", noisy_phase(
         "disk filler",
         ["sh", "-c", "i=0; while :; do i=$((i + 1)); dd if=/dev/zero "
          "of=/workspace/fill.$i bs=1M count=32 conv=fsync 2>&1 | "
-         "grep -m1 -i quota; sleep 0.2; done"], "requested")))
+         "grep -m1 -i quota; sleep 0.2; done"], "requested",
+        ready=lambda run_id: "quota" in must(
+            "process.output", NOISY | {"run_id": run_id})["data"])))
     out = must("process.output", NOISY | {"run_id": last_noisy_run[0]})
     check("disk filler: writes past the share fail with EDQUOT",
           "Disk quota exceeded" in out["data"], repr(out["data"][-200:]))
@@ -268,7 +277,7 @@ def main():
     u = must("session.describe", NOISY)["usage"]
     disk = u.get("disk_bytes") or 0
     check("disk filler: describe counts the workspace up to its share",
-          48 << 20 <= disk <= 72 << 20, json.dumps(u))
+          24 << 20 <= disk <= 40 << 20, json.dumps(u))
     freed = run_to_end(NOISY, ["sh", "-c", "rm -f /workspace/fill.* && "
                                "dd if=/dev/zero of=/workspace/after bs=1M "
                                "count=8 conv=fsync status=none"])
