@@ -346,29 +346,17 @@ void route_audit(self_ptr self, uint64_t ticket, const json::object& p) {
 
 /// process.status: the execution settings, answered by RPC itself.
 void route_process_status(self_ptr self, uint64_t ticket, const json::object&) {
-  const auto& exec = self->state.init.exec;
-  if (!exec)
-    return reply(self, ticket,
-                 json::object{{"enabled", false}, {"backend", "disabled"}});
-  json::array controllers;
-  for (auto& c : exec->cgroups.controllers())
-    controllers.emplace_back(c);
-  json::array devices;
-  for (auto& d : exec->store_devices)
-    devices.emplace_back(d);
-  bool tracked = static_cast<bool>(exec->tracker);
-  reply(self, ticket,
-        json::object{{"enabled", tracked},
-                     {"backend", tracked ? "ebpf" : "disabled"},
-                     {"abi", 1},
-                     {"ready", true},
-                     {"error", nullptr},
-                     {"execution_enabled", true},
-                     {"cgroup_root", exec->cgroups.root()},
-                     {"audit_root", exec->audit_root},
-                     {"isolation", "bubblewrap"},
-                     {"cgroup_controllers", std::move(controllers)},
-                     {"store_devices", std::move(devices)}});
+  execution_status s;
+  if (const auto& exec = self->state.init.exec) {
+    s.execution_enabled = true;
+    s.tracked = static_cast<bool>(exec->tracker);
+    s.cgroup_root = exec->cgroups.root();
+    s.audit_root = exec->audit_root;
+    s.cgroup_controllers = exec->cgroups.controllers();
+    s.store_devices = exec->store_devices;
+    s.store_quotas = exec->store_quotas;
+  }
+  reply(self, ticket, to_json(s));
 }
 
 /// tracker.status: the TRACKER's state and counters.

@@ -128,6 +128,23 @@ struct process_tree_view {
   std::vector<process_node> tree;
 };
 
+/// process.status: the execution this daemon offers, answered by the RPC
+/// actor from the daemon's settings.
+struct execution_status {
+  /// False on a daemon that runs no commands: nothing else is sent.
+  bool execution_enabled = false;
+  /// Runs are tracked by the eBPF TRACKER.
+  bool tracked = false;
+  std::string cgroup_root;
+  std::string audit_root;
+  /// Controllers that reach the sessions' cgroups.
+  std::vector<std::string> cgroup_controllers;
+  /// The store's block devices ("MAJ:MIN"), as io.max names them.
+  std::vector<std::string> store_devices;
+  /// The store's Btrfs quotas are on: disk.max is enforced.
+  bool store_quotas = false;
+};
+
 } // namespace allox
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::event_page)

@@ -372,4 +372,21 @@ json::object to_json(const process_tree_view& t) {
           {"tree", std::move(tree)}};
 }
 
+json::object to_json(const execution_status& s) {
+  if (!s.execution_enabled)
+    return {{"enabled", false}, {"backend", "disabled"}};
+  return {{"enabled", s.tracked},
+          {"backend", s.tracked ? "ebpf" : "disabled"},
+          {"abi", 1},
+          {"ready", true},
+          {"error", nullptr},
+          {"execution_enabled", true},
+          {"cgroup_root", s.cgroup_root},
+          {"audit_root", s.audit_root},
+          {"isolation", "bubblewrap"},
+          {"cgroup_controllers", strings(s.cgroup_controllers)},
+          {"store_devices", strings(s.store_devices)},
+          {"store_quotas", s.store_quotas}};
+}
+
 } // namespace allox

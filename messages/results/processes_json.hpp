@@ -55,4 +55,9 @@ json::object to_json(const process_node& n);
 /// {run_id, state, trace_complete, processes, tree}.
 json::object to_json(const process_tree_view& t);
 
+/// process.status: {enabled, backend} without execution; with it also
+/// {abi, ready, error, execution_enabled, cgroup_root, audit_root,
+/// isolation, cgroup_controllers, store_devices, store_quotas}.
+json::object to_json(const execution_status& s);
+
 } // namespace allox

@@ -38,6 +38,7 @@ TEST_CASE("disk share: without the store's quotas disk.max is refused as "
   daemon_process d{with_execution()};
   d.start();
   auto& c = d.client();
+  CHECK(expect_ok(c.rpc("process.status")).at("store_quotas") == false);
   auto s = ids("a", "s");
   expect_ok(c.rpc("session.create", s));
   auto r =
@@ -57,6 +58,7 @@ TEST_CASE("disk share: a session filling its share is stopped there while "
   daemon_process d{with_execution({"--store-quotas"})};
   d.start();
   auto& c = d.client();
+  CHECK(expect_ok(c.rpc("process.status")).at("store_quotas") == true);
   auto full = ids("a", "full");
   auto other = ids("a", "other");
   expect_ok(c.rpc("session.create", full));
