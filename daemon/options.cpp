@@ -71,6 +71,12 @@ int parse(int argc, char** argv, options& out) {
                  "carry together (413 beyond)")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50));
+  int64_t sweep_ms = out.qgroup_sweep.count();
+  app.add_option("--qgroup-sweep-ms", sweep_ms,
+                 "how often the qgroups of deleted checkpoints are removed "
+                 "while the store's quotas are on")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{86400000}));
   int64_t grace_ms = out.shutdown_grace.count();
   app.add_option("--shutdown-grace-ms", grace_ms,
                  "how long shutdown waits for in-flight requests")
@@ -183,6 +189,7 @@ int parse(int argc, char** argv, options& out) {
   out.request_timeout = std::chrono::milliseconds{request_ms};
   out.stream_heartbeat = std::chrono::milliseconds{heartbeat_ms};
   out.shutdown_grace = std::chrono::milliseconds{grace_ms};
+  out.qgroup_sweep = std::chrono::milliseconds{sweep_ms};
   if (out.token.empty())
     if (const char* env = std::getenv("ALLOX_WORKSPACE_TOKEN"))
       out.token = env;

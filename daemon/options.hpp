@@ -56,6 +56,9 @@ struct options {
   std::vector<std::string> session_limits;
   /// --store-quotas: turn the store's Btrfs quotas on (disk.max needs them).
   bool store_quotas = false;
+  /// How often the qgroups of dropped subvolumes are removed while the
+  /// store's quotas are on (daemon/qgroup_sweep.hpp).
+  std::chrono::milliseconds qgroup_sweep{5000};
   /// Process tracking of runs: "disabled" or "ebpf" (needs execution).
   std::string process_tracking = "disabled";
   /// Size of the tracker's ring buffer: a power of two, at least a page.

@@ -23,6 +23,8 @@ namespace {
 /// (a closed server, endpoint or handle is left alone).
 void finish_loop(loop_context* ctx) {
   uv_timer_stop(&ctx->drain);
+  if (ctx->sweep != nullptr)
+    ctx->sweep->close();
   ctx->server->close();
   if (ctx->endpoint != nullptr)
     ctx->endpoint->close();
@@ -130,6 +132,10 @@ runtime::runtime(const options& opts, http::server_options sopts,
   }
   uv_timer_init(&loop_.uv, &ctx_.drain);
   ctx_.drain.data = &ctx_;
+  if (setup_.exec && setup_.exec->store_quotas) {
+    sweep_.emplace(&loop_.uv, setup_.paths.root);
+    ctx_.sweep = &*sweep_;
+  }
 }
 
 runtime::~runtime() {
@@ -246,6 +252,8 @@ int runtime::serve() {
         caf::anon_send(static_cast<loop_context*>(s->data)->rpc, atom::log_v);
       },
       SIGUSR1);
+  if (sweep_)
+    sweep_->start(opts_.qgroup_sweep);
   uv_run(&loop_.uv, UV_RUN_DEFAULT);
   stop();
   return ctx_.exit_code;

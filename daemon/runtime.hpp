@@ -16,6 +16,7 @@
 #include "actors/supervisor.hpp"
 #include "daemon/destinations.hpp"
 #include "daemon/options.hpp"
+#include "daemon/qgroup_sweep.hpp"
 #include "fronts/e2b/front.hpp"
 #include "fronts/mcp/front.hpp"
 #include "fronts/native/rpc.hpp"
@@ -55,6 +56,8 @@ struct loop_context {
   uv_signal_t sigint{}, sigterm{}, sigusr1{};
   uv_timer_t drain{};
   uv_async_t fatal{};
+  /// With the store's quotas on.
+  qgroup_sweep* sweep = nullptr;
   std::chrono::steady_clock::time_point drain_deadline;
   std::chrono::milliseconds grace{10000};
   bool stopping = false;
@@ -106,6 +109,8 @@ private:
   std::string host_;
   uv_loop loop_;
   loop_context ctx_;
+  /// Its timer is a handle of loop_, closed with the others.
+  std::optional<qgroup_sweep> sweep_;
   /// Declared before the actor system so it outlives every actor that may
   /// still post a reply.
   http::server server_;

@@ -308,6 +308,10 @@ inline constexpr std::chrono::milliseconds idle_delay{1000};
 /// meets on the disk (docs/benchmarks.md, "Turns").
 inline constexpr size_t max_unsynced_intents = 256;
 
+/// Replaced trees a session keeps for its idle moment while the store's
+/// quotas are on; one more and they are deleted at once (rollback.cpp).
+inline constexpr size_t max_quota_discards = 4;
+
 session_actor::behavior_type
 session(session_actor::stateful_pointer<session_state> self, session_init init);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "guest/os/btrfs_quota.hpp"
 
+#include "guest/os/fs.hpp"
 #include "guest/os/unique_fd.hpp"
 
 #include <btrfsutil.h>
@@ -12,12 +13,16 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
 namespace allox::os {
 
 namespace {
+
+/// The filesystem's top-level subvolume (BTRFS_FS_TREE_OBJECTID).
+constexpr uint64_t top_level = 5;
 
 caf::error ioctl_error(const char* what, const std::string& path) {
   return make_error(errc::internal, std::string{what} + " on " + path + ": " +
@@ -113,6 +118,57 @@ std::optional<qgroup_usage> read_qgroup(const std::string& path) {
   if (flags && (*flags & BTRFS_QGROUP_LIMIT_MAX_RFER) != 0)
     u.max_referenced = read_u64(group + "/max_referenced");
   return u;
+}
+
+expected<size_t> remove_stale_qgroups(const std::string& path) {
+  auto fd = open_dir(path);
+  if (!fd)
+    return ioctl_error("open", path);
+  auto dir = sysfs_dir(fd.get());
+  if (!dir)
+    return ioctl_error("reading the Btrfs filesystem's id", path);
+  auto groups = list_dir(*dir + "/qgroups");
+  if (!groups)
+    return size_t{0}; // quotas are off
+  size_t removed = 0;
+  for (const auto& name : *groups) {
+    // "0_<subvolume id>"; higher levels are not ours to remove.
+    if (name.rfind("0_", 0) != 0)
+      continue;
+    uint64_t id = std::strtoull(name.c_str() + 2, nullptr, 10);
+    if (id == 0 || id == top_level)
+      continue;
+    // Deleted: its root item is gone (dropped), or has lost its back
+    // reference, the name that put it in the tree (deleted, waiting for
+    // the cleaner, which only drops at a commit it is woken for).
+    struct btrfs_util_subvolume_info info {};
+    auto found = btrfs_util_subvolume_info_fd(fd.get(), id, &info);
+    if (found == BTRFS_UTIL_OK ? info.parent_id != 0
+                               : found != BTRFS_UTIL_ERROR_SUBVOLUME_NOT_FOUND)
+      continue;
+    btrfs_ioctl_qgroup_create_args args{};
+    args.create = 0;
+    args.qgroupid = id;
+    if (::ioctl(fd.get(), BTRFS_IOC_QGROUP_CREATE, &args) == 0)
+      ++removed;
+  }
+  return removed;
+}
+
+bool qgroup_exists(const std::string& path, uint64_t id) {
+  auto fd = open_dir(path);
+  if (!fd)
+    return false;
+  auto dir = sysfs_dir(fd.get());
+  return dir && ::access((*dir + "/qgroups/0_" + std::to_string(id)).c_str(),
+                         F_OK) == 0;
+}
+
+caf::error commit_and_clean(const std::string& path) {
+  auto fd = open_dir(path);
+  if (!fd || ::ioctl(fd.get(), BTRFS_IOC_SYNC, 0) != 0)
+    return ioctl_error("syncing", path);
+  return caf::none;
 }
 
 uint64_t filesystem_bytes(const std::string& path) {

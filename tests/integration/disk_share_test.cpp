@@ -4,11 +4,18 @@
 // for its runs and as no_space for file.write, while another session keeps
 // writing and checkpointing; the full session can still checkpoint and roll
 // back, and the share holds on the restored tree, across a restart, and
-// from the daemon's default given in percent of the store.
+// from the daemon's default given in percent of the store; the qgroups of
+// the trees it deleted are swept.
+#include "guest/os/btrfs.hpp"
+#include "guest/os/btrfs_quota.hpp"
+#include "guest/os/fs.hpp"
 #include "tests/fixtures/daemon.hpp"
 #include "tests/fixtures/runs.hpp"
 
 #include <doctest/doctest.h>
+
+#include <chrono>
+#include <thread>
 
 using namespace allox;
 using namespace allox::test;
@@ -112,4 +119,69 @@ TEST_CASE("disk share: a session filling its share is stopped there while "
   expect_ok(c2.rpc("session.configure",
                    with(full, {{"limits", {{"disk.max", "max"}}}})));
   CHECK(fill(c2, "a", "full", "big", 32).at("root_exit_code") == 0);
+}
+
+TEST_CASE("disk share: the qgroups of deleted checkpoints and of trees a "
+          "rollback replaced are swept, those in use stay") {
+  daemon_process d{
+      with_execution({"--store-quotas", "--qgroup-sweep-ms", "200"})};
+  d.start();
+  auto& c = d.client();
+  auto s = ids("a", "s");
+  expect_ok(c.rpc("session.create", s));
+  for (auto id : {"c1", "c2"})
+    expect_ok(c.rpc("checkpoint.create", with(s, {{"checkpoint_id", id}})));
+  auto checkpoints = d.root() + "/agents/a/workspace/sessions/s/checkpoints/";
+  std::vector<uint64_t> gone{*os::subvolume_id(checkpoints + "c1"),
+                             *os::subvolume_id(d.current("a", "s"))};
+  expect_ok(c.rpc("checkpoint.delete", with(s, {{"checkpoint_id", "c1"}})));
+  expect_ok(c.rpc("session.rollback", with(s, {{"checkpoint_id", "c2"}})));
+  // The rollback's replaced tree is deleted when the session idles, and
+  // dropped by the cleaner at a commit; the sweep follows.
+  auto swept = [&] {
+    for (auto id : gone)
+      if (os::qgroup_exists(d.root(), id))
+        return false;
+    return true;
+  };
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+  while (!swept() && std::chrono::steady_clock::now() < until) {
+    REQUIRE_FALSE(os::commit_and_clean(d.root()));
+    std::this_thread::sleep_for(std::chrono::milliseconds{200});
+  }
+  CHECK(swept());
+  CHECK(os::qgroup_exists(d.root(), *os::subvolume_id(d.current("a", "s"))));
+  CHECK(os::qgroup_exists(d.root(), *os::subvolume_id(checkpoints + "c2")));
+}
+
+TEST_CASE("disk share: with the store's quotas on, a burst of rollbacks "
+          "keeps few replaced trees waiting for the session's idle moment") {
+  daemon_process d{with_execution({"--store-quotas"})};
+  d.start();
+  auto& c = d.client();
+  auto s = ids("a", "s");
+  expect_ok(c.rpc("session.create", s));
+  expect_ok(c.rpc("checkpoint.create", with(s, {{"checkpoint_id", "c"}})));
+  auto dir = d.root() + "/agents/a/workspace/sessions/s";
+  auto waiting = [&] {
+    size_t n = 0;
+    auto names = os::list_dir(dir);
+    REQUIRE(names);
+    for (const auto& name : *names)
+      n += name.rfind(".discard-", 0) == 0;
+    return n;
+  };
+  auto began = std::chrono::steady_clock::now();
+  for (int i = 0; i < 8; ++i)
+    expect_ok(c.rpc("session.rollback", with(s, {{"checkpoint_id", "c"}})));
+  // Without the bound all eight would wait for the idle purge, a second
+  // after the last rollback; with it, the fifth sent the first five away.
+  auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds{700};
+  while (waiting() > 4 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  CAPTURE(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+          .count());
+  CHECK(waiting() <= 4);
 }

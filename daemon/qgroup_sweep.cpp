@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "daemon/qgroup_sweep.hpp"
+
+#include "guest/log.hpp"
+#include "guest/os/btrfs_quota.hpp"
+
+namespace allox::daemon {
+
+qgroup_sweep::qgroup_sweep(uv_loop_t* loop, std::string root)
+    : root_(std::move(root)) {
+  uv_timer_init(loop, &timer_);
+  timer_.data = this;
+  work_.data = this;
+}
+
+void qgroup_sweep::start(std::chrono::milliseconds interval) {
+  auto ms = static_cast<uint64_t>(interval.count());
+  uv_timer_start(
+      &timer_,
+      [](uv_timer_t* t) {
+        auto* self = static_cast<qgroup_sweep*>(t->data);
+        if (self->busy_)
+          return;
+        self->busy_ = true;
+        uv_queue_work(
+            t->loop, &self->work_,
+            [](uv_work_t* w) {
+              auto* s = static_cast<qgroup_sweep*>(w->data);
+              auto n = os::remove_stale_qgroups(s->root_);
+              s->last_ = n ? *n : 0;
+              s->error_ = n ? std::string{} : message_of(n.error());
+            },
+            [](uv_work_t* w, int) {
+              auto* s = static_cast<qgroup_sweep*>(w->data);
+              s->busy_ = false;
+              s->removed_ += s->last_;
+              if (!s->error_.empty())
+                log::warn("daemon", "stale qgroups: " + s->error_);
+              else if (s->last_ > 0)
+                log::debug("daemon", "removed " + std::to_string(s->last_) +
+                                         " stale qgroup(s)");
+            });
+      },
+      ms, ms);
+}
+
+void qgroup_sweep::close() {
+  auto* h = reinterpret_cast<uv_handle_t*>(&timer_);
+  if (!uv_is_closing(h))
+    uv_close(h, nullptr);
+}
+
+} // namespace allox::daemon
