@@ -119,14 +119,18 @@ TEST_CASE("fork results: the new session, then where it came from") {
   CHECK(o.size() == to_json(v).size() + 1);
 }
 
-TEST_CASE("session usage: a count without its controller is null") {
+TEST_CASE("session usage: a count without its controller (or the store's "
+          "quotas) is null") {
   session_counters c;
   c.cpu_usage_usec = 1500;
   c.pids_current = 3;
   c.pids_refused = 0;
   CHECK(json::serialize(to_json(c)) ==
         R"({"cpu_usage_usec":1500,"memory_bytes":null,"memory_peak_bytes":)"
-        R"(null,"pids_current":3,"oom_kills":null,"pids_refused":0})");
+        R"(null,"pids_current":3,"oom_kills":null,"pids_refused":0,)"
+        R"("disk_bytes":null})");
+  c.disk_bytes = 4096;
+  CHECK(to_json(c).at("disk_bytes") == 4096);
   session_view v;
   CHECK_FALSE(to_json(v).contains("usage"));
   v.usage = c;

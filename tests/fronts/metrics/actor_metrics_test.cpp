@@ -39,7 +39,8 @@ actor_stats tree() {
   session.group("usage")
       .counter("cpu_usage_usec", int64_t{2500000})
       .gauge("pids_current", int64_t{7})
-      .counter("pids_refused", int64_t{12});
+      .counter("pids_refused", int64_t{12})
+      .gauge("disk_bytes", int64_t{1} << 20);
 
   actor_stats agent;
   agent.kind = "agent";
@@ -151,6 +152,8 @@ TEST_CASE("metrics: a session's cgroup usage, by agent and session, only "
   CHECK(has(out, "# TYPE allox_session_pids_refused_total counter"));
   CHECK(has(out,
             R"(allox_session_pids_refused_total{agent="a",session="s"} 12)"));
+  CHECK(has(out, "# TYPE allox_session_disk_bytes gauge"));
+  CHECK(has(out, R"(allox_session_disk_bytes{agent="a",session="s"} 1048576)"));
   // Without the memory controller: the family, and no sample.
   CHECK(has(out, "# TYPE allox_session_memory_bytes gauge"));
   CHECK(out.find("allox_session_memory_bytes{") == std::string::npos);
