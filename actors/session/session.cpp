@@ -150,8 +150,9 @@ void fence(self_ptr self, const caf::error& err, std::string_view what) {
 
 /// What the session's cgroup has counted, and its workspace's qgroup;
 /// none on a daemon that runs no commands. Six reads of cgroupfs (memory,
-/// no disk: about 20 us) and, with the store's quotas on, three of sysfs,
-/// at most once a second (describe's own cost is about 250 us).
+/// no disk: about 20 us) and, with the store's quotas on, two ioctls and
+/// a few reads of sysfs, at most once a second (describe's own cost is
+/// about 250 us).
 static caf::optional<session_counters> counters_of(self_ptr self) {
   auto& st = self->state;
   if (!st.runs.config)

@@ -308,8 +308,9 @@ inline constexpr std::chrono::milliseconds idle_delay{1000};
 /// meets on the disk (docs/benchmarks.md, "Turns").
 inline constexpr size_t max_unsynced_intents = 256;
 
-/// Replaced trees a session keeps for its idle moment while the store's
-/// quotas are on; one more and they are deleted at once (rollback.cpp).
+/// While the store's quotas are on, the replaced tree that makes this many
+/// wait for the session's idle moment sends them all to be deleted at
+/// once (rollback.cpp).
 inline constexpr size_t max_quota_discards = 4;
 
 session_actor::behavior_type

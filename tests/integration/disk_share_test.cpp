@@ -175,7 +175,8 @@ TEST_CASE("disk share: with the store's quotas on, a burst of rollbacks "
   for (int i = 0; i < 8; ++i)
     expect_ok(c.rpc("session.rollback", with(s, {{"checkpoint_id", "c"}})));
   // Without the bound all eight would wait for the idle purge, a second
-  // after the last rollback; with it, the fifth sent the first five away.
+  // after the last rollback; with it, the fourth sent the first four away
+  // and the eighth the next four.
   auto until =
       std::chrono::steady_clock::now() + std::chrono::milliseconds{700};
   while (waiting() > 4 && std::chrono::steady_clock::now() < until)
