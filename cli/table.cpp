@@ -144,8 +144,7 @@ std::vector<command_spec> make_table() {
         {"--cpu-max", "limits/cpu.max", k::text_or_null,
          "cgroup cpu.max (null removes it)"},
         {"--disk-max", "limits/disk.max", k::text_or_null,
-         "the workspace's share of the store: bytes (K, M, G, T), N% or "
-         "max (null removes it)"},
+         "share of the store: bytes, K/M/G/T, N% or max (null removes it)"},
         {"--reset", "reset", k::flag, "back to the daemon's defaults"},
         origin}},
       {{"network", "status"},

@@ -33,7 +33,6 @@ void qgroup_sweep::start(std::chrono::milliseconds interval) {
             [](uv_work_t* w, int) {
               auto* s = static_cast<qgroup_sweep*>(w->data);
               s->busy_ = false;
-              s->removed_ += s->last_;
               if (!s->error_.empty())
                 log::warn("daemon", "stale qgroups: " + s->error_);
               else if (s->last_ > 0)

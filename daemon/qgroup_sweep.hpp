@@ -28,9 +28,6 @@ public:
   /// loop running). Safe to call again.
   void close();
 
-  /// Qgroups removed so far.
-  size_t removed() const { return removed_; }
-
 private:
   uv_timer_t timer_{};
   uv_work_t work_{};
@@ -39,7 +36,6 @@ private:
   /// Written by the pool thread, read on the loop thread after it.
   size_t last_ = 0;
   std::string error_;
-  size_t removed_ = 0;
 };
 
 } // namespace allox::daemon

@@ -14,10 +14,12 @@
 namespace allox::session_facets {
 
 std::optional<uint64_t> disk_share(self_ptr self) {
-  const auto& cfg = *self->state.runs.config;
+  const auto* cfg = self->state.runs.config.get();
+  if (!cfg || !cfg->store_quotas)
+    return std::nullopt;
   for (const auto& [name, value] : effective_settings(self).limits)
     if (name == disk_limit)
-      if (auto bytes = os::parse_disk_limit(value, cfg.store_bytes))
+      if (auto bytes = os::parse_disk_limit(value, cfg->store_bytes))
         return *bytes;
   return std::nullopt;
 }

@@ -363,9 +363,7 @@ static void begin_rollback(self_ptr self,
         auto s = owner->state.session_id();
         auto j = run->journal;
         auto faults = run->faults;
-        const auto* cfg = owner->state.runs.config.get();
-        auto share = cfg && cfg->store_quotas ? disk_share(owner)
-                                              : std::optional<uint64_t>{};
+        auto share = disk_share(owner);
         mutation_step<std::vector<std::string>>(
             owner,
             [paths, a, s, j, share, faults]() {

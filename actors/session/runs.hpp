@@ -184,7 +184,8 @@ caf::result<network_status_view> handle(self_ptr self,
 // -- disk share (disk_share.cpp) ----------------------------------------------
 
 /// The bytes the session's workspace may reference (its disk.max over the
-/// daemon's default, a percentage taken of the store); nullopt: no share.
+/// daemon's default, a percentage taken of the store); nullopt: no share,
+/// or the store's quotas are off.
 std::optional<uint64_t> disk_share(self_ptr self);
 
 /// Makes the qgroup limit of current/ the session's share, on the lane,
