@@ -14,6 +14,7 @@
 #include "guest/store/workspace_ops.hpp"
 #include "messages/checkpoint_params.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -26,6 +27,44 @@ namespace allox::session_facets {
 /// How long a live checkpoint waits for the runs to freeze: a process in
 /// an uninterruptible sleep (a slow disk, a hung NFS read) delays it.
 constexpr int freeze_timeout_ms = 2000;
+
+/// A checkpoint slower than this logs where its time went.
+constexpr std::chrono::milliseconds slow_checkpoint{100};
+
+namespace {
+/// When each stage of one checkpoint.create ended, for the slow log.
+struct create_stages {
+  using clock = std::chrono::steady_clock;
+  clock::time_point begin = clock::now();
+  std::atomic<int64_t> queued_us{0}, intent_us{0}, frozen_us{0}, snapshot_us{0};
+  static void mark(std::atomic<int64_t>& at, clock::time_point begin) {
+    at = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() -
+                                                               begin)
+             .count();
+  }
+  /// "lane 1 ms, intent 2 ms, ..." (each stage's own time).
+  std::string text() const {
+    int64_t last = 0;
+    std::string out;
+    auto stage = [&](const char* name, int64_t at) {
+      if (at == 0)
+        return;
+      out += std::string{out.empty() ? "" : ", "} + name + " " +
+             std::to_string((at - last) / 1000) + " ms";
+      last = at;
+    };
+    stage("waiting for the lane", queued_us);
+    stage("intent", intent_us);
+    stage("freeze", frozen_us);
+    stage("snapshot", snapshot_us);
+    auto total = std::chrono::duration_cast<std::chrono::microseconds>(
+                     clock::now() - begin)
+                     .count();
+    stage("catalog and reply", total);
+    return out;
+  }
+};
+} // namespace
 
 // -- describe / list ----------------------------------------------------------
 
@@ -241,9 +280,18 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
   if (!frozen.empty())
     ++st.live_checkpoints;
   auto cut = begin_write_cut(self);
+  auto stages = std::make_shared<create_stages>();
+  auto timed_answer = [self, answer = std::move(answer),
+                       stages](expected<checkpoint_row> r) mutable {
+    if (create_stages::clock::now() - stages->begin >= slow_checkpoint)
+      log::warn("session", self->state.key() +
+                               ": slow checkpoint.create: " + stages->text());
+    answer(std::move(r));
+  };
   mutation_step<int64_t>(
       self,
-      [paths, row, faults, frozen]() -> expected<int64_t> {
+      [paths, row, faults, frozen, stages]() -> expected<int64_t> {
+        create_stages::mark(stages->queued_us, stages->begin);
         faults->trigger("checkpoint.create.before_intent");
         // Before the record: a name taken on disk keeps its own record.
         if (auto err = store::check_new_checkpoint(
@@ -251,6 +299,7 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
           return err;
         if (auto err = store::write_create_intent(paths, row))
           return err;
+        create_stages::mark(stages->intent_us, stages->begin);
         faults->trigger("checkpoint.create.before_snapshot");
         std::optional<os::frozen_group> hold;
         if (!frozen.empty()) {
@@ -261,9 +310,11 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
             return f.error();
           }
           hold.emplace(std::move(*f));
+          create_stages::mark(stages->frozen_us, stages->begin);
         }
         auto gen = store::snapshot_current(paths, row.agent_id, row.session_id,
                                            row.checkpoint_id);
+        create_stages::mark(stages->snapshot_us, stages->begin);
         hold.reset(); // thaw before anything else
         if (!gen) {
           store::clear_create_intent(paths, row.agent_id, row.session_id,
@@ -273,7 +324,7 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
         faults->trigger("checkpoint.create.after_snapshot");
         return *gen;
       },
-      [self, answer, row, faults, cut](int64_t& gen) mutable {
+      [self, answer = timed_answer, row, faults, cut](int64_t& gen) mutable {
         auto done = row;
         done.generation = gen;
         auto& state = self->state;
@@ -299,7 +350,7 @@ void create_checkpoint(self_ptr self, const params::checkpoint_create& req,
         if (!names)
           answer(std::move(done));
       },
-      [self, answer](caf::error err) mutable {
+      [self, answer = timed_answer](caf::error err) mutable {
         ++self->state.failures;
         end_mutation(self);
         answer(std::move(err));
