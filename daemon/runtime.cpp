@@ -5,6 +5,7 @@
 #include "fronts/metrics/actor_metrics.hpp"
 #include "guest/log.hpp"
 #include "guest/os/cgroup.hpp"
+#include "guest/os/sched.hpp"
 #include "messages/results/admin_json.hpp"
 #include "messages/type_ids.hpp"
 
@@ -12,7 +13,6 @@
 #include <caf/send.hpp>
 
 #include <csignal>
-#include <fstream>
 #include <unistd.h>
 
 namespace allox::daemon {
@@ -77,26 +77,17 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg,
   return cfg;
 }
 
-/// The OOM killer's bias against this process, as its unit set it (the
-/// guest's unit protects the daemon; its runs start at 0).
-int64_t own_oom_score_adj() {
-  std::ifstream in{"/proc/self/oom_score_adj"};
-  int64_t v = 0;
-  in >> v;
-  return v;
-}
-
 } // namespace
 
 runtime::runtime(const options& opts, http::server_options sopts,
                  store_setup setup, const std::string& loop_device)
-    : opts_(opts),
-      setup_(std::move(setup)), info_{{"pid", static_cast<int64_t>(::getpid())},
-                                      {"root", setup_.paths.root},
-                                      {"listen", opts.listen},
-                                      {"loop_device", loop_device},
-                                      {"workers", opts.workers},
-                                      {"oom_score_adj", own_oom_score_adj()}},
+    : opts_(opts), setup_(std::move(setup)),
+      info_{{"pid", static_cast<int64_t>(::getpid())},
+            {"root", setup_.paths.root},
+            {"listen", opts.listen},
+            {"loop_device", loop_device},
+            {"workers", opts.workers},
+            {"oom_score_adj", static_cast<int64_t>(os::own_oom_score_adj())}},
       host_(sopts.host),
       server_{&loop_.uv, std::move(sopts),
               [this](uint64_t ticket, std::string action, json::object params) {

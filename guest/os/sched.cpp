@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "guest/os/sched.hpp"
 
+#include "guest/os/unique_fd.hpp"
+
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <sched.h>
 #include <string>
+#include <unistd.h>
 
 namespace allox::os {
 
@@ -19,6 +24,15 @@ caf::error use_batch_scheduling() {
 
 bool uses_batch_scheduling(int tid) {
   return sched_getscheduler(tid) == SCHED_BATCH;
+}
+
+int own_oom_score_adj() {
+  unique_fd fd{::open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC)};
+  if (!fd)
+    return 0;
+  char buf[16] = {};
+  auto n = ::read(fd.get(), buf, sizeof buf - 1);
+  return n > 0 ? std::atoi(buf) : 0;
 }
 
 } // namespace allox::os

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// CPU scheduling of the daemon's own threads.
+// CPU scheduling of the daemon's own threads, and how the OOM killer
+// sees the daemon.
 #pragma once
 
 #include "messages/errors.hpp"
@@ -16,5 +17,9 @@ caf::error use_batch_scheduling();
 /// Whether the thread with id `tid` (0: the calling one) is under
 /// SCHED_BATCH.
 bool uses_batch_scheduling(int tid = 0);
+
+/// This process's oom_score_adj (-1000..1000; 0 when unreadable), as its
+/// unit set it: the guest's protects the daemon, whose runs start at 0.
+int own_oom_score_adj();
 
 } // namespace allox::os

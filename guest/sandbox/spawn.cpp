@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "guest/sandbox/spawn.hpp"
 
+#include "guest/os/sched.hpp"
 #include "guest/os/unique_fd.hpp"
 #include "guest/sandbox/bwrap_args.hpp"
 
@@ -37,15 +38,7 @@ struct exec_plan {
 /// Whether this process is protected from the OOM killer (read once: the
 /// unit sets it before the daemon starts).
 bool oom_protected() {
-  static const bool yes = [] {
-    int fd = ::open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      return false;
-    char buf[16] = {};
-    auto n = ::read(fd, buf, sizeof buf - 1);
-    ::close(fd);
-    return n > 0 && buf[0] == '-';
-  }();
+  static const bool yes = os::own_oom_score_adj() < 0;
   return yes;
 }
 
