@@ -36,8 +36,10 @@ void qgroup_sweep::start(std::chrono::milliseconds interval) {
               if (!s->error_.empty())
                 log::warn("daemon", "stale qgroups: " + s->error_);
               else if (s->last_ > 0)
-                log::debug("daemon", "removed " + std::to_string(s->last_) +
-                                         " stale qgroup(s)");
+                // Rare (deleted trees only) and the proof that the kernel
+                // kept them: said where an operator looks.
+                log::info("daemon", "removed " + std::to_string(s->last_) +
+                                        " qgroup(s) of deleted trees");
             });
       },
       ms, ms);

@@ -10,7 +10,8 @@
 # has the tool), a session with memory.max and pids.max whose memory hog
 # ends oom_killed while the session stays usable, noisy neighbours
 # (noisy-neighbours.py: a limited session's fork bomb, memory hogs and CPU
-# spinners beside a steady session's loop), then an ACPI power-off. Boot
+# spinners beside a steady session's loop), the qgroup of a tree a
+# rollback replaced swept (the store's quotas), then an ACPI power-off. Boot
 # 2, same data disk: everything
 # is still there. Exit 0 when every step passed. KVM when /dev/kvm works
 # (with -cpu qemu64), TCG otherwise. Leaves nothing running.
@@ -116,6 +117,10 @@ if wait_health; then
   check "noisy neighbours" python3 "$here/noisy-neighbours.py" "$base" "$token"
   N='"agent_id":"agent-2","session_id":"steady"'
   rpc checkpoint.list "{$N}"; steady_checkpoints=$(result .checkpoint_ids)
+  # The store's quotas on the guest's kernel, which keeps the qgroup of a
+  # deleted tree: the daemon's sweep removes those of the trees replaced
+  # by rollbacks (s1's) and says so (daemon/qgroup_sweep.hpp).
+  check "boot 1: qgroups of deleted trees are swept" console_has "qgroup(s) of deleted trees"
   check "boot 1: power off" power_off
 else
   fail "boot 1: /health"
