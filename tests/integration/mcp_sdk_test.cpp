@@ -3,12 +3,9 @@
 // (@modelcontextprotocol/sdk, pinned in tests/fronts/mcp/sdk/package-lock.json,
 // installed by scripts/test.sh): each case is one function of
 // mcp_test.mjs, over Streamable HTTP or over stdio through alloxctl.
-#include "tests/fixtures/daemon.hpp"
-#include "tests/fixtures/node_script.hpp"
+#include "tests/integration/mcp_sdk_case.hpp"
 
 #include <doctest/doctest.h>
-
-#include <sys/stat.h>
 
 #include <map>
 #include <string>
@@ -16,40 +13,12 @@
 using namespace allox;
 using namespace allox::test;
 
-namespace {
-
-void check_mcp_case(daemon_process& d, const std::string& name,
-                    int limit_s = 120) {
-  std::string dir = ALLOX_MCP_SDK_DIR;
-  struct stat st {};
-  REQUIRE_MESSAGE(
-      ::stat((dir + "/node_modules/@modelcontextprotocol/sdk").c_str(), &st) ==
-          0,
-      "the MCP SDK is not installed: npm ci --prefix " << dir);
-  auto env = "ALLOX_URL=http://127.0.0.1:" + std::to_string(d.port()) +
-             " ALLOXCTL='" + ALLOXCTL_PATH + "'";
-  auto [code, out] = run_node_case(dir, env, "mcp_test.mjs", name, limit_s);
-  INFO(out);
-  INFO(d.log());
-  CHECK(code == 0);
-  CHECK(out.find("ok " + name) != std::string::npos);
-}
-
-} // namespace
-
 TEST_CASE("mcp sdk: tools listed with valid schemas, an agent's flow "
           "through every tool, each call audited") {
   // Runs tracked: the flow's diff names who made each change.
   daemon_process d{with_execution({"--process-tracking", "ebpf"})};
   d.start();
   check_mcp_case(d, "flow");
-}
-
-TEST_CASE("mcp sdk: a 90 s command through start and poll, a command "
-          "longer than the wait, progress notifications") {
-  daemon_process d{with_execution()};
-  d.start();
-  check_mcp_case(d, "long", 240);
 }
 
 TEST_CASE("mcp sdk: the stdio transport through alloxctl mcp serve, and "
