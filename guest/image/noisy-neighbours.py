@@ -11,9 +11,10 @@
 # and fsyncs an 8 MiB file, and with disk.max 32M (the store's Btrfs
 # quotas) a filler that writes until its share is full, then holds it.
 # Meanwhile session "steady" loops process.start (+ wait), then
-# checkpoint.create and a small file.write a few times. Its latencies under each load
-# are compared with the same loop on the idle VM, first. Prints one PASS
-# or FAIL line per assertion and exits 1 when any failed.
+# checkpoint.create and a small file.write ten times. Its latencies under
+# each load are compared with the same loop on the idle VM just before
+# that load. Prints one PASS or FAIL line per assertion and exits 1 when
+# any failed.
 #
 #   ALLOX_NOISY_ROUNDS  steady loop rounds (runs) per phase (default 10)
 #   ALLOX_NOISY_PER_RUN checkpoints and writes per round (default 10)
@@ -32,11 +33,12 @@ rounds = int(os.environ.get("ALLOX_NOISY_ROUNDS", "10"))
 per_run = int(os.environ.get("ALLOX_NOISY_PER_RUN", "10"))
 allowed = float(os.environ.get("ALLOX_NOISY_RATIO", "3"))
 # Where the target is not met yet, the bound that holds today, so that the
-# check still catches a regression; the ratio is printed either way. The
-# disk writer's write-back at io.max's pace delays the steady session's
-# snapshot commits: checkpoint.create p99 1.25x to 4.97x of idle over
-# seven boots (docs/benchmarks/history/noisy-neighbours.md).
-not_met = {("disk writer", "checkpoint.create"): 8.0}
+# check still catches a regression; the ratio is printed either way. A
+# checkpoint is a Btrfs commit of the whole store, with its flushes: in
+# QEMU TCG, beside the CPU spinners, the disk writer held at io.max or the
+# disk filler, its p99 reached 4.25x to 5.01x of idle in some boots (1.0x
+# to 2x in most; docs/benchmarks/history/noisy-neighbours.md).
+not_met = {"checkpoint.create": 8.0}
 failed = 0
 
 NOISY = {"agent_id": "agent-2", "session_id": "noisy"}
@@ -186,7 +188,7 @@ def compare(phase, idle, loaded):
         if not xs:
             continue
         ratio = p99(xs) / base_p99
-        bound = max(not_met.get((phase, op), allowed), allowed)
+        bound = max(not_met.get(op, allowed), allowed)
         name = f"{phase}: steady {op} p99 within {bound:g}x of idle"
         if bound != allowed:
             name += f" (target {allowed:g}x not met yet)"
@@ -199,11 +201,27 @@ def compare(phase, idle, loaded):
 last_noisy_run = [None]
 
 
+def idle_loop(phase):
+    """The steady loop on the idle VM, the anchor of `phase`."""
+    idle = steady_loop(f"{phase} idle").start().join()
+    check(f"{phase}: the steady session saw no error on the idle VM",
+          not idle.errors, "; ".join(idle.errors[:3]))
+    for op, xs in idle.lat.items():
+        print(f"      idle before {phase}: {op} p50 {p50(xs) * 1000:.0f} ms"
+              f", p99 {p99(xs) * 1000:.0f} ms", flush=True)
+    return idle
+
+
 def noisy_phase(phase, argv, reason, ready=None):
-    """Starts the noisy run, loops the steady session beside it, then
-    ends the noisy run (process.stop, unless it ends by itself) and checks
-    why it ended. `ready(run_id)`, if given, says when the load is there
-    (polled for up to a minute); otherwise the loop starts after a second."""
+    """Loops the steady session on the idle VM, then starts the noisy run,
+    loops the steady session beside it, ends the noisy run (process.stop,
+    unless it ends by itself) and checks why it ended; (idle, loaded).
+    `ready(run_id)`, if given, says when the load is there (polled for up
+    to a minute); otherwise the loop starts after a second. The anchor is
+    taken just before the load, on the same store: each loop adds 100
+    checkpoints, and one anchor taken first compared the last phases, on
+    a store with 500 more, against a younger one."""
+    idle = idle_loop(phase)
     # A safety net: no phase outlives a stuck driver.
     row = must("process.start", NOISY | {"argv": argv, "timeout": 300})
     last_noisy_run[:] = [row["run_id"]]
@@ -225,7 +243,7 @@ def noisy_phase(phase, argv, reason, ready=None):
     usable = run_to_end(NOISY, ["true"])
     check(f"{phase}: the noisy session stays usable",
           usable["state"] == "completed", usable["state"])
-    return loaded
+    return idle, loaded
 
 
 def main():
@@ -249,12 +267,6 @@ def main():
     check("a run starts at oom_score_adj 0", log["data"].strip() == "0",
           repr(log["data"]))
 
-    idle = steady_loop("idle").start().join()
-    check("idle: the steady session saw no error", not idle.errors,
-          "; ".join(idle.errors[:3]))
-    for op, xs in idle.lat.items():
-        print(f"      idle {op}: p50 {p50(xs) * 1000:.0f} ms"
-              f", p99 {p99(xs) * 1000:.0f} ms", flush=True)
     phases = []
     # Every shell forks without end; past pids.max a fork fails, that shell
     # exits and another takes its pid: the churn goes on within cpu.max.
@@ -336,14 +348,14 @@ def main():
     check("disk filler: once it deletes, the session writes again",
           freed["state"] == "completed" and freed["root_exit_code"] == 0,
           json.dumps({k: freed.get(k) for k in ("state", "root_exit_code")}))
-    for phase, loaded in phases:
+    for phase, (idle, loaded) in phases:
         compare(phase, idle, loaded)
 
     dump = must("system.dump", {})
     check("the daemon was never restarted",
           dump["daemon"].get("pid") == pid_before, f"{pid_before}")
     kept = must("checkpoint.list", STEADY)["checkpoint_ids"]
-    acked = [c for _, l in phases for c in l.checkpoints] + idle.checkpoints
+    acked = [c for _, loops in phases for l in loops for c in l.checkpoints]
     check("every acknowledged checkpoint of the steady session is listed",
           set(acked) <= set(kept), f"{len(acked)} acknowledged, "
           f"{len(kept)} listed")
