@@ -68,8 +68,9 @@ def check(name, ok, detail=""):
 # One kept-alive connection per thread, as a client of the daemon keeps
 # one: a new TCP connection per call would time the VM's user-mode
 # network as much as the daemon. A connection idle for a while is not
-# reused: the daemon closes it after a quiet spell, and through the VM's
-# user-mode network a request sent on it then waits until it times out.
+# reused: once, a request sent on one idle for about ten seconds got no
+# answer until its timeout, through the VM's user-mode network (cause not
+# found), and a new connection costs little next to such a wait.
 connections = threading.local()
 reuse_within = 3.0  # seconds
 
