@@ -14,7 +14,6 @@
 #include "guest/store/workspace_ops.hpp"
 #include "messages/checkpoint_params.hpp"
 
-#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -32,17 +31,20 @@ constexpr int freeze_timeout_ms = 2000;
 constexpr std::chrono::milliseconds slow_checkpoint{100};
 
 namespace {
-/// When each stage of one checkpoint.create ended, for the slow log.
+/// When each stage of one checkpoint.create ended, for the slow log. The
+/// worker's marks are read on the actor after the step's result arrived,
+/// which orders them.
 struct create_stages {
   using clock = std::chrono::steady_clock;
   clock::time_point begin = clock::now();
-  std::atomic<int64_t> queued_us{0}, intent_us{0}, frozen_us{0}, snapshot_us{0};
-  static void mark(std::atomic<int64_t>& at, clock::time_point begin) {
+  int64_t queued_us = 0, intent_us = 0, frozen_us = 0, snapshot_us = 0;
+  static void mark(int64_t& at, clock::time_point begin) {
     at = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() -
                                                                begin)
              .count();
   }
-  /// "lane 1 ms, intent 2 ms, ..." (each stage's own time).
+  /// "waiting for the lane 1 ms, intent 2 ms, ..." (each stage's own
+  /// time; a stage not reached is left out).
   std::string text() const {
     int64_t last = 0;
     std::string out;
