@@ -2,7 +2,8 @@
 #include "daemon/runtime.hpp"
 
 #include "fronts/console/console.hpp"
-#include "fronts/metrics/actor_metrics.hpp"
+#include "fronts/metrics/scrape.hpp"
+#include "fronts/native/front.hpp"
 #include "guest/log.hpp"
 #include "guest/os/cgroup.hpp"
 #include "guest/os/sched.hpp"
@@ -88,26 +89,21 @@ runtime::runtime(const options& opts, http::server_options sopts,
             {"loop_device", loop_device},
             {"workers", opts.workers},
             {"oom_score_adj", static_cast<int64_t>(os::own_oom_score_adj())}},
-      host_(sopts.host),
-      server_{&loop_.uv, std::move(sopts),
-              [this](uint64_t ticket, std::string action, json::object params) {
-                caf::anon_send(ctx_.rpc, atom::rpc_v, ticket, std::move(action),
-                               json::value(std::move(params)));
-              },
-              [this](stream_request req) {
-                caf::anon_send(ctx_.rpc, std::move(req));
-              }},
+      host_(sopts.host), server_{&loop_.uv, std::move(sopts)},
       system_{configure(cfg_, opts)} {
   ctx_.grace = opts.shutdown_grace;
+  // The RPC actor is known once the tree is up (recover()); the loop runs
+  // only after that, and stops before it is forgotten.
+  auto rpc = [this] {
+    return ctx_.rpc;
+  };
+  native::serve_native(server_, rpc);
+  fronts::serve_metrics(server_, rpc);
   fronts::serve_console(server_);
   if (opts.e2b == "on")
     e2b::serve_e2b(server_, [this] { return e2b_; });
   if (opts.mcp == "on")
     mcp::serve_mcp(server_, [this] { return mcp_; });
-  server_.set_tree_metrics(fronts::render_actor_metrics);
-  server_.set_transfer([this](transfer_request req) {
-    caf::anon_send(ctx_.rpc, std::move(req));
-  });
   ctx_.server = &server_;
   // Every handle exists from here on, so that stop() can close them all,
   // whether or not the daemon got to serve; the signals start in serve().
@@ -175,8 +171,8 @@ caf::error runtime::start() {
   // The native front over the core, answering through the HTTP server.
   init.spawn_front = [this](auto self, const core_handles& core) {
     return self->template spawn<caf::linked + caf::monitored>(
-        rpc, rpc_init{core.supervisor, core.agents, core.metadata, &server_,
-                      info_, core.exec, opts_.request_timeout});
+        rpc, rpc_init{core.supervisor, core.agents, core.metadata, info_,
+                      core.exec, opts_.request_timeout});
   };
   init.spawn_more_fronts = [this](auto self, const core_handles& core) {
     std::vector<stats_client_actor> fronts;
@@ -211,7 +207,10 @@ caf::error runtime::start() {
   // The event endpoint serves before the first run can.
   if (const auto& exec = setup_.exec) {
     auto rel = exec->cgroups.root().substr(exec->cgroups.mount().size());
-    endpoint_.emplace(&loop_.uv, &server_, exec->events_socket, rel);
+    endpoint_.emplace(
+        &loop_.uv, &server_,
+        [this](rpc_request req) { caf::anon_send(ctx_.rpc, std::move(req)); },
+        exec->events_socket, rel);
     if (auto err = endpoint_->listen())
       return err;
     ctx_.endpoint = &*endpoint_;

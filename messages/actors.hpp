@@ -338,16 +338,16 @@ using agents_actor = caf::typed_actor<
     caf::replies_to<cmd::agent_list>::with<agent_ids>>::
     extend_with<agent_commands_actor, stats_client_actor>;
 
-/// The RPC actor: bridge from the HTTP thread to the owning actors.
+/// The RPC actor: the native front's bridge to the owning actors.
 using rpc_actor = caf::typed_actor<
-    // Serves one validated request; the reply goes back through the
-    // reply_channel under the same ticket.
-    caf::reacts_to<atom::rpc, uint64_t, std::string, json::value>,
+    // Serves one request of the native wire; its reply goes to the
+    // request's reply function, exactly once.
+    caf::reacts_to<rpc_request>,
     // Opens a live stream of a run (GET /v1/stream); answered like a
-    // request under its ticket.
+    // request.
     caf::reacts_to<stream_request>,
     // Begins or ends a bulk file transfer (PUT/GET /v1/files/...);
-    // answered like a request under its ticket.
+    // answered like a request.
     caf::reacts_to<transfer_request>,
     // Answers requests that outlived rpc_timeout (sent to itself).
     caf::reacts_to<atom::tick>,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The contract between the HTTP front end and the RPC actor.
+// The contract between the native front (fronts/native) and the RPC
+// actor: requests carry the function their reply goes to.
 #pragma once
 
 #include "messages/json.hpp"
@@ -9,14 +10,14 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 namespace allox {
 
-/// A finished response for the request identified by `ticket`.
+/// A finished response to one request.
 struct rpc_reply {
-  uint64_t ticket = 0;
   int status = 200;
   std::string body;
   /// system.dump's tree as the actors reported it, typed: a /metrics
@@ -24,12 +25,16 @@ struct rpc_reply {
   std::shared_ptr<const actor_stats> stats;
 };
 
-/// Where the RPC actor delivers replies; implemented by the HTTP server.
-/// `post` is called from actor threads and must be thread-safe.
-class reply_channel {
-public:
-  virtual ~reply_channel() = default;
-  virtual void post(rpc_reply reply) = 0;
+/// Where one request's reply goes: called at most once, from an actor
+/// thread; the front that made the request carries it to its client.
+using reply_fn = std::function<void(rpc_reply)>;
+
+/// One request of the native wire, its envelope decoded, and where its
+/// reply goes.
+struct rpc_request {
+  std::string action;
+  json::value params;
+  reply_fn reply;
 };
 
 /// Where a session pushes a run's updates (its row, on every state
@@ -43,22 +48,22 @@ public:
 };
 
 /// GET /v1/stream: the stream's parameters (agent_id, session_id, run_id)
-/// and its sink; answered like an RPC request under `ticket` with
-/// {row, dir} (the run's row and the directory of its logs).
+/// and its sink; answered like an RPC request with {row, dir} (the run's
+/// row and the directory of its logs).
 struct stream_request {
-  uint64_t ticket = 0;
   json::value params;
   std::shared_ptr<run_sink> sink;
+  reply_fn reply;
 };
 
 /// PUT or GET /v1/files/{agent}/{session}/{path}: `params` are
 /// {agent_id, session_id, path, upload, tar} and, with `done`, {bytes,
-/// entries}; answered like an RPC request under `ticket` (begin: {root,
-/// rel, path}; done: the audit was queued).
+/// entries}; answered like an RPC request (begin: {root, rel, path};
+/// done: the audit was queued).
 struct transfer_request {
-  uint64_t ticket = 0;
   json::value params;
   bool done = false;
+  reply_fn reply;
 };
 
 /// Encodes the envelope `{"ok":true,"result":...}` around serialized JSON.
@@ -69,6 +74,7 @@ std::string error_body(std::string_view message, std::string_view code);
 
 } // namespace allox
 
-// Local only: a sink is a pointer into this process.
+// Local only: a reply is a function, a sink a pointer into this process.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::rpc_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::stream_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(allox::transfer_request)

@@ -4,10 +4,10 @@
 // the test DSL's printouts, and in add_message_types. A new message type
 // is added here, and tests/messages/type_ids_test.cpp finds it by name.
 //
-// Local-only types whose content is a pointer (stream_request,
-// process_subscribe, reader_batch, lane_job) or a JSON tree are allowed
-// with CAF_ALLOW_UNSAFE_MESSAGE_TYPE instead: they have no inspect() and
-// never cross a process boundary.
+// Local-only types whose content is a pointer or a function (rpc_request,
+// stream_request, process_subscribe, reader_batch, lane_job) or a JSON
+// tree are allowed with CAF_ALLOW_UNSAFE_MESSAGE_TYPE instead: they have
+// no inspect() and never cross a process boundary.
 #pragma once
 
 #include "messages/actors.hpp"

@@ -483,10 +483,10 @@ const route_table& routes() {
 
 /// GET /v1/stream: subscribes the stream's sink to the run's state.
 void open_stream(self_ptr self, stream_request& req) {
-  track(self, req.ticket);
+  auto ticket = track(self, std::move(req.reply));
   const auto* params = req.params.if_object();
   if (params == nullptr)
-    return reply_error(self, req.ticket,
+    return reply_error(self, ticket,
                        make_error(errc::invalid_argument,
                                   "stream requires agent_id, session_id and "
                                   "run_id"));
@@ -497,15 +497,15 @@ void open_stream(self_ptr self, stream_request& req) {
   } else {
     sub = get.error();
   }
-  route(self, req.ticket, session_of(*params), std::move(sub), true);
+  route(self, ticket, session_of(*params), std::move(sub), true);
 }
 
 /// PUT/GET /v1/files/...: begins or ends a bulk transfer in its session.
 void open_transfer(self_ptr self, transfer_request& req) {
-  track(self, req.ticket);
+  auto ticket = track(self, std::move(req.reply));
   const auto* p = req.params.if_object();
   if (p == nullptr)
-    return reply_error(self, req.ticket,
+    return reply_error(self, ticket,
                        make_error(errc::invalid_argument,
                                   "transfer requires agent_id and session_id"));
   auto flag = [p](const char* key) {
@@ -523,7 +523,7 @@ void open_transfer(self_ptr self, transfer_request& req) {
     cmd::file_transfer_begin c;
     c.path = std::move(path);
     c.upload = flag("upload");
-    return route(self, req.ticket, session_of(*p),
+    return route(self, ticket, session_of(*p),
                  expected<cmd::file_transfer_begin>{std::move(c)});
   }
   cmd::file_transfer_end c;
@@ -539,7 +539,7 @@ void open_transfer(self_ptr self, transfer_request& req) {
     for (const auto& f : files->get_array())
       if (f.is_string())
         c.files.emplace_back(f.get_string());
-  route(self, req.ticket, session_of(*p),
+  route(self, ticket, session_of(*p),
         expected<cmd::file_transfer_end>{std::move(c)});
 }
 

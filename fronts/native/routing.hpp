@@ -16,15 +16,15 @@ namespace allox::rpc_detail {
 
 using self_ptr = rpc_actor::stateful_pointer<rpc_state>;
 
-/// Starts tracking a request: it is answered exactly once, at the latest
-/// init.timeout from now.
-void track(self_ptr self, uint64_t ticket);
+/// Starts tracking a request: it is answered exactly once, through
+/// `reply`, at the latest init.timeout from now. Returns its ticket.
+uint64_t track(self_ptr self, reply_fn reply);
 
 /// Answers a request (unless it was answered already).
 void reply(self_ptr self, uint64_t ticket, const json::value& result);
 
 /// As reply(), with the actor tree's stats the result was rendered from
-/// (system.dump), for the HTTP server's /metrics.
+/// (system.dump), for the metrics front's /metrics.
 void reply(self_ptr self, uint64_t ticket, const json::value& result,
            std::shared_ptr<const actor_stats> stats);
 

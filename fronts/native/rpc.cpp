@@ -30,27 +30,33 @@ static void arm_tick(self_ptr self) {
   self->delayed_send(self, every, atom::tick_v);
 }
 
-/// Starts tracking a request: it is answered exactly once, at the latest
-/// init.timeout from now.
-void track(self_ptr self, uint64_t ticket) {
+/// Starts tracking a request: it is answered exactly once, through
+/// `reply`, at the latest init.timeout from now.
+uint64_t track(self_ptr self, reply_fn reply) {
   auto& st = self->state;
-  st.in_flight.emplace(ticket, pending_request{});
+  auto ticket = st.next_ticket++;
+  st.in_flight.emplace(ticket, pending_request{std::move(reply), {}});
   // The actor clock: steady time in the daemon, the test clock in tests.
   st.deadlines.emplace_back(self->clock().now() + st.init.timeout, ticket);
   arm_tick(self);
+  return ticket;
 }
 
-/// Stops tracking; false when the request was answered already (it timed
-/// out, or its session actor failed).
-static bool untrack(self_ptr self, uint64_t ticket) {
+/// Stops tracking; returns where the reply goes, or nothing when the
+/// request was answered already (it timed out, or its session actor
+/// failed).
+static reply_fn untrack(self_ptr self, uint64_t ticket) {
   auto& st = self->state;
-  if (st.in_flight.erase(ticket) == 0)
-    return false;
+  auto it = st.in_flight.find(ticket);
+  if (it == st.in_flight.end())
+    return {};
+  auto answer = std::move(it->second.reply);
+  st.in_flight.erase(it);
   // Requests are mostly answered in order: keep the queue short.
   while (!st.deadlines.empty() &&
          st.in_flight.count(st.deadlines.front().second) == 0)
     st.deadlines.pop_front();
-  return true;
+  return answer;
 }
 
 void reply(self_ptr self, uint64_t ticket, const json::value& result) {
@@ -59,14 +65,13 @@ void reply(self_ptr self, uint64_t ticket, const json::value& result) {
 
 void reply(self_ptr self, uint64_t ticket, const json::value& result,
            std::shared_ptr<const actor_stats> stats) {
-  if (!untrack(self, ticket))
-    return;
-  self->state.init.channel->post(
-      {ticket, 200, ok_body(json::serialize(result)), std::move(stats)});
+  if (auto answer = untrack(self, ticket))
+    answer({200, ok_body(json::serialize(result)), std::move(stats)});
 }
 
 void reply_error(self_ptr self, uint64_t ticket, const caf::error& err) {
-  if (!untrack(self, ticket))
+  auto answer = untrack(self, ticket);
+  if (!answer)
     return;
   ++self->state.errors;
   auto code = code_of(err);
@@ -74,8 +79,7 @@ void reply_error(self_ptr self, uint64_t ticket, const caf::error& err) {
   if (code == errc::internal)
     log::warn("rpc",
               "request failed: " + msg + " (" + caf::to_string(err) + ")");
-  self->state.init.channel->post(
-      {ticket, http_status(code), error_body(msg, code_name(code)), nullptr});
+  answer({http_status(code), error_body(msg, code_name(code)), nullptr});
 }
 
 /// Answers every request past its deadline.
@@ -150,13 +154,16 @@ rpc_actor::behavior_type rpc(rpc_detail::self_ptr self, rpc_init init) {
     return actor_failed(ep, "rpc", self->state.handling);
   });
   return {
-      [self](atom::rpc, uint64_t ticket, std::string& action,
-             json::value& params) {
+      [self](rpc_request& req) {
         ++self->state.requests;
-        track(self, ticket);
-        self->state.handling = action;
-        dispatch(self, ticket, std::move(action),
-                 std::move(params.as_object()));
+        auto ticket = track(self, std::move(req.reply));
+        if (!req.params.is_object())
+          return reply_error(
+              self, ticket,
+              make_error(errc::invalid_argument, "params must be an object"));
+        self->state.handling = req.action;
+        dispatch(self, ticket, std::move(req.action),
+                 std::move(req.params.as_object()));
         self->state.handling.clear();
       },
       [self](atom::tick) { expire(self); },

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The RPC actor: receives validated requests from the HTTP thread, routes
+// The RPC actor: receives the native front's decoded requests, routes
 // each to the actor that owns it (session actors directly, through a
-// monitored handle cache), and posts the encoded reply back. Every request
-// gets exactly one reply: a result, an error, or `internal` when the owning
-// actor fails or times out.
+// monitored handle cache), and hands the encoded reply to the request's
+// reply function. Every request gets exactly one reply: a result, an
+// error, or `internal` when the owning actor fails or times out.
 #pragma once
 
 #include "actors/session/session_runs.hpp"
@@ -31,7 +31,6 @@ struct rpc_init {
   supervisor_actor supervisor;
   agents_actor agents;
   metadata_actor metadata;
-  reply_channel* channel = nullptr;
   /// Static facts about the daemon for system.dump (pid, root, listen ...).
   json::object daemon_info;
   /// Tracked execution; null when disabled (process.status).
@@ -42,6 +41,8 @@ struct rpc_init {
 
 /// A request the RPC actor has routed and not answered yet.
 struct pending_request {
+  /// Where its reply goes.
+  reply_fn reply;
   /// The session actor serving it; null for any other target.
   caf::actor_addr owner;
 };
@@ -61,6 +62,8 @@ struct rpc_state {
   std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>>
       deadlines;
   bool tick_armed = false;
+  /// The next request's ticket (the key of in_flight).
+  uint64_t next_ticket = 1;
   /// Lease and reset tokens -> (agent, session), learned from the replies
   /// that hand them out: execution.release and runtime.complete_reset name
   /// only the token.

@@ -85,13 +85,6 @@ void connection::answer(int status, std::string body) {
   arm_deadline();
 }
 
-void connection::answer_metrics(std::string text) {
-  waiting_ = false;
-  respond(200, std::move(text), !keep_alive_,
-          "text/plain; version=0.0.4; charset=utf-8");
-  arm_deadline();
-}
-
 void connection::refuse() {
   refused_ = true;
   respond(503, error_body("too many connections", "unavailable"), true);
@@ -255,7 +248,8 @@ void connection::process() {
       continue;
     }
     if (ec == bhttp::error::body_limit) {
-      reject(400, "invalid request size", "payload_too_large");
+      const auto* r = std::exchange(route_, nullptr);
+      refuse_size(r, std::nullopt, limit_of(r));
       return;
     }
     if (ec == bhttp::error::header_limit) {
@@ -295,9 +289,15 @@ void connection::compact_input() {
 bool connection::check_header() {
   const auto& req = parser_->get();
   keep_alive_ = req.keep_alive();
+  // The metrics address serves GET /metrics (its route, without the
+  // token) and /health, nothing else.
   if (metrics_only_) {
-    if (req.method() == bhttp::verb::get &&
-        (req.target() == "/metrics" || req.target() == "/health"))
+    if (req.method() == bhttp::verb::get && req.target() == "/health")
+      return true;
+    route_ = req.method() == bhttp::verb::get && req.target() == "/metrics"
+                 ? srv_->find_route(bhttp::verb::get, "/metrics")
+                 : nullptr;
+    if (route_ != nullptr)
       return true;
     reject(404, "not found", "not_found");
     return false;
@@ -316,59 +316,65 @@ bool connection::check_header() {
       start_transfer();
     return false;
   }
-  // A front's route: it serves the whole request, under its access rule.
+  // A front's route: it serves the whole request, under its access rule,
+  // which is checked first (a caller without the token learns no limit).
   route_ = srv_->find_route(
       req.method(), std::string_view{req.target().data(), req.target().size()});
+  if (route_ != nullptr && route_->access == route_access::token &&
+      !authorized(req)) {
+    route_ = nullptr;
+    return false;
+  }
   if (route_ != nullptr && route_->streamed) {
     // Served on its head; the body, if any, streams to the transfer.
-    const auto* r = std::exchange(route_, nullptr);
-    if (r->access == route_access::open || authorized(req))
-      plan_transfer(*r);
+    plan_transfer(*std::exchange(route_, nullptr));
     return false;
   }
-  // Every other request's body is held in memory: at most max_body (or
-  // the route's own limit).
-  auto limit = route_ != nullptr && route_->max_body > 0
-                   ? route_->max_body
-                   : srv_->options().max_body;
-  auto declared = parser_->content_length();
-  if (declared && *declared > limit) {
-    // A front's route says how much it takes, with HTTP's status; the
-    // native RPC keeps the prototype's 400.
-    auto routed = route_ != nullptr;
-    route_ = nullptr;
-    if (routed)
-      reject(413,
-             "the body declares " + std::to_string(*declared) +
-                 " bytes; this route takes at most " + std::to_string(limit),
-             "payload_too_large");
-    else
-      reject(400, "invalid request size", "payload_too_large");
-    return false;
+  if (route_ != nullptr) {
+    // Its body is held in memory: at most max_body (or its own limit).
+    auto limit = limit_of(route_);
+    auto declared = parser_->content_length();
+    if ((declared && *declared > limit) ||
+        (route_->length_required && declared.value_or(0) == 0)) {
+      refuse_size(std::exchange(route_, nullptr),
+                  declared ? std::optional<uint64_t>{*declared} : std::nullopt,
+                  limit);
+      return false;
+    }
+    parser_->body_limit(limit);
+    return true;
   }
-  parser_->body_limit(limit);
-  if (route_ != nullptr)
-    return route_->access == route_access::open || authorized(req);
-  // Health stays open (probes carry no token); metrics follow the RPC's
-  // token rule.
-  if (req.method() == bhttp::verb::get && req.target() == "/metrics")
-    return authorized(req);
+  parser_->body_limit(srv_->options().max_body);
+  // Health stays open (probes carry no token); a live stream follows the
+  // RPC's token rule.
   if (req.method() == bhttp::verb::get && !is_stream(req.target()))
     return true;
   if (req.method() == bhttp::verb::get)
     return authorized(req);
-  if (req.method() != bhttp::verb::post || req.target() != "/v1/rpc") {
-    reject(404, "not found", "not_found");
-    return false;
+  reject(404, "not found", "not_found");
+  return false;
+}
+
+size_t connection::limit_of(const route* r) const {
+  return r != nullptr && r->max_body > 0 ? r->max_body
+                                         : srv_->options().max_body;
+}
+
+void connection::refuse_size(const route* r, std::optional<uint64_t> declared,
+                             size_t limit) {
+  if (r != nullptr && r->too_large) {
+    auto answer = r->too_large();
+    srv_->count_rejected(answer.status);
+    respond(answer.status, std::move(answer.body), true, answer.content_type,
+            &answer.headers);
+    return;
   }
-  if (!authorized(req))
-    return false;
-  auto length = parser_->content_length();
-  if (!length || *length == 0 || *length > srv_->options().max_body) {
-    reject(400, "invalid request size", "payload_too_large");
-    return false;
-  }
-  return true;
+  reject(413,
+         (declared ? "the body declares " + std::to_string(*declared) +
+                         " bytes; this route takes at most "
+                   : std::string{"the body passes this route's limit of "}) +
+             std::to_string(limit),
+         "payload_too_large");
 }
 
 template <class Request>
@@ -398,43 +404,10 @@ void connection::handle_request() {
                  last == req.end() ? beast::string_view{} : last->value());
     return;
   }
-  if (req.method() == bhttp::verb::get) {
-    if (req.target() == "/health") {
-      respond(200, R"({"status":"healthy"})", !keep_alive_);
-    } else if (req.target() == "/metrics") {
-      waiting_ = true;
-      srv_->scrape(this);
-      return;
-    } else {
-      respond(404, error_body("not found", "not_found"), !keep_alive_);
-    }
-    return;
-  }
-  boost::system::error_code ec;
-  auto doc = json::parse(req.body(), ec);
-  if (ec) {
-    respond(
-        400,
-        error_body("invalid JSON body: " + ec.message(), "invalid_argument"),
-        !keep_alive_);
-    return;
-  }
-  auto* obj = doc.if_object();
-  const json::value* action = obj ? obj->if_contains("action") : nullptr;
-  const json::value* params = obj ? obj->if_contains("params") : nullptr;
-  if (obj == nullptr || action == nullptr || !action->is_string() ||
-      (params != nullptr && !params->is_object() && !params->is_null())) {
-    respond(400,
-            error_body("request requires string action and object params",
-                       "invalid_argument"),
-            !keep_alive_);
-    return;
-  }
-  json::object p;
-  if (params != nullptr && params->is_object())
-    p = std::move(obj->at("params").as_object());
-  waiting_ = true;
-  srv_->dispatch(this, std::string{action->get_string()}, std::move(p));
+  if (req.target() == "/health")
+    respond(200, R"({"status":"healthy"})", !keep_alive_);
+  else
+    respond(404, error_body("not found", "not_found"), !keep_alive_);
 }
 
 // -- output -------------------------------------------------------------------

@@ -69,11 +69,10 @@ public:
 
   void start();
 
-  /// A reply for the request this connection is waiting on.
+  /// The reply to a live stream's or a bulk transfer's request to the
+  /// actors.
   void answer(int status, std::string body);
 
-  /// Answers GET /metrics with the exposition text.
-  void answer_metrics(std::string text);
   /// The answer of a front's route (the head of a streamed one).
   void answer_route(route_response response);
   /// A streamed route's request goes ahead as its front planned.
@@ -135,6 +134,13 @@ private:
   /// When the connection must next make progress, and what to do then.
   enum class overdue { none, idle, head, body, stalled_write, unread };
   std::pair<clock_type::time_point, overdue> next_deadline() const;
+
+  /// The largest body route `r` (or a request of no route) takes.
+  size_t limit_of(const route* r) const;
+  /// Refuses a body over `limit` (or one route `r` requires a length of)
+  /// as `r` says, else with 413; the connection closes after it.
+  void refuse_size(const route* r, std::optional<uint64_t> declared,
+                   size_t limit);
 
   // -- output -------------------------------------------------------------
   void reject(int status, std::string_view message, std::string_view code);

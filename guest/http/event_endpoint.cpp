@@ -60,9 +60,9 @@ struct event_endpoint::peer {
   uint64_t ticket = 0;
 };
 
-event_endpoint::event_endpoint(uv_loop_t* loop, server* srv, std::string path,
-                               std::string cgroup_root)
-    : loop_(loop), srv_(srv), path_(std::move(path)),
+event_endpoint::event_endpoint(uv_loop_t* loop, server* srv, call_fn call,
+                               std::string path, std::string cgroup_root)
+    : loop_(loop), srv_(srv), call_(std::move(call)), path_(std::move(path)),
       cgroup_root_(std::move(cgroup_root)) {}
 
 event_endpoint::~event_endpoint() = default;
@@ -268,12 +268,13 @@ void event_endpoint::serve_line(peer* p, std::string line) {
   }
   args["agent_id"] = p->agent;
   args["session_id"] = p->session;
-  p->ticket = srv_->dispatch(
-      [this, p](int, std::string body) {
-        p->ticket = 0;
-        reply(p, std::move(body), false);
-      },
-      std::move(name), std::move(args));
+  auto answer = srv_->await(nullptr, [this, p](rpc_reply r) {
+    p->ticket = 0;
+    reply(p, std::move(r.body), false);
+  });
+  p->ticket = answer.ticket;
+  call_(rpc_request{std::move(name), json::value(std::move(args)),
+                    std::move(answer.reply)});
 }
 
 void event_endpoint::reply(peer* p, std::string body, bool close_after) {

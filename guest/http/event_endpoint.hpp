@@ -25,10 +25,12 @@
 
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
+#include "messages/rpc.hpp"
 
 #include <uv.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -39,11 +41,14 @@ class server;
 
 class event_endpoint {
 public:
+  /// Hands a request to the actors (the native front's RPC actor).
+  using call_fn = std::function<void(rpc_request)>;
+
   /// Serves on `path` (replaced if a stale socket is there) for processes
   /// below `cgroup_root` (a path relative to the cgroup v2 mount, as
   /// /proc/<pid>/cgroup shows it). Requests go to the actors through
-  /// `srv`.
-  event_endpoint(uv_loop_t* loop, server* srv, std::string path,
+  /// `call`; their replies come back on the loop through `srv`.
+  event_endpoint(uv_loop_t* loop, server* srv, call_fn call, std::string path,
                  std::string cgroup_root);
   ~event_endpoint();
   event_endpoint(const event_endpoint&) = delete;
@@ -84,6 +89,7 @@ private:
 
   uv_loop_t* loop_;
   server* srv_;
+  call_fn call_;
   std::string path_;
   std::string cgroup_root_;
   uv_pipe_t listener_{};

@@ -45,6 +45,12 @@ struct route_response {
   /// closes after it (the body ends with the connection, as HTTP/1.1
   /// allows without a length).
   bool streaming = false;
+  /// How the transport's request metrics count the request: under the
+  /// action it reached (`action`; empty: the route's path), as refused
+  /// before it reached one, or not at all (a scrape of those metrics).
+  enum class tally { action, rejected, none };
+  tally counted_as = tally::action;
+  std::string action = {};
 };
 
 /// What a front decided for a streamed route's request: the bytes of one
@@ -133,6 +139,12 @@ struct route {
   /// Served on its head: the front answers, or begins a transfer_plan
   /// (the body is then streamed, within the upload limits).
   bool streamed = false;
+  /// Only a body of declared, non-zero length is taken: an empty or a
+  /// chunked one is refused as too large.
+  bool length_required = false;
+  /// The answer to a body over the limit (and to one length_required
+  /// refuses); none: 413, naming the limit.
+  std::function<route_response()> too_large = {};
 };
 
 /// The route serving `method` on `target` (the query ignored): an exact

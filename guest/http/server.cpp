@@ -62,10 +62,8 @@ bool secret_matches(std::string_view given, std::string_view secret) {
 // -- server
 // ---------------------------------------------------------------------
 
-server::server(uv_loop_t* loop, server_options opts, dispatch_fn dispatch,
-               stream_fn open)
-    : loop_(loop), opts_(std::move(opts)), dispatch_(std::move(dispatch)),
-      open_(std::move(open)) {
+server::server(uv_loop_t* loop, server_options opts)
+    : loop_(loop), opts_(std::move(opts)) {
   uv_async_init(loop_, &wakeup_, on_wakeup);
   wakeup_.data = this;
 }
@@ -160,29 +158,17 @@ void server::accept(uv_stream_t* listener, bool metrics_only) {
   raw->start();
 }
 
-uint64_t server::dispatch(connection* conn, std::string action,
-                          json::object params) {
+awaited server::await(connection* conn,
+                      std::function<void(rpc_reply)> deliver) {
   auto ticket = next_ticket_++;
-  tickets_.emplace(ticket, pending{conn,
-                                   action,
-                                   std::chrono::steady_clock::now(),
-                                   false,
-                                   {},
-                                   {},
-                                   false});
-  dispatch_(ticket, std::move(action), std::move(params));
-  return ticket;
-}
-
-uint64_t server::dispatch(std::function<void(int, std::string)> reply,
-                          std::string action, json::object params) {
-  auto ticket = next_ticket_++;
-  pending p{nullptr, action, std::chrono::steady_clock::now(), false, {},
-            {},      false};
-  p.reply = std::move(reply);
+  pending p;
+  p.conn = conn;
+  p.started = std::chrono::steady_clock::now();
+  p.deliver = std::move(deliver);
   tickets_.emplace(ticket, std::move(p));
-  dispatch_(ticket, std::move(action), std::move(params));
-  return ticket;
+  return {ticket, [this, ticket](rpc_reply reply) {
+            post(ticket, std::move(reply));
+          }};
 }
 
 void server::add_route(route r) {
@@ -194,8 +180,10 @@ void server::add_route(route r) {
 
 void server::serve_route(connection* conn, const route& r, route_request req) {
   auto ticket = next_ticket_++;
-  pending p{conn, r.path, std::chrono::steady_clock::now(), false, {},
-            {},   false};
+  pending p;
+  p.conn = conn;
+  p.path = r.path;
+  p.started = std::chrono::steady_clock::now();
   p.open = std::make_shared<std::atomic<bool>>(true);
   auto open = p.open;
   tickets_.emplace(ticket, std::move(p));
@@ -243,9 +231,12 @@ void server::post_tunnel(uint64_t ticket, int socket) {
 void server::set_host_route(std::function<bool(std::string_view)> claims,
                             route_fn serve) {
   host_claims_ = std::move(claims);
-  host_route_ =
-      route{boost::beast::http::verb::unknown, "(host)", route_match::prefix,
-            route_access::open, std::move(serve)};
+  host_route_ = route{};
+  host_route_.method = boost::beast::http::verb::unknown;
+  host_route_.path = "(host)";
+  host_route_.match = route_match::prefix;
+  host_route_.access = route_access::open;
+  host_route_.serve = std::move(serve);
 }
 
 void server::drop_ticket(std::unordered_map<uint64_t, pending>::iterator it) {
@@ -290,37 +281,33 @@ const route* find_route(const std::vector<route>& routes,
   return best;
 }
 
-void server::scrape(connection* conn) {
-  auto ticket = next_ticket_++;
-  tickets_.emplace(ticket, pending{conn, {}, {}, true, {}, {}, false});
-  dispatch_(ticket, "system.dump", {});
+/// Delivers a reply to the connection that awaits it.
+static std::function<void(rpc_reply)> to(connection* conn) {
+  return [conn](rpc_reply r) {
+    conn->answer(r.status, std::move(r.body));
+  };
 }
 
 void server::open_stream(connection* conn, uint64_t stream, json::object params,
                          std::shared_ptr<run_sink> sink) {
-  auto ticket = next_ticket_++;
-  tickets_.emplace(ticket, pending{conn, {}, {}, false, {}, {}, false});
+  auto reply = await(conn, to(conn)).reply;
   streams_.emplace(stream, conn);
-  if (!open_) {
-    post({ticket, 400,
-          error_body("live streams are not served here", "unsupported"),
-          nullptr});
-    return;
-  }
-  open_(
-      stream_request{ticket, json::value(std::move(params)), std::move(sink)});
+  if (!open_)
+    return reply({400,
+                  error_body("live streams are not served here", "unsupported"),
+                  nullptr});
+  open_(stream_request{json::value(std::move(params)), std::move(sink),
+                       std::move(reply)});
 }
 
 void server::transfer(connection* conn, json::object params, bool done) {
-  auto ticket = next_ticket_++;
-  tickets_.emplace(ticket, pending{conn, {}, {}, false, {}, {}, false});
-  if (!transfer_) {
-    post({ticket, 400,
-          error_body("file transfers are not served here", "unsupported"),
-          nullptr});
-    return;
-  }
-  transfer_(transfer_request{ticket, json::value(std::move(params)), done});
+  auto reply = await(conn, to(conn)).reply;
+  if (!transfer_)
+    return reply(
+        {400, error_body("file transfers are not served here", "unsupported"),
+         nullptr});
+  transfer_(
+      transfer_request{json::value(std::move(params)), done, std::move(reply)});
 }
 
 bool server::charge_upload(const std::string& session, uint64_t bytes) {
@@ -363,12 +350,12 @@ void server::forget(connection* conn) {
   connections_.erase(conn);
 }
 
-void server::post(rpc_reply reply) {
+void server::post(uint64_t ticket, rpc_reply reply) {
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (closed_)
       return;
-    replies_.push_back(std::move(reply));
+    replies_.emplace_back(ticket, std::move(reply));
   }
   uv_async_send(&wakeup_);
 }
@@ -378,7 +365,7 @@ void server::on_wakeup(uv_async_t* async) {
 }
 
 void server::deliver_replies() {
-  std::deque<rpc_reply> batch;
+  std::deque<std::pair<uint64_t, rpc_reply>> batch;
   std::deque<routed_part> routed;
   std::deque<std::pair<uint64_t, std::string>> pushes;
   {
@@ -395,11 +382,8 @@ void server::deliver_replies() {
     if (part.tunnel) {
       if (it->second.streaming)
         continue;
-      metrics_.observe(
-          it->second.action, 101,
-          std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                        it->second.started)
-              .count());
+      part.response.status = 101;
+      observe(it->second.path, part.response, it->second.started);
       drop_ticket(it);
       conn->start_tunnel(std::move(*part.tunnel));
       continue;
@@ -408,11 +392,7 @@ void server::deliver_replies() {
       // The request is the transfer's from now on (counted when it began).
       if (it->second.streaming)
         continue;
-      metrics_.observe(
-          it->second.action, 200,
-          std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                        it->second.started)
-              .count());
+      observe(it->second.path, part.response, it->second.started);
       drop_ticket(it);
       conn->begin_planned(std::move(*part.plan));
       continue;
@@ -429,51 +409,46 @@ void server::deliver_replies() {
     if (it->second.streaming)
       continue; // a second head
     // A streamed answer is counted when its head goes out.
-    metrics_.observe(it->second.action, part.response.status,
-                     std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - it->second.started)
-                         .count());
+    observe(it->second.path, part.response, it->second.started);
     if (part.response.streaming)
       it->second.streaming = true;
     else
       drop_ticket(it);
     conn->answer_route(std::move(part.response));
   }
-  for (auto& r : batch) {
-    auto it = tickets_.find(r.ticket);
-    if (it == tickets_.end())
-      continue; // the client went away
-    auto p = std::move(it->second);
+  for (auto& [ticket, r] : batch) {
+    auto it = tickets_.find(ticket);
+    if (it == tickets_.end() || !it->second.deliver)
+      continue; // the caller went away
+    auto deliver = std::move(it->second.deliver);
     tickets_.erase(it);
-    if (p.scrape) {
-      p.conn->answer_metrics(render_metrics(r));
-      continue;
-    }
-    if (!p.action.empty())
-      metrics_.observe(p.action, r.status,
-                       std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - p.started)
-                           .count());
-    if (p.reply)
-      p.reply(r.status, std::move(r.body));
-    else
-      p.conn->answer(r.status, std::move(r.body));
+    deliver(std::move(r));
   }
   for (auto& [stream, row] : pushes)
     if (auto it = streams_.find(stream); it != streams_.end())
       it->second->on_stream_push(row);
 }
 
-std::string server::render_metrics(const rpc_reply& dump) const {
-  // The actors' part is left out (allox_up 0) when the tree did not come.
+void server::observe(const std::string& route_path,
+                     const route_response& response,
+                     std::chrono::steady_clock::time_point started) {
+  using tally = route_response::tally;
+  if (response.counted_as == tally::none)
+    return;
+  if (response.counted_as == tally::rejected)
+    return metrics_.rejected(response.status);
+  metrics_.observe(
+      response.action.empty() ? route_path : response.action, response.status,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+          .count());
+}
+
+std::string server::transport_metrics() const {
   server_gauges g;
   g.connections = connections_.size();
   g.in_flight = tickets_.size();
   g.evicted = evicted_;
-  auto out = metrics_.render(g);
-  if (tree_metrics_)
-    tree_metrics_(out, dump.status == 200 ? dump.stats.get() : nullptr);
-  return out;
+  return metrics_.render(g);
 }
 
 void server::stop_accepting() {

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// HTTP/1.1 front end on a libuv loop: keep-alive connections, Beast's
+// HTTP/1.1 transport on a libuv loop: keep-alive connections, Beast's
 // parser and serializer, limits (header, body, idle, header and body time,
-// connections; see guest/http/connection.hpp), the bearer-token check and
-// the JSON envelope. Valid requests are handed to a
-// dispatch function; replies come back through post() from actor threads.
+// connections; see guest/http/connection.hpp) and the bearer-token check.
+// Each request goes whole to the route a front registered for its path
+// (routes.hpp); the fronts' answers come back from actor threads through
+// the responders. The transport knows no front's wire.
 //
-// Everything but post() runs on the loop thread.
+// Everything but the responders and the reply functions of await() runs
+// on the loop thread.
 #pragma once
 
 #include "guest/http/metrics.hpp"
@@ -14,7 +16,6 @@
 #include "messages/errors.hpp"
 #include "messages/json.hpp"
 #include "messages/rpc.hpp"
-#include "messages/stats.hpp"
 
 #include <uv.h>
 
@@ -58,33 +59,35 @@ struct server_options {
   uint16_t metrics_port = 0;
 };
 
-/// Receives a validated request; the reply must be posted under `ticket`.
-using dispatch_fn =
-    std::function<void(uint64_t ticket, std::string action, json::object)>;
-
-/// Opens a live stream (GET /v1/stream); answered under its ticket.
+/// Opens a live stream (GET /v1/stream); answered through its reply.
 using stream_fn = std::function<void(stream_request)>;
 
 /// Begins or ends a bulk transfer (PUT/GET /v1/files/...); answered
-/// under its ticket.
+/// through its reply.
 using transfer_fn = std::function<void(transfer_request)>;
 
 class connection;
 
-class server final : public reply_channel {
+/// A reply awaited on the loop thread (server::await).
+struct awaited {
+  /// Names it for server::cancel.
+  uint64_t ticket = 0;
+  /// Called at most once, from any thread.
+  reply_fn reply;
+};
+
+class server final {
 public:
-  server(uv_loop_t* loop, server_options opts, dispatch_fn dispatch,
-         stream_fn open = {});
-  ~server() override;
+  server(uv_loop_t* loop, server_options opts);
+  ~server();
+
+  /// Where live streams go (without it, /v1/stream answers
+  /// `unsupported`).
+  void set_stream(stream_fn fn) { open_ = std::move(fn); }
 
   /// Where bulk transfers go (without it, /v1/files/ answers
   /// `unsupported`).
   void set_transfer(transfer_fn fn) { transfer_ = std::move(fn); }
-
-  /// Appends the actors' part to each GET /metrics (the metrics front's);
-  /// given the tree the actors answered, or null when they did not.
-  using tree_metrics_fn = std::function<void(std::string&, const actor_stats*)>;
-  void set_tree_metrics(tree_metrics_fn fn) { tree_metrics_ = std::move(fn); }
 
   /// A front serves `r.path` from now on; before listen() only (requests
   /// keep a pointer to their route). A path taken twice is a bug: thrown.
@@ -110,9 +113,6 @@ public:
   /// The bound port of the metrics address (0: none).
   uint16_t metrics_port() const { return metrics_bound_port_; }
 
-  /// Thread-safe: queues a reply and wakes the loop.
-  void post(rpc_reply reply) override;
-
   /// Thread-safe: queues a run's row for live stream `stream` (a session
   /// pushing a state change) and wakes the loop.
   void push_stream(uint64_t stream, std::string row_json);
@@ -129,18 +129,18 @@ public:
   /// True once stop_accepting() was called (streams end then).
   bool stopping() const { return !listening_; }
 
-  /// Closes every connection and the wake-up handle; after this post()
-  /// drops replies. The loop can then run to completion.
+  /// Closes every connection and the wake-up handle; after this, answers
+  /// are dropped. The loop can then run to completion.
   void close();
 
   // -- used by connections ----------------------------------------------------
   const server_options& options() const { return opts_; }
-  uint64_t dispatch(connection* conn, std::string action, json::object params);
-  /// Hands an action to the actors for a caller that is not an HTTP
-  /// connection (the in-guest event endpoint): `reply(status, body)` runs
-  /// on the loop thread unless the ticket was cancelled first.
-  uint64_t dispatch(std::function<void(int, std::string)> reply,
-                    std::string action, json::object params);
+  /// A reply for a caller on the loop thread: once the returned function
+  /// is called (from any thread), `deliver` runs on the loop thread,
+  /// unless the ticket was cancelled or `conn` (if any) closed first.
+  /// For callers that are not routes: the in-guest event endpoint, live
+  /// streams and bulk transfers.
+  awaited await(connection* conn, std::function<void(rpc_reply)> deliver);
   /// Forgets a request whose caller went away.
   void cancel(uint64_t ticket) {
     if (auto it = tickets_.find(ticket); it != tickets_.end())
@@ -160,9 +160,9 @@ public:
   void post_plan(uint64_t ticket, transfer_plan plan);
   /// Thread-safe: a host route's request is tunnelled to `socket`.
   void post_tunnel(uint64_t ticket, int socket);
-  /// GET /metrics: asks the actors for their tree, then answers `conn`
-  /// with the exposition.
-  void scrape(connection* conn);
+  /// The transport's part of GET /metrics (request metrics and server
+  /// gauges), in the text exposition format.
+  std::string transport_metrics() const;
   /// Counts a request refused before it reached an action.
   void count_rejected(int status) { metrics_.rejected(status); }
   uint64_t next_stream_id() { return next_stream_++; }
@@ -187,14 +187,16 @@ private:
                           uint16_t port, uv_connection_cb cb);
   static void on_wakeup(uv_async_t* async);
   void deliver_replies();
-  std::string render_metrics(const rpc_reply& dump) const;
+  /// Thread-safe: queues an awaited reply and wakes the loop.
+  void post(uint64_t ticket, rpc_reply reply);
+  /// Counts a routed answer in the request metrics.
+  void observe(const std::string& route_path, const route_response& response,
+               std::chrono::steady_clock::time_point started);
 
   uv_loop_t* loop_;
   server_options opts_;
-  dispatch_fn dispatch_;
   stream_fn open_;
   transfer_fn transfer_;
-  tree_metrics_fn tree_metrics_;
   /// agent/session -> bytes of its uploads in flight.
   std::unordered_map<std::string, uint64_t> uploads_;
   uv_tcp_t listener_{};
@@ -208,16 +210,16 @@ private:
   uint64_t evicted_ = 0;
   uint64_t next_stream_ = 1;
   std::unordered_map<uint64_t, connection*> streams_;
-  /// A request handed to the actors, until its reply.
+  /// A request handed to a front or the actors, until its answer.
   struct pending {
+    /// Null for callers that are not HTTP connections.
     connection* conn = nullptr;
-    /// Empty for live streams; the action for metrics otherwise.
-    std::string action;
+    /// A routed request's route path: what its metrics count it under
+    /// unless its answer names the action.
+    std::string path;
     std::chrono::steady_clock::time_point started;
-    /// The reply is a system.dump for GET /metrics.
-    bool scrape = false;
-    /// Set instead of conn for callers that are not HTTP connections.
-    std::function<void(int, std::string)> reply;
+    /// An awaited reply's delivery (await()); empty for routed requests.
+    std::function<void(rpc_reply)> deliver;
     /// A routed request's: true until its answer is complete or its
     /// client went away (what responder::open() reads).
     std::shared_ptr<std::atomic<bool>> open;
@@ -246,7 +248,7 @@ private:
 
   // guards replies_, routed_, pushes_ and closed_ (actor threads)
   std::mutex mtx_;
-  std::deque<rpc_reply> replies_;
+  std::deque<std::pair<uint64_t, rpc_reply>> replies_;
   std::deque<routed_part> routed_;
   std::deque<std::pair<uint64_t, std::string>> pushes_;
   bool closed_ = false;

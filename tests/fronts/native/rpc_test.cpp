@@ -18,10 +18,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
-/// Keeps what RPC posts (the test coordinator runs on this thread).
-struct captured_replies final : reply_channel {
-  std::vector<rpc_reply> replies;
-  void post(rpc_reply reply) override { replies.push_back(std::move(reply)); }
+/// A reply RPC gave, and the request it answers.
+struct captured_reply {
+  uint64_t request;
+  rpc_reply reply;
+};
+
+/// Keeps what RPC replies (the test coordinator runs on this thread).
+struct captured_replies {
+  std::vector<captured_reply> replies;
 };
 
 /// The promises of dump requests a fake SUPERVISOR has not answered.
@@ -62,7 +67,6 @@ struct rpc_fixture : test::deterministic {
   rpc_fixture() {
     rpc_init init;
     init.supervisor = supervisor;
-    init.channel = &channel;
     init.timeout = std::chrono::milliseconds{2000};
     rpc_handle = sys.spawn(rpc, std::move(init));
   }
@@ -74,9 +78,13 @@ struct rpc_fixture : test::deterministic {
   }
 
   /// A system.dump request, which the silent SUPERVISOR holds.
-  void dump_request(uint64_t ticket) {
-    caf::anon_send(rpc_handle, atom::rpc_v, ticket, std::string{"system.dump"},
-                   json::value(json::object{}));
+  void dump_request(uint64_t request) {
+    caf::anon_send(
+        rpc_handle,
+        rpc_request{"system.dump", json::object{},
+                    [this, request](rpc_reply r) {
+                      channel.replies.push_back({request, std::move(r)});
+                    }});
   }
 };
 
@@ -97,10 +105,10 @@ TEST_CASE_FIXTURE(rpc_fixture, "rpc: a request past its deadline is "
     sched.run();
   }
   REQUIRE(channel.replies.size() == 1);
-  CHECK(channel.replies[0].ticket == 7);
-  CHECK(channel.replies[0].status == 500);
-  CHECK(channel.replies[0].body.find("request timed out inside the daemon") !=
-        std::string::npos);
+  CHECK(channel.replies[0].request == 7);
+  CHECK(channel.replies[0].reply.status == 500);
+  CHECK(channel.replies[0].reply.body.find(
+            "request timed out inside the daemon") != std::string::npos);
   // The owner answers late: dropped, the caller already has its answer.
   caf::anon_send(supervisor, atom::rpc_v);
   sched.run();
@@ -113,15 +121,15 @@ TEST_CASE_FIXTURE(rpc_fixture, "rpc: a request past its deadline is "
 
 TEST_CASE_FIXTURE(rpc_fixture,
                   "rpc: an answered request leaves no deadline behind") {
-  for (uint64_t ticket = 1; ticket <= 3; ++ticket)
-    dump_request(ticket);
+  for (uint64_t request = 1; request <= 3; ++request)
+    dump_request(request);
   sched.run();
   REQUIRE(held->size() == 3);
   caf::anon_send(supervisor, atom::rpc_v);
   sched.run();
   REQUIRE(channel.replies.size() == 3);
   for (const auto& r : channel.replies)
-    CHECK(r.status == 200);
+    CHECK(r.reply.status == 200);
   // Long past every deadline: nothing more is posted.
   sched.advance_time(std::chrono::milliseconds{10000});
   sched.run();

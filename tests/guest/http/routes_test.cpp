@@ -33,8 +33,7 @@ public:
     server_options o;
     o.port = 0;
     o.token = std::move(token);
-    srv_ = std::make_unique<server>(&loop_, o,
-                                    [](uint64_t, std::string, json::object) {});
+    srv_ = std::make_unique<server>(&loop_, o);
     uv_async_init(&loop_, &stop_, [](uv_async_t* a) {
       static_cast<route_server*>(a->data)->srv_->close();
       uv_close(reinterpret_cast<uv_handle_t*>(a), nullptr);
@@ -245,4 +244,100 @@ TEST_CASE("routes: a streamed answer goes out chunk by chunk and ends with "
     std::this_thread::sleep_for(std::chrono::milliseconds{10});
   CHECK_FALSE(left.open());
   left.more("to nobody", true);
+}
+
+TEST_CASE("routes: a body over the route's limit is refused after the "
+          "token, with 413 or the route's own answer, and the metrics count "
+          "it as rejected") {
+  route_server rs{"tok"};
+  route small{verb::post, "/small", route_match::exact, route_access::token,
+              answering("taken")};
+  small.max_body = 4;
+  rs.srv().add_route(small);
+  route sized{verb::post, "/sized", route_match::exact, route_access::token,
+              answering("taken")};
+  sized.length_required = true;
+  sized.too_large = [] {
+    return route_response{400, "application/json", "{\"size\":false}", {}};
+  };
+  rs.srv().add_route(sized);
+  auto port = rs.start();
+  // (Qualified: with a std::string argument, ADL would find
+  // std::exchange.)
+  const std::string auth = "Authorization: Bearer tok\r\n";
+
+  // No token: the caller learns nothing of the limit.
+  auto anonymous = ::exchange(port, "POST /small HTTP/1.1\r\nHost: h\r\n"
+                                    "Content-Length: 9\r\n\r\n123456789");
+  CHECK(anonymous.rfind("HTTP/1.1 401", 0) == 0);
+
+  auto declared =
+      ::exchange(port, "POST /small HTTP/1.1\r\nHost: h\r\n" + auth +
+                           "Content-Length: 9\r\n\r\n123456789");
+  CHECK(declared.rfind("HTTP/1.1 413", 0) == 0);
+  CHECK(declared.find("the body declares 9 bytes; this route takes at most "
+                      "4") != std::string::npos);
+  auto chunked = ::exchange(port, "POST /small HTTP/1.1\r\nHost: h\r\n" + auth +
+                                      "Transfer-Encoding: chunked\r\n\r\n"
+                                      "9\r\n123456789\r\n0\r\n\r\n");
+  CHECK(chunked.rfind("HTTP/1.1 413", 0) == 0);
+  CHECK(chunked.find("the body passes this route's limit of 4") !=
+        std::string::npos);
+
+  // A route that needs a length answers its own way, for a body without
+  // one as for one over the limit.
+  auto empty = ::exchange(port, "POST /sized HTTP/1.1\r\nHost: h\r\n" + auth +
+                                    "Content-Length: 0\r\n\r\n");
+  CHECK(empty.rfind("HTTP/1.1 400", 0) == 0);
+  CHECK(empty.find("\r\n\r\n{\"size\":false}") != std::string::npos);
+  auto unsized = ::exchange(port, "POST /sized HTTP/1.1\r\nHost: h\r\n" + auth +
+                                      "Transfer-Encoding: chunked\r\n\r\n"
+                                      "2\r\n{}\r\n0\r\n\r\n");
+  CHECK(unsized.find("\r\n\r\n{\"size\":false}") != std::string::npos);
+  auto taken = ::exchange(port, "POST /sized HTTP/1.1\r\nHost: h\r\n" + auth +
+                                    "Connection: close\r\n"
+                                    "Content-Length: 2\r\n\r\n{}");
+  CHECK(taken.rfind("HTTP/1.1 200", 0) == 0);
+
+  auto metrics = rs.srv().transport_metrics();
+  CHECK(metrics.find("allox_http_rejected_requests_total{code=\"401\"} 1") !=
+        std::string::npos);
+  CHECK(metrics.find("allox_http_rejected_requests_total{code=\"413\"} 2") !=
+        std::string::npos);
+  CHECK(metrics.find("allox_http_rejected_requests_total{code=\"400\"} 2") !=
+        std::string::npos);
+  CHECK(metrics.find("allox_rpc_requests_total{action=\"/sized\",code=\"200\"}"
+                     " 1") != std::string::npos);
+}
+
+TEST_CASE("routes: an answer names the action its metrics count, or keeps "
+          "out of them") {
+  route_server rs;
+  rs.srv().add_route({verb::post, "/act", route_match::exact,
+                      route_access::open,
+                      [](const route_request& req, responder answer) {
+                        route_response r{200, "text/plain", "done", {}};
+                        r.action = req.body();
+                        answer(std::move(r));
+                      }});
+  rs.srv().add_route({verb::get, "/quiet", route_match::exact,
+                      route_access::open,
+                      [](const route_request&, responder answer) {
+                        route_response r{200, "text/plain", "shh", {}};
+                        r.counted_as = route_response::tally::none;
+                        answer(std::move(r));
+                      }});
+  auto port = rs.start();
+  auto act = ::exchange(port, "POST /act HTTP/1.1\r\nHost: h\r\n"
+                              "Connection: close\r\n"
+                              "Content-Length: 8\r\n\r\nthing.do");
+  CHECK(act.rfind("HTTP/1.1 200", 0) == 0);
+  auto quiet = ::exchange(port, "GET /quiet HTTP/1.1\r\nHost: h\r\n"
+                                "Connection: close\r\n\r\n");
+  CHECK(quiet.rfind("HTTP/1.1 200", 0) == 0);
+  auto metrics = rs.srv().transport_metrics();
+  CHECK(metrics.find("allox_rpc_requests_total{action=\"thing.do\","
+                     "code=\"200\"} 1") != std::string::npos);
+  CHECK(metrics.find("/act") == std::string::npos);
+  CHECK(metrics.find("/quiet") == std::string::npos);
 }
