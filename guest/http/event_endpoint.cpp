@@ -268,10 +268,14 @@ void event_endpoint::serve_line(peer* p, std::string line) {
   }
   args["agent_id"] = p->agent;
   args["session_id"] = p->session;
-  auto answer = srv_->await(nullptr, [this, p](rpc_reply r) {
-    p->ticket = 0;
-    reply(p, std::move(r.body), false);
-  });
+  // Counted in the request metrics as the same action over /v1/rpc.
+  auto answer = srv_->await(
+      nullptr,
+      [this, p](rpc_reply r) {
+        p->ticket = 0;
+        reply(p, std::move(r.body), false);
+      },
+      name);
   p->ticket = answer.ticket;
   call_(rpc_request{std::move(name), json::value(std::move(args)),
                     std::move(answer.reply)});

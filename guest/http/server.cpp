@@ -158,11 +158,12 @@ void server::accept(uv_stream_t* listener, bool metrics_only) {
   raw->start();
 }
 
-awaited server::await(connection* conn,
-                      std::function<void(rpc_reply)> deliver) {
+awaited server::await(connection* conn, std::function<void(rpc_reply)> deliver,
+                      std::string action) {
   auto ticket = next_ticket_++;
   pending p;
   p.conn = conn;
+  p.path = std::move(action);
   p.started = std::chrono::steady_clock::now();
   p.deliver = std::move(deliver);
   tickets_.emplace(ticket, std::move(p));
@@ -421,6 +422,12 @@ void server::deliver_replies() {
     if (it == tickets_.end() || !it->second.deliver)
       continue; // the caller went away
     auto deliver = std::move(it->second.deliver);
+    if (!it->second.path.empty())
+      metrics_.observe(
+          it->second.path, r.status,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                        it->second.started)
+              .count());
     tickets_.erase(it);
     deliver(std::move(r));
   }

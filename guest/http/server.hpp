@@ -139,8 +139,10 @@ public:
   /// is called (from any thread), `deliver` runs on the loop thread,
   /// unless the ticket was cancelled or `conn` (if any) closed first.
   /// For callers that are not routes: the in-guest event endpoint, live
-  /// streams and bulk transfers.
-  awaited await(connection* conn, std::function<void(rpc_reply)> deliver);
+  /// streams and bulk transfers. With an `action`, the request metrics
+  /// count the reply under it.
+  awaited await(connection* conn, std::function<void(rpc_reply)> deliver,
+                std::string action = {});
   /// Forgets a request whose caller went away.
   void cancel(uint64_t ticket) {
     if (auto it = tickets_.find(ticket); it != tickets_.end())
@@ -215,7 +217,8 @@ private:
     /// Null for callers that are not HTTP connections.
     connection* conn = nullptr;
     /// A routed request's route path: what its metrics count it under
-    /// unless its answer names the action.
+    /// unless its answer names the action; an awaited reply's action
+    /// (empty: not counted).
     std::string path;
     std::chrono::steady_clock::time_point started;
     /// An awaited reply's delivery (await()); empty for routed requests.

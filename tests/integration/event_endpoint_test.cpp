@@ -85,6 +85,12 @@ TEST_CASE("event endpoint: allox-turn inside a run publishes its session's "
   REQUIRE(cps.size() == 2); // session start and turn 1
   CHECK(cps[1].at("message") == "fix the bug");
   CHECK(cps[0].at("metadata").at("runtime_session_id") == "rt1");
+  // Counted in the request metrics as the same actions over /v1/rpc.
+  auto metrics = c.request("GET", "/metrics");
+  REQUIRE(metrics.status == 200);
+  CHECK(metrics.body.find(
+            R"(allox_rpc_requests_total{action="turn.end",code="200"} 2)") !=
+        std::string::npos);
 }
 
 TEST_CASE("event endpoint: other sessions' ids, other actions, oversized "
