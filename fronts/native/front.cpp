@@ -9,14 +9,14 @@
 
 namespace allox::native {
 
-namespace {
-
 http::route_response json_answer(int status, std::string body) {
   http::route_response r;
   r.status = status;
   r.body = std::move(body);
   return r;
 }
+
+namespace {
 
 /// A request refused before it reached an action.
 http::route_response refusal(int status, std::string_view message,
@@ -76,6 +76,7 @@ void serve_native(http::server& srv, rpc_getter rpc) {
     return refusal(400, "invalid request size", "payload_too_large");
   };
   srv.add_route(std::move(r));
+  serve_files(srv);
   srv.set_stream([rpc](stream_request req) { hand_on(rpc, std::move(req)); });
   srv.set_transfer(
       [rpc](transfer_request req) { hand_on(rpc, std::move(req)); });

@@ -11,11 +11,15 @@
 //                                                              AGENTS ...
 //   responder <-----reply(status, envelope JSON)-- encode the result
 //
-// The live stream (GET /v1/stream) and bulk transfers (/v1/files/) are
-// framed by the transport (guest/http/stream.cpp, transfer.cpp), which
-// asks the RPC actor through the functions set here.
+// PUT/GET /v1/files/ are streamed routes (files.cpp): the front plans the
+// transfer from the head and answers; the transport moves the bytes
+// (guest/http/transfer.cpp) and asks the RPC actor to begin and end it.
+// The live stream (GET /v1/stream) is still framed by the transport
+// (guest/http/stream.cpp). Both reach the RPC actor through the functions
+// set here.
 #pragma once
 
+#include "guest/http/routes.hpp"
 #include "messages/actors.hpp"
 
 #include <functional>
@@ -31,5 +35,12 @@ using rpc_getter = std::function<rpc_actor()>;
 
 /// Registers the native wire on `srv` (before it listens).
 void serve_native(http::server& srv, rpc_getter rpc);
+
+/// An answer of the native wire: `body` is its JSON envelope.
+http::route_response json_answer(int status, std::string body);
+
+/// PUT/GET /v1/files/...: streamed routes planning bulk transfers
+/// (files.cpp; called by serve_native).
+void serve_files(http::server& srv);
 
 } // namespace allox::native

@@ -308,14 +308,6 @@ bool connection::check_header() {
     plan_tunnel(*r);
     return false;
   }
-  // Bulk transfers stream their body to the session's files; they follow
-  // the RPC's token rule.
-  if (is_transfer(req.target()) &&
-      (req.method() == bhttp::verb::put || req.method() == bhttp::verb::get)) {
-    if (authorized(req))
-      start_transfer();
-    return false;
-  }
   // A front's route: it serves the whole request, under its access rule,
   // which is checked first (a caller without the token learns no limit).
   route_ = srv_->find_route(

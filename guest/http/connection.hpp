@@ -172,9 +172,6 @@ private:
   static void on_stream_timer(uv_timer_t* t);
 
   // -- bulk file transfers (transfer.cpp) ---------------------------------
-  static bool is_transfer(boost::beast::string_view target);
-  /// PUT/GET /v1/files/...: reads the target, then begin_transfer().
-  void start_transfer();
   /// A streamed route's head: its front answers or plans the transfer.
   void plan_transfer(const route& r);
   /// Checks the head against the upload limits, then asks the session.

@@ -7,7 +7,8 @@
 // A streamed route is served on its head alone: its front answers (a
 // refusal) or hands back a transfer_plan, and the transport then moves the
 // body to, or the answer from, a session's workspace through the bulk
-// transfer path (transfer.cpp), never holding it whole in memory.
+// transfer path (transfer.cpp), never holding it whole in memory. The
+// native PUT/GET /v1/files/ are such routes too (fronts/native).
 #pragma once
 
 #include "messages/errors.hpp"
@@ -76,11 +77,20 @@ struct transfer_plan {
   bool gzip = false;
   /// Missing parent directories of an uploaded file are made.
   bool make_parents = false;
-  /// An upload's answer, given {files: [{path, size}]} (paths beneath the
-  /// workspace). A download's answer is the file.
+  /// The upload's body is a tar stream, unpacked beneath `path`.
+  bool tar = false;
+  /// A directory downloads as a tar stream (else it is refused: a plan
+  /// moves regular files only).
+  bool directories = false;
+  /// An upload's result, and its audit, name the files written
+  /// ({files: [{path, size}]}); else the result is the file's alone.
+  bool name_files = true;
+  /// An upload's answer, given its result (with name_files,
+  /// {files: [{path, size}]}, paths beneath the workspace). A download's
+  /// answer is the file.
   std::function<route_response(const json::object& result)> done;
   /// The answer to an error, in the front's shape (a directory asked for
-  /// is invalid_argument: a plan moves regular files only).
+  /// without `directories` is invalid_argument).
   std::function<route_response(const caf::error& err)> failed;
 };
 

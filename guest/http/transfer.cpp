@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Bulk file transfers: PUT and GET /v1/files/{agent}/{session}/{path}
-// (docs/rpc.md, "Bulk file transfer"), and a front's streamed routes
-// (routes.hpp, transfer_plan), which take the same path.
+// Bulk file transfers: a front's streamed routes (routes.hpp,
+// transfer_plan), the native PUT and GET /v1/files/{agent}/{session}/{path}
+// among them (docs/rpc.md, "Bulk file transfer").
 //
-//   head:    token, target, Content-Length against --max-upload-bytes and
-//            the session's uploads in flight against
-//            --max-session-upload-bytes (413 at once); a streamed route's
-//            front first answers, or plans the transfer (planning)
+//   head:    the route's access rule; its front answers (a refusal) or
+//            plans the transfer (planning); Content-Length against
+//            --max-upload-bytes and the session's uploads in flight
+//            against --max-session-upload-bytes (413 at once)
 //   begin:   RPC -> SESSION: may it (no upload while mutating), where is
 //            it ({root, rel, path}); then `100 Continue` if asked
 //   bytes:   a worker thread of its own runs the file job
@@ -28,8 +28,6 @@
 #include "messages/rpc.hpp"
 
 #include <boost/beast/http/empty_body.hpp>
-#include <boost/url/parse.hpp>
-#include <boost/url/url_view.hpp>
 
 #include <fcntl.h>
 
@@ -46,11 +44,6 @@ namespace bhttp = boost::beast::http;
 // -- the connection's side ----------------------------------------------------
 
 namespace {
-
-/// The status of a transfer's error: 413 for limits, else as in RPC.
-int status_of(errc code) {
-  return code == errc::payload_too_large ? 413 : http_status(code);
-}
 
 /// The error an RPC reply body ({"error", "code"}) carries.
 caf::error error_of_reply(int status, const std::string& body) {
@@ -85,20 +78,12 @@ caf::error session_upload_limit(uint64_t limit) {
 } // namespace
 
 void connection::transfer_error(const caf::error& err, bool close_after) {
-  const auto& b = *bulk_;
-  if (b.plan) {
-    auto r = b.plan->failed(err);
-    respond(r.status, std::move(r.body), close_after, r.content_type,
-            &r.headers);
-    return;
-  }
-  auto code = code_of(err);
-  respond(status_of(code), error_body(message_of(err), code_name(code)),
-          close_after);
+  auto r = bulk_->plan->failed(err);
+  respond(r.status, std::move(r.body), close_after, r.content_type, &r.headers);
 }
 
 void connection::refuse_transfer(const caf::error& err) {
-  srv_->count_rejected(status_of(code_of(err)));
+  srv_->count_rejected(bulk_->plan->failed(err).status);
   // The body was never read: close after answering (a download's body
   // taken for the next request would be a request smuggled in).
   transfer_error(err, bulk_->upload || body_unread() || !keep_alive_);
@@ -109,35 +94,6 @@ bool connection::body_unread() const {
   // An upload's parser went to its transfer: asked of downloads only.
   return !bulk_->upload &&
          (parser_->content_length().value_or(0) > 0 || parser_->chunked());
-}
-
-bool connection::is_transfer(beast::string_view target) {
-  return target.starts_with("/v1/files/");
-}
-
-void connection::start_transfer() {
-  const auto& req = parser_->get();
-  auto url = boost::urls::parse_origin_form(
-      std::string_view{req.target().data(), req.target().size()});
-  std::vector<std::string> segs;
-  if (url)
-    for (auto s : url->segments())
-      segs.push_back(s);
-  if (segs.size() < 4) {
-    reject(400, "target must be /v1/files/{agent}/{session}/{path}",
-           "invalid_argument");
-    return;
-  }
-  auto b = std::make_unique<bulk_transfer>();
-  b->upload = req.method() == bhttp::verb::put;
-  b->agent_id = segs[2];
-  b->session_id = segs[3];
-  for (size_t i = 4; i < segs.size(); ++i)
-    b->path += (i > 4 ? "/" : "") + segs[i];
-  b->tar = b->upload &&
-           req[bhttp::field::content_type].starts_with("application/x-tar");
-  bulk_ = std::move(b);
-  begin_transfer();
 }
 
 void connection::plan_transfer(const route& r) {
@@ -165,6 +121,7 @@ void connection::begin_planned(transfer_plan plan) {
   b.agent_id = plan.agent_id;
   b.session_id = plan.session_id;
   b.path = plan.path;
+  b.tar = plan.upload && plan.tar;
   b.plan = std::make_shared<const transfer_plan>(std::move(plan));
   begin_transfer();
 }
@@ -193,13 +150,9 @@ void connection::begin_transfer() {
     b.body.emplace(std::move(*parser_));
     b.body->body_limit(o.max_upload);
   }
-  json::object params{{"agent_id", b.agent_id},
-                      {"session_id", b.session_id},
-                      {"path", b.path},
-                      {"upload", b.upload},
-                      {"tar", b.tar}};
-  if (b.plan)
-    params["origin"] = b.plan->origin;
+  json::object params{{"agent_id", b.agent_id}, {"session_id", b.session_id},
+                      {"path", b.path},         {"upload", b.upload},
+                      {"tar", b.tar},           {"origin", b.plan->origin}};
   srv_->transfer(this, std::move(params), false);
 }
 
@@ -212,14 +165,12 @@ void connection::on_transfer_reply(int status, const std::string& body) {
       // A job that ended before the body did (a form's epilogue, a tar's
       // trailer) leaves bytes that are no request: close after.
       bool close_after = !keep_alive_ || !b.body_done;
-      if (status != 200)
+      if (status != 200) {
         transfer_error(error_of_reply(status, body), close_after);
-      else if (b.plan) {
+      } else {
         auto r = b.plan->done(b.result);
         respond(r.status, std::move(r.body), close_after, r.content_type,
                 &r.headers);
-      } else {
-        respond(status, ok_body(json::serialize(b.result)), close_after);
       }
     }
     end_transfer();
@@ -253,14 +204,14 @@ void connection::on_transfer_reply(int status, const std::string& body) {
   job.max_bytes = srv_->options().max_upload;
   job.marks = std::string{where->at("uploads_dir").as_string()};
   job.shared = where->at("shared").as_bool();
-  if (const auto& plan = b.plan) {
-    job.planned = true;
-    job.gunzip = plan->gunzip;
-    job.gzip = plan->gzip;
-    job.make_parents = plan->make_parents;
-    job.form_boundary = plan->form_boundary;
-    job.part_path = plan->part_path;
-  }
+  const auto& plan = *b.plan;
+  job.name_files = plan.name_files;
+  job.directories = plan.directories;
+  job.gunzip = plan.gunzip;
+  job.gzip = plan.gzip;
+  job.make_parents = plan.make_parents;
+  job.form_boundary = plan.form_boundary;
+  job.part_path = plan.part_path;
   run_transfer_job(b.channel, std::move(job));
   if (b.upload && b.expect_continue)
     send("HTTP/1.1 100 Continue\r\n\r\n", false);
@@ -514,13 +465,16 @@ void connection::end_of_bytes() {
   b.step = bulk_transfer::phase::ending;
   if (auto* n = b.result.if_contains("entries"))
     b.entries = n->as_int64();
-  json::object params{
-      {"agent_id", b.agent_id}, {"session_id", b.session_id},
-      {"path", b.path},         {"upload", b.upload},
-      {"tar", b.tar},           {"bytes", static_cast<int64_t>(b.bytes)},
-      {"entries", b.entries},   {"epoch", b.epoch}};
-  if (b.plan) {
-    params["origin"] = b.plan->origin;
+  json::object params{{"agent_id", b.agent_id},
+                      {"session_id", b.session_id},
+                      {"path", b.path},
+                      {"upload", b.upload},
+                      {"tar", b.tar},
+                      {"bytes", static_cast<int64_t>(b.bytes)},
+                      {"entries", b.entries},
+                      {"epoch", b.epoch},
+                      {"origin", b.plan->origin}};
+  if (b.plan->name_files) {
     json::array written;
     if (const auto* files = b.result.if_contains("files"))
       for (const auto& f : files->as_array())

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// A bulk file transfer (PUT/GET /v1/files/..., or a front's streamed
-// route): the connection's state while its worker thread
+// A bulk file transfer (a front's streamed route, PUT/GET /v1/files/...
+// among them): the connection's state while its worker thread
 // (transfer_job.hpp) moves the bytes.
 #pragma once
 
@@ -24,8 +24,8 @@ struct bulk_transfer {
   /// begin: the session does.
   enum class phase { planning, begin, running, ending };
   phase step = phase::begin;
-  /// A front's streamed route: how its bytes are coded, and how it answers
-  /// (none: the native PUT/GET /v1/files/...).
+  /// The front's plan: how the bytes are coded, and how it answers (set
+  /// once the front planned).
   std::shared_ptr<const transfer_plan> plan;
   bool upload = false;
   bool tar = false;

@@ -60,7 +60,7 @@ expected<json::object> receive(const transfer_job& job,
   }
   if (job.form_boundary.empty()) {
     auto r = receive_one(job, root, job.rel, std::move(body));
-    if (r && job.planned)
+    if (r && job.name_files)
       (*r)["files"] = json::array{named_file(job.rel, *r)};
     return r;
   }
@@ -119,7 +119,7 @@ expected<json::object> send(const std::shared_ptr<transfer_channel>& ch,
     return ch->push(std::move(c));
   };
   auto src = os::open_download(root, job.rel);
-  if (src && src->directory && job.planned)
+  if (src && src->directory && !job.directories)
     src = make_error(errc::invalid_argument,
                      "path " + job.rel + " is a directory");
   if (!src) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// A bulk transfer's worker: the blocking half of a PUT/GET /v1/files/...
-// or of a front's streamed route (transfer_plan), on a thread of its own.
+// A bulk transfer's worker: the blocking half of a front's streamed route
+// (transfer_plan; PUT/GET /v1/files/... among them), on a thread of its
+// own.
 // It opens the workspace, moves the bytes through its transfer_channel and
 // reports the result there; the loop side is transfer.cpp.
 #pragma once
@@ -29,9 +30,11 @@ struct transfer_job {
   /// shared tree.
   std::string marks;
   bool shared = false;
-  // -- from a front's transfer_plan -------------------------------------------
+  // -- from the front's transfer_plan -----------------------------------------
   /// Answers name the files written ({files: [{path, size}]}).
-  bool planned = false;
+  bool name_files = false;
+  /// A directory downloads as a tar stream (else it is refused).
+  bool directories = false;
   bool gunzip = false;
   bool gzip = false;
   bool make_parents = false;

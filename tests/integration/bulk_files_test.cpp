@@ -390,6 +390,29 @@ TEST_CASE("bulk: requests without the token get 401") {
   auto back = bulk_call(d.port(), right);
   CHECK(back.status == 200);
   CHECK(back.body == "data");
+  // A target that names no file is refused once the token is right.
+  bulk_request shallow;
+  shallow.method = "GET";
+  shallow.target = "/v1/files/a";
+  CHECK(bulk_call(d.port(), shallow).status == 401);
+  shallow.token = "secret";
+  auto refused = bulk_call(d.port(), shallow);
+  CHECK(refused.status == 400);
+  CHECK(refused.body.find("target must be /v1/files/{agent}/{session}/"
+                          "{path}") != std::string::npos);
+  // Each transfer is audited with the native wire's origin, and names
+  // no files list (the E2B front's /files does).
+  auto audit = expect_ok(d.client().rpc("audit.list", {{"agent_id", "a"}}));
+  int transfers = 0;
+  for (const auto& e : audit.at("events").as_array()) {
+    auto op = e.at("op").as_string();
+    if (op != "file.upload" && op != "file.download")
+      continue;
+    ++transfers;
+    CHECK(e.at("origin") == "http");
+    CHECK_FALSE(e.as_object().contains("files"));
+  }
+  CHECK(transfers == 2);
 }
 
 TEST_CASE("bulk: size limits answer 413 and leave nothing behind") {
