@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // PUT and GET /v1/files/...: large files and trees round-trip byte for
 // byte, tar entries that would leave the target are refused with no side
-// effect, limits answer 413 and leave nothing behind.
-#include "tests/fixtures/bulk_client.hpp"
-#include "tests/fixtures/daemon.hpp"
+// effect, limits answer 413 and leave nothing behind, and a checkpoint or
+// a connection's next request is not disturbed.
+#include "tests/fixtures/bulk_files.hpp"
 #include "tests/fixtures/raw_socket.hpp"
 #include "tests/fixtures/runs.hpp"
 #include "tests/fixtures/session_files.hpp"
@@ -12,13 +12,8 @@
 
 #include <doctest/doctest.h>
 
-#include <archive.h>
-#include <archive_entry.h>
-
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <future>
@@ -28,145 +23,6 @@
 
 using namespace allox;
 using namespace allox::test;
-
-namespace {
-
-constexpr const char* files = "/v1/files/a/s/";
-
-struct tar_entry {
-  std::string name;
-  mode_t type = AE_IFREG;
-  std::string data;
-  /// Symlink target, or the entry a hard link names.
-  std::string link;
-  bool hardlink = false;
-};
-
-tar_entry file(std::string name, std::string data) {
-  tar_entry e;
-  e.name = std::move(name);
-  e.data = std::move(data);
-  return e;
-}
-
-tar_entry node(std::string name, mode_t type) {
-  tar_entry e;
-  e.name = std::move(name);
-  e.type = type;
-  return e;
-}
-
-tar_entry symlink_to(std::string name, std::string target) {
-  auto e = node(std::move(name), AE_IFLNK);
-  e.link = std::move(target);
-  return e;
-}
-
-tar_entry hardlink_to(std::string name, std::string target) {
-  auto e = file(std::move(name), "");
-  e.link = std::move(target);
-  e.hardlink = true;
-  return e;
-}
-
-/// A tar stream written by libarchive exactly as given (GNU tar would
-/// clean the names the tests need).
-std::string make_tar(const std::vector<tar_entry>& entries) {
-  std::string out;
-  archive* a = archive_write_new();
-  archive_write_set_format_pax_restricted(a);
-  archive_write_open(
-      a, &out, nullptr,
-      [](archive*, void* d, const void* buf, size_t n) -> la_ssize_t {
-        static_cast<std::string*>(d)->append(static_cast<const char*>(buf), n);
-        return static_cast<la_ssize_t>(n);
-      },
-      nullptr);
-  for (const auto& t : entries) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, t.name.c_str());
-    archive_entry_set_filetype(e, t.type);
-    archive_entry_set_perm(e, 0644);
-    if (t.type == AE_IFCHR)
-      archive_entry_set_rdev(e, makedev(1, 3));
-    if (t.type == AE_IFLNK)
-      archive_entry_set_symlink(e, t.link.c_str());
-    if (t.hardlink)
-      archive_entry_set_hardlink(e, t.link.c_str());
-    archive_entry_set_size(e, static_cast<la_int64_t>(t.data.size()));
-    archive_write_header(a, e);
-    if (!t.data.empty())
-      archive_write_data(a, t.data.data(), t.data.size());
-    archive_entry_free(e);
-  }
-  archive_write_close(a);
-  archive_write_free(a);
-  return out;
-}
-
-bulk_result put(const daemon_process& d, const std::string& path,
-                std::string data, const std::string& type = {}) {
-  bulk_request r;
-  r.target = files + path;
-  r.content_type = type;
-  r.length = data.size();
-  r.body = from_string(std::move(data));
-  return bulk_call(d.port(), r);
-}
-
-bulk_result put_tar(const daemon_process& d, const std::string& path,
-                    std::string tar) {
-  return put(d, path, std::move(tar), "application/x-tar");
-}
-
-bulk_result get(const daemon_process& d, const std::string& path) {
-  bulk_request r;
-  r.method = "GET";
-  r.target = files + path;
-  return bulk_call(d.port(), r);
-}
-
-std::string error_code(const bulk_result& r) {
-  if (!r.json.is_object() || !r.json.as_object().contains("code"))
-    return "<" + r.body + ">";
-  return std::string{r.json.at("code").as_string()};
-}
-
-/// Names in `dir` starting with the upload's temporary prefix.
-std::vector<std::string> leftovers(const std::string& dir) {
-  std::vector<std::string> out;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (auto* e = ::readdir(d))
-      if (std::string{e->d_name}.rfind(".allox-upload-", 0) == 0)
-        out.emplace_back(e->d_name);
-    ::closedir(d);
-  }
-  return out;
-}
-
-/// Sends the head of a PUT of `path` announcing `announced` bytes and
-/// `sent` of them, then closes the connection.
-void cut_off_upload(daemon_process& d, const std::string& path,
-                    size_t announced, size_t sent) {
-  raw_socket sock{d.port()};
-  REQUIRE(sock.send_all(
-      "PUT /v1/files/a/s/" + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-      std::to_string(announced) + "\r\n\r\n" + std::string(sent, 'p')));
-  std::this_thread::sleep_for(std::chrono::milliseconds{300});
-}
-
-/// Waits (up to 5 s) for the worker of an abandoned upload to remove its
-/// temporary file from `dir`.
-bool cleaned_up(const std::string& dir) {
-  return eventually([&]() -> bool { return leftovers(dir).empty(); });
-}
-
-bool exists(const std::string& path) {
-  struct stat sb {};
-  return ::lstat(path.c_str(), &sb) == 0;
-}
-
-} // namespace
 
 TEST_CASE("bulk: a 1 GiB file round-trips byte-identical") {
   daemon_options o;
@@ -179,7 +35,7 @@ TEST_CASE("bulk: a 1 GiB file round-trips byte-identical") {
   fnv_hash sent;
   uint64_t offset = 0;
   bulk_request up;
-  up.target = std::string{files} + "big.bin";
+  up.target = std::string{files_of_a_s} + "big.bin";
   up.length = size;
   up.expect_continue = true;
   up.body = [&](char* buf, size_t cap) {
@@ -375,7 +231,7 @@ TEST_CASE("bulk: requests without the token get 401") {
   CHECK(g.status == 401);
   bulk_request wrong;
   wrong.method = "GET";
-  wrong.target = std::string{files} + "f";
+  wrong.target = std::string{files_of_a_s} + "f";
   wrong.token = "wrong";
   CHECK(bulk_call(d.port(), wrong).status == 401);
   CHECK(!exists(d.current("a", "s") + "/f"));
@@ -424,7 +280,7 @@ TEST_CASE("bulk: size limits answer 413 and leave nothing behind") {
   auto big = std::string(2 << 20, 'x');
   // Declared too large: refused before the body is sent.
   bulk_request declared;
-  declared.target = std::string{files} + "big";
+  declared.target = std::string{files_of_a_s} + "big";
   declared.length = big.size();
   declared.expect_continue = true;
   declared.body = from_string(big);
@@ -449,7 +305,7 @@ TEST_CASE("bulk: size limits answer 413 and leave nothing behind") {
   // sending, a second of 1 MiB would pass 1.5 MiB.
   auto slow = std::async(std::launch::async, [&] {
     bulk_request s;
-    s.target = std::string{files} + "slow";
+    s.target = std::string{files_of_a_s} + "slow";
     s.length = 1 << 20;
     uint64_t sent = 0;
     s.body = [&](char* buf, size_t) -> size_t {
@@ -519,133 +375,4 @@ TEST_CASE("bulk: a connection serves the next request after a transfer") {
   CHECK(got.find("\r\n\r\nhello") != std::string::npos);
   CHECK(got.find("mtime_ns") != std::string::npos);
   CHECK(!sock.closed_by_daemon());
-}
-
-TEST_CASE("bulk: a client gone mid-transfer leaves nothing behind") {
-  daemon_process d{with_args({"--max-session-upload-bytes", "12582912"})};
-  d.start();
-  expect_ok(d.client().rpc("session.create", ids("a", "s")));
-  auto cur = d.current("a", "s");
-  REQUIRE(put(d, "keep", "old content").status == 200);
-  // 10 MiB announced, 2 MiB sent, then the connection closes.
-  cut_off_upload(d, "keep", 10 << 20, 2 << 20);
-  {
-    // A download read a little, then abandoned.
-    REQUIRE(put(d, "big", std::string(8 << 20, 'b')).status == 200);
-    raw_socket sock{d.port()};
-    REQUIRE(sock.send_all("GET /v1/files/a/s/big HTTP/1.1\r\nHost: x\r\n\r\n"));
-    CHECK(sock.read_for(std::chrono::seconds{5}, "bbbb").find("200 OK") !=
-          std::string::npos);
-  }
-  CHECK(cleaned_up(cur));
-  CHECK(read_file(cur + "/keep") == "old content");
-  // The abandoned upload no longer counts against the session's limit.
-  CHECK(put(d, "again", std::string(10 << 20, 'a')).status == 200);
-  auto audit = expect_ok(d.client().rpc("audit.list", {{"agent_id", "a"}}));
-  // Only complete uploads are audited.
-  for (const auto& e : audit.at("events").as_array()) {
-    bool keep = e.at("op") == "file.upload" && e.at("path") == "keep";
-    CHECK((!keep || e.at("bytes") == 11));
-  }
-}
-
-TEST_CASE("bulk: an upload cut off after its write-back started leaves "
-          "nothing behind") {
-  daemon_process d;
-  d.start();
-  expect_ok(d.client().rpc("session.create", ids("a", "s")));
-  auto cur = d.current("a", "s");
-  REQUIRE(put(d, "keep", "old content").status == 200);
-  // 64 MiB announced, 40 MiB sent: past two write-back steps of 16 MiB,
-  // so the helper thread is kicking when the connection closes.
-  cut_off_upload(d, "keep", 64 << 20, 40 << 20);
-  CHECK(cleaned_up(cur));
-  CHECK(read_file(cur + "/keep") == "old content");
-  // The worker and its helper ended; the daemon takes the next upload.
-  CHECK(put(d, "keep", std::string(20 << 20, 'n')).status == 200);
-  CHECK(read_file(cur + "/keep") == std::string(20 << 20, 'n'));
-}
-
-TEST_CASE("bulk: transfers are allowed while a run lives and see its files") {
-  daemon_process d{with_execution()};
-  d.start();
-  auto& c = d.client();
-  expect_ok(c.rpc("session.create", ids("a", "s")));
-  auto row = sh(c, "a", "s",
-                "echo from-run > /workspace/made; "
-                "while [ ! -e /workspace/up ]; do sleep 0.05; done; "
-                "cat /workspace/up");
-  // The run waits for the uploaded file; the upload does not wait for it.
-  REQUIRE(put(d, "up", "from-upload\n").status == 200);
-  auto done = wait_done(c, "a", "s", run_id(row));
-  CHECK(done.at("root_exit_code") == 0);
-  CHECK(output(c, "a", "s", run_id(row)) == "from-upload\n");
-  CHECK(get(d, "made").body == "from-run\n");
-}
-
-TEST_CASE("bulk: an upload a rollback overtook is answered with conflict") {
-  daemon_process d;
-  d.start();
-  auto& c = d.client();
-  expect_ok(c.rpc("session.create", ids("a", "s")));
-  expect_ok(c.rpc("checkpoint.create",
-                  with(ids("a", "s"), {{"checkpoint_id", "c0"}})));
-  raw_socket sock{d.port()};
-  REQUIRE(sock.send_all("PUT /v1/files/a/s/f HTTP/1.1\r\nHost: x\r\n"
-                        "Content-Length: 10\r\n\r\nhello"));
-  std::this_thread::sleep_for(std::chrono::milliseconds{300});
-  // The upload is no mutation: the rollback does not wait for it.
-  expect_ok(c.rpc("session.rollback",
-                  with(ids("a", "s"), {{"checkpoint_id", "c0"}})));
-  REQUIRE(sock.send_all("world"));
-  auto got = sock.read_for(std::chrono::seconds{10}, "}");
-  INFO(got);
-  CHECK(got.find("HTTP/1.1 400") == 0);
-  CHECK(got.find("rolled back during the upload") != std::string::npos);
-  CHECK(!exists(d.current("a", "s") + "/f"));
-}
-
-TEST_CASE("bulk: a daemon killed mid-upload leaves nothing behind after "
-          "its restart") {
-  daemon_process d;
-  d.start();
-  auto& c = d.client();
-  expect_ok(c.rpc("session.create", ids("a", "s")));
-  auto cur = d.current("a", "s");
-  expect_ok(c.rpc("file.mkdir", with(ids("a", "s"), {{"path", "dir"}})));
-  REQUIRE(put(d, "dir/keep", "old content").status == 200);
-  REQUIRE(put_tar(d, "tree", make_tar({file("old", "x")})).status == 200);
-  auto tar = make_tar({file("new-1", std::string(1 << 20, 'n')),
-                       file("new-2", std::string(1 << 20, 'n'))});
-  // A file upload and a tar upload, each with half of its body sent.
-  raw_socket one{d.port()};
-  REQUIRE(one.send_all("PUT /v1/files/a/s/dir/keep HTTP/1.1\r\nHost: x\r\n"
-                       "Content-Length: 4194304\r\n\r\n" +
-                       std::string(2 << 20, 'p')));
-  raw_socket two{d.port()};
-  REQUIRE(two.send_all("PUT /v1/files/a/s/tree HTTP/1.1\r\nHost: x\r\n"
-                       "Content-Type: application/x-tar\r\nContent-Length: " +
-                       std::to_string(tar.size()) + "\r\n\r\n" +
-                       tar.substr(0, tar.size() / 2)));
-  // Both temporary entries exist before the crash.
-  bool started = false;
-  for (int i = 0; i < 100 && !started; ++i) {
-    started = !leftovers(cur + "/dir").empty() && !leftovers(cur).empty();
-    if (!started)
-      std::this_thread::sleep_for(std::chrono::milliseconds{20});
-  }
-  REQUIRE(started);
-  d.crash();
-  d.start();
-  CHECK(leftovers(cur + "/dir").empty());
-  CHECK(leftovers(cur).empty());
-  CHECK(read_file(cur + "/dir/keep") == "old content");
-  CHECK(read_file(cur + "/tree/old") == "x");
-  auto ops = audit_ops(c, {{"agent_id", "a"}, {"op", "file.upload.recovered"}});
-  CHECK(ops.size() == 1);
-  // Nothing is cleaned twice: the marks went with the leftovers.
-  d.stop();
-  d.start();
-  ops = audit_ops(c, {{"agent_id", "a"}, {"op", "file.upload.recovered"}});
-  CHECK(ops.size() == 1);
 }
