@@ -28,9 +28,12 @@ void serve_metrics(http::server& srv, std::function<rpc_actor()> rpc) {
   r.path = "/metrics";
   r.match = http::route_match::exact;
   r.access = http::route_access::token;
+  // The bare path only, as ever: with a query, GET /metrics is 404.
+  r.bare = true;
   r.serve = [&srv, rpc](const http::route_request&, http::responder answer) {
-    // The transport's part is read here, on the loop thread that keeps it.
-    auto text = srv.transport_metrics();
+    // The transport's part is read here, on the loop thread that keeps it;
+    // the scrape is not one of the requests in flight it reports.
+    auto text = srv.transport_metrics(1);
     auto handle = rpc();
     if (!handle) {
       render_actor_metrics(text, nullptr);

@@ -53,6 +53,7 @@ void plan_files(const http::route_request& head, http::responder answer) {
              head[bhttp::field::content_type].starts_with("application/x-tar");
   plan.directories = true;
   plan.name_files = false;
+  plan.counted = false;
   plan.done = [](const json::object& result) {
     return json_answer(200, ok_body(json::serialize(result)));
   };

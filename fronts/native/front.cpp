@@ -29,9 +29,6 @@ http::route_response refusal(int status, std::string_view message,
 /// POST /v1/rpc: one action.
 void serve_rpc(const rpc_getter& rpc, const http::route_request& req,
                http::responder answer) {
-  // The route ignores a query; the prototype served the bare path only.
-  if (req.target() != "/v1/rpc")
-    return answer(refusal(404, "not found", "not_found"));
   auto env = decode_envelope(req.body());
   if (!env)
     return answer(
@@ -67,6 +64,9 @@ void serve_native(http::server& srv, rpc_getter rpc) {
   r.path = "/v1/rpc";
   r.match = http::route_match::exact;
   r.access = http::route_access::token;
+  // The prototype served exactly /v1/rpc: with a query, 404 before the
+  // token.
+  r.bare = true;
   r.serve = [rpc](const http::route_request& req, http::responder answer) {
     serve_rpc(rpc, req, std::move(answer));
   };

@@ -292,15 +292,18 @@ bool connection::check_header() {
   // The metrics address serves GET /metrics (its route, without the
   // token) and /health, nothing else.
   if (metrics_only_) {
-    if (req.method() == bhttp::verb::get && req.target() == "/health")
-      return true;
-    route_ = req.method() == bhttp::verb::get && req.target() == "/metrics"
-                 ? srv_->find_route(bhttp::verb::get, "/metrics")
-                 : nullptr;
-    if (route_ != nullptr)
-      return true;
-    reject(404, "not found", "not_found");
-    return false;
+    bool get = req.method() == bhttp::verb::get;
+    const auto* r = get && req.target() == "/metrics"
+                        ? srv_->find_route(bhttp::verb::get, "/metrics")
+                        : nullptr;
+    if (r == nullptr && !(get && req.target() == "/health")) {
+      reject(404, "not found", "not_found");
+      return false;
+    }
+    if (!body_fits(r))
+      return false;
+    route_ = r;
+    return true;
   }
   // A Host a front claims is a sandbox's port, whatever the target; the
   // front checks its own credentials.
@@ -322,21 +325,11 @@ bool connection::check_header() {
     plan_transfer(*std::exchange(route_, nullptr));
     return false;
   }
-  if (route_ != nullptr) {
-    // Its body is held in memory: at most max_body (or its own limit).
-    auto limit = limit_of(route_);
-    auto declared = parser_->content_length();
-    if ((declared && *declared > limit) ||
-        (route_->length_required && declared.value_or(0) == 0)) {
-      refuse_size(std::exchange(route_, nullptr),
-                  declared ? std::optional<uint64_t>{*declared} : std::nullopt,
-                  limit);
-      return false;
-    }
-    parser_->body_limit(limit);
-    return true;
-  }
-  parser_->body_limit(srv_->options().max_body);
+  if (route_ != nullptr)
+    return body_fits(route_);
+  // The transport's own paths hold a body in memory too, within max_body.
+  if (!body_fits(nullptr))
+    return false;
   // Health stays open (probes carry no token); a live stream follows the
   // RPC's token rule.
   if (req.method() == bhttp::verb::get && !is_stream(req.target()))
@@ -345,6 +338,23 @@ bool connection::check_header() {
     return authorized(req);
   reject(404, "not found", "not_found");
   return false;
+}
+
+bool connection::body_fits(const route* r) {
+  // Beast checks a declared length against its limit only while it
+  // parses the head, before this: it is checked here; a chunked body is
+  // checked as it comes, against the limit set here.
+  auto limit = limit_of(r);
+  auto declared = parser_->content_length();
+  if ((declared && *declared > limit) ||
+      (r != nullptr && r->length_required && declared.value_or(0) == 0)) {
+    route_ = nullptr;
+    refuse_size(r, declared ? std::optional<uint64_t>{*declared} : std::nullopt,
+                limit);
+    return false;
+  }
+  parser_->body_limit(limit);
+  return true;
 }
 
 size_t connection::limit_of(const route* r) const {
@@ -359,6 +369,11 @@ void connection::refuse_size(const route* r, std::optional<uint64_t> declared,
     srv_->count_rejected(answer.status);
     respond(answer.status, std::move(answer.body), true, answer.content_type,
             &answer.headers);
+    return;
+  }
+  // The transport's own paths keep the prototype's answer.
+  if (r == nullptr) {
+    reject(400, "invalid request size", "payload_too_large");
     return;
   }
   reject(413,

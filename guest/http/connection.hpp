@@ -137,6 +137,10 @@ private:
 
   /// The largest body route `r` (or a request of no route) takes.
   size_t limit_of(const route* r) const;
+  /// Sets the body limit of route `r`'s request (or of one of no route),
+  /// or refuses a declared length over it, or none where `r` requires
+  /// one; false when refused.
+  bool body_fits(const route* r);
   /// Refuses a body over `limit` (or one route `r` requires a length of)
   /// as `r` says, else with 413; the connection closes after it.
   void refuse_size(const route* r, std::optional<uint64_t> declared,

@@ -85,6 +85,10 @@ struct transfer_plan {
   /// An upload's result, and its audit, name the files written
   /// ({files: [{path, size}]}); else the result is the file's alone.
   bool name_files = true;
+  /// The request metrics count the transfer as its route's request, with
+  /// 200, once it begins (the native transfers are not counted there:
+  /// their audit records each).
+  bool counted = true;
   /// An upload's answer, given its result (with name_files,
   /// {files: [{path, size}]}, paths beneath the workspace). A download's
   /// answer is the file.
@@ -152,13 +156,17 @@ struct route {
   /// Only a body of declared, non-zero length is taken: an empty or a
   /// chunked one is refused as too large.
   bool length_required = false;
+  /// An exact route serving its path only without a query (a target with
+  /// one is no route's).
+  bool bare = false;
   /// The answer to a body over the limit (and to one length_required
   /// refuses); none: 413, naming the limit.
   std::function<route_response()> too_large = {};
 };
 
-/// The route serving `method` on `target` (the query ignored): an exact
-/// path before the longest prefix; null when none does.
+/// The route serving `method` on `target` (the query ignored, unless the
+/// route is `bare`): an exact path before the longest prefix; null when
+/// none does.
 const route* find_route(const std::vector<route>& routes,
                         boost::beast::http::verb method,
                         std::string_view target);

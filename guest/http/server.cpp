@@ -272,8 +272,11 @@ const route* find_route(const std::vector<route>& routes,
   for (const auto& r : routes) {
     if (r.method != method)
       continue;
-    if (r.path == path)
+    if (r.path == path) {
+      if (r.bare && target.size() != path.size())
+        continue;
       return &r;
+    }
     bool prefix = r.match == route_match::prefix &&
                   path.substr(0, r.path.size()) == r.path;
     if (prefix && (best == nullptr || r.path.size() > best->path.size()))
@@ -393,7 +396,8 @@ void server::deliver_replies() {
       // The request is the transfer's from now on (counted when it began).
       if (it->second.streaming)
         continue;
-      observe(it->second.path, part.response, it->second.started);
+      if (part.plan->counted)
+        observe(it->second.path, part.response, it->second.started);
       drop_ticket(it);
       conn->begin_planned(std::move(*part.plan));
       continue;
@@ -450,10 +454,10 @@ void server::observe(const std::string& route_path,
           .count());
 }
 
-std::string server::transport_metrics() const {
+std::string server::transport_metrics(size_t own) const {
   server_gauges g;
   g.connections = connections_.size();
-  g.in_flight = tickets_.size();
+  g.in_flight = tickets_.size() - std::min(own, tickets_.size());
   g.evicted = evicted_;
   return metrics_.render(g);
 }

@@ -163,8 +163,9 @@ public:
   /// Thread-safe: a host route's request is tunnelled to `socket`.
   void post_tunnel(uint64_t ticket, int socket);
   /// The transport's part of GET /metrics (request metrics and server
-  /// gauges), in the text exposition format.
-  std::string transport_metrics() const;
+  /// gauges), in the text exposition format; `own` requests of the
+  /// caller's (a scrape's own) are left out of the in-flight gauge.
+  std::string transport_metrics(size_t own = 0) const;
   /// Counts a request refused before it reached an action.
   void count_rejected(int status) { metrics_.rejected(status); }
   uint64_t next_stream_id() { return next_stream_++; }

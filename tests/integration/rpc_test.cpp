@@ -21,6 +21,11 @@ TEST_CASE("rpc: health needs no token - unknown paths are 404") {
   auto p = anon.request("POST", "/v1/other", "{}");
   CHECK(p.status == 404);
   CHECK(anon.request("PUT", "/v1/rpc", "{}").status == 404);
+  // Exactly /v1/rpc: with a query it is another path (and so is
+  // /metrics for GET).
+  CHECK(anon.request("POST", "/v1/rpc?x=1", "{}").status == 404);
+  CHECK(anon.request("GET", "/metrics?x=1").status == 404);
+  CHECK(anon.request("GET", "/metrics").status == 401);
 }
 
 TEST_CASE("rpc: bearer token on and off") {
