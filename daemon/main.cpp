@@ -261,8 +261,6 @@ server_options(const daemon::options& opts,
   sopts.idle_timeout = opts.idle_timeout;
   sopts.header_timeout = opts.header_timeout;
   sopts.body_timeout = opts.body_timeout;
-  sopts.stream_heartbeat_ms =
-      static_cast<uint64_t>(opts.stream_heartbeat.count());
   sopts.max_connections = opts.max_connections;
   sopts.max_upload = opts.max_upload_bytes;
   sopts.max_session_upload = opts.max_session_upload_bytes;

@@ -97,7 +97,9 @@ runtime::runtime(const options& opts, http::server_options sopts,
   auto rpc = [this] {
     return ctx_.rpc;
   };
-  native::serve_native(server_, rpc);
+  native::stream_options stream;
+  stream.heartbeat_ms = static_cast<uint64_t>(opts.stream_heartbeat.count());
+  native::serve_native(server_, rpc, stream);
   fronts::serve_metrics(server_, rpc);
   fronts::serve_console(server_);
   if (opts.e2b == "on")

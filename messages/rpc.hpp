@@ -38,9 +38,9 @@ struct rpc_request {
 };
 
 /// Where a session pushes a run's updates (its row, on every state
-/// change) for a live stream; implemented by the HTTP server. Called from
-/// actor threads; false once the stream is gone, and the session then
-/// forgets the sink.
+/// change) for a live stream; implemented by the native front
+/// (fronts/native/stream.cpp). Called from actor threads; false once the
+/// stream is gone, and the session then forgets the sink.
 class run_sink {
 public:
   virtual ~run_sink() = default;

@@ -47,7 +47,8 @@ void serve_rpc(const rpc_getter& rpc, const http::route_request& req,
                   }});
 }
 
-/// A live stream's or a transfer's request, to the RPC actor.
+/// A live stream's subscription or a transfer's request, to the RPC
+/// actor.
 template <class Request>
 void hand_on(const rpc_getter& rpc, Request req) {
   if (auto handle = rpc())
@@ -58,7 +59,11 @@ void hand_on(const rpc_getter& rpc, Request req) {
 
 } // namespace
 
-void serve_native(http::server& srv, rpc_getter rpc) {
+void subscribe(const rpc_getter& rpc, stream_request req) {
+  hand_on(rpc, std::move(req));
+}
+
+void serve_native(http::server& srv, rpc_getter rpc, stream_options stream) {
   http::route r;
   r.method = boost::beast::http::verb::post;
   r.path = "/v1/rpc";
@@ -77,7 +82,7 @@ void serve_native(http::server& srv, rpc_getter rpc) {
   };
   srv.add_route(std::move(r));
   serve_files(srv);
-  srv.set_stream([rpc](stream_request req) { hand_on(rpc, std::move(req)); });
+  serve_live_stream(srv, rpc, stream);
   srv.set_transfer(
       [rpc](transfer_request req) { hand_on(rpc, std::move(req)); });
 }

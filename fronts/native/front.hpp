@@ -14,9 +14,9 @@
 // PUT/GET /v1/files/ are streamed routes (files.cpp): the front plans the
 // transfer from the head and answers; the transport moves the bytes
 // (guest/http/transfer.cpp) and asks the RPC actor to begin and end it.
-// The live stream (GET /v1/stream) is still framed by the transport
-// (guest/http/stream.cpp). Both reach the RPC actor through the functions
-// set here.
+// GET /v1/stream is a live answer (stream.cpp): the front sends the head,
+// subscribes to the run through the RPC actor and feeds the events from
+// the run's logs on the loop thread.
 #pragma once
 
 #include "guest/http/routes.hpp"
@@ -33,8 +33,17 @@ namespace allox::native {
 /// The RPC actor once the actor tree is up (null before and after).
 using rpc_getter = std::function<rpc_actor()>;
 
+/// How the live stream paces itself.
+struct stream_options {
+  /// A stream with nothing to send writes a comment this often.
+  uint64_t heartbeat_ms = 15000;
+  /// A stream reads its logs this often even without inotify news.
+  uint64_t fallback_ms = 1000;
+};
+
 /// Registers the native wire on `srv` (before it listens).
-void serve_native(http::server& srv, rpc_getter rpc);
+void serve_native(http::server& srv, rpc_getter rpc,
+                  stream_options stream = {});
 
 /// An answer of the native wire: `body` is its JSON envelope.
 http::route_response json_answer(int status, std::string body);
@@ -42,5 +51,12 @@ http::route_response json_answer(int status, std::string body);
 /// PUT/GET /v1/files/...: streamed routes planning bulk transfers
 /// (files.cpp; called by serve_native).
 void serve_files(http::server& srv);
+
+/// GET /v1/stream: a live answer (stream.cpp; called by serve_native).
+void serve_live_stream(http::server& srv, rpc_getter rpc, stream_options opts);
+
+/// Hands a live stream's subscription to the RPC actor (503 without
+/// one).
+void subscribe(const rpc_getter& rpc, stream_request req);
 
 } // namespace allox::native

@@ -2,7 +2,6 @@
 #include "guest/http/connection.hpp"
 
 #include "guest/http/server.hpp"
-#include "guest/http/stream_sink.hpp"
 #include "guest/http/transfer.hpp"
 #include "guest/http/wire.hpp"
 #include "messages/rpc.hpp"
@@ -12,8 +11,6 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
-#include <boost/url/parse.hpp>
-#include <boost/url/url_view.hpp>
 
 #include <sys/socket.h>
 
@@ -34,12 +31,6 @@ namespace {
 // reads our response instead of a connection reset.
 constexpr size_t linger_limit = 4 << 20;
 constexpr uint64_t linger_ms = 2000;
-
-bool is_stream(beast::string_view target) {
-  auto url = boost::urls::parse_origin_form(
-      std::string_view{target.data(), target.size()});
-  return url && url->path() == "/v1/stream";
-}
 
 } // namespace
 
@@ -78,11 +69,15 @@ void connection::answer(int status, std::string body) {
     arm_deadline();
     return;
   }
-  if (streaming_)
-    on_stream_reply(status, body);
-  else
-    respond(status, std::move(body), !keep_alive_);
+  respond(status, std::move(body), !keep_alive_);
   arm_deadline();
+}
+
+bool connection::live_behind() {
+  if (closing_ || lingering_)
+    return false;
+  drain_wanted_ = uv_stream_get_write_queue_size(stream()) > max_stream_queue;
+  return drain_wanted_;
 }
 
 void connection::refuse() {
@@ -106,8 +101,6 @@ void connection::close() {
   uv_timer_stop(&timer_);
   uv_timer_stop(&deadline_);
   pending_closes_ = 3;
-  if (sink_)
-    sink_->close();
   if (bulk_) {
     srv_->release_upload(bulk_->session_key, bulk_->charged);
     bulk_->charged = 0;
@@ -117,12 +110,6 @@ void connection::close() {
     // its next write fail at once.
     if (int fd = socket_fd(); bulk_->handed_over && fd >= 0)
       ::shutdown(fd, SHUT_RDWR);
-  }
-  if (stream_id_ != 0)
-    srv_->forget_stream(stream_id_);
-  if (watching_) {
-    ++pending_closes_;
-    uv_close(reinterpret_cast<uv_handle_t*>(&watch_), on_closed);
   }
   if (up_open_) {
     ++pending_closes_;
@@ -208,7 +195,7 @@ void connection::reset_parser() {
 void connection::update_reading() {
   if (closing_)
     return;
-  bool busy = waiting_ || writing_ || behind_ || streaming_;
+  bool busy = waiting_ || writing_ || behind_;
   bool want = lingering_ || !busy || pending_input() < pause_input;
   if (bulk_ && !lingering_)
     want = transfer_wants_input();
@@ -234,8 +221,7 @@ void connection::update_reading() {
 // outstanding at a time, later pipelined requests wait in input_.
 void connection::process() {
   while (!closing_ && !lingering_ && !waiting_ && !writing_ && !behind_ &&
-         !streaming_ && !bulk_ && tunnel_ == tunnel_phase::none &&
-         pending_input() > 0) {
+         !bulk_ && tunnel_ == tunnel_phase::none && pending_input() > 0) {
     if (request_started_ == never)
       request_started_ = clock_type::now();
     beast::error_code ec;
@@ -330,12 +316,9 @@ bool connection::check_header() {
   // The transport's own paths hold a body in memory too, within max_body.
   if (!body_fits(nullptr))
     return false;
-  // Health stays open (probes carry no token); a live stream follows the
-  // RPC's token rule.
-  if (req.method() == bhttp::verb::get && !is_stream(req.target()))
-    return true;
+  // Health stays open (probes carry no token).
   if (req.method() == bhttp::verb::get)
-    return authorized(req);
+    return true;
   reject(404, "not found", "not_found");
   return false;
 }
@@ -403,12 +386,6 @@ void connection::handle_request() {
   if (const auto* r = std::exchange(route_, nullptr)) {
     waiting_ = true;
     srv_->serve_route(this, *r, std::move(req));
-    return;
-  }
-  if (req.method() == bhttp::verb::get && is_stream(req.target())) {
-    auto last = req.find("Last-Event-ID");
-    start_stream(req.target(),
-                 last == req.end() ? beast::string_view{} : last->value());
     return;
   }
   if (req.target() == "/health")
@@ -500,11 +477,16 @@ void connection::on_written(uv_write_t* req, int status) {
       self->on_transfer_wake();
       return;
     }
-    // The client caught up: send what the logs gained meanwhile.
-    if (self->stream_paused_ &&
-        uv_stream_get_write_queue_size(self->stream()) <= max_stream_queue)
-      self->read_output();
-    self->arm_deadline();
+    // The client caught up: a live answer's front sends what it held
+    // back.
+    if (self->drain_wanted_ &&
+        uv_stream_get_write_queue_size(self->stream()) <= max_stream_queue) {
+      self->drain_wanted_ = false;
+      if (auto hooks = self->live_; hooks && hooks->drained)
+        hooks->drained();
+    }
+    if (!self->closing_)
+      self->arm_deadline();
     return;
   }
   self->writing_ = false;

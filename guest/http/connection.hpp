@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // One HTTP/1.1 connection of the server (guest/http/server.hpp): reads and
-// parses requests one at a time, hands them to the server, writes the
-// replies, and streams a run's output as Server-Sent Events.
+// parses requests one at a time, hands them to the server, and writes the
+// answers: whole, streamed, bulk transfers and tunnels.
 //
 // What a hostile or broken peer can cost is bounded:
 // - input: at most one request is served at a time; while it is, reading
@@ -9,8 +9,9 @@
 //   resumes when they can be parsed;
 // - output: one response at a time; a pipelined request waits while more
 //   than `max_unread_output` bytes of earlier answers sit unacknowledged in
-//   the socket (the peer is not reading them); a stream reads more of its
-//   run's logs only while its write queue is under `max_stream_queue`;
+//   the socket (the peer is not reading them); a live answer's front is
+//   told when more than `max_stream_queue` bytes wait for the peer and
+//   when they drained;
 // - time: a request head must arrive within header_timeout of its first
 //   byte and its body within body_timeout of the head (a trickling peer
 //   cannot reset the clock byte by byte), a peer that does not read our
@@ -42,7 +43,6 @@
 namespace allox::http {
 
 class server;
-class stream_sink;
 struct bulk_transfer;
 
 class connection {
@@ -51,7 +51,7 @@ public:
 
   /// Unparsed input that stops reading while a request is being served.
   static constexpr size_t pause_input = 64 << 10;
-  /// Queued stream output above which a stream stops polling for more.
+  /// Queued output above which a live answer's front holds back.
   static constexpr size_t max_stream_queue = 1 << 20;
   /// Answers left unread by the peer (SIOCOUTQ) above which pipelined
   /// requests wait: without it a client that never reads gets every
@@ -69,8 +69,7 @@ public:
 
   void start();
 
-  /// The reply to a live stream's or a bulk transfer's request to the
-  /// actors.
+  /// The reply to a bulk transfer's request to the actors.
   void answer(int status, std::string body);
 
   /// The answer of a front's route (the head of a streamed one).
@@ -99,11 +98,9 @@ public:
 
   void close();
 
-  /// A live stream's run changed state (its row, serialized).
-  void on_stream_push(const std::string& row_json);
-
-  /// The daemon is shutting down: a live stream ends with a reason.
-  void end_stream_for_shutdown();
+  /// A live answer's client is behind (live_answer::behind); its front
+  /// hears when it drained.
+  bool live_behind();
 
 private:
   struct write_req;
@@ -156,24 +153,6 @@ private:
   static void on_written(uv_write_t* req, int status);
   void linger();
   static void on_linger_timeout(uv_timer_t* t);
-
-  // -- the live stream of a run (stream.cpp) ------------------------------
-  void start_stream(boost::beast::string_view target,
-                    boost::beast::string_view last_event_id);
-  void on_stream_reply(int status, const std::string& body);
-  /// Takes a row pushed by (or first read from) the session: a state
-  /// event when the state changed; a final state ends the stream once
-  /// the logs are read to their end.
-  void apply_row(const json::object& row);
-  /// Sends what the logs (and the events) gained since the stream's
-  /// offsets, unless the client is behind; ends the stream when the run
-  /// has ended and everything is read.
-  void read_output();
-  /// `id: ...` of the stream's position.
-  std::string event_id() const;
-  void end_stream(const std::string& data);
-  static void on_log_changed(uv_fs_event_t* h, const char*, int, int);
-  static void on_stream_timer(uv_timer_t* t);
 
   // -- bulk file transfers (transfer.cpp) ---------------------------------
   /// A streamed route's head: its front answers or plans the transfer.
@@ -236,7 +215,7 @@ private:
   server* srv_;
   bool metrics_only_ = false;
   uv_tcp_t tcp_{};
-  /// The stream's fallback read and heartbeat, and the linger period.
+  /// The linger period.
   uv_timer_t timer_{};
   /// Idle, header, body and write-stall deadlines.
   uv_timer_t deadline_{};
@@ -279,30 +258,14 @@ private:
   /// Last time a write completed or started on an empty queue.
   clock_type::time_point write_progress_;
 
-  bool streaming_ = false;
   /// A streamed route answer without a Content-Length goes out in chunks
-  /// (its end is the last chunk, not only the connection's close).
+  /// (its end is the last chunk, not only the connection's close), unless
+  /// its front frames its own.
   bool chunked_ = false;
-  /// The session has answered the subscription (the logs are known).
-  bool subscribed_ = false;
-  uint64_t stream_id_ = 0;
-  std::shared_ptr<stream_sink> sink_;
-  std::string log_dir_;
-  /// stdout.log, stderr.log and, for a tracked run, events.jsonl.
-  os::unique_fd logs_[3];
-  /// Bytes of each sent so far (resumable: Last-Event-ID).
-  int64_t offsets_[3] = {0, 0, 0};
-  /// The run's process events are streamed too (its row says ebpf).
-  bool tracked_ = false;
-  /// inotify on the run directory: the logs grew.
-  uv_fs_event_t watch_{};
-  bool watching_ = false;
-  /// Output waits for the client to catch up.
-  bool stream_paused_ = false;
-  /// The run has ended: the stream ends once the logs are read.
-  bool run_ended_ = false;
-  std::string last_state_;
-  clock_type::time_point last_sent_;
+  /// A live answer's hooks (server::open_live).
+  std::shared_ptr<live_hooks> live_;
+  /// Its front was told the client is behind and waits for `drained`.
+  bool drain_wanted_ = false;
 
   /// The bulk transfer being served (none: an ordinary request).
   std::unique_ptr<bulk_transfer> bulk_;

@@ -19,8 +19,7 @@ constexpr std::chrono::seconds stalled_write{1};
 } // namespace
 
 bool connection::evictable() const {
-  if (!active() || waiting_ || streaming_ || bulk_ ||
-      tunnel_ != tunnel_phase::none)
+  if (!active() || waiting_ || bulk_ || tunnel_ != tunnel_phase::none)
     return false;
   return !(writing_ || behind_) ||
          clock_type::now() - write_progress_ >= stalled_write;
@@ -58,7 +57,7 @@ connection::next_deadline() const {
   if (tunnel_ == tunnel_phase::open)
     return {last_activity_ + 10 * o.idle_timeout, overdue::idle};
   // Never cut off a request the daemon is serving, nor an idle stream.
-  if (waiting_ || streaming_)
+  if (waiting_)
     return {never, overdue::none};
   // From the first byte, not the last: a trickle does not reset the clock.
   if (head_done_ != never)

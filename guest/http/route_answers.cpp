@@ -39,17 +39,17 @@ void connection::answer_route(route_response response) {
     bhttp::response<bhttp::empty_body> res{
         static_cast<bhttp::status>(response.status), 11};
     res.set(bhttp::field::content_type, response.content_type);
-    res.set(bhttp::field::server, "allox-workspace-daemon");
     res.set(bhttp::field::cache_control, "no-cache");
+    res.set(bhttp::field::server, "allox-workspace-daemon");
     bool sized = false;
     for (const auto& [name, value] : response.headers) {
       res.insert(name, value);
       sized = sized || beast::iequals(name, "Content-Length");
     }
-    // Unsized, the body is chunked: a client that stops reading for a
-    // while and then sees the connection close can still tell a complete
-    // body from a cut one.
-    chunked_ = !sized;
+    // Unsized, the body is chunked (unless its front frames its own): a
+    // client that stops reading for a while and then sees the connection
+    // close can still tell a complete body from a cut one.
+    chunked_ = !sized && response.chunked;
     if (chunked_)
       res.chunked(true);
     res.keep_alive(false);
@@ -76,8 +76,9 @@ void connection::answer_route(route_response response) {
     end_transfer();
     return;
   }
-  respond(response.status, std::move(response.body), !keep_alive_,
-          response.content_type, &response.headers);
+  respond(response.status, std::move(response.body),
+          response.close || !keep_alive_, response.content_type,
+          &response.headers);
   arm_deadline();
 }
 

@@ -46,6 +46,13 @@ struct route_response {
   /// closes after it (the body ends with the connection, as HTTP/1.1
   /// allows without a length).
   bool streaming = false;
+  /// A streamed answer without a Content-Length is chunked, so that a
+  /// client can tell a complete body from a cut one; false: the body ends
+  /// with the connection alone, for a format that frames its own events
+  /// (Server-Sent Events).
+  bool chunked = true;
+  /// The connection closes after this answer (a whole one).
+  bool close = false;
   /// How the transport's request metrics count the request: under the
   /// action it reached (`action`; empty: the route's path), as refused
   /// before it reached one, or not at all (a scrape of those metrics).
@@ -98,6 +105,42 @@ struct transfer_plan {
   std::function<route_response(const caf::error& err)> failed;
 };
 
+/// What the transport tells a front feeding a live answer
+/// (responder::live) about its client. Each runs on the loop thread.
+struct live_hooks {
+  /// The client took what was queued, after live_answer::behind() said
+  /// it was behind.
+  std::function<void()> drained;
+  /// The daemon stops serving: the front's last words (a send with
+  /// `last`). Without it the answer is cut off.
+  std::function<void()> stopping;
+  /// The answer is over: its last part went out, its client went away or
+  /// the server closed. Called once, and nothing after it.
+  std::function<void()> gone;
+};
+
+/// A streamed answer its front feeds from the loop thread, from sources
+/// it watches there itself (a run's logs). Loop thread only; copies name
+/// the same answer.
+class live_answer {
+public:
+  live_answer() = default;
+  live_answer(server* srv, uint64_t ticket) : srv_(srv), ticket_(ticket) {}
+
+  /// Queues `data` for the client now; `last` ends the answer (the
+  /// connection closes once it is written). False once the answer is
+  /// over.
+  bool send(std::string data, bool last = false) const;
+
+  /// More than the transport's mark waits to reach the client: the front
+  /// holds back until `drained`.
+  bool behind() const;
+
+private:
+  server* srv_ = nullptr;
+  uint64_t ticket_ = 0;
+};
+
 /// Answers one routed request. Thread-safe; the first answer counts, and
 /// one given after its connection went away (or the server closed) is
 /// dropped.
@@ -111,6 +154,11 @@ public:
   /// More of a streamed answer; `last` ends it. Dropped once the client
   /// went away.
   void more(std::string data, bool last = false) const;
+
+  /// Loop thread only (within the route's serve, or later on the loop):
+  /// the streamed answer's head goes out now, and the front feeds its
+  /// body through the returned handle, told of its client by `hooks`.
+  live_answer live(route_response head, live_hooks hooks) const;
 
   /// A streamed route's request goes ahead as `plan` says (instead of an
   /// answer).

@@ -243,7 +243,62 @@ void server::set_host_route(std::function<bool(std::string_view)> claims,
 void server::drop_ticket(std::unordered_map<uint64_t, pending>::iterator it) {
   if (it->second.open)
     it->second.open->store(false, std::memory_order_relaxed);
+  auto live = std::move(it->second.live);
   tickets_.erase(it);
+  if (live) {
+    --live_;
+    if (live->gone)
+      std::exchange(live->gone, nullptr)();
+  }
+}
+
+live_answer server::open_live(uint64_t ticket, route_response head,
+                              live_hooks hooks) {
+  auto it = tickets_.find(ticket);
+  if (it == tickets_.end() || it->second.streaming || !it->second.conn) {
+    // Answered already or gone: the front hears so at once.
+    if (hooks.gone)
+      hooks.gone();
+    return {};
+  }
+  head.streaming = true;
+  observe(it->second.path, head, it->second.started);
+  it->second.streaming = true;
+  it->second.live = std::make_shared<live_hooks>(std::move(hooks));
+  ++live_;
+  auto* conn = it->second.conn;
+  conn->live_ = it->second.live;
+  conn->answer_route(std::move(head));
+  return {this, ticket};
+}
+
+bool server::live_send(uint64_t ticket, std::string data, bool last) {
+  auto it = tickets_.find(ticket);
+  if (it == tickets_.end() || !it->second.live)
+    return false;
+  auto* conn = it->second.conn;
+  if (last)
+    drop_ticket(it);
+  conn->answer_route_part(std::move(data), last);
+  return true;
+}
+
+bool server::live_behind(uint64_t ticket) {
+  auto it = tickets_.find(ticket);
+  return it != tickets_.end() && it->second.live &&
+         it->second.conn->live_behind();
+}
+
+live_answer responder::live(route_response head, live_hooks hooks) const {
+  return srv_->open_live(ticket_, std::move(head), std::move(hooks));
+}
+
+bool live_answer::send(std::string data, bool last) const {
+  return srv_ != nullptr && srv_->live_send(ticket_, std::move(data), last);
+}
+
+bool live_answer::behind() const {
+  return srv_ != nullptr && srv_->live_behind(ticket_);
 }
 
 void responder::operator()(route_response response) const {
@@ -292,18 +347,6 @@ static std::function<void(rpc_reply)> to(connection* conn) {
   };
 }
 
-void server::open_stream(connection* conn, uint64_t stream, json::object params,
-                         std::shared_ptr<run_sink> sink) {
-  auto reply = await(conn, to(conn)).reply;
-  streams_.emplace(stream, conn);
-  if (!open_)
-    return reply({400,
-                  error_body("live streams are not served here", "unsupported"),
-                  nullptr});
-  open_(stream_request{json::value(std::move(params)), std::move(sink),
-                       std::move(reply)});
-}
-
 void server::transfer(connection* conn, json::object params, bool done) {
   auto reply = await(conn, to(conn)).reply;
   if (!transfer_)
@@ -334,23 +377,26 @@ void server::release_upload(const std::string& session, uint64_t bytes) {
     uploads_.erase(it);
 }
 
-void server::push_stream(uint64_t stream, std::string row_json) {
+void server::run_on_loop(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (closed_)
       return;
-    pushes_.emplace_back(stream, std::move(row_json));
+    tasks_.push_back(std::move(task));
   }
   uv_async_send(&wakeup_);
 }
 
 void server::forget(connection* conn) {
-  for (auto it = tickets_.begin(); it != tickets_.end();) {
-    auto next = std::next(it);
-    if (it->second.conn == conn)
+  // Collected first: a live answer's front, told it is gone, may cancel
+  // tickets of its own.
+  std::vector<uint64_t> owned;
+  for (const auto& [ticket, p] : tickets_)
+    if (p.conn == conn)
+      owned.push_back(ticket);
+  for (auto ticket : owned)
+    if (auto it = tickets_.find(ticket); it != tickets_.end())
       drop_ticket(it);
-    it = next;
-  }
   connections_.erase(conn);
 }
 
@@ -371,12 +417,12 @@ void server::on_wakeup(uv_async_t* async) {
 void server::deliver_replies() {
   std::deque<std::pair<uint64_t, rpc_reply>> batch;
   std::deque<routed_part> routed;
-  std::deque<std::pair<uint64_t, std::string>> pushes;
+  std::deque<std::function<void()>> tasks;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     batch.swap(replies_);
     routed.swap(routed_);
-    pushes.swap(pushes_);
+    tasks.swap(tasks_);
   }
   for (auto& part : routed) {
     auto it = tickets_.find(part.ticket);
@@ -435,9 +481,8 @@ void server::deliver_replies() {
     tickets_.erase(it);
     deliver(std::move(r));
   }
-  for (auto& [stream, row] : pushes)
-    if (auto it = streams_.find(stream); it != streams_.end())
-      it->second->on_stream_push(row);
+  for (auto& task : tasks)
+    task();
 }
 
 void server::observe(const std::string& route_path,
@@ -457,7 +502,8 @@ void server::observe(const std::string& route_path,
 std::string server::transport_metrics(size_t own) const {
   server_gauges g;
   g.connections = connections_.size();
-  g.in_flight = tickets_.size() - std::min(own, tickets_.size());
+  auto waiting = tickets_.size() - live_;
+  g.in_flight = waiting - std::min(own, waiting);
   g.evicted = evicted_;
   return metrics_.render(g);
 }
@@ -471,20 +517,24 @@ void server::stop_accepting() {
     metrics_listening_ = false;
     uv_close(reinterpret_cast<uv_handle_t*>(&metrics_listener_), nullptr);
   }
-  // Live streams end now; they would otherwise hold the shutdown open.
-  std::vector<connection*> streaming;
-  for (auto& [id, conn] : streams_)
-    streaming.push_back(conn);
-  for (auto* conn : streaming)
-    conn->end_stream_for_shutdown();
-  // So do a front's streamed answers: cut off (their front sees the
-  // responder closed), as their clients see the daemon go.
-  std::vector<connection*> routed;
+  // Streamed answers end now; they would otherwise hold the shutdown
+  // open. A live answer's front has its last words; the others are cut
+  // off (their front sees the responder closed), as their clients see
+  // the daemon go.
+  std::vector<uint64_t> streaming;
   for (auto& [ticket, p] : tickets_)
     if (p.streaming)
-      routed.push_back(p.conn);
-  for (auto* conn : routed)
-    conn->close();
+      streaming.push_back(ticket);
+  for (auto ticket : streaming) {
+    auto it = tickets_.find(ticket);
+    if (it == tickets_.end())
+      continue;
+    auto live = it->second.live;
+    if (live && live->stopping)
+      live->stopping();
+    if (auto still = tickets_.find(ticket); still != tickets_.end())
+      still->second.conn->close();
+  }
 }
 
 void server::close() {

@@ -49,18 +49,11 @@ struct server_options {
   /// Most bytes the uploads into one session may carry at once, all its
   /// concurrent PUTs together.
   uint64_t max_session_upload = uint64_t{16} << 30;
-  /// A live stream with nothing to send writes a comment this often.
-  uint64_t stream_heartbeat_ms = 15000;
-  /// A live stream reads its logs this often even without inotify news.
-  uint64_t stream_fallback_ms = 1000;
   /// A second address serving only GET /metrics and /health, without the
   /// token (for a Prometheus the operator points there); empty: none.
   std::string metrics_host;
   uint16_t metrics_port = 0;
 };
-
-/// Opens a live stream (GET /v1/stream); answered through its reply.
-using stream_fn = std::function<void(stream_request)>;
 
 /// Begins or ends a bulk transfer (PUT/GET /v1/files/...); answered
 /// through its reply.
@@ -80,10 +73,6 @@ class server final {
 public:
   server(uv_loop_t* loop, server_options opts);
   ~server();
-
-  /// Where live streams go (without it, /v1/stream answers
-  /// `unsupported`).
-  void set_stream(stream_fn fn) { open_ = std::move(fn); }
 
   /// Where bulk transfers go (without it, /v1/files/ answers
   /// `unsupported`).
@@ -113,9 +102,12 @@ public:
   /// The bound port of the metrics address (0: none).
   uint16_t metrics_port() const { return metrics_bound_port_; }
 
-  /// Thread-safe: queues a run's row for live stream `stream` (a session
-  /// pushing a state change) and wakes the loop.
-  void push_stream(uint64_t stream, std::string row_json);
+  /// Thread-safe: runs `task` on the loop thread soon (never once the
+  /// server closed): how a front's feed takes news from actor threads.
+  void run_on_loop(std::function<void()> task);
+
+  /// The loop the server runs on, for a front's own handles.
+  uv_loop_t* loop() const { return loop_; }
 
   /// Stops accepting new connections; in-flight requests still complete.
   void stop_accepting();
@@ -126,7 +118,7 @@ public:
   /// Connections closed to make room for new ones at the limit.
   uint64_t evicted() const { return evicted_; }
 
-  /// True once stop_accepting() was called (streams end then).
+  /// True once stop_accepting() was called (live answers end then).
   bool stopping() const { return !listening_; }
 
   /// Closes every connection and the wake-up handle; after this, answers
@@ -138,9 +130,9 @@ public:
   /// A reply for a caller on the loop thread: once the returned function
   /// is called (from any thread), `deliver` runs on the loop thread,
   /// unless the ticket was cancelled or `conn` (if any) closed first.
-  /// For callers that are not routes: the in-guest event endpoint, live
-  /// streams and bulk transfers. With an `action`, the request metrics
-  /// count the reply under it.
+  /// For callers that are not routes (the in-guest event endpoint and
+  /// bulk transfers) and for a route's front waiting on the loop thread. With
+  /// an `action`, the request metrics count the reply under it.
   awaited await(connection* conn, std::function<void(rpc_reply)> deliver,
                 std::string action = {});
   /// Forgets a request whose caller went away.
@@ -162,16 +154,16 @@ public:
   void post_plan(uint64_t ticket, transfer_plan plan);
   /// Thread-safe: a host route's request is tunnelled to `socket`.
   void post_tunnel(uint64_t ticket, int socket);
+  /// responder::live and live_answer (loop thread).
+  live_answer open_live(uint64_t ticket, route_response head, live_hooks hooks);
+  bool live_send(uint64_t ticket, std::string data, bool last);
+  bool live_behind(uint64_t ticket);
   /// The transport's part of GET /metrics (request metrics and server
   /// gauges), in the text exposition format; `own` requests of the
   /// caller's (a scrape's own) are left out of the in-flight gauge.
   std::string transport_metrics(size_t own = 0) const;
   /// Counts a request refused before it reached an action.
   void count_rejected(int status) { metrics_.rejected(status); }
-  uint64_t next_stream_id() { return next_stream_++; }
-  void open_stream(connection* conn, uint64_t stream, json::object params,
-                   std::shared_ptr<run_sink> sink);
-  void forget_stream(uint64_t stream) { streams_.erase(stream); }
   /// Sends a transfer's begin or end to the actors; answers `conn`.
   void transfer(connection* conn, json::object params, bool done);
   /// Counts `bytes` more against a session's uploads in flight; false
@@ -198,7 +190,6 @@ private:
 
   uv_loop_t* loop_;
   server_options opts_;
-  stream_fn open_;
   transfer_fn transfer_;
   /// agent/session -> bytes of its uploads in flight.
   std::unordered_map<std::string, uint64_t> uploads_;
@@ -211,8 +202,9 @@ private:
   uint16_t bound_port_ = 0;
   uint64_t next_ticket_ = 1;
   uint64_t evicted_ = 0;
-  uint64_t next_stream_ = 1;
-  std::unordered_map<uint64_t, connection*> streams_;
+  /// Live answers among tickets_: answered (their head is out), so not
+  /// in flight.
+  size_t live_ = 0;
   /// A request handed to a front or the actors, until its answer.
   struct pending {
     /// Null for callers that are not HTTP connections.
@@ -229,6 +221,8 @@ private:
     std::shared_ptr<std::atomic<bool>> open;
     /// A routed answer whose head went out and whose body is streaming.
     bool streaming = false;
+    /// A live answer's hooks (responder::live).
+    std::shared_ptr<live_hooks> live;
   };
   /// A routed answer or a later part of a streamed one.
   struct routed_part {
@@ -250,11 +244,11 @@ private:
   request_metrics metrics_;
   std::unordered_map<connection*, std::unique_ptr<connection>> connections_;
 
-  // guards replies_, routed_, pushes_ and closed_ (actor threads)
+  // guards replies_, routed_, tasks_ and closed_ (actor threads)
   std::mutex mtx_;
   std::deque<std::pair<uint64_t, rpc_reply>> replies_;
   std::deque<routed_part> routed_;
-  std::deque<std::pair<uint64_t, std::string>> pushes_;
+  std::deque<std::function<void()>> tasks_;
   bool closed_ = false;
 };
 

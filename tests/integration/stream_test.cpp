@@ -137,3 +137,56 @@ TEST_CASE("stream: a client that does not read holds back output instead "
   CHECK(bytes == 16777216u);
   CHECK(body.find("event: end") != std::string::npos);
 }
+
+TEST_CASE("stream: the head, a refusal and the end are the wire's bytes") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto run = start_sh(c, "printf x");
+  expect_ok(c.rpc("process.wait", with(ids("a", "s"), {{"run_id", run},
+                                                       {"timeout_ms", 5000}})));
+  raw_socket s{d.port()};
+  REQUIRE(s.send_all(stream_request(run)));
+  // Unchunked: the events frame themselves, and the body ends with the
+  // connection.
+  CHECK(s.read_until_closed(5s) ==
+        "HTTP/1.1 200 OK\r\n"
+        "Content-Type: text/event-stream\r\n"
+        "Cache-Control: no-cache\r\n"
+        "Server: allox-workspace-daemon\r\n"
+        "Connection: close\r\n\r\n"
+        "event: state\ndata: {\"state\":\"completed\"}\n\n"
+        "event: stdout\ndata: {\"offset\":0,\"data\":\"x\"}\nid: 1-0\n\n"
+        "event: end\ndata: {\"state\":\"completed\"}\n\n");
+  raw_socket bad{d.port()};
+  REQUIRE(
+      bad.send_all("GET /v1/stream?agent_id=a HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::string body =
+      R"({"ok":false,"error":"stream requires agent_id, session_id and )"
+      R"(run_id","code":"invalid_argument"})";
+  CHECK(bad.read_until_closed(3s) == "HTTP/1.1 400 Bad Request\r\n"
+                                     "Content-Type: application/json\r\n"
+                                     "Server: allox-workspace-daemon\r\n"
+                                     "Connection: close\r\n"
+                                     "Content-Length: " +
+                                         std::to_string(body.size()) +
+                                         "\r\n\r\n" + body);
+}
+
+TEST_CASE("stream: a daemon that stops ends its live streams with a reason") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto run = start_sh(c, "sleep 30");
+  raw_socket s{d.port()};
+  REQUIRE(s.send_all(stream_request(run)));
+  auto head = s.read_for(2s, R"({"state":"running"})");
+  REQUIRE(head.find(R"({"state":"running"})") != std::string::npos);
+  CHECK(d.stop(SIGTERM) == 0);
+  auto rest = s.read_until_closed(5s);
+  CHECK(rest.find("event: end\n"
+                  R"(data: {"reason":"daemon_shutdown"})"
+                  "\n\n") != std::string::npos);
+}

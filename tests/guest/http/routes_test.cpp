@@ -4,6 +4,7 @@
 // answers, given at once on the loop or later from another thread.
 #include "guest/http/server.hpp"
 #include "tests/fixtures/raw_socket.hpp"
+#include "tests/fixtures/route_server.hpp"
 
 #include <doctest/doctest.h>
 
@@ -15,6 +16,7 @@
 using namespace allox;
 using namespace allox::http;
 using boost::beast::http::verb;
+using test::route_server;
 
 namespace {
 
@@ -23,45 +25,6 @@ route_fn answering(std::string body) {
     answer({200, "text/plain", body, {}});
   };
 }
-
-/// A server on an ephemeral loopback port, its loop on a thread of its
-/// own; routes are added before it starts.
-class route_server {
-public:
-  explicit route_server(std::string token = {}) {
-    uv_loop_init(&loop_);
-    server_options o;
-    o.port = 0;
-    o.token = std::move(token);
-    srv_ = std::make_unique<server>(&loop_, o);
-    uv_async_init(&loop_, &stop_, [](uv_async_t* a) {
-      static_cast<route_server*>(a->data)->srv_->close();
-      uv_close(reinterpret_cast<uv_handle_t*>(a), nullptr);
-    });
-    stop_.data = this;
-  }
-  ~route_server() {
-    if (thread_.joinable()) {
-      uv_async_send(&stop_);
-      thread_.join();
-    }
-    uv_loop_close(&loop_);
-  }
-  server& srv() { return *srv_; }
-  uint16_t start() {
-    REQUIRE_FALSE(srv_->listen());
-    thread_ = std::thread{[this] {
-      uv_run(&loop_, UV_RUN_DEFAULT);
-    }};
-    return srv_->port();
-  }
-
-private:
-  uv_loop_t loop_{};
-  uv_async_t stop_{};
-  std::unique_ptr<server> srv_;
-  std::thread thread_;
-};
 
 /// GET /transport: the transport's metrics, read on the loop thread as a
 /// scrape reads them (and, as a scrape, not counted).
