@@ -129,7 +129,9 @@ private:
   class sink;
   void on_subscribed(const rpc_reply& reply);
   void send(std::string event) {
-    out_.send(std::move(event));
+    // Refused once the connection is closing: nothing more is read.
+    if (!out_.send(std::move(event)))
+      done_ = true;
     last_sent_ = clock_type::now();
   }
   void end(const std::string& data);
@@ -282,7 +284,7 @@ void run_feed::read_output() {
     for (;;) {
       // Back-pressure: a client that does not keep up gets nothing more
       // until its queue drains (the transport calls `drained`).
-      if (out_.behind())
+      if (done_ || out_.behind())
         return;
       auto n = ::pread(logs_[i].get(), buf.data(), buf.size(), offsets_[i]);
       if (n <= 0) {
@@ -388,6 +390,13 @@ void serve_stream(http::server& srv, const rpc_getter& rpc, stream_options opts,
                   const http::route_request& req, http::responder answer) {
   auto url = boost::urls::parse_origin_form(
       std::string_view{req.target().data(), req.target().size()});
+  if (!url) {
+    // A target Beast takes and the URL grammar does not (`?x=%zz`): no
+    // stream's, as before.
+    auto r = json_answer(404, error_body("not found", "not_found"));
+    r.counted_as = http::route_response::tally::none;
+    return answer(std::move(r));
+  }
   auto params = url->params();
   auto get = [&](const char* key) {
     auto it = params.find(key);
@@ -401,7 +410,7 @@ void serve_stream(http::server& srv, const rpc_getter& rpc, stream_options opts,
       return answer(refusal("stream requires agent_id, session_id and run_id"));
   int64_t offsets[3] = {0, 0, 0};
   if (auto last = req.find("Last-Event-ID");
-      last != req.end() &&
+      last != req.end() && !last->value().empty() &&
       !parse_event_id({last->value().data(), last->value().size()}, offsets))
     return answer(refusal("Last-Event-ID must be <stdout offset>-<stderr "
                           "offset>[-<events offset>]"));

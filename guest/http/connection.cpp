@@ -75,7 +75,7 @@ void connection::answer(int status, std::string body) {
 
 bool connection::live_behind() {
   if (closing_ || lingering_)
-    return false;
+    return true; // nothing more can go: the front holds back until gone
   drain_wanted_ = uv_stream_get_write_queue_size(stream()) > max_stream_queue;
   return drain_wanted_;
 }

@@ -244,9 +244,13 @@ void server::drop_ticket(std::unordered_map<uint64_t, pending>::iterator it) {
   if (it->second.open)
     it->second.open->store(false, std::memory_order_relaxed);
   auto live = std::move(it->second.live);
+  auto* conn = it->second.conn;
   tickets_.erase(it);
   if (live) {
     --live_;
+    // Nothing reaches the front after `gone`, not even a drain.
+    conn->live_.reset();
+    conn->drain_wanted_ = false;
     if (live->gone)
       std::exchange(live->gone, nullptr)();
   }
@@ -269,7 +273,22 @@ live_answer server::open_live(uint64_t ticket, route_response head,
   auto* conn = it->second.conn;
   conn->live_ = it->second.live;
   conn->answer_route(std::move(head));
+  if (stopping())
+    // Opened on a connection kept alive into the shutdown: ended as the
+    // others were, once the front holds its handle.
+    run_on_loop([this, ticket] { stop_live(ticket); });
   return {this, ticket};
+}
+
+void server::stop_live(uint64_t ticket) {
+  auto it = tickets_.find(ticket);
+  if (it == tickets_.end())
+    return;
+  auto live = it->second.live;
+  if (live && live->stopping)
+    live->stopping();
+  if (auto still = tickets_.find(ticket); still != tickets_.end())
+    still->second.conn->close();
 }
 
 bool server::live_send(uint64_t ticket, std::string data, bool last) {
@@ -277,6 +296,8 @@ bool server::live_send(uint64_t ticket, std::string data, bool last) {
   if (it == tickets_.end() || !it->second.live)
     return false;
   auto* conn = it->second.conn;
+  if (!conn->active())
+    return false; // closing: the front stops feeding
   if (last)
     drop_ticket(it);
   conn->answer_route_part(std::move(data), last);
@@ -525,16 +546,8 @@ void server::stop_accepting() {
   for (auto& [ticket, p] : tickets_)
     if (p.streaming)
       streaming.push_back(ticket);
-  for (auto ticket : streaming) {
-    auto it = tickets_.find(ticket);
-    if (it == tickets_.end())
-      continue;
-    auto live = it->second.live;
-    if (live && live->stopping)
-      live->stopping();
-    if (auto still = tickets_.find(ticket); still != tickets_.end())
-      still->second.conn->close();
-  }
+  for (auto ticket : streaming)
+    stop_live(ticket);
 }
 
 void server::close() {

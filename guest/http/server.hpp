@@ -112,8 +112,9 @@ public:
   /// Stops accepting new connections; in-flight requests still complete.
   void stop_accepting();
 
-  /// Requests dispatched and not yet answered.
-  size_t in_flight() const { return tickets_.size(); }
+  /// Requests dispatched and not yet answered (a live answer's head is
+  /// its answer).
+  size_t in_flight() const { return tickets_.size() - live_; }
 
   /// Connections closed to make room for new ones at the limit.
   uint64_t evicted() const { return evicted_; }
@@ -235,6 +236,9 @@ private:
     /// Set: a host route's socket, not an answer.
     std::shared_ptr<os::unique_fd> tunnel;
   };
+  /// Ends a streamed answer at shutdown: a live answer's front says its
+  /// last words (if it has any), then the connection closes.
+  void stop_live(uint64_t ticket);
   /// Forgets a ticket; a routed one's responder sees it closed.
   void drop_ticket(std::unordered_map<uint64_t, pending>::iterator it);
   std::unordered_map<uint64_t, pending> tickets_;

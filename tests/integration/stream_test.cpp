@@ -190,3 +190,24 @@ TEST_CASE("stream: a daemon that stops ends its live streams with a reason") {
                   R"(data: {"reason":"daemon_shutdown"})"
                   "\n\n") != std::string::npos);
 }
+
+TEST_CASE("stream: a target the URL grammar refuses is no stream's, and an "
+          "empty Last-Event-ID starts at the beginning") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  raw_socket odd{d.port()};
+  REQUIRE(odd.send_all("GET /v1/stream?x=%zz HTTP/1.1\r\nHost: x\r\n"
+                       "Connection: close\r\n\r\n"));
+  CHECK(odd.read_until_closed(3s).rfind("HTTP/1.1 404", 0) == 0);
+  CHECK(c.raw("GET /health HTTP/1.1\r\nHost: x\r\n\r\n").status == 200);
+  auto run = start_sh(c, "printf x");
+  expect_ok(c.rpc("process.wait", with(ids("a", "s"), {{"run_id", run},
+                                                       {"timeout_ms", 5000}})));
+  raw_socket s{d.port()};
+  REQUIRE(s.send_all(stream_request(run, "Last-Event-ID: \r\n")));
+  auto all = s.read_until_closed(5s);
+  CHECK(all.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(all.find(R"(data: {"offset":0,"data":"x"})") != std::string::npos);
+}

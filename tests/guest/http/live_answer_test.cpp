@@ -88,6 +88,9 @@ TEST_CASE("live answer: the head goes out at once, parts as they are sent, "
   CHECK(head.rfind("HTTP/1.1 200", 0) == 0);
   CHECK(head.find("Transfer-Encoding") == std::string::npos);
   CHECK(head.find("Connection: close\r\n\r\nhead;") != std::string::npos);
+  // Its head is its answer: nothing is in flight, so a shutdown's drain
+  // does not wait for it.
+  CHECK(on_loop(rs, [&] { return rs.srv().in_flight(); }) == 0);
   CHECK(on_loop(rs, [&] { return f->out.send("one;"); }));
   CHECK(s.read_for(5s, "one;") == "one;");
   CHECK(on_loop(rs, [&] { return f->out.send("two", true); }));
