@@ -16,15 +16,22 @@ tools on the same file system, in the same run:
     `btrfs subvolume snapshot` of the same checkpoint from the CLI (and
     against the two snapshots a fork makes: current/, answered, and its
     read-only baseline checkpoint, made after the reply); 30 ms untimed
-    after every sample let the baseline finish.
+    after every sample let the baseline finish;
+  - (part `small`, not in the default) 1 KiB PUTs over one kept-alive
+    connection, each durable before it is answered, against the same
+    write, fsync, rename and directory fsync done directly on the store,
+    one of each in turn: the cost of a transfer's begin, end and audit.
 Usage (root): bench/files.py [build-dir]   (default build/release)
 BENCH_SAMPLES=N sets the samples of the fork cells (default 30); the
 transfers take BENCH_TRANSFERS=N samples each (default 5). BENCH_PARTS
-picks parts, comma-separated, of: file, tree, fork (default all three).
+picks parts, comma-separated, of: file, tree, fork (default all three),
+small (BENCH_SMALL=N samples, default 500).
 BENCH_VERBOSE=1 prints every transfer sample to stderr as it is taken.
 """
 import http.client, json, os, random, shutil, signal, subprocess, sys
 import tempfile, time
+
+from benchlib import p50_p99
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "build", "release")
@@ -34,6 +41,7 @@ SAMPLES = int(os.environ.get("BENCH_SAMPLES", "30"))
 TRANSFERS = int(os.environ.get("BENCH_TRANSFERS", "5"))
 PARTS = os.environ.get("BENCH_PARTS", "file,tree,fork").split(",")
 VERBOSE = os.environ.get("BENCH_VERBOSE") == "1"
+SMALL = int(os.environ.get("BENCH_SMALL", "500"))
 GIB = 1 << 30
 
 work = tempfile.mkdtemp(prefix="allox-bench-")
@@ -287,6 +295,42 @@ try:
                   f"{c2:.2f} ms | {r / c2:.2f} |")
         print(f"\nFlatness: fork p50 at 100,000 files / at 0 = "
               f"{p50[('rpc', 100000)] / p50[('rpc', 0)]:.2f}.")
+
+    if "small" in PARTS:
+        print("\n### 1 KiB PUT /v1/files/... against write + fsync + rename\n")
+        body = b"x" * 1024
+        put = http.client.HTTPConnection("127.0.0.1", port)
+        raw_dir = os.path.join(scratch, "small")
+        os.makedirs(raw_dir)
+        lat = {"put": [], "raw": []}
+        for i in range(SMALL):
+            name = f"small{i % 50}.txt"
+            t = time.perf_counter()
+            put.request("PUT", f"/v1/files/bench/s/{name}", body)
+            r = put.getresponse()
+            r.read()
+            if r.status != 200:
+                raise RuntimeError(f"PUT {name}: {r.status}")
+            lat["put"].append((time.perf_counter() - t) * 1000)
+            # The same durability by hand: temp file, fsync, rename,
+            # directory fsync.
+            t = time.perf_counter()
+            tmp = os.path.join(raw_dir, "." + name)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.write(fd, body)
+            os.fsync(fd)
+            os.close(fd)
+            os.rename(tmp, os.path.join(raw_dir, name))
+            dfd = os.open(raw_dir, os.O_RDONLY)
+            os.fsync(dfd)
+            os.close(dfd)
+            lat["raw"].append((time.perf_counter() - t) * 1000)
+        put.close()
+        (p50, p99), (r50, r99) = p50_p99(lat["put"]), p50_p99(lat["raw"])
+        print("| samples | PUT p50 / p99 | raw p50 / p99 | PUT - raw (p50) |")
+        print("|---|---|---|---|")
+        print(f"| {SMALL} | {p50:.2f} / {p99:.2f} ms | {r50:.2f} / {r99:.2f} "
+              f"ms | {p50 - r50:+.2f} ms |")
 
 finally:
     proc.send_signal(signal.SIGTERM)

@@ -3,7 +3,10 @@
 // actor: requests carry the function their reply goes to.
 #pragma once
 
+#include "messages/commands/files.hpp"
+#include "messages/errors.hpp"
 #include "messages/json.hpp"
+#include "messages/results/files.hpp"
 #include "messages/results/runs.hpp"
 #include "messages/stats.hpp"
 
@@ -13,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <variant>
 
 namespace allox {
 
@@ -56,14 +60,21 @@ struct stream_request {
   reply_fn reply;
 };
 
-/// PUT or GET /v1/files/{agent}/{session}/{path}: `params` are
-/// {agent_id, session_id, path, upload, tar} and, with `done`, {bytes,
-/// entries}; answered like an RPC request (begin: {root, rel, path};
-/// done: the audit was queued).
+/// Where a bulk transfer's step is answered, typed: the transport moves
+/// the bytes by these, never by a front's envelope. Each is called at
+/// most once, from an actor thread; only the one of the step's kind.
+struct transfer_answer {
+  /// The begin's: where the bytes go (or why they do not).
+  std::function<void(expected<transfer_begun>)> begun;
+  /// The end's: the audit was queued (or why not).
+  std::function<void(expected<transfer_audited>)> audited;
+};
+
+/// A bulk transfer (PUT or GET of a session's files, as a front planned
+/// it) begins or ends in its session.
 struct transfer_request {
-  json::value params;
-  bool done = false;
-  reply_fn reply;
+  std::variant<cmd::file_transfer_begin, cmd::file_transfer_end> step;
+  transfer_answer answer;
 };
 
 /// Encodes the envelope `{"ok":true,"result":...}` around serialized JSON.

@@ -47,20 +47,24 @@ void serve_rpc(const rpc_getter& rpc, const http::route_request& req,
                   }});
 }
 
-/// A live stream's subscription or a transfer's request, to the RPC
-/// actor.
-template <class Request>
-void hand_on(const rpc_getter& rpc, Request req) {
+/// A bulk transfer's step, to the RPC actor.
+void hand_on(const rpc_getter& rpc, transfer_request req) {
   if (auto handle = rpc())
     return caf::anon_send(handle, std::move(req));
-  req.reply(
-      {503, error_body("the daemon is not serving", "unavailable"), nullptr});
+  auto err = make_error(errc::internal, "the daemon is not serving");
+  if (req.answer.begun)
+    return req.answer.begun(err);
+  if (req.answer.audited)
+    req.answer.audited(err);
 }
 
 } // namespace
 
 void subscribe(const rpc_getter& rpc, stream_request req) {
-  hand_on(rpc, std::move(req));
+  if (auto handle = rpc())
+    return caf::anon_send(handle, std::move(req));
+  req.reply(
+      {503, error_body("the daemon is not serving", "unavailable"), nullptr});
 }
 
 void serve_native(http::server& srv, rpc_getter rpc, stream_options stream) {

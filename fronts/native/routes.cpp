@@ -25,6 +25,7 @@
 
 #include <stdexcept>
 #include <type_traits>
+#include <variant>
 
 namespace allox::rpc_detail {
 
@@ -115,6 +116,23 @@ void forget_session(self_ptr self, const std::string& key,
     sessions.erase(it);
 }
 
+/// Answers a routed request with its session's result: on the native
+/// wire, or typed to a bulk transfer's step.
+template <class Command, class Result>
+void answer(self_ptr self, uint64_t ticket, const Command& cmd, Result& r) {
+  reply(self, ticket, accept(self->state.tokens, cmd, r));
+}
+
+void answer(self_ptr self, uint64_t ticket, const cmd::file_transfer_begin&,
+            transfer_begun& r) {
+  reply_transfer(self, ticket, std::move(r));
+}
+
+void answer(self_ptr self, uint64_t ticket, const cmd::file_transfer_end&,
+            transfer_audited& r) {
+  reply_transfer(self, ticket, r);
+}
+
 template <class Command>
 void send_to_session(self_ptr self, uint64_t ticket, Command cmd,
                      bool may_retry = true);
@@ -129,7 +147,7 @@ void request_session(self_ptr self, uint64_t ticket,
   self->request(target, caf::infinite, cmd)
       .then(
           [self, ticket, cmd](typename reply_of<Command>::type& r) {
-            reply(self, ticket, accept(self->state.tokens, cmd, r));
+            answer(self, ticket, cmd, r);
           },
           [self, ticket, addr = target.address(), cmd,
            may_retry](caf::error& err) mutable {
@@ -500,47 +518,18 @@ void open_stream(self_ptr self, stream_request& req) {
   route(self, ticket, session_of(*params), std::move(sub), true);
 }
 
-/// PUT/GET /v1/files/...: begins or ends a bulk transfer in its session.
+/// A bulk transfer's begin or end, in its session; answered typed.
 void open_transfer(self_ptr self, transfer_request& req) {
-  auto ticket = track(self, std::move(req.reply));
-  const auto* p = req.params.if_object();
-  if (p == nullptr)
-    return reply_error(self, ticket,
-                       make_error(errc::invalid_argument,
-                                  "transfer requires agent_id and session_id"));
-  auto flag = [p](const char* key) {
-    const auto* v = p->if_contains(key);
-    return v != nullptr && v->is_bool() && v->get_bool();
-  };
-  auto count = [p](const char* key) {
-    const auto* v = p->if_contains(key);
-    return v != nullptr && v->is_int64() ? v->get_int64() : int64_t{0};
-  };
-  std::string path;
-  if (const auto* v = p->if_contains("path"); v && v->is_string())
-    path = std::string{v->get_string()};
-  if (!req.done) {
-    cmd::file_transfer_begin c;
-    c.path = std::move(path);
-    c.upload = flag("upload");
-    return route(self, ticket, session_of(*p),
-                 expected<cmd::file_transfer_begin>{std::move(c)});
-  }
-  cmd::file_transfer_end c;
-  c.path = std::move(path);
-  c.upload = flag("upload");
-  c.tar = flag("tar");
-  c.bytes = count("bytes");
-  c.entries = count("entries");
-  c.epoch = count("epoch");
-  if (const auto* o = p->if_contains("origin"); o && o->is_string())
-    c.origin = std::string{o->get_string()};
-  if (const auto* files = p->if_contains("files"); files && files->is_array())
-    for (const auto& f : files->get_array())
-      if (f.is_string())
-        c.files.emplace_back(f.get_string());
-  route(self, ticket, session_of(*p),
-        expected<cmd::file_transfer_end>{std::move(c)});
+  auto ticket = track(self, std::move(req.answer));
+  std::visit(
+      [&](auto& step) {
+        // The ids checked as any request's are, with the same words.
+        json::object ids{{"agent_id", step.session.agent_id},
+                         {"session_id", step.session.session_id}};
+        using step_t = std::decay_t<decltype(step)>;
+        route(self, ticket, session_of(ids), expected<step_t>{std::move(step)});
+      },
+      req.step);
 }
 
 } // namespace allox::rpc_detail

@@ -20,6 +20,10 @@ using self_ptr = rpc_actor::stateful_pointer<rpc_state>;
 /// `reply`, at the latest init.timeout from now. Returns its ticket.
 uint64_t track(self_ptr self, reply_fn reply);
 
+/// As track(), for a bulk transfer's step, answered typed.
+uint64_t track(self_ptr self, transfer_answer answer);
+uint64_t track(self_ptr self, pending_request request);
+
 /// Answers a request (unless it was answered already).
 void reply(self_ptr self, uint64_t ticket, const json::value& result);
 
@@ -27,6 +31,11 @@ void reply(self_ptr self, uint64_t ticket, const json::value& result);
 /// (system.dump), for the metrics front's /metrics.
 void reply(self_ptr self, uint64_t ticket, const json::value& result,
            std::shared_ptr<const actor_stats> stats);
+
+/// Answers a bulk transfer's step with its session's result (unless it
+/// was answered already).
+void reply_transfer(self_ptr self, uint64_t ticket, transfer_begun r);
+void reply_transfer(self_ptr self, uint64_t ticket, transfer_audited r);
 
 /// Answers a request with an error (unless it was answered already).
 void reply_error(self_ptr self, uint64_t ticket, const caf::error& err);

@@ -11,6 +11,7 @@
 
 #include <caf/stateful_actor.hpp>
 
+#include <optional>
 #include <vector>
 
 namespace allox {
@@ -33,24 +34,32 @@ static void arm_tick(self_ptr self) {
 /// Starts tracking a request: it is answered exactly once, through
 /// `reply`, at the latest init.timeout from now.
 uint64_t track(self_ptr self, reply_fn reply) {
+  return track(self, pending_request{std::move(reply), {}, {}});
+}
+
+uint64_t track(self_ptr self, transfer_answer answer) {
+  return track(self, pending_request{{}, std::move(answer), {}});
+}
+
+uint64_t track(self_ptr self, pending_request request) {
   auto& st = self->state;
   auto ticket = st.next_ticket++;
-  st.in_flight.emplace(ticket, pending_request{std::move(reply), {}});
+  st.in_flight.emplace(ticket, std::move(request));
   // The actor clock: steady time in the daemon, the test clock in tests.
   st.deadlines.emplace_back(self->clock().now() + st.init.timeout, ticket);
   arm_tick(self);
   return ticket;
 }
 
-/// Stops tracking; returns where the reply goes, or nothing when the
+/// Stops tracking; returns where the answer goes, or nothing when the
 /// request was answered already (it timed out, or its session actor
 /// failed).
-static reply_fn untrack(self_ptr self, uint64_t ticket) {
+static std::optional<pending_request> untrack(self_ptr self, uint64_t ticket) {
   auto& st = self->state;
   auto it = st.in_flight.find(ticket);
   if (it == st.in_flight.end())
-    return {};
-  auto answer = std::move(it->second.reply);
+    return std::nullopt;
+  auto answer = std::move(it->second);
   st.in_flight.erase(it);
   // Requests are mostly answered in order: keep the queue short.
   while (!st.deadlines.empty() &&
@@ -65,8 +74,18 @@ void reply(self_ptr self, uint64_t ticket, const json::value& result) {
 
 void reply(self_ptr self, uint64_t ticket, const json::value& result,
            std::shared_ptr<const actor_stats> stats) {
-  if (auto answer = untrack(self, ticket))
-    answer({200, ok_body(json::serialize(result)), std::move(stats)});
+  if (auto answer = untrack(self, ticket); answer && answer->reply)
+    answer->reply({200, ok_body(json::serialize(result)), std::move(stats)});
+}
+
+void reply_transfer(self_ptr self, uint64_t ticket, transfer_begun r) {
+  if (auto answer = untrack(self, ticket); answer && answer->transfer.begun)
+    answer->transfer.begun(std::move(r));
+}
+
+void reply_transfer(self_ptr self, uint64_t ticket, transfer_audited r) {
+  if (auto answer = untrack(self, ticket); answer && answer->transfer.audited)
+    answer->transfer.audited(std::move(r));
 }
 
 void reply_error(self_ptr self, uint64_t ticket, const caf::error& err) {
@@ -79,7 +98,13 @@ void reply_error(self_ptr self, uint64_t ticket, const caf::error& err) {
   if (code == errc::internal)
     log::warn("rpc",
               "request failed: " + msg + " (" + caf::to_string(err) + ")");
-  answer({http_status(code), error_body(msg, code_name(code)), nullptr});
+  if (answer->transfer.begun)
+    return answer->transfer.begun(err);
+  if (answer->transfer.audited)
+    return answer->transfer.audited(err);
+  if (answer->reply)
+    answer->reply(
+        {http_status(code), error_body(msg, code_name(code)), nullptr});
 }
 
 /// Answers every request past its deadline.

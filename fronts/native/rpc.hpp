@@ -41,8 +41,10 @@ struct rpc_init {
 
 /// A request the RPC actor has routed and not answered yet.
 struct pending_request {
-  /// Where its reply goes.
+  /// Where its reply goes, on the native wire.
   reply_fn reply;
+  /// Or, for a bulk transfer's step, where its typed answer goes.
+  transfer_answer transfer;
   /// The session actor serving it; null for any other target.
   caf::actor_addr owner;
 };

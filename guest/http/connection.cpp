@@ -62,17 +62,6 @@ void connection::start() {
   arm_deadline();
 }
 
-void connection::answer(int status, std::string body) {
-  waiting_ = false;
-  if (bulk_) {
-    on_transfer_reply(status, body);
-    arm_deadline();
-    return;
-  }
-  respond(status, std::move(body), !keep_alive_);
-  arm_deadline();
-}
-
 bool connection::live_behind() {
   if (closing_ || lingering_)
     return true; // nothing more can go: the front holds back until gone

@@ -26,6 +26,7 @@
 #include "guest/http/routes.hpp"
 #include "guest/os/unique_fd.hpp"
 #include "messages/json.hpp"
+#include "messages/results/files.hpp"
 
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -68,9 +69,6 @@ public:
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
 
   void start();
-
-  /// The reply to a bulk transfer's request to the actors.
-  void answer(int status, std::string body);
 
   /// The answer of a front's route (the head of a streamed one).
   void answer_route(route_response response);
@@ -166,8 +164,10 @@ private:
   void refuse_transfer(const caf::error& err);
   /// A download's request declared a body (never read).
   bool body_unread() const;
-  /// The session's answer to the transfer's begin or end.
-  void on_transfer_reply(int status, const std::string& body);
+  /// The session's answer to the transfer's begin: where the bytes go.
+  void on_transfer_begun(expected<transfer_begun> begun);
+  /// The session's answer to the transfer's end: audited, or why not.
+  void on_transfer_ended(caf::error err);
   bool transfer_wants_input() const;
   /// Hands buffered body bytes to the worker while its queue has room.
   void feed_upload();

@@ -361,21 +361,49 @@ const route* find_route(const std::vector<route>& routes,
   return best;
 }
 
-/// Delivers a reply to the connection that awaits it.
-static std::function<void(rpc_reply)> to(connection* conn) {
-  return [conn](rpc_reply r) {
-    conn->answer(r.status, std::move(r.body));
+std::function<void(std::function<void(connection*)>)>
+server::transfer_ticket(connection* conn) {
+  auto ticket = next_ticket_++;
+  pending p;
+  p.conn = conn;
+  p.started = std::chrono::steady_clock::now();
+  tickets_.emplace(ticket, std::move(p));
+  return [this, ticket](std::function<void(connection*)> deliver) {
+    run_on_loop([this, ticket, deliver = std::move(deliver)] {
+      auto it = tickets_.find(ticket);
+      if (it == tickets_.end())
+        return; // the connection went away
+      auto* to = it->second.conn;
+      tickets_.erase(it);
+      deliver(to);
+    });
   };
 }
 
-void server::transfer(connection* conn, json::object params, bool done) {
-  auto reply = await(conn, to(conn)).reply;
+void server::transfer(connection* conn, cmd::file_transfer_begin step) {
+  auto back = transfer_ticket(conn);
+  transfer_answer answer;
+  answer.begun = [back](expected<transfer_begun> r) {
+    back([r = std::move(r)](connection* c) { c->on_transfer_begun(r); });
+  };
   if (!transfer_)
-    return reply(
-        {400, error_body("file transfers are not served here", "unsupported"),
-         nullptr});
-  transfer_(
-      transfer_request{json::value(std::move(params)), done, std::move(reply)});
+    return answer.begun(
+        make_error(errc::unsupported, "file transfers are not served here"));
+  transfer_(transfer_request{std::move(step), std::move(answer)});
+}
+
+void server::transfer(connection* conn, cmd::file_transfer_end step) {
+  auto back = transfer_ticket(conn);
+  transfer_answer answer;
+  answer.audited = [back](expected<transfer_audited> r) {
+    back([err = r ? caf::error{} : r.error()](connection* c) {
+      c->on_transfer_ended(err);
+    });
+  };
+  if (!transfer_)
+    return answer.audited(
+        make_error(errc::unsupported, "file transfers are not served here"));
+  transfer_(transfer_request{std::move(step), std::move(answer)});
 }
 
 bool server::charge_upload(const std::string& session, uint64_t bytes) {

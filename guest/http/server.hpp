@@ -55,8 +55,8 @@ struct server_options {
   uint16_t metrics_port = 0;
 };
 
-/// Begins or ends a bulk transfer (PUT/GET /v1/files/...); answered
-/// through its reply.
+/// Begins or ends a bulk transfer (a streamed route's plan); answered
+/// through its typed answer.
 using transfer_fn = std::function<void(transfer_request)>;
 
 class connection;
@@ -74,8 +74,8 @@ public:
   server(uv_loop_t* loop, server_options opts);
   ~server();
 
-  /// Where bulk transfers go (without it, /v1/files/ answers
-  /// `unsupported`).
+  /// Where bulk transfers begin and end (without it, a transfer is
+  /// refused as `unsupported`).
   void set_transfer(transfer_fn fn) { transfer_ = std::move(fn); }
 
   /// A front serves `r.path` from now on; before listen() only (requests
@@ -131,8 +131,9 @@ public:
   /// A reply for a caller on the loop thread: once the returned function
   /// is called (from any thread), `deliver` runs on the loop thread,
   /// unless the ticket was cancelled or `conn` (if any) closed first.
-  /// For callers that are not routes (the in-guest event endpoint and
-  /// bulk transfers) and for a route's front waiting on the loop thread. With
+  /// For callers that are not routes (the in-guest event endpoint) and
+  /// for a route's front waiting on the loop thread (the live stream's
+  /// subscription). With
   /// an `action`, the request metrics count the reply under it.
   awaited await(connection* conn, std::function<void(rpc_reply)> deliver,
                 std::string action = {});
@@ -165,8 +166,10 @@ public:
   std::string transport_metrics(size_t own = 0) const;
   /// Counts a request refused before it reached an action.
   void count_rejected(int status) { metrics_.rejected(status); }
-  /// Sends a transfer's begin or end to the actors; answers `conn`.
-  void transfer(connection* conn, json::object params, bool done);
+  /// Sends a transfer's begin or end to its session; the answer comes
+  /// back to `conn` on the loop (unless it closed first).
+  void transfer(connection* conn, cmd::file_transfer_begin step);
+  void transfer(connection* conn, cmd::file_transfer_end step);
   /// Counts `bytes` more against a session's uploads in flight; false
   /// (and nothing counted) when that passes max_session_upload.
   bool charge_upload(const std::string& session, uint64_t bytes);
@@ -185,6 +188,10 @@ private:
   void deliver_replies();
   /// Thread-safe: queues an awaited reply and wakes the loop.
   void post(uint64_t ticket, rpc_reply reply);
+  /// A ticket for `conn`'s transfer step, and how its answer gets back:
+  /// run on the loop with the connection, unless it closed first.
+  std::function<void(std::function<void(connection*)>)>
+  transfer_ticket(connection* conn);
   /// Counts a routed answer in the request metrics.
   void observe(const std::string& route_path, const route_response& response,
                std::chrono::steady_clock::time_point started);

@@ -46,23 +46,6 @@ namespace bhttp = boost::beast::http;
 namespace {
 
 /// The error an RPC reply body ({"error", "code"}) carries.
-caf::error error_of_reply(int status, const std::string& body) {
-  boost::system::error_code ec;
-  auto doc = json::parse(body, ec);
-  const auto* o = !ec ? doc.if_object() : nullptr;
-  const auto* message = o ? o->if_contains("error") : nullptr;
-  const auto* name = o ? o->if_contains("code") : nullptr;
-  auto code = errc::internal;
-  if (name != nullptr && name->is_string())
-    for (int c = 1; c <= static_cast<int>(errc::no_space); ++c)
-      if (code_name(static_cast<errc>(c)) == name->get_string())
-        code = static_cast<errc>(c);
-  return make_error(code, message != nullptr && message->is_string()
-                              ? std::string{message->get_string()}
-                              : "the transfer failed (" +
-                                    std::to_string(status) + ")");
-}
-
 caf::error upload_limit(uint64_t limit) {
   return make_error(errc::payload_too_large,
                     "upload larger than the limit of " + std::to_string(limit) +
@@ -150,60 +133,61 @@ void connection::begin_transfer() {
     b.body.emplace(std::move(*parser_));
     b.body->body_limit(o.max_upload);
   }
-  json::object params{{"agent_id", b.agent_id}, {"session_id", b.session_id},
-                      {"path", b.path},         {"upload", b.upload},
-                      {"tar", b.tar},           {"origin", b.plan->origin}};
-  srv_->transfer(this, std::move(params), false);
+  cmd::file_transfer_begin step;
+  step.session = {b.agent_id, b.session_id};
+  step.path = b.path;
+  step.upload = b.upload;
+  srv_->transfer(this, std::move(step));
 }
 
-void connection::on_transfer_reply(int status, const std::string& body) {
-  if (closing_)
+void connection::on_transfer_ended(caf::error err) {
+  waiting_ = false;
+  if (closing_ || !bulk_)
     return;
   auto& b = *bulk_;
-  if (b.step == bulk_transfer::phase::ending) {
-    if (b.upload) {
-      // A job that ended before the body did (a form's epilogue, a tar's
-      // trailer) leaves bytes that are no request: close after.
-      bool close_after = !keep_alive_ || !b.body_done;
-      if (status != 200) {
-        transfer_error(error_of_reply(status, body), close_after);
-      } else {
-        auto r = b.plan->done(b.result);
-        respond(r.status, std::move(r.body), close_after, r.content_type,
-                &r.headers);
-      }
+  if (b.upload) {
+    // A job that ended before the body did (a form's epilogue, a tar's
+    // trailer) leaves bytes that are no request: close after.
+    bool close_after = !keep_alive_ || !b.body_done;
+    if (err) {
+      transfer_error(err, close_after);
+    } else {
+      auto r = b.plan->done(b.result);
+      respond(r.status, std::move(r.body), close_after, r.content_type,
+              &r.headers);
     }
-    end_transfer();
-    return;
   }
-  boost::system::error_code ec;
-  auto doc = json::parse(body, ec);
-  const json::object* where = nullptr;
-  if (status == 200 && !ec && doc.is_object())
-    if (auto* r = doc.as_object().if_contains("result"); r && r->is_object())
-      where = &r->as_object();
-  if (where == nullptr) {
+  end_transfer();
+  arm_deadline();
+}
+
+void connection::on_transfer_begun(expected<transfer_begun> begun) {
+  waiting_ = false;
+  if (closing_ || !bulk_)
+    return;
+  auto& b = *bulk_;
+  if (!begun) {
     // The body (if any) was never read: close after answering.
-    transfer_error(error_of_reply(status, body), b.upload || !keep_alive_);
+    transfer_error(begun.error(), b.upload || !keep_alive_);
     end_transfer();
+    arm_deadline();
     return;
   }
   b.step = bulk_transfer::phase::running;
   if (b.upload)
     if (auto length = b.body->content_length())
       b.remaining = *length;
-  b.result = json::object{{"path", where->at("path")}};
-  if (auto* e = where->if_contains("epoch"); e && e->is_int64())
-    b.epoch = e->get_int64();
+  b.result = json::object{{"path", begun->path}};
+  b.epoch = begun->epoch;
   b.channel = transfer_channel::open(tcp_.loop, [this] { on_transfer_wake(); });
   transfer_job job;
   job.upload = b.upload;
   job.tar = b.tar;
-  job.root = std::string{where->at("root").as_string()};
-  job.rel = std::string{where->at("rel").as_string()};
+  job.root = std::move(begun->root);
+  job.rel = std::move(begun->rel);
   job.max_bytes = srv_->options().max_upload;
-  job.marks = std::string{where->at("uploads_dir").as_string()};
-  job.shared = where->at("shared").as_bool();
+  job.marks = std::move(begun->uploads_dir);
+  job.shared = begun->shared;
   const auto& plan = *b.plan;
   job.name_files = plan.name_files;
   job.directories = plan.directories;
@@ -465,23 +449,20 @@ void connection::end_of_bytes() {
   b.step = bulk_transfer::phase::ending;
   if (auto* n = b.result.if_contains("entries"))
     b.entries = n->as_int64();
-  json::object params{{"agent_id", b.agent_id},
-                      {"session_id", b.session_id},
-                      {"path", b.path},
-                      {"upload", b.upload},
-                      {"tar", b.tar},
-                      {"bytes", static_cast<int64_t>(b.bytes)},
-                      {"entries", b.entries},
-                      {"epoch", b.epoch},
-                      {"origin", b.plan->origin}};
-  if (b.plan->name_files) {
-    json::array written;
+  cmd::file_transfer_end step;
+  step.session = {b.agent_id, b.session_id};
+  step.path = b.path;
+  step.upload = b.upload;
+  step.tar = b.tar;
+  step.bytes = static_cast<int64_t>(b.bytes);
+  step.entries = b.entries;
+  step.epoch = b.epoch;
+  step.origin = b.plan->origin;
+  if (b.plan->name_files)
     if (const auto* files = b.result.if_contains("files"))
       for (const auto& f : files->as_array())
-        written.push_back(f.as_object().at("path"));
-    params["files"] = std::move(written);
-  }
-  srv_->transfer(this, std::move(params), true);
+        step.files.emplace_back(f.as_object().at("path").as_string());
+  srv_->transfer(this, std::move(step));
 }
 
 void connection::end_transfer() {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The RPC actor's own request deadlines under CAF's deterministic
 // scheduler: a request nobody answers is answered `internal` once its
-// deadline passes, exactly once, and a late answer is dropped.
+// deadline passes, exactly once, and a late answer is dropped; a bulk
+// transfer's steps are answered typed.
 #include "fronts/native/rpc.hpp"
 
 #include "tests/fixtures/deterministic.hpp"
@@ -134,4 +135,39 @@ TEST_CASE_FIXTURE(rpc_fixture,
   sched.advance_time(std::chrono::milliseconds{10000});
   sched.run();
   CHECK(channel.replies.size() == 3);
+}
+
+TEST_CASE_FIXTURE(rpc_fixture, "rpc: a bulk transfer's steps are answered "
+                               "typed, with the request's words for bad ids") {
+  std::vector<caf::error> begun;
+  std::vector<caf::error> audited;
+  cmd::file_transfer_begin begin;
+  begin.session = {"not an id!", "s"};
+  begin.path = "f";
+  transfer_answer a;
+  a.begun = [&](expected<transfer_begun> r) {
+    REQUIRE_FALSE(r);
+    begun.push_back(r.error());
+  };
+  caf::anon_send(rpc_handle, transfer_request{begin, a});
+  cmd::file_transfer_end end;
+  end.session = {"a", ""};
+  transfer_answer b;
+  b.audited = [&](expected<transfer_audited> r) {
+    REQUIRE_FALSE(r);
+    audited.push_back(r.error());
+  };
+  caf::anon_send(rpc_handle, transfer_request{end, b});
+  sched.run();
+  REQUIRE(begun.size() == 1);
+  CHECK(code_of(begun[0]) == errc::invalid_argument);
+  CHECK(message_of(begun[0]) == "invalid agent id: 'not an id!'");
+  REQUIRE(audited.size() == 1);
+  CHECK(code_of(audited[0]) == errc::invalid_argument);
+  CHECK(message_of(audited[0]) == "missing string parameter: session_id");
+  // Answered once: nothing more comes at the deadline.
+  sched.advance_time(std::chrono::milliseconds{5000});
+  sched.run();
+  CHECK(begun.size() == 1);
+  CHECK(audited.size() == 1);
 }
