@@ -158,17 +158,40 @@ void server::accept(uv_stream_t* listener, bool metrics_only) {
   raw->start();
 }
 
-awaited server::await(connection* conn, std::function<void(rpc_reply)> deliver,
-                      std::string action) {
+server::held server::hold(connection* conn) {
   auto ticket = next_ticket_++;
   pending p;
   p.conn = conn;
-  p.path = std::move(action);
   p.started = std::chrono::steady_clock::now();
-  p.deliver = std::move(deliver);
   tickets_.emplace(ticket, std::move(p));
-  return {ticket, [this, ticket](rpc_reply reply) {
-            post(ticket, std::move(reply));
+  return {ticket, [this, ticket](std::function<void(connection*)> task) {
+            run_on_loop([this, ticket, task = std::move(task)] {
+              auto it = tickets_.find(ticket);
+              if (it == tickets_.end())
+                return; // cancelled, or its connection went away
+              auto* to = it->second.conn;
+              tickets_.erase(it);
+              task(to);
+            });
+          }};
+}
+
+awaited server::await(connection* conn, std::function<void(rpc_reply)> deliver,
+                      std::string action) {
+  auto h = hold(conn);
+  auto started = std::chrono::steady_clock::now();
+  return {h.ticket,
+          [this, back = std::move(h.back), deliver = std::move(deliver),
+           action = std::move(action), started](rpc_reply reply) {
+            back([this, deliver, action, started,
+                  reply = std::move(reply)](connection*) mutable {
+              if (!action.empty())
+                metrics_.observe(action, reply.status,
+                                 std::chrono::duration<double>(
+                                     std::chrono::steady_clock::now() - started)
+                                     .count());
+              deliver(std::move(reply));
+            });
           }};
 }
 
@@ -361,27 +384,8 @@ const route* find_route(const std::vector<route>& routes,
   return best;
 }
 
-std::function<void(std::function<void(connection*)>)>
-server::transfer_ticket(connection* conn) {
-  auto ticket = next_ticket_++;
-  pending p;
-  p.conn = conn;
-  p.started = std::chrono::steady_clock::now();
-  tickets_.emplace(ticket, std::move(p));
-  return [this, ticket](std::function<void(connection*)> deliver) {
-    run_on_loop([this, ticket, deliver = std::move(deliver)] {
-      auto it = tickets_.find(ticket);
-      if (it == tickets_.end())
-        return; // the connection went away
-      auto* to = it->second.conn;
-      tickets_.erase(it);
-      deliver(to);
-    });
-  };
-}
-
 void server::transfer(connection* conn, cmd::file_transfer_begin step) {
-  auto back = transfer_ticket(conn);
+  auto back = hold(conn).back;
   transfer_answer answer;
   answer.begun = [back](expected<transfer_begun> r) {
     back([r = std::move(r)](connection* c) { c->on_transfer_begun(r); });
@@ -393,7 +397,7 @@ void server::transfer(connection* conn, cmd::file_transfer_begin step) {
 }
 
 void server::transfer(connection* conn, cmd::file_transfer_end step) {
-  auto back = transfer_ticket(conn);
+  auto back = hold(conn).back;
   transfer_answer answer;
   answer.audited = [back](expected<transfer_audited> r) {
     back([err = r ? caf::error{} : r.error()](connection* c) {
@@ -449,27 +453,15 @@ void server::forget(connection* conn) {
   connections_.erase(conn);
 }
 
-void server::post(uint64_t ticket, rpc_reply reply) {
-  {
-    std::lock_guard<std::mutex> guard{mtx_};
-    if (closed_)
-      return;
-    replies_.emplace_back(ticket, std::move(reply));
-  }
-  uv_async_send(&wakeup_);
-}
-
 void server::on_wakeup(uv_async_t* async) {
   static_cast<server*>(async->data)->deliver_replies();
 }
 
 void server::deliver_replies() {
-  std::deque<std::pair<uint64_t, rpc_reply>> batch;
   std::deque<routed_part> routed;
   std::deque<std::function<void()>> tasks;
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    batch.swap(replies_);
     routed.swap(routed_);
     tasks.swap(tasks_);
   }
@@ -515,20 +507,6 @@ void server::deliver_replies() {
     else
       drop_ticket(it);
     conn->answer_route(std::move(part.response));
-  }
-  for (auto& [ticket, r] : batch) {
-    auto it = tickets_.find(ticket);
-    if (it == tickets_.end() || !it->second.deliver)
-      continue; // the caller went away
-    auto deliver = std::move(it->second.deliver);
-    if (!it->second.path.empty())
-      metrics_.observe(
-          it->second.path, r.status,
-          std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                        it->second.started)
-              .count());
-    tickets_.erase(it);
-    deliver(std::move(r));
   }
   for (auto& task : tasks)
     task();

@@ -133,8 +133,8 @@ public:
   /// unless the ticket was cancelled or `conn` (if any) closed first.
   /// For callers that are not routes (the in-guest event endpoint) and
   /// for a route's front waiting on the loop thread (the live stream's
-  /// subscription). With
-  /// an `action`, the request metrics count the reply under it.
+  /// subscription). With an `action`, the request metrics count the
+  /// reply under it.
   awaited await(connection* conn, std::function<void(rpc_reply)> deliver,
                 std::string action = {});
   /// Forgets a request whose caller went away.
@@ -186,12 +186,16 @@ private:
                           uint16_t port, uv_connection_cb cb);
   static void on_wakeup(uv_async_t* async);
   void deliver_replies();
-  /// Thread-safe: queues an awaited reply and wakes the loop.
-  void post(uint64_t ticket, rpc_reply reply);
-  /// A ticket for `conn`'s transfer step, and how its answer gets back:
-  /// run on the loop with the connection, unless it closed first.
-  std::function<void(std::function<void(connection*)>)>
-  transfer_ticket(connection* conn);
+  /// A ticket held for `conn` (null: a caller that is no connection), and
+  /// how an answer gets back to it: `back(task)`, from any thread, runs
+  /// `task` on the loop with the connection once, unless the ticket was
+  /// cancelled or the connection closed first. await() and the transfer
+  /// steps are built on it.
+  struct held {
+    uint64_t ticket;
+    std::function<void(std::function<void(connection*)>)> back;
+  };
+  held hold(connection* conn);
   /// Counts a routed answer in the request metrics.
   void observe(const std::string& route_path, const route_response& response,
                std::chrono::steady_clock::time_point started);
@@ -218,12 +222,9 @@ private:
     /// Null for callers that are not HTTP connections.
     connection* conn = nullptr;
     /// A routed request's route path: what its metrics count it under
-    /// unless its answer names the action; an awaited reply's action
-    /// (empty: not counted).
+    /// unless its answer names the action (empty for held tickets).
     std::string path;
     std::chrono::steady_clock::time_point started;
-    /// An awaited reply's delivery (await()); empty for routed requests.
-    std::function<void(rpc_reply)> deliver;
     /// A routed request's: true until its answer is complete or its
     /// client went away (what responder::open() reads).
     std::shared_ptr<std::atomic<bool>> open;
@@ -255,9 +256,8 @@ private:
   request_metrics metrics_;
   std::unordered_map<connection*, std::unique_ptr<connection>> connections_;
 
-  // guards replies_, routed_, tasks_ and closed_ (actor threads)
+  // guards routed_, tasks_ and closed_ (actor threads)
   std::mutex mtx_;
-  std::deque<std::pair<uint64_t, rpc_reply>> replies_;
   std::deque<routed_part> routed_;
   std::deque<std::function<void()>> tasks_;
   bool closed_ = false;
