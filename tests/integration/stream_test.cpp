@@ -24,6 +24,14 @@ std::string start_sh(http_client& c, const std::string& script) {
   return std::string{r.at("run_id").as_string()};
 }
 
+/// A run of `script` that has ended: its id.
+std::string ended_sh(http_client& c, const std::string& script) {
+  auto run = start_sh(c, script);
+  expect_ok(c.rpc("process.wait", with(ids("a", "s"), {{"run_id", run},
+                                                       {"timeout_ms", 5000}})));
+  return run;
+}
+
 std::string stream_request(const std::string& run,
                            const std::string& headers = {}) {
   return "GET /v1/stream?agent_id=a&session_id=s&run_id=" + run +
@@ -74,9 +82,7 @@ TEST_CASE("stream: a client reconnecting with Last-Event-ID loses nothing "
   d.start();
   auto& c = d.client();
   expect_ok(c.rpc("session.create", ids("a", "s")));
-  auto run = start_sh(c, "echo one; echo two; echo err >&2");
-  expect_ok(c.rpc("process.wait", with(ids("a", "s"), {{"run_id", run},
-                                                       {"timeout_ms", 5000}})));
+  auto run = ended_sh(c, "echo one; echo two; echo err >&2");
   raw_socket first{d.port()};
   REQUIRE(first.send_all(stream_request(run)));
   auto all = first.read_until_closed(5s);
@@ -143,9 +149,7 @@ TEST_CASE("stream: the head, a refusal and the end are the wire's bytes") {
   d.start();
   auto& c = d.client();
   expect_ok(c.rpc("session.create", ids("a", "s")));
-  auto run = start_sh(c, "printf x");
-  expect_ok(c.rpc("process.wait", with(ids("a", "s"), {{"run_id", run},
-                                                       {"timeout_ms", 5000}})));
+  auto run = ended_sh(c, "printf x");
   raw_socket s{d.port()};
   REQUIRE(s.send_all(stream_request(run)));
   // Unchunked: the events frame themselves, and the body ends with the
@@ -202,9 +206,7 @@ TEST_CASE("stream: a target the URL grammar refuses is no stream's, and an "
                        "Connection: close\r\n\r\n"));
   CHECK(odd.read_until_closed(3s).rfind("HTTP/1.1 404", 0) == 0);
   CHECK(c.raw("GET /health HTTP/1.1\r\nHost: x\r\n\r\n").status == 200);
-  auto run = start_sh(c, "printf x");
-  expect_ok(c.rpc("process.wait", with(ids("a", "s"), {{"run_id", run},
-                                                       {"timeout_ms", 5000}})));
+  auto run = ended_sh(c, "printf x");
   raw_socket s{d.port()};
   REQUIRE(s.send_all(stream_request(run, "Last-Event-ID: \r\n")));
   auto all = s.read_until_closed(5s);

@@ -69,6 +69,13 @@ auto on_loop(route_server& rs, Fn fn) {
   return result.get();
 }
 
+/// Asks for the live answer at `path` on `s`; what arrived up to its
+/// head's "head;".
+std::string open_live(test::raw_socket& s, const std::string& path = "/live") {
+  REQUIRE(s.send_all("GET " + path + " HTTP/1.1\r\nHost: h\r\n\r\n"));
+  return s.read_for(5s, "head;");
+}
+
 void wait_gone(const feed& f) {
   for (int i = 0; i < 200 && f.gone == 0; ++i)
     std::this_thread::sleep_for(10ms);
@@ -83,8 +90,7 @@ TEST_CASE("live answer: the head goes out at once, parts as they are sent, "
   add_live_route(rs, f);
   auto port = rs.start();
   test::raw_socket s{port};
-  REQUIRE(s.send_all("GET /live HTTP/1.1\r\nHost: h\r\n\r\n"));
-  auto head = s.read_for(5s, "head;");
+  auto head = open_live(s);
   CHECK(head.rfind("HTTP/1.1 200", 0) == 0);
   CHECK(head.find("Transfer-Encoding") == std::string::npos);
   CHECK(head.find("Connection: close\r\n\r\nhead;") != std::string::npos);
@@ -109,8 +115,7 @@ TEST_CASE("live answer: a client that does not read makes it behind, and "
   add_live_route(rs, f);
   auto port = rs.start();
   test::raw_socket s{port};
-  REQUIRE(s.send_all("GET /live HTTP/1.1\r\nHost: h\r\n\r\n"));
-  s.read_for(5s, "head;");
+  open_live(s);
   CHECK_FALSE(on_loop(rs, [&] { return f->out.behind(); }));
   // More than the socket's buffers take: the rest waits in the queue.
   std::string block(32 << 20, 'x');
@@ -141,16 +146,14 @@ TEST_CASE("live answer: a client that leaves makes it gone, and a stopping "
   auto port = rs.start();
   {
     test::raw_socket s{port};
-    REQUIRE(s.send_all("GET /leaves HTTP/1.1\r\nHost: h\r\n\r\n"));
-    s.read_for(5s, "head;");
+    open_live(s, "/leaves");
   }
   wait_gone(*left);
   CHECK(left->gone == 1);
   CHECK_FALSE(on_loop(rs, [&] { return left->out.send("late"); }));
 
   test::raw_socket s{port};
-  REQUIRE(s.send_all("GET /stays HTTP/1.1\r\nHost: h\r\n\r\n"));
-  s.read_for(5s, "head;");
+  open_live(s, "/stays");
   on_loop(rs, [&] {
     rs.srv().stop_accepting();
     return true;
