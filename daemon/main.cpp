@@ -104,11 +104,14 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
   cfg->cgroups = std::move(*tree);
   cfg->store_devices = os::block_devices(paths.root);
   // disk.max is a qgroup limit: enforced whenever the store's quotas are
-  // on, which Btrfs remembers once they were turned on.
+  // on, which Btrfs remembers once they were turned on. Simple quotas
+  // where the kernel has them: only they count checkpoints in the share.
   if (opts.store_quotas)
-    if (auto err = os::enable_quotas(paths.root))
+    if (auto err = os::enable_quotas(paths.root, true))
       return err;
   cfg->store_quotas = os::quotas_enabled(paths.root);
+  cfg->store_simple_quotas =
+      os::quotas_mode(paths.root) == os::quota_mode::simple;
   cfg->store_bytes = os::filesystem_bytes(paths.root);
   cfg->init_path = opts.sandbox_init;
   if (cfg->init_path.empty()) {

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// The session's disk share (the disk.max limit): a Btrfs qgroup limit on
-// the bytes its workspace, current/, references, so that a session filling
-// the store is stopped at its share with EDQUOT while the others keep
-// checkpointing and the daemon keeps committing its catalog. Btrfs keeps
-// the limit with the subvolume; a rollback puts another subvolume in place
-// (it takes the share before it goes live, rollback.cpp), a fork makes a new
-// one, and the daemon's default may have changed across a restart: so every
-// start of the actor checks the limit, and session.configure sets it.
+// The session's disk share (the disk.max limit): a Btrfs qgroup limit, so
+// that a session filling the store is stopped at its share with EDQUOT
+// while the others keep checkpointing and the daemon keeps committing its
+// catalog. Under simple quotas the limit is on the session's disk group,
+// which counts what it wrote into current/ and still pins, checkpoints
+// included; under full quotas on the bytes current/ references
+// (guest/os/btrfs_quota.hpp). A new session, a fork and a session from
+// before the store's quotas have no group yet, a rollback puts another
+// subvolume in place (it joins the group or takes the share before it goes
+// live, rollback.cpp), and the daemon's default may have changed across a
+// restart: so every start of the actor checks the group and the limit, and
+// session.configure sets it.
 #include "actors/session/handlers.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs_quota.hpp"
@@ -32,16 +36,20 @@ void enforce_disk_share(self_ptr self, fail_fn done) {
   }
   auto share = disk_share(self);
   auto current = st.init.paths.current(st.agent_id(), st.session_id());
-  // A sysfs read: cheap enough here, and it spares most starts a lane.
-  auto now = os::read_qgroup(current);
-  if ((now && now->max_referenced == share) || (!now && !share)) {
+  // Sysfs reads and a quota-tree search: cheap enough here, and they spare
+  // most starts a lane.
+  auto now = os::read_share(current);
+  bool simple = os::quotas_mode(current) == os::quota_mode::simple;
+  if (now ? now->max_referenced == share : !share && !simple) {
     done(caf::none);
     return;
   }
   mutation_step<step_done>(
       self,
       [current, share]() -> expected<step_done> {
-        if (auto err = os::limit_referenced(current, share))
+        if (auto group = os::ensure_disk_group(current); !group)
+          return group.error();
+        if (auto err = os::limit_share(current, share))
           return err;
         return step_done{};
       },

@@ -269,9 +269,10 @@ swap_in_checkpoint(const store::layout& paths, const std::string& a,
   }
   // The restored tree is a new subvolume: it takes the session's disk
   // share before it goes live (a crash before the renames loses nothing,
-  // and the actor's next start checks the limit again).
+  // and the actor's next start checks the limit again). Under simple
+  // quotas it joined the session's group, whose limit this sets again.
   if (share)
-    if (auto err = os::limit_referenced(
+    if (auto err = os::limit_share(
             paths.session_dir(a, s) + "/" + j.restore_name, share)) {
       store::remove_in_session(paths, a, s, j.restore_name);
       return err;

@@ -165,7 +165,7 @@ static caf::optional<session_counters> counters_of(self_ptr self) {
     st.runs.usage_cached_at = now;
     st.runs.disk_bytes_cache.reset();
     if (st.runs.config->store_quotas)
-      if (auto q = os::read_qgroup(
+      if (auto q = os::read_share(
               st.init.paths.current(st.agent_id(), st.session_id())))
         st.runs.disk_bytes_cache = static_cast<int64_t>(q->referenced);
   }

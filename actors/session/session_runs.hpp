@@ -63,6 +63,8 @@ struct exec_config {
   /// Btrfs quota groups are on for the store (--store-quotas), so disk.max
   /// is enforced; the store's size, for shares given in percent.
   bool store_quotas = false;
+  /// ... and count in simple mode: a share holds the session's checkpoints.
+  bool store_simple_quotas = false;
   uint64_t store_bytes = 0;
   /// Process tracking: "disabled" or "ebpf".
   std::string tracking = "disabled";

@@ -373,6 +373,9 @@ void route_process_status(self_ptr self, uint64_t ticket, const json::object&) {
     s.cgroup_controllers = exec->cgroups.controllers();
     s.store_devices = exec->store_devices;
     s.store_quotas = exec->store_quotas;
+    s.store_quota_mode = !exec->store_quotas         ? "off"
+                         : exec->store_simple_quotas ? "simple"
+                                                     : "full";
   }
   reply(self, ticket, to_json(s));
 }

@@ -87,11 +87,22 @@ caf::error create_subvolume(const std::string& path) {
 }
 
 caf::error create_snapshot(const std::string& source, const std::string& target,
-                           bool read_only) {
+                           bool read_only, std::optional<uint64_t> group) {
+  btrfs_util_qgroup_inherit* inherit = nullptr;
+  if (group) {
+    auto err = btrfs_util_create_qgroup_inherit(0, &inherit);
+    if (err == BTRFS_UTIL_OK)
+      err = btrfs_util_qgroup_inherit_add_group(&inherit, *group);
+    if (err != BTRFS_UTIL_OK) {
+      btrfs_util_destroy_qgroup_inherit(inherit);
+      return btrfs_error("snapshot", target, err);
+    }
+  }
   errno = 0;
   int flags = read_only ? BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY : 0;
   auto err = btrfs_util_create_snapshot(source.c_str(), target.c_str(), flags,
-                                        nullptr, nullptr);
+                                        nullptr, inherit);
+  btrfs_util_destroy_qgroup_inherit(inherit);
   if (err != BTRFS_UTIL_OK)
     return btrfs_error("snapshot", target, err);
   return caf::none;

@@ -8,6 +8,7 @@
 #include "messages/errors.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,12 @@ caf::error require_btrfs(const std::string& path);
 /// Creates a new, empty subvolume at `path`.
 caf::error create_subvolume(const std::string& path);
 
-/// Snapshots the subvolume `source` at `target`, optionally read-only.
+/// Snapshots the subvolume `source` at `target`, optionally read-only;
+/// with `group`, the snapshot's qgroup joins that higher-level qgroup as
+/// it is made (guest/os/btrfs_quota.hpp, simple quotas).
 caf::error create_snapshot(const std::string& source, const std::string& target,
-                           bool read_only);
+                           bool read_only,
+                           std::optional<uint64_t> group = std::nullopt);
 
 /// Deletes the subvolume at `path` and any subvolumes nested inside it.
 /// Returns without waiting for the cleaner to reclaim space.

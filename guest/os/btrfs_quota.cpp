@@ -11,6 +11,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,13 @@ namespace {
 /// The filesystem's top-level subvolume (BTRFS_FS_TREE_OBJECTID).
 constexpr uint64_t top_level = 5;
 
+/// BTRFS_QUOTA_CTL_ENABLE_SIMPLE_QUOTA, from kernels newer than this
+/// machine's headers; older kernels refuse it with EINVAL.
+constexpr uint64_t quota_ctl_enable_simple = 4;
+
+/// A qgroupid's level sits in its top 16 bits ("1/7" is 1 << 48 | 7).
+constexpr int level_shift = 48;
+
 caf::error ioctl_error(const char* what, const std::string& path) {
   return make_error(errc::internal, std::string{what} + " on " + path + ": " +
                                         std::strerror(errno));
@@ -31,6 +39,14 @@ caf::error ioctl_error(const char* what, const std::string& path) {
 
 unique_fd open_dir(const std::string& path) {
   return unique_fd{::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+}
+
+/// Where the quota ioctls about the tree at `path` are made: the directory
+/// holding it. Each starts a transaction on the tree its fd is in, which
+/// reserves metadata against that tree's qgroups: made from inside a group
+/// at its limit, even lifting the limit would fail with EDQUOT.
+unique_fd open_outside(const std::string& path) {
+  return open_dir(path + "/..");
 }
 
 /// /sys/fs/btrfs/<fsid>, where the kernel shows the filesystem's qgroups.
@@ -56,13 +72,46 @@ std::optional<uint64_t> read_u64(const std::string& file) {
   return v;
 }
 
+std::string sysfs_name(uint64_t qgroupid) {
+  return std::to_string(qgroupid >> level_shift) + "_" +
+         std::to_string(qgroupid & ((uint64_t{1} << level_shift) - 1));
+}
+
+/// What sysfs shows of `qgroupid` on the filesystem `fd` is on.
+std::optional<qgroup_usage> read_sysfs_qgroup(int fd, uint64_t qgroupid) {
+  auto dir = sysfs_dir(fd);
+  if (!dir)
+    return std::nullopt;
+  auto group = *dir + "/qgroups/" + sysfs_name(qgroupid);
+  auto rfer = read_u64(group + "/referenced");
+  auto excl = read_u64(group + "/exclusive");
+  if (!rfer || !excl)
+    return std::nullopt;
+  qgroup_usage u;
+  u.referenced = *rfer;
+  u.exclusive = *excl;
+  auto flags = read_u64(group + "/limit_flags");
+  if (flags && (*flags & BTRFS_QGROUP_LIMIT_MAX_RFER) != 0)
+    u.max_referenced = read_u64(group + "/max_referenced");
+  return u;
+}
+
 } // namespace
 
-caf::error enable_quotas(const std::string& path) {
+caf::error enable_quotas(const std::string& path, bool prefer_simple) {
   auto fd = open_dir(path);
   if (!fd)
     return ioctl_error("open", path);
+  if (quotas_mode(path) != quota_mode::off)
+    return caf::none;
   btrfs_ioctl_quota_ctl_args args{};
+  if (prefer_simple) {
+    args.cmd = quota_ctl_enable_simple;
+    if (::ioctl(fd.get(), BTRFS_IOC_QUOTA_CTL, &args) == 0)
+      return caf::none; // simple quotas start at zero: no rescan
+    if (errno != EINVAL)
+      return ioctl_error("enabling Btrfs simple quotas", path);
+  }
   args.cmd = BTRFS_QUOTA_CTL_ENABLE;
   if (::ioctl(fd.get(), BTRFS_IOC_QUOTA_CTL, &args) != 0)
     return ioctl_error("enabling Btrfs quotas", path);
@@ -103,21 +152,139 @@ std::optional<qgroup_usage> read_qgroup(const std::string& path) {
   uint64_t id = 0;
   if (btrfs_util_subvolume_id_fd(fd.get(), &id) != BTRFS_UTIL_OK)
     return std::nullopt;
+  return read_sysfs_qgroup(fd.get(), id);
+}
+
+quota_mode quotas_mode(const std::string& path) {
+  auto fd = open_dir(path);
+  if (!fd)
+    return quota_mode::off;
+  auto dir = sysfs_dir(fd.get());
+  if (!dir || ::access((*dir + "/qgroups").c_str(), F_OK) != 0)
+    return quota_mode::off;
+  // Kernels without simple quotas have no "mode" file.
+  std::ifstream in{*dir + "/qgroups/mode"};
+  std::string mode;
+  return in >> mode && mode == "squota" ? quota_mode::simple : quota_mode::full;
+}
+
+std::optional<uint64_t> disk_group(const std::string& path) {
+  auto fd = open_dir(path);
+  uint64_t id = 0;
+  if (!fd || btrfs_util_subvolume_id_fd(fd.get(), &id) != BTRFS_UTIL_OK)
+    return std::nullopt;
+  // A relation is stored both ways; (child, RELATION, parent) items with
+  // an offset from level 1 up name the groups the subvolume is in.
+  btrfs_ioctl_search_args args{};
+  auto& key = args.key;
+  key.tree_id = BTRFS_QUOTA_TREE_OBJECTID;
+  key.min_objectid = key.max_objectid = id;
+  key.min_type = key.max_type = BTRFS_QGROUP_RELATION_KEY;
+  key.min_offset = uint64_t{1} << level_shift;
+  key.max_offset = ~uint64_t{0};
+  key.max_transid = ~uint64_t{0};
+  key.nr_items = 1;
+  if (::ioctl(fd.get(), BTRFS_IOC_TREE_SEARCH, &args) != 0 || key.nr_items == 0)
+    return std::nullopt;
+  btrfs_ioctl_search_header header{};
+  std::memcpy(&header, args.buf, sizeof(header));
+  if (header.objectid != id || header.type != BTRFS_QGROUP_RELATION_KEY)
+    return std::nullopt;
+  return header.offset;
+}
+
+expected<uint64_t> create_disk_group(const std::string& path) {
+  auto fd = open_outside(path);
+  if (!fd)
+    return ioctl_error("open", path);
   auto dir = sysfs_dir(fd.get());
   if (!dir)
+    return ioctl_error("reading the Btrfs filesystem's id", path);
+  auto names = list_dir(*dir + "/qgroups");
+  if (!names)
+    return make_error(errc::unsupported,
+                      "quotas are off on the filesystem holding " + path);
+  uint64_t next = 1;
+  for (const auto& name : *names)
+    if (name.rfind("1_", 0) == 0)
+      next = std::max<uint64_t>(
+          next, std::strtoull(name.c_str() + 2, nullptr, 10) + 1);
+  // Another caller may take `next` first: the kernel refuses a second
+  // create with EEXIST, and this one takes the number after.
+  for (int attempt = 0; attempt < 64; ++attempt, ++next) {
+    btrfs_ioctl_qgroup_create_args args{};
+    args.create = 1;
+    args.qgroupid = (uint64_t{1} << level_shift) | next;
+    if (::ioctl(fd.get(), BTRFS_IOC_QGROUP_CREATE, &args) == 0)
+      return args.qgroupid;
+    if (errno != EEXIST)
+      return ioctl_error("creating a Btrfs qgroup", path);
+  }
+  return make_error(errc::internal, "no free disk group on " + path);
+}
+
+caf::error join_disk_group(const std::string& path, uint64_t group) {
+  auto fd = open_dir(path);
+  uint64_t id = 0;
+  if (!fd || btrfs_util_subvolume_id_fd(fd.get(), &id) != BTRFS_UTIL_OK)
+    return ioctl_error("reading the subvolume id", path);
+  fd = open_outside(path);
+  if (!fd)
+    return ioctl_error("open", path + "/..");
+  btrfs_ioctl_qgroup_assign_args args{};
+  args.assign = 1;
+  args.src = id;
+  args.dst = group;
+  // Above zero means the kernel marked the counts for a rescan: full
+  // quotas only, which never join.
+  if (::ioctl(fd.get(), BTRFS_IOC_QGROUP_ASSIGN, &args) < 0)
+    return ioctl_error("joining a Btrfs qgroup", path);
+  return caf::none;
+}
+
+expected<std::optional<uint64_t>> ensure_disk_group(const std::string& path) {
+  if (quotas_mode(path) != quota_mode::simple)
+    return std::optional<uint64_t>{};
+  if (auto group = disk_group(path))
+    return group;
+  auto group = create_disk_group(path);
+  if (!group)
+    return group.error();
+  if (auto err = join_disk_group(path, *group))
+    return err;
+  return std::optional<uint64_t>{*group};
+}
+
+caf::error limit_share(const std::string& path,
+                       std::optional<uint64_t> max_bytes) {
+  if (quotas_mode(path) != quota_mode::simple)
+    return limit_referenced(path, max_bytes);
+  auto group = disk_group(path);
+  if (!group)
+    return caf::none;
+  auto fd = open_outside(path);
+  if (!fd)
+    return ioctl_error("open", path + "/..");
+  if (auto now = read_sysfs_qgroup(fd.get(), *group);
+      now && now->max_referenced == max_bytes)
+    return caf::none; // a rollback's restored tree joined it, limit and all
+  btrfs_ioctl_qgroup_limit_args args{};
+  args.qgroupid = *group;
+  args.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
+  args.lim.max_rfer = max_bytes ? *max_bytes : ~uint64_t{0};
+  if (::ioctl(fd.get(), BTRFS_IOC_QGROUP_LIMIT, &args) != 0)
+    return ioctl_error("setting the Btrfs quota", path);
+  return caf::none;
+}
+
+std::optional<qgroup_usage> read_share(const std::string& path) {
+  if (quotas_mode(path) != quota_mode::simple)
+    return read_qgroup(path);
+  auto group = disk_group(path);
+  auto fd = open_dir(path);
+  if (!group || !fd)
     return std::nullopt;
-  auto group = *dir + "/qgroups/0_" + std::to_string(id);
-  auto rfer = read_u64(group + "/referenced");
-  auto excl = read_u64(group + "/exclusive");
-  if (!rfer || !excl)
-    return std::nullopt;
-  qgroup_usage u;
-  u.referenced = *rfer;
-  u.exclusive = *excl;
-  auto flags = read_u64(group + "/limit_flags");
-  if (flags && (*flags & BTRFS_QGROUP_LIMIT_MAX_RFER) != 0)
-    u.max_referenced = read_u64(group + "/max_referenced");
-  return u;
+  return read_sysfs_qgroup(fd.get(), *group);
 }
 
 expected<size_t> remove_stale_qgroups(const std::string& path) {

@@ -1,12 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 // Btrfs quota groups: the disk share of a session's workspace.
 //
-// Each subvolume has a level-0 qgroup counting the bytes it references;
-// a limit on it makes writes past the share fail with EDQUOT, whoever
-// writes (a sandboxed process or the daemon's file.*). Only level-0
-// groups are used: putting a snapshot into a higher-level group marks the
-// accounting inconsistent on the guest's kernel (6.1), until a rescan of
-// the whole filesystem.
+// Two modes, chosen when quotas are turned on (enable_quotas):
+//
+// - Simple quotas (kernels from 6.7): an extent is charged to the tree
+//   that wrote it, for as long as any tree references it; a snapshot is
+//   charged nothing. Each session has a level-1 qgroup, its disk group,
+//   holding every tree it made (its current/ and each tree a rollback
+//   replaced, its checkpoints): the group counts what the session wrote
+//   and still pins anywhere, checkpoints included, and its limit makes
+//   writes past the share fail with EDQUOT. Snapshots join the group as
+//   they are made, which simple quotas account without a rescan.
+// - Full quotas (older kernels, such as the guest's 6.1): each tree's
+//   level-0 qgroup counts the bytes it references; the share is a limit on
+//   current/'s. Putting a snapshot into a higher-level group marks full
+//   accounting inconsistent until a rescan of the whole filesystem, so
+//   checkpoints stay outside the share.
+//
+// Either way a write past the share fails whoever writes (a sandboxed
+// process or the daemon's file.*).
 //
 // Every function but parse_disk_limit blocks in the kernel and must run
 // off the actor scheduler (see actors/blocking.hpp); reads of the usage are
@@ -21,13 +33,21 @@
 
 namespace allox::os {
 
+enum class quota_mode { off, full, simple };
+
 /// Turns quota groups on for the Btrfs filesystem holding `path` (nothing
-/// to do when they are on) and waits for the rescan that counts what is
-/// stored already.
-caf::error enable_quotas(const std::string& path);
+/// to do when they are on, whatever their mode): simple quotas when
+/// `prefer_simple` and the kernel has them, full quotas otherwise, waiting
+/// for the rescan that counts what is stored already. Simple quotas count
+/// only what is written after, and the store then mounts only on kernels
+/// that have them.
+caf::error enable_quotas(const std::string& path, bool prefer_simple = false);
 
 /// True when quota groups are on for the filesystem holding `path`.
 bool quotas_enabled(const std::string& path);
+
+/// How the filesystem holding `path` counts (off when it cannot be read).
+quota_mode quotas_mode(const std::string& path);
 
 /// Limits the bytes the subvolume at `path` references (its level-0
 /// qgroup's max_rfer); nullopt removes the limit. Takes effect at once;
@@ -46,6 +66,38 @@ struct qgroup_usage {
 
 /// nullopt when quotas are off or the counts cannot be read.
 std::optional<qgroup_usage> read_qgroup(const std::string& path);
+
+// -- disk groups (simple quotas) ---------------------------------------------
+
+/// The level-1 qgroup the subvolume at `path` belongs to (its qgroupid,
+/// level in the top 16 bits), if any: read from the quota tree.
+std::optional<uint64_t> disk_group(const std::string& path);
+
+/// A new, empty level-1 qgroup on the filesystem holding the tree at
+/// `path` (made from the directory holding it, as every quota ioctl here
+/// is); two callers at once get two groups.
+expected<uint64_t> create_disk_group(const std::string& path);
+
+/// Puts the subvolume at `path` into `group`. Under simple quotas what it
+/// wrote is counted in the group at once, with no rescan.
+caf::error join_disk_group(const std::string& path, uint64_t group);
+
+/// The disk group of the subvolume at `path` under simple quotas, made
+/// and joined when it has none; nullopt under full quotas.
+expected<std::optional<uint64_t>> ensure_disk_group(const std::string& path);
+
+// -- the share, whichever the mode -------------------------------------------
+
+/// Limits the bytes counted for the session whose tree is at `path`: the
+/// limit of its disk group under simple quotas (nothing to do while it has
+/// none), of its own level-0 qgroup under full quotas. nullopt removes it.
+caf::error limit_share(const std::string& path,
+                       std::optional<uint64_t> max_bytes);
+
+/// What is counted for the session whose tree is at `path`: its disk
+/// group under simple quotas (nullopt while it has none), its level-0
+/// qgroup under full quotas.
+std::optional<qgroup_usage> read_share(const std::string& path);
 
 /// Removes the level-0 qgroups of deleted subvolumes that the kernel lets
 /// go, and returns how many went. Every snapshot pays for each qgroup of a

@@ -2,6 +2,7 @@
 #include "guest/store/workspace_ops.hpp"
 
 #include "guest/os/btrfs.hpp"
+#include "guest/os/btrfs_quota.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/os/unique_fd.hpp"
 #include "guest/store/create_intent.hpp"
@@ -40,8 +41,11 @@ expected<int64_t> snapshot_current(const layout& paths, const std::string& a,
                                    const std::string& s,
                                    const std::string& id) {
   auto target = paths.checkpoint(a, s, id);
-  // The ioctl creates the snapshot completely or not at all.
-  if (auto err = os::create_snapshot(paths.current(a, s), target, true))
+  auto current = paths.current(a, s);
+  // The ioctl creates the snapshot completely or not at all, in the
+  // session's disk group when it has one.
+  if (auto err =
+          os::create_snapshot(current, target, true, os::disk_group(current)))
     return err;
   return snapshot_generation(target);
 }
@@ -50,8 +54,9 @@ expected<int64_t> snapshot_entry(const layout& paths, const std::string& a,
                                  const std::string& s, const std::string& name,
                                  const std::string& id) {
   auto target = paths.checkpoint(a, s, id);
-  if (auto err = os::create_snapshot(paths.session_dir(a, s) + "/" + name,
-                                     target, true))
+  if (auto err =
+          os::create_snapshot(paths.session_dir(a, s) + "/" + name, target,
+                              true, os::disk_group(paths.current(a, s))))
     return err;
   return snapshot_generation(target);
 }
@@ -139,7 +144,10 @@ caf::error make_restore(const layout& paths, const std::string& a,
                           ? "session does not exist: " + a + "/" + s
                           : message_of(err));
   auto target = paths.session_dir(a, s) + "/" + restore_name;
-  if (auto err = os::create_snapshot(source, target, false)) {
+  // The restored tree joins the session's disk group as it is made, so
+  // what it writes counts in the share from the start.
+  if (auto err = os::create_snapshot(source, target, false,
+                                     os::disk_group(paths.current(a, s)))) {
     os::remove_tree(target);
     return err;
   }

@@ -143,6 +143,10 @@ struct execution_status {
   std::vector<std::string> store_devices;
   /// The store's Btrfs quotas are on: disk.max is enforced.
   bool store_quotas = false;
+  /// How they count: "simple" (a share holds what the session wrote and
+  /// still pins, checkpoints included), "full" (what its workspace
+  /// references) or "off".
+  std::string store_quota_mode = "off";
 };
 
 } // namespace allox

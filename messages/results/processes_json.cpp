@@ -386,7 +386,8 @@ json::object to_json(const execution_status& s) {
           {"isolation", "bubblewrap"},
           {"cgroup_controllers", strings(s.cgroup_controllers)},
           {"store_devices", strings(s.store_devices)},
-          {"store_quotas", s.store_quotas}};
+          {"store_quotas", s.store_quotas},
+          {"store_quota_mode", s.store_quota_mode}};
 }
 
 } // namespace allox

@@ -57,7 +57,8 @@ json::object to_json(const process_tree_view& t);
 
 /// process.status: {enabled, backend} without execution; with it also
 /// {abi, ready, error, execution_enabled, cgroup_root, audit_root,
-/// isolation, cgroup_controllers, store_devices, store_quotas}.
+/// isolation, cgroup_controllers, store_devices, store_quotas,
+/// store_quota_mode}.
 json::object to_json(const execution_status& s);
 
 } // namespace allox

@@ -5,7 +5,10 @@
 // writing and checkpointing; the full session can still checkpoint and roll
 // back, and the share holds on the restored tree, across a restart, and
 // from the daemon's default given in percent of the store; the qgroups of
-// the trees it deleted are swept.
+// the trees it deleted are swept. This machine's kernel has simple quotas,
+// which the daemon turns on: there a session's checkpoints count in its
+// share, a fork has a share of its own, and the group of a session from
+// before the quotas is made at its next start.
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_quota.hpp"
 #include "guest/os/fs.hpp"
@@ -31,11 +34,43 @@ json::object fill(http_client& c, const std::string& a, const std::string& s,
   return wait_done(c, a, s, id);
 }
 
+/// The run's writes failed at the share; or, with the share already full,
+/// the run could not start, since handing its workspace to the sandbox
+/// user writes metadata.
 bool quota_refused(http_client& c, const std::string& a, const std::string& s,
                    const json::object& row) {
+  const std::string full = "Disk quota exceeded";
+  if (row.at("state") == "failed" && row.at("error").is_string())
+    return std::string{row.at("error").as_string()}.find(full) !=
+           std::string::npos;
   return row.at("root_exit_code") != 0 &&
-         output(c, a, s, run_id(row), "stderr").find("Disk quota exceeded") !=
-             std::string::npos;
+         output(c, a, s, run_id(row), "stderr").find(full) != std::string::npos;
+}
+
+/// What the share of session s counts, once the kernel freed what deleted
+/// trees held: commits until the count is below `bytes` (or a minute).
+uint64_t counted_below(daemon_process& d, const std::string& s,
+                       uint64_t bytes) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+  for (;;) {
+    REQUIRE_FALSE(os::commit_and_clean(d.root()));
+    auto q = os::read_share(d.current("a", s));
+    REQUIRE(q);
+    if (q->referenced < bytes || std::chrono::steady_clock::now() > until)
+      return q->referenced;
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  }
+}
+
+/// The disk group of session s, once its actor's start made it.
+std::optional<uint64_t> group_of(daemon_process& d, const std::string& s) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  auto group = os::disk_group(d.current("a", s));
+  while (!group && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    group = os::disk_group(d.current("a", s));
+  }
+  return group;
 }
 
 } // namespace
@@ -45,7 +80,9 @@ TEST_CASE("disk share: without the store's quotas disk.max is refused as "
   daemon_process d{with_execution()};
   d.start();
   auto& c = d.client();
-  CHECK(expect_ok(c.rpc("process.status")).at("store_quotas") == false);
+  auto status = expect_ok(c.rpc("process.status"));
+  CHECK(status.at("store_quotas") == false);
+  CHECK(status.at("store_quota_mode") == "off");
   auto s = ids("a", "s");
   expect_ok(c.rpc("session.create", s));
   auto r =
@@ -65,7 +102,9 @@ TEST_CASE("disk share: a session filling its share is stopped there while "
   daemon_process d{with_execution({"--store-quotas"})};
   d.start();
   auto& c = d.client();
-  CHECK(expect_ok(c.rpc("process.status")).at("store_quotas") == true);
+  auto status = expect_ok(c.rpc("process.status"));
+  CHECK(status.at("store_quotas") == true);
+  REQUIRE(status.at("store_quota_mode") == "simple");
   auto full = ids("a", "full");
   auto other = ids("a", "other");
   expect_ok(c.rpc("session.create", full));
@@ -93,16 +132,20 @@ TEST_CASE("disk share: a session filling its share is stopped there while "
   // The neighbour is not held by it.
   CHECK(fill(c, "a", "other", "big", 32).at("root_exit_code") == 0);
   expect_ok(c.rpc("checkpoint.create", with(other, {{"checkpoint_id", "o1"}})));
-  // describe counts what the workspace references (as of the last commit).
+  // describe counts what the session wrote (as of the last commit).
   auto described = expect_ok(c.rpc("session.describe", full));
   CHECK(described.at("usage").at("disk_bytes").as_int64() > 4 << 20);
 
   // Full, it still checkpoints and rolls back, and the restored tree has
-  // the share too.
+  // the share too. What the checkpoint holds still counts, until it goes.
   expect_ok(
       c.rpc("checkpoint.create", with(full, {{"checkpoint_id", "full"}})));
   expect_ok(
       c.rpc("session.rollback", with(full, {{"checkpoint_id", "empty"}})));
+  CHECK(quota_refused(c, "a", "full", fill(c, "a", "full", "small", 4)));
+  expect_ok(
+      c.rpc("checkpoint.delete", with(full, {{"checkpoint_id", "full"}})));
+  CHECK(counted_below(d, "full", 1 << 20) < 1 << 20);
   CHECK(fill(c, "a", "full", "small", 4).at("root_exit_code") == 0);
   CHECK(quota_refused(c, "a", "full", fill(c, "a", "full", "big", 32)));
 
@@ -185,4 +228,77 @@ TEST_CASE("disk share: with the store's quotas on, a burst of rollbacks "
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
           .count());
   CHECK(waiting() <= 4);
+}
+
+TEST_CASE("disk share: a session's checkpoints count in its share, so "
+          "rewriting its workspace between checkpoints cannot fill the "
+          "store, and deleting them gives the room back") {
+  daemon_process d{with_execution({"--store-quotas"})};
+  d.start();
+  auto& c = d.client();
+  auto s = ids("a", "s");
+  expect_ok(c.rpc("session.create", s));
+  expect_ok(
+      c.rpc("session.configure", with(s, {{"limits", {{"disk.max", "24M"}}}})));
+  // 12 MiB, kept by c1 and c2 (two checkpoints share it: it counts once),
+  // then replaced: the new 12 MiB finds only what c1 and c2 left free.
+  CHECK(fill(c, "a", "s", "data", 12).at("root_exit_code") == 0);
+  for (auto id : {"c1", "c2"})
+    expect_ok(c.rpc("checkpoint.create", with(s, {{"checkpoint_id", id}})));
+  expect_ok(c.rpc("file.remove", with(s, {{"path", "data"}})));
+  CHECK(quota_refused(c, "a", "s", fill(c, "a", "s", "data", 16)));
+  auto counted = os::read_share(d.current("a", "s"));
+  REQUIRE(counted);
+  CHECK(counted->referenced <= 25u << 20);
+  CHECK(counted->max_referenced == 24u << 20);
+  // Full, it still checkpoints and rolls back; the neighbour is not held.
+  expect_ok(c.rpc("checkpoint.create", with(s, {{"checkpoint_id", "c3"}})));
+  expect_ok(c.rpc("session.rollback", with(s, {{"checkpoint_id", "c1"}})));
+  auto other = ids("a", "other");
+  expect_ok(c.rpc("session.create", other));
+  CHECK(fill(c, "a", "other", "data", 32).at("root_exit_code") == 0);
+  // Its checkpoints gone, what they alone held is free again.
+  for (auto id : {"c2", "c3"})
+    expect_ok(c.rpc("checkpoint.delete", with(s, {{"checkpoint_id", id}})));
+  CHECK(counted_below(d, "s", 14u << 20) < 14u << 20);
+  expect_ok(c.rpc("file.remove", with(s, {{"path", "data"}})));
+  expect_ok(c.rpc("checkpoint.delete", with(s, {{"checkpoint_id", "c1"}})));
+  CHECK(counted_below(d, "s", 1u << 20) < 1u << 20);
+  CHECK(fill(c, "a", "s", "data", 20).at("root_exit_code") == 0);
+}
+
+TEST_CASE("disk share: a fork has a share of its own, and a session from "
+          "before the store's quotas gets its group at its next start") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  auto s = ids("a", "s");
+  expect_ok(c.rpc("session.create", s));
+  CHECK(fill(c, "a", "s", "old", 8).at("root_exit_code") == 0);
+  expect_ok(c.rpc("checkpoint.create", with(s, {{"checkpoint_id", "c1"}})));
+  d.stop();
+  d.set_extra_args({"--store-quotas", "--session-limits", "disk.max=16M"});
+  d.start();
+  auto& c2 = d.client();
+  // Simple quotas count only what is written once they are on.
+  REQUIRE(group_of(d, "s"));
+  auto before = os::read_share(d.current("a", "s"));
+  REQUIRE(before);
+  CHECK(before->referenced < 1u << 20);
+  CHECK(before->max_referenced == 16u << 20);
+  expect_ok(c2.rpc("session.fork", with(s, {{"new_session_id", "f"},
+                                            {"checkpoint_id", "c1"}})));
+  auto source = group_of(d, "s");
+  auto fork = group_of(d, "f");
+  REQUIRE(source);
+  REQUIRE(fork);
+  CHECK(*source != *fork);
+  // Each writes up to its own share.
+  CHECK(fill(c2, "a", "f", "new", 12).at("root_exit_code") == 0);
+  CHECK(fill(c2, "a", "s", "new", 12).at("root_exit_code") == 0);
+  CHECK(quota_refused(c2, "a", "f", fill(c2, "a", "f", "more", 8)));
+  auto in_fork = os::read_share(d.current("a", "f"));
+  REQUIRE(in_fork);
+  CHECK(in_fork->referenced >= 12u << 20);
+  CHECK(in_fork->referenced <= 17u << 20);
 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Btrfs quota groups on a loop-mounted store of the test's own: a limit on
 // a subvolume's referenced bytes, and the sweep of the qgroups Btrfs keeps
-// after the cleaner dropped their subvolumes. Needs root.
+// after the cleaner dropped their subvolumes (full quotas); a disk group
+// holding a tree and its snapshots, whose limit counts what the snapshots
+// pin (simple quotas, which this machine's kernel has). Needs root.
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_quota.hpp"
 #include "guest/os/loop_mount.hpp"
@@ -10,7 +12,10 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
+
+#include <unistd.h>
 
 using namespace allox;
 
@@ -23,8 +28,13 @@ TEST_CASE("btrfs quota: a limit on a subvolume holds, and the qgroups of "
   CHECK_FALSE(os::quotas_enabled(root));
   REQUIRE_FALSE(os::enable_quotas(root));
   CHECK(os::quotas_enabled(root));
+  CHECK(os::quotas_mode(root) == os::quota_mode::full);
   auto live = root + "/live";
   REQUIRE_FALSE(os::create_subvolume(live));
+  // Full quotas make no groups: the share is the tree's own limit.
+  auto none = os::ensure_disk_group(live);
+  REQUIRE(none);
+  CHECK_FALSE(*none);
   REQUIRE_FALSE(os::limit_referenced(live, 8u << 20));
   auto q = os::read_qgroup(live);
   REQUIRE(q);
@@ -67,4 +77,87 @@ TEST_CASE("btrfs quota: a limit on a subvolume holds, and the qgroups of "
   CHECK(os::read_qgroup(live)->max_referenced ==
         std::optional<uint64_t>{8u << 20});
   CHECK(*os::remove_stale_qgroups(root) == 0);
+}
+
+namespace {
+
+/// Writes `mib` MiB into `path` and syncs it; false when refused.
+bool write_mib(const std::string& path, int mib) {
+  std::string chunk(1 << 20, 'x');
+  auto* f = std::fopen(path.c_str(), "w");
+  if (!f)
+    return false;
+  bool ok = true;
+  for (int i = 0; i < mib && ok; ++i)
+    ok = std::fwrite(chunk.data(), 1, chunk.size(), f) == chunk.size() &&
+         std::fflush(f) == 0;
+  ok = ok && ::fsync(::fileno(f)) == 0;
+  return std::fclose(f) == 0 && ok;
+}
+
+/// What the share of `tree` counts once a commit accounted everything.
+uint64_t counted(const std::string& root, const std::string& tree) {
+  REQUIRE_FALSE(os::commit_and_clean(root));
+  auto q = os::read_share(tree);
+  REQUIRE(q);
+  return q->referenced;
+}
+
+} // namespace
+
+TEST_CASE("btrfs quota: under simple quotas a disk group holds a tree and "
+          "its snapshots, and its limit counts what the snapshots pin") {
+  test::temp_dir dir;
+  auto store = os::loop_mount::open(dir / "image", 256ull << 20, dir / "mnt");
+  REQUIRE(store);
+  auto root = dir / "mnt";
+  REQUIRE_FALSE(os::enable_quotas(root, true));
+  REQUIRE(os::quotas_mode(root) == os::quota_mode::simple);
+  auto live = root + "/live";
+  REQUIRE_FALSE(os::create_subvolume(live));
+  // Two groups made one after the other are two groups.
+  auto g1 = os::create_disk_group(live);
+  auto g2 = os::create_disk_group(live);
+  REQUIRE(g1);
+  REQUIRE(g2);
+  CHECK(*g1 != *g2);
+  CHECK((*g1 >> 48) == 1u);
+  CHECK_FALSE(os::disk_group(live));
+  CHECK_FALSE(os::read_share(live)); // no group yet
+  auto group = os::ensure_disk_group(live);
+  REQUIRE(group);
+  REQUIRE(*group);
+  CHECK(os::disk_group(live) == *group);
+  CHECK(*os::ensure_disk_group(live) == *group); // made once
+  REQUIRE_FALSE(os::limit_share(live, 16u << 20));
+  CHECK(os::read_share(live)->max_referenced ==
+        std::optional<uint64_t>{16u << 20});
+
+  // 10 MiB kept by a snapshot in the group, then deleted from the tree:
+  // the group still counts it, so only 6 MiB more fit.
+  REQUIRE(write_mib(live + "/a", 10));
+  REQUIRE_FALSE(os::create_snapshot(live, root + "/snap", true, *group));
+  CHECK(os::disk_group(root + "/snap") == *group);
+  REQUIRE(::unlink((live + "/a").c_str()) == 0);
+  CHECK(counted(root, live) >= 10u << 20);
+  CHECK_FALSE(write_mib(live + "/b", 10));
+  CHECK(counted(root, live) <= 17u << 20);
+  // The sweep leaves what a group still counts alone.
+  REQUIRE(os::remove_stale_qgroups(root));
+  CHECK(counted(root, live) >= 10u << 20);
+
+  // The snapshot gone, its 10 MiB are free; the limit can be lifted from
+  // a group that is full.
+  REQUIRE(::unlink((live + "/b").c_str()) == 0);
+  REQUIRE_FALSE(os::delete_subvolume(root + "/snap"));
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+  while (counted(root, live) > 1u << 20 &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  CHECK(counted(root, live) <= 1u << 20);
+  CHECK(write_mib(live + "/c", 15));
+  CHECK_FALSE(write_mib(live + "/d", 4));
+  REQUIRE_FALSE(os::limit_share(live, std::nullopt));
+  CHECK_FALSE(os::read_share(live)->max_referenced);
+  CHECK(write_mib(live + "/d", 4));
 }
