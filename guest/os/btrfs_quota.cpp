@@ -96,6 +96,17 @@ std::optional<qgroup_usage> read_sysfs_qgroup(int fd, uint64_t qgroupid) {
   return u;
 }
 
+/// The qgroups sysfs shows for the filesystem `fd` is on ("0_256",
+/// "1_3", ...; also its few files): none when quotas are off.
+expected<std::vector<std::string>> sysfs_qgroups(int fd,
+                                                 const std::string& path) {
+  auto dir = sysfs_dir(fd);
+  if (!dir)
+    return ioctl_error("reading the Btrfs filesystem's id", path);
+  auto names = list_dir(*dir + "/qgroups");
+  return names ? std::move(*names) : std::vector<std::string>{};
+}
+
 } // namespace
 
 caf::error enable_quotas(const std::string& path, bool prefer_simple) {
@@ -197,11 +208,10 @@ expected<uint64_t> create_disk_group(const std::string& path) {
   auto fd = open_outside(path);
   if (!fd)
     return ioctl_error("open", path);
-  auto dir = sysfs_dir(fd.get());
-  if (!dir)
-    return ioctl_error("reading the Btrfs filesystem's id", path);
-  auto names = list_dir(*dir + "/qgroups");
+  auto names = sysfs_qgroups(fd.get(), path);
   if (!names)
+    return names.error();
+  if (names->empty())
     return make_error(errc::unsupported,
                       "quotas are off on the filesystem holding " + path);
   uint64_t next = 1;
@@ -291,12 +301,9 @@ expected<size_t> remove_stale_qgroups(const std::string& path) {
   auto fd = open_dir(path);
   if (!fd)
     return ioctl_error("open", path);
-  auto dir = sysfs_dir(fd.get());
-  if (!dir)
-    return ioctl_error("reading the Btrfs filesystem's id", path);
-  auto groups = list_dir(*dir + "/qgroups");
+  auto groups = sysfs_qgroups(fd.get(), path);
   if (!groups)
-    return size_t{0}; // quotas are off
+    return groups.error();
   size_t removed = 0;
   for (const auto& name : *groups) {
     // "0_<subvolume id>"; higher levels are not ours to remove.
