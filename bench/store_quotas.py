@@ -3,7 +3,8 @@
 """What the store's Btrfs quotas cost (docs/benchmarks.md, "Store quotas").
 
 Two daemons of the same build, each on a fresh loop-backed store, one with
---store-quotas and its session at disk.max=4G, one without: a session
+--store-quotas and its session at disk.max=4G, one without (the quotas'
+mode, simple or full, is the kernel's and the build's: the header says): a session
 holding 10,000 small files, and 4 MiB of fresh data written before each
 sample. Measured in interleaved rounds on both stores:
   - checkpoint.create, session.rollback (to the checkpoint just taken),
@@ -65,9 +66,13 @@ try:
         populate(current(d), FILES)
         os.makedirs(os.path.join(d.root, "cli-baseline"))
         settle(d)
+    # Builds from before the quota modes had full quotas only.
+    quota_mode = daemons["on"].rpc("process.status").get(
+        "store_quota_mode", "full")
     print(f"## Run {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, "
           f"{SAMPLES} samples per cell, {FILES:,} files and 4 MiB written "
-          f"before each sample, times in ms (p50 / p99)\n")
+          f"before each sample, {quota_mode} quotas, times in ms "
+          f"(p50 / p99)\n")
 
     taken = {mode: [] for mode in daemons}
 
