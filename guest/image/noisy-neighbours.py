@@ -33,13 +33,14 @@ base, token = sys.argv[1], sys.argv[2]
 rounds = int(os.environ.get("ALLOX_NOISY_ROUNDS", "10"))
 per_run = int(os.environ.get("ALLOX_NOISY_PER_RUN", "10"))
 allowed = float(os.environ.get("ALLOX_NOISY_RATIO", "3"))
-# Where the target is not met yet, the bound that holds today, so that the
-# check still catches a regression; the ratio is printed either way. A
-# checkpoint is a Btrfs commit of the whole store, with its flushes: in
-# QEMU TCG, beside the CPU spinners, the disk writer held at io.max or the
-# disk filler, its p99 reached 4.25x to 5.01x of idle in some boots (1.0x
-# to 2x in most; docs/benchmarks/history/noisy-neighbours.md).
-not_met = {"checkpoint.create": 8.0}
+# Where the target is not met, the bound that holds today, so that the
+# check still catches a regression; the ratio is printed either way. None
+# now: checkpoint.create's p99 was held at 8x while the guest's kernel had
+# full quotas only, whose accounting walk at each snapshot reached 4.25x
+# to 5.01x of idle beside the CPU spinners, the io.max writer or the
+# filler in some TCG boots; with simple quotas it stays within 1.7x
+# (docs/benchmarks/history/noisy-neighbours.md).
+not_met = {}
 failed = 0
 
 NOISY = {"agent_id": "agent-2", "session_id": "noisy"}
@@ -380,10 +381,28 @@ def main():
     disk = u.get("disk_bytes") or 0
     check("disk filler: describe counts the workspace up to its share",
           24 << 20 <= disk <= 40 << 20, json.dumps(u))
-    freed = run_to_end(NOISY, ["sh", "-c", "rm -f /workspace/fill.* && "
-                               "dd if=/dev/zero of=/workspace/after bs=1M "
-                               "count=8 conv=fsync status=none"])
-    check("disk filler: once it deletes, the session writes again",
+    write_after = ["sh", "-c", "dd if=/dev/zero of=/workspace/after bs=1M "
+                   "count=8 conv=fsync status=none"]
+    run_to_end(NOISY, ["sh", "-c", "rm -f /workspace/fill.*"])
+    if status.get("store_quota_mode") == "simple":
+        # The share holds what the session wrote and still pins: the
+        # checkpoint "full" keeps the filler's bytes until it goes.
+        pinned = run_to_end(NOISY, write_after)
+        check("disk filler: its checkpoint holds its share, so deleting "
+              "its files frees nothing (simple quotas)",
+              pinned["state"] == "failed" or pinned["root_exit_code"] != 0,
+              json.dumps({k: pinned.get(k) for k in
+                          ("state", "root_exit_code", "error")}))
+        must("checkpoint.delete", NOISY | {"checkpoint_id": r["result"][
+            "checkpoint_id"]})
+    # The cleaner frees a deleted tree's extents in the background.
+    for _ in range(30):
+        freed = run_to_end(NOISY, write_after)
+        if freed["root_exit_code"] == 0:
+            break
+        time.sleep(1)
+    check("disk filler: once it deletes (and its checkpoint goes), the "
+          "session writes again",
           freed["state"] == "completed" and freed["root_exit_code"] == 0,
           json.dumps({k: freed.get(k) for k in ("state", "root_exit_code")}))
     for phase, attempts in phases:

@@ -11,7 +11,7 @@
 //   and still pins anywhere, checkpoints included, and its limit makes
 //   writes past the share fail with EDQUOT. Snapshots join the group as
 //   they are made, which simple quotas account without a rescan.
-// - Full quotas (older kernels, such as the guest's 6.1): each tree's
+// - Full quotas (older kernels, such as Debian 12's own 6.1): each tree's
 //   level-0 qgroup counts the bytes it references; the share is a limit on
 //   current/'s. Putting a snapshot into a higher-level group marks full
 //   accounting inconsistent until a rescan of the whole filesystem, so
