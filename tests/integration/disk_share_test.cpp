@@ -302,3 +302,31 @@ TEST_CASE("disk share: a fork has a share of its own, and a session from "
   CHECK(in_fork->referenced >= 12u << 20);
   CHECK(in_fork->referenced <= 17u << 20);
 }
+
+TEST_CASE("disk share: a store whose quotas are full keeps them, and there "
+          "the share is the workspace's, with checkpoints outside it") {
+  daemon_process d{with_execution()};
+  d.start();
+  auto& c = d.client();
+  auto s = ids("a", "s");
+  expect_ok(c.rpc("session.create", s));
+  expect_ok(c.rpc("checkpoint.create", with(s, {{"checkpoint_id", "empty"}})));
+  // As turned on by a kernel without simple quotas (or a daemon before
+  // them): the daemon keeps the mode the store has.
+  REQUIRE_FALSE(os::enable_quotas(d.root()));
+  d.stop();
+  d.set_extra_args({"--store-quotas", "--session-limits", "disk.max=8M"});
+  d.start();
+  auto& c2 = d.client();
+  REQUIRE(expect_ok(c2.rpc("process.status")).at("store_quota_mode") == "full");
+  CHECK(quota_refused(c2, "a", "s", fill(c2, "a", "s", "big", 32)));
+  CHECK_FALSE(os::disk_group(d.current("a", "s")));
+  // The checkpoint keeps what the workspace held, outside the share: back
+  // at the empty checkpoint, the restored tree has the share and room.
+  expect_ok(c2.rpc("checkpoint.create", with(s, {{"checkpoint_id", "full"}})));
+  expect_ok(c2.rpc("session.rollback", with(s, {{"checkpoint_id", "empty"}})));
+  CHECK(os::read_share(d.current("a", "s"))->max_referenced ==
+        std::optional<uint64_t>{8u << 20});
+  CHECK(fill(c2, "a", "s", "small", 4).at("root_exit_code") == 0);
+  CHECK(quota_refused(c2, "a", "s", fill(c2, "a", "s", "big", 32)));
+}
