@@ -160,8 +160,8 @@ def main():
         if local:
             # The idle runs would outlive the daemon (live restore).
             for i in range(made):
-                for row in d.rpc("process.list", **ids(i)).get(
-                        "result", {}).get("runs", []):
+                # Without a limit, process.list is a bare array of rows.
+                for row in must(d, "process.list", **ids(i)):
                     if row["state"] == "running":
                         d.rpc("process.stop", **ids(i), run_id=row["run_id"])
             local.stop()
