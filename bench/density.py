@@ -15,7 +15,8 @@ to N = 1. Target: flat within 1.5x from 1 to 200.
 Usage: bench/density.py URL TOKEN   (a running daemon that runs commands,
        e.g. the guest VM's: bench/guest_density.sh)
        bench/density.py [build-dir] (a release daemon on a fresh store here)
-Writes JSON to $BENCH_JSON when set.
+Writes JSON to $BENCH_JSON when set. BENCH_BACKGROUND=0 takes no live
+checkpoints in the background.
 """
 import json, os, random, sys, threading, time
 import urllib.error, urllib.request
@@ -147,7 +148,9 @@ def main():
                 must(d, "process.start", **ids(made),
                      argv=["sleep", "100000"], timeout=86400)
                 made += 1
-            cps.n = n
+            # BENCH_BACKGROUND=0 leaves the sessions' checkpoints out, to
+            # tell their load from what the number of sessions costs.
+            cps.n = n if os.environ.get("BENCH_BACKGROUND", "1") != "0" else 0
             time.sleep(2)
             (c50, c99), (s50, s99) = measure(d, probe, n)
             rows.append({"sessions": n, "daemon_rss": daemon_rss(d),
