@@ -161,13 +161,17 @@ def main():
     finally:
         cps.stop.set()
         if local:
-            # The idle runs would outlive the daemon (live restore).
-            for i in range(made):
-                # Without a limit, process.list is a bare array of rows.
-                for row in must(d, "process.list", **ids(i)):
-                    if row["state"] == "running":
-                        d.rpc("process.stop", **ids(i), run_id=row["run_id"])
-            local.stop()
+            # The idle runs would outlive the daemon (live restore); the
+            # daemon and its loop device go whatever happens here.
+            try:
+                for i in range(made):
+                    # Without a limit, process.list is a bare array of rows.
+                    for row in must(d, "process.list", **ids(i)):
+                        if row["state"] == "running":
+                            d.rpc("process.stop", **ids(i),
+                                  run_id=row["run_id"])
+            finally:
+                local.stop()
     base = rows[0]
     print(f"### Density ({where}; {SAMPLES} samples per step, a live "
           f"checkpoint per session per minute in the background: "
