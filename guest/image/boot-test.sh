@@ -122,6 +122,12 @@ if wait_health; then
   check "boot 1: the store counts in simple quotas" eval 'rpc process.status "{}" && [[ $(result .store_quota_mode) == simple ]]'
   # (Kernels before 6.7 have full quotas only, and keep the qgroups of
   # deleted trees for the daemon's sweep: tests/guest/os covers both.)
+  # A guest that panicked or rebooted ends QEMU (-no-reboot): its console
+  # says why, and goes with the run.
+  if ! kill -0 "$qemu_pid" 2>/dev/null; then
+    fail "boot 1: QEMU ran to the power-off"
+    tail -n 80 "$console"
+  fi
   check "boot 1: power off" power_off
 else
   fail "boot 1: /health"
