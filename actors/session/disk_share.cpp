@@ -39,7 +39,8 @@ void enforce_disk_share(self_ptr self, fail_fn done) {
   // Sysfs reads and a quota-tree search: cheap enough here, and they spare
   // most starts a lane.
   auto now = os::read_share(current);
-  bool simple = os::quotas_mode(current) == os::quota_mode::simple;
+  // Without a group (nothing to read under simple quotas) the lane makes one.
+  bool simple = st.runs.config->store_simple_quotas;
   if (now ? now->max_referenced == share : !share && !simple) {
     done(caf::none);
     return;
