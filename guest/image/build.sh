@@ -97,11 +97,8 @@ lib_packages() {
   done
 }
 lib_list=$(lib_packages "${found[@]}")
-# The kernel from bookworm-backports (6.12): Btrfs simple quotas (6.7 and
-# later) let a session's disk share hold its checkpoints
-# (guest/os/btrfs_quota.hpp); bookworm's own 6.1 has full quotas only.
 mapfile -t packages < <(printf '%s\n' \
-  "linux-image-amd64/$suite-backports" initramfs-tools systemd systemd-sysv udev dbus kmod \
+  linux-image-amd64 initramfs-tools systemd systemd-sysv udev dbus kmod \
   bubblewrap btrfs-progs util-linux mount e2fsprogs procps iproute2 \
   $lib_list | sort -u)
 say "Debian packages: ${packages[*]}"
@@ -138,8 +135,7 @@ else
     --dpkgopt='path-exclude=/usr/share/info/*' \
     --customize-hook='chroot "$1" dpkg-query -W -f "\${Package} \${Version}\n" > "$1"/usr/share/allox-os-packages.txt' \
     "${hooks[@]}" \
-    "$suite" "$base.part" "deb $mirror $suite main" \
-    "deb $mirror $suite-backports main"
+    "$suite" "$base.part" "$mirror"
   mv "$base.part" "$base"
   # Older bases of other package lists are of no further use.
   [[ -n $cache ]] && find "$cache" -maxdepth 1 -name 'base-*.tar' ! -name "base-$key.tar" -delete

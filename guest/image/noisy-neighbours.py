@@ -34,13 +34,13 @@ rounds = int(os.environ.get("ALLOX_NOISY_ROUNDS", "10"))
 per_run = int(os.environ.get("ALLOX_NOISY_PER_RUN", "10"))
 allowed = float(os.environ.get("ALLOX_NOISY_RATIO", "3"))
 # Where the target is not met, the bound that holds today, so that the
-# check still catches a regression; the ratio is printed either way. None
-# now: checkpoint.create's p99 was held at 8x while the guest's kernel had
-# full quotas only, whose accounting walk at each snapshot reached 4.25x
-# to 5.01x of idle beside the CPU spinners, the io.max writer or the
-# filler in some TCG boots; with simple quotas it stays within 1.7x
-# (docs/benchmarks/history/noisy-neighbours.md).
-not_met = {}
+# check still catches a regression; the ratio is printed either way. The
+# guest's 6.1 has full quotas, whose accounting walk at each snapshot put
+# checkpoint.create's p99 at 4.25x to 5.01x of idle beside the CPU
+# spinners, the io.max writer or the filler in some TCG boots (1.0x to 2x
+# in most). With simple quotas (a 6.12 guest) it stayed within 1.7x in
+# three boots (docs/benchmarks/history/noisy-neighbours.md).
+not_met = {"checkpoint.create": 8.0}
 failed = 0
 
 NOISY = {"agent_id": "agent-2", "session_id": "noisy"}
