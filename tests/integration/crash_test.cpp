@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
+#include <chrono>
 #include <random>
 #include <thread>
 
@@ -209,7 +209,8 @@ TEST_CASE("crash: random SIGKILLs under checkpoint and rollback load") {
   daemon_process d;
   d.start();
   constexpr int sessions = 3;
-  constexpr int rounds = 12;
+  constexpr int min_rounds = 12;
+  constexpr int max_rounds = 40;
   std::mt19937 rng{20261130};
   auto& c = d.client();
   struct model {
@@ -221,17 +222,31 @@ TEST_CASE("crash: random SIGKILLs under checkpoint and rollback load") {
   auto sid = [](int i) {
     return "s" + std::to_string(i);
   };
+  // The kill lands at a random moment inside a window sized from how long
+  // a checkpoint takes on this machine, and the window adapts: a round
+  // whose kill came after every operation narrows it, a round that
+  // interrupted everything widens it. A fixed window proves nothing on a
+  // machine where all operations finish before its kills.
+  long window_us = 1000;
   for (int i = 0; i < sessions; ++i) {
     expect_ok(c.rpc("session.create", ids("a", sid(i))));
     write_file(d.current("a", sid(i)) + "/marker", "c0");
+    auto t0 = std::chrono::steady_clock::now();
     expect_ok(c.rpc("checkpoint.create",
                     with(ids("a", sid(i)), {{"checkpoint_id", "c0"}})));
+    auto took = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - t0);
+    window_us = std::max<long>(window_us, 2 * took.count());
     models[i] = {"c0", {"c0"}, "c0"};
   }
   int next_id = 1;
   int completed = 0, interrupted = 0;
-  for (int round = 0; round < rounds; ++round) {
+  for (int round = 0; round < max_rounds; ++round) {
+    if (round >= min_rounds && completed > 0 && interrupted > 0)
+      break;
     CAPTURE(round);
+    CAPTURE(window_us);
+    int round_completed = completed, round_interrupted = interrupted;
     struct pending {
       bool create = false;
       std::string id; // new checkpoint or rollback target
@@ -239,7 +254,6 @@ TEST_CASE("crash: random SIGKILLs under checkpoint and rollback load") {
       std::string old_marker;
     };
     std::vector<pending> ops(sessions);
-    std::atomic<bool> stop{false};
     std::vector<std::thread> workers;
     // Each session runs a few completed operations, then one that the kill
     // will probably interrupt.
@@ -270,7 +284,8 @@ TEST_CASE("crash: random SIGKILLs under checkpoint and rollback load") {
           client->try_rpc("session.rollback",
                           with(ids("a", sid(i)), {{"checkpoint_id", op.id}}));
       });
-    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 12000));
+    std::this_thread::sleep_for(std::chrono::microseconds(
+        static_cast<long>(rng() % static_cast<unsigned long>(window_us))));
     d.crash();
     for (auto& w : workers)
       w.join();
@@ -313,7 +328,12 @@ TEST_CASE("crash: random SIGKILLs under checkpoint and rollback load") {
       }
       m.head = head;
     }
-    (void)stop;
+    round_completed = completed - round_completed;
+    round_interrupted = interrupted - round_interrupted;
+    if (round_interrupted == 0 && round_completed > 0)
+      window_us = std::max<long>(200, window_us * 2 / 3);
+    else if (round_completed == 0 && round_interrupted > 0)
+      window_us = window_us * 3 / 2;
   }
   MESSAGE("operations completed before the kill: "
           << completed << ", interrupted: " << interrupted);
