@@ -73,7 +73,8 @@ int parse(int argc, char** argv, options& out) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50));
   int64_t sweep_ms = out.qgroup_sweep.count();
   app.add_option("--qgroup-sweep-ms", sweep_ms,
-                 "how often the qgroups of deleted checkpoints are removed "
+                 "how often the qgroups of deleted trees and the disk groups "
+                 "of deleted sessions are removed "
                  "while the store's quotas are on")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, int64_t{86400000}));

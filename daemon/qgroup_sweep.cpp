@@ -26,20 +26,26 @@ void qgroup_sweep::start(std::chrono::milliseconds interval) {
             t->loop, &self->work_,
             [](uv_work_t* w) {
               auto* s = static_cast<qgroup_sweep*>(w->data);
-              auto n = os::remove_stale_qgroups(s->root_);
-              s->last_ = n ? *n : 0;
+              auto n = os::remove_stale_qgroups(s->root_, s->empty_groups_);
+              s->last_ = n ? *n : os::qgroup_sweep_result{};
               s->error_ = n ? std::string{} : message_of(n.error());
+              s->empty_groups_ = s->last_.empty_groups;
             },
             [](uv_work_t* w, int) {
               auto* s = static_cast<qgroup_sweep*>(w->data);
               s->busy_ = false;
               if (!s->error_.empty())
                 log::warn("daemon", "stale qgroups: " + s->error_);
-              else if (s->last_ > 0)
+              if (s->last_.trees > 0)
                 // Rare (deleted trees only) and the proof that the kernel
                 // kept them: said where an operator looks.
-                log::info("daemon", "removed " + std::to_string(s->last_) +
+                log::info("daemon", "removed " +
+                                        std::to_string(s->last_.trees) +
                                         " qgroup(s) of deleted trees");
+              if (s->last_.groups > 0)
+                log::info("daemon", "removed " +
+                                        std::to_string(s->last_.groups) +
+                                        " empty disk group(s)");
             });
       },
       ms, ms);

@@ -2,11 +2,14 @@
 // With the store's quotas on, the qgroups of deleted checkpoints and
 // replaced trees may outlive their subvolumes (kernels older than this
 // machine's keep them), and each one left makes every later snapshot
-// slower (guest/os/btrfs_quota.hpp). This timer removes them
-// every interval: the loop thread arms it, libuv's thread pool sweeps, one
-// sweep at a time. Store-wide, so that no deleting path (a session's purge,
-// checkpoint.delete, start-up recovery, an operator's CLI) has to remember.
+// slower (guest/os/btrfs_quota.hpp); the disk groups of deleted sessions
+// stay too. This timer removes them every interval: the loop thread arms
+// it, libuv's thread pool sweeps, one sweep at a time. Store-wide, so that no
+// deleting path (a session's purge, checkpoint.delete, start-up recovery, an
+// operator's CLI) has to remember.
 #pragma once
+
+#include "guest/os/btrfs_quota.hpp"
 
 #include <uv.h>
 
@@ -34,8 +37,11 @@ private:
   std::string root_;
   bool busy_ = false;
   /// Written by the pool thread, read on the loop thread after it.
-  size_t last_ = 0;
+  os::qgroup_sweep_result last_;
   std::string error_;
+  /// The disk groups the last sweep found empty; only the pool thread
+  /// touches it, one sweep at a time.
+  std::vector<uint64_t> empty_groups_;
 };
 
 } // namespace allox::daemon

@@ -107,6 +107,22 @@ expected<std::vector<std::string>> sysfs_qgroups(int fd,
   return names ? std::move(*names) : std::vector<std::string>{};
 }
 
+/// True when the quota tree relates `qgroupid` to another qgroup: a
+/// member below it or a group above it (relations are stored both ways,
+/// keyed by each end).
+bool has_relations(int fd, uint64_t qgroupid) {
+  btrfs_ioctl_search_args args{};
+  auto& key = args.key;
+  key.tree_id = BTRFS_QUOTA_TREE_OBJECTID;
+  key.min_objectid = key.max_objectid = qgroupid;
+  key.min_type = key.max_type = BTRFS_QGROUP_RELATION_KEY;
+  key.max_offset = ~uint64_t{0};
+  key.max_transid = ~uint64_t{0};
+  key.nr_items = 1;
+  // A failed search keeps the group: removing one in use would be worse.
+  return ::ioctl(fd, BTRFS_IOC_TREE_SEARCH, &args) != 0 || key.nr_items != 0;
+}
+
 } // namespace
 
 caf::error enable_quotas(const std::string& path, bool prefer_simple) {
@@ -297,16 +313,38 @@ std::optional<qgroup_usage> read_share(const std::string& path) {
   return read_sysfs_qgroup(fd.get(), *group);
 }
 
-expected<size_t> remove_stale_qgroups(const std::string& path) {
+expected<qgroup_sweep_result>
+remove_stale_qgroups(const std::string& path,
+                     const std::vector<uint64_t>& empty_before) {
   auto fd = open_dir(path);
   if (!fd)
     return ioctl_error("open", path);
   auto groups = sysfs_qgroups(fd.get(), path);
   if (!groups)
     return groups.error();
-  size_t removed = 0;
+  qgroup_sweep_result out;
+  auto remove = [&](uint64_t qgroupid) {
+    btrfs_ioctl_qgroup_create_args args{};
+    args.create = 0;
+    args.qgroupid = qgroupid;
+    return ::ioctl(fd.get(), BTRFS_IOC_QGROUP_CREATE, &args) == 0;
+  };
   for (const auto& name : *groups) {
-    // "0_<subvolume id>"; higher levels are not ours to remove.
+    if (name.rfind("1_", 0) == 0) {
+      uint64_t group = (uint64_t{1} << level_shift) |
+                       std::strtoull(name.c_str() + 2, nullptr, 10);
+      if (has_relations(fd.get(), group))
+        continue;
+      if (std::find(empty_before.begin(), empty_before.end(), group) ==
+          empty_before.end())
+        out.empty_groups.push_back(group);
+      else if (remove(group))
+        ++out.groups;
+      else
+        out.empty_groups.push_back(group); // still counting: next time
+      continue;
+    }
+    // "0_<subvolume id>"
     if (name.rfind("0_", 0) != 0)
       continue;
     uint64_t id = std::strtoull(name.c_str() + 2, nullptr, 10);
@@ -320,21 +358,18 @@ expected<size_t> remove_stale_qgroups(const std::string& path) {
     if (found == BTRFS_UTIL_OK ? info.parent_id != 0
                                : found != BTRFS_UTIL_ERROR_SUBVOLUME_NOT_FOUND)
       continue;
-    btrfs_ioctl_qgroup_create_args args{};
-    args.create = 0;
-    args.qgroupid = id;
-    if (::ioctl(fd.get(), BTRFS_IOC_QGROUP_CREATE, &args) == 0)
-      ++removed;
+    if (remove(id))
+      ++out.trees;
   }
-  return removed;
+  return out;
 }
 
-bool qgroup_exists(const std::string& path, uint64_t id) {
+bool qgroup_exists(const std::string& path, uint64_t qgroupid) {
   auto fd = open_dir(path);
   if (!fd)
     return false;
   auto dir = sysfs_dir(fd.get());
-  return dir && ::access((*dir + "/qgroups/0_" + std::to_string(id)).c_str(),
+  return dir && ::access((*dir + "/qgroups/" + sysfs_name(qgroupid)).c_str(),
                          F_OK) == 0;
 }
 

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace allox::os {
 
@@ -99,18 +100,36 @@ caf::error limit_share(const std::string& path,
 /// qgroup under full quotas.
 std::optional<qgroup_usage> read_share(const std::string& path);
 
-/// Removes the level-0 qgroups of deleted subvolumes that the kernel lets
-/// go, and returns how many went. Every snapshot pays for each qgroup of a
-/// deleted tree (measured on 6.18: a snapshot takes 4x as long with 80 of
-/// them). This machine's 6.18 refuses while the qgroup still counts bytes
-/// (until the cleaner dropped the tree) and then removes an empty one
-/// itself; older kernels keep the qgroups of dropped trees, which this
-/// sweeps.
-expected<size_t> remove_stale_qgroups(const std::string& path);
+/// What one sweep of the store's qgroups did.
+struct qgroup_sweep_result {
+  /// Level-0 qgroups of deleted subvolumes removed.
+  size_t trees = 0;
+  /// Disk groups removed: empty at this sweep and the one before.
+  size_t groups = 0;
+  /// Disk groups with no tree in them now; the next sweep removes those
+  /// still empty then.
+  std::vector<uint64_t> empty_groups;
+};
 
-/// True when the filesystem holding `path` has a level-0 qgroup for the
-/// subvolume `id`.
-bool qgroup_exists(const std::string& path, uint64_t id);
+/// Removes the level-0 qgroups of deleted subvolumes that the kernel lets
+/// go. Every snapshot pays for each qgroup of a deleted tree (measured on
+/// 6.18: a snapshot takes 4x as long with 80 of them). This machine's 6.18
+/// refuses while the qgroup still counts bytes (until the cleaner dropped
+/// the tree) and then removes an empty one itself; older kernels keep the
+/// qgroups of dropped trees, which this sweeps.
+///
+/// Then removes the disk groups (level 1) that hold no tree now and held
+/// none at the previous sweep (`empty_before`, that sweep's
+/// `empty_groups`): a deleted session's, or one whose maker died between
+/// creating and joining it. Two sightings, because a group being made has
+/// no member until its maker joins its tree to it.
+expected<qgroup_sweep_result>
+remove_stale_qgroups(const std::string& path,
+                     const std::vector<uint64_t>& empty_before = {});
+
+/// True when the filesystem holding `path` has the qgroup `qgroupid`: a
+/// subvolume id names its level-0 qgroup, a disk group's id the group.
+bool qgroup_exists(const std::string& path, uint64_t qgroupid);
 
 /// Commits the running transaction of the filesystem holding `path` and
 /// wakes its cleaner, which drops deleted subvolumes (BTRFS_IOC_SYNC).

@@ -5,10 +5,10 @@
 // writing and checkpointing; the full session can still checkpoint and roll
 // back, and the share holds on the restored tree, across a restart, and
 // from the daemon's default given in percent of the store; the qgroups of
-// the trees it deleted are swept. This machine's kernel has simple quotas,
-// which the daemon turns on: there a session's checkpoints count in its
-// share, a fork has a share of its own, and the group of a session from
-// before the quotas is made at its next start.
+// the trees it deleted and the groups of deleted sessions are swept. This
+// machine's kernel has simple quotas, which the daemon turns on: there a
+// session's checkpoints count in its share, a fork has a share of its own, and
+// the group of a session from before the quotas is made at its next start.
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_quota.hpp"
 #include "guest/os/fs.hpp"
@@ -164,8 +164,9 @@ TEST_CASE("disk share: a session filling its share is stopped there while "
   CHECK(fill(c2, "a", "full", "big", 32).at("root_exit_code") == 0);
 }
 
-TEST_CASE("disk share: the qgroups of deleted checkpoints and of trees a "
-          "rollback replaced are swept, those in use stay") {
+TEST_CASE("disk share: the qgroups of deleted checkpoints, of trees a "
+          "rollback replaced and of deleted sessions are swept, those in "
+          "use stay") {
   daemon_process d{
       with_execution({"--store-quotas", "--qgroup-sweep-ms", "200"})};
   d.start();
@@ -195,6 +196,24 @@ TEST_CASE("disk share: the qgroups of deleted checkpoints and of trees a "
   CHECK(swept());
   CHECK(os::qgroup_exists(d.root(), *os::subvolume_id(d.current("a", "s"))));
   CHECK(os::qgroup_exists(d.root(), *os::subvolume_id(checkpoints + "c2")));
+
+  // A deleted session's disk group goes once its trees are dropped; the
+  // other session's stays.
+  expect_ok(c.rpc("session.create", ids("a", "kept")));
+  auto group = group_of(d, "s");
+  auto kept = group_of(d, "kept");
+  REQUIRE(group);
+  REQUIRE(kept);
+  expect_ok(c.rpc("session.delete", s));
+  until = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+  while (os::qgroup_exists(d.root(), *group) &&
+         std::chrono::steady_clock::now() < until) {
+    REQUIRE_FALSE(os::commit_and_clean(d.root()));
+    std::this_thread::sleep_for(std::chrono::milliseconds{200});
+  }
+  CHECK_FALSE(os::qgroup_exists(d.root(), *group));
+  CHECK(os::qgroup_exists(d.root(), *kept));
+  CHECK(os::disk_group(d.current("a", "kept")) == *kept);
 }
 
 TEST_CASE("disk share: with the store's quotas on, a burst of rollbacks "

@@ -3,7 +3,8 @@
 // a subvolume's referenced bytes, and the sweep of the qgroups Btrfs keeps
 // after the cleaner dropped their subvolumes (full quotas); a disk group
 // holding a tree and its snapshots, whose limit counts what the snapshots
-// pin (simple quotas, which this machine's kernel has). Needs root.
+// pin, and which the sweep removes once no tree is left in it (simple
+// quotas, which this machine's kernel has). Needs root.
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_quota.hpp"
 #include "guest/os/loop_mount.hpp"
@@ -11,6 +12,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -76,7 +78,7 @@ TEST_CASE("btrfs quota: a limit on a subvolume holds, and the qgroups of "
   CHECK(os::qgroup_exists(root, *os::subvolume_id(root + "/kept")));
   CHECK(os::read_qgroup(live)->max_referenced ==
         std::optional<uint64_t>{8u << 20});
-  CHECK(*os::remove_stale_qgroups(root) == 0);
+  CHECK(os::remove_stale_qgroups(root)->trees == 0);
 }
 
 namespace {
@@ -106,7 +108,8 @@ uint64_t counted(const std::string& root, const std::string& tree) {
 } // namespace
 
 TEST_CASE("btrfs quota: under simple quotas a disk group holds a tree and "
-          "its snapshots, and its limit counts what the snapshots pin") {
+          "its snapshots, its limit counts what the snapshots pin, and the "
+          "sweep removes groups empty twice") {
   test::temp_dir dir;
   auto store = os::loop_mount::open(dir / "image", 256ull << 20, dir / "mnt");
   REQUIRE(store);
@@ -160,4 +163,44 @@ TEST_CASE("btrfs quota: under simple quotas a disk group holds a tree and "
   REQUIRE_FALSE(os::limit_share(live, std::nullopt));
   CHECK_FALSE(os::read_share(live)->max_referenced);
   CHECK(write_mib(live + "/d", 4));
+
+  // Disk groups with no tree in them go at the second sweep that finds
+  // them empty: g1 and g2 never had one. A group that got its tree between
+  // the two sweeps (one being made) stays.
+  auto other = root + "/other";
+  REQUIRE_FALSE(os::create_subvolume(other));
+  auto g3 = os::create_disk_group(other);
+  REQUIRE(g3);
+  auto first = os::remove_stale_qgroups(root);
+  REQUIRE(first);
+  CHECK(first->groups == 0);
+  auto& empty = first->empty_groups;
+  for (auto g : {*g1, *g2, *g3})
+    CHECK(std::count(empty.begin(), empty.end(), g) == 1);
+  CHECK(std::count(empty.begin(), empty.end(), **group) == 0);
+  CHECK(os::qgroup_exists(root, *g1));
+  REQUIRE_FALSE(os::join_disk_group(other, *g3));
+  auto second = os::remove_stale_qgroups(root, first->empty_groups);
+  REQUIRE(second);
+  CHECK(second->groups == 2);
+  CHECK_FALSE(os::qgroup_exists(root, *g1));
+  CHECK_FALSE(os::qgroup_exists(root, *g2));
+  CHECK(os::qgroup_exists(root, *g3));
+  CHECK(os::qgroup_exists(root, **group));
+  CHECK(second->empty_groups.empty());
+
+  // A deleted tree's group goes once the cleaner dropped the tree.
+  REQUIRE_FALSE(os::delete_subvolume(live));
+  std::vector<uint64_t> seen;
+  until = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+  while (os::qgroup_exists(root, **group) &&
+         std::chrono::steady_clock::now() < until) {
+    REQUIRE_FALSE(os::commit_and_clean(root));
+    auto swept = os::remove_stale_qgroups(root, seen);
+    REQUIRE(swept);
+    seen = swept->empty_groups;
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  }
+  CHECK_FALSE(os::qgroup_exists(root, **group));
+  CHECK(os::qgroup_exists(root, *g3));
 }
