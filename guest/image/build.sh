@@ -22,6 +22,9 @@
 #   ALLOX_BUILD_DIR  build tree with the binaries (default: build/ci, else
 #                    build/release, of this checkout)
 #   ALLOX_MIRROR     Debian mirror (default: http://deb.debian.org/debian)
+#   ALLOX_GUEST_KERNEL  bookworm (default: Debian 12's 6.1, Btrfs full
+#                    quotas) or backports (bookworm-backports' 6.12, simple
+#                    quotas; boot it under TCG with ALLOX_TCG_THREAD=single)
 #   ALLOX_ROOTFS_TAR=1  also write rootfs.tar (for `podman import`: the
 #                    container image of deploy/kubernetes/statefulset.yaml)
 #   SOURCE_DATE_EPOCH  timestamps in the image (default: the last commit's)
@@ -97,8 +100,20 @@ lib_packages() {
   done
 }
 lib_list=$(lib_packages "${found[@]}")
+# bookworm's 6.1 has Btrfs full quotas only; bookworm-backports' 6.12 has
+# simple quotas (6.7 and later), under which a session's disk share holds
+# its checkpoints (guest/os/btrfs_quota.hpp). Under QEMU TCG the 6.12
+# image wants one thread for its vCPUs (guest/image/vm.sh).
+sources=("$mirror")
+case ${ALLOX_GUEST_KERNEL:-bookworm} in
+  bookworm) kernel=linux-image-amd64 ;;
+  backports)
+    kernel=linux-image-amd64/$suite-backports
+    sources=("deb $mirror $suite main" "deb $mirror $suite-backports main") ;;
+  *) die "ALLOX_GUEST_KERNEL is bookworm or backports, not ${ALLOX_GUEST_KERNEL}" ;;
+esac
 mapfile -t packages < <(printf '%s\n' \
-  linux-image-amd64 initramfs-tools systemd systemd-sysv udev dbus kmod \
+  "$kernel" initramfs-tools systemd systemd-sysv udev dbus kmod \
   bubblewrap btrfs-progs util-linux mount e2fsprogs procps iproute2 \
   $lib_list | sort -u)
 say "Debian packages: ${packages[*]}"
@@ -135,7 +150,7 @@ else
     --dpkgopt='path-exclude=/usr/share/info/*' \
     --customize-hook='chroot "$1" dpkg-query -W -f "\${Package} \${Version}\n" > "$1"/usr/share/allox-os-packages.txt' \
     "${hooks[@]}" \
-    "$suite" "$base.part" "$mirror"
+    "$suite" "$base.part" "${sources[@]}"
   mv "$base.part" "$base"
   # Older bases of other package lists are of no further use.
   [[ -n $cache ]] && find "$cache" -maxdepth 1 -name 'base-*.tar' ! -name "base-$key.tar" -delete

@@ -34,13 +34,15 @@ rounds = int(os.environ.get("ALLOX_NOISY_ROUNDS", "10"))
 per_run = int(os.environ.get("ALLOX_NOISY_PER_RUN", "10"))
 allowed = float(os.environ.get("ALLOX_NOISY_RATIO", "3"))
 # Where the target is not met, the bound that holds today, so that the
-# check still catches a regression; the ratio is printed either way. The
-# guest's 6.1 has full quotas, whose accounting walk at each snapshot put
-# checkpoint.create's p99 at 4.25x to 5.01x of idle beside the CPU
-# spinners, the io.max writer or the filler in some TCG boots (1.0x to 2x
-# in most). With simple quotas (a 6.12 guest) it stayed within 1.7x in
-# three boots (docs/benchmarks/history/noisy-neighbours.md).
-not_met = {"checkpoint.create": 8.0}
+# check still catches a regression; the ratio is printed either way. Set
+# from the store's quota mode in main(): under full quotas (the image's
+# 6.1) the accounting walk at each snapshot put checkpoint.create's p99 at
+# 4.25x to 5.01x of idle beside the CPU spinners, the io.max writer or the
+# filler in some TCG boots, so it is held at 8x there; under simple quotas
+# (6.12 from bookworm-backports) it stays within 3x
+# (docs/benchmarks/history/noisy-neighbours.md).
+NOT_MET_UNDER_FULL_QUOTAS = {"checkpoint.create": 8.0}
+not_met = {}
 failed = 0
 
 NOISY = {"agent_id": "agent-2", "session_id": "noisy"}
@@ -287,6 +289,8 @@ def attempt(phase, argv, reason, ready):
 
 def main():
     status = must("process.status", {})
+    if status.get("store_quota_mode") == "full":
+        not_met.update(NOT_MET_UNDER_FULL_QUOTAS)
     ctl = status.get("cgroup_controllers", [])
     if not check("the cpu, memory and pids controllers reach the sessions",
                  all(c in ctl for c in ("cpu", "memory", "pids")),
