@@ -24,7 +24,7 @@
 #   ALLOX_MIRROR     Debian mirror (default: http://deb.debian.org/debian)
 #   ALLOX_GUEST_KERNEL  bookworm (default: Debian 12's 6.1, Btrfs full
 #                    quotas) or backports (bookworm-backports' 6.12, simple
-#                    quotas; boot it under TCG with ALLOX_TCG_THREAD=single)
+#                    quotas)
 #   ALLOX_ROOTFS_TAR=1  also write rootfs.tar (for `podman import`: the
 #                    container image of deploy/kubernetes/statefulset.yaml)
 #   SOURCE_DATE_EPOCH  timestamps in the image (default: the last commit's)

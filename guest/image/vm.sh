@@ -8,8 +8,8 @@
 #   ALLOX_BOOT_TIMEOUT  seconds to wait for /health (default 120, TCG 300)
 #   ALLOX_TEST_PORT     host port forwarded to the guest's 8092 (default: free)
 #   ALLOX_VM_MEMORY     the VM's memory in MiB (default 1536)
-#   ALLOX_TCG_THREAD    QEMU's TCG threading without KVM: multi (default,
-#                       a host thread per vCPU) or single
+#   ALLOX_TCG_THREAD    QEMU's TCG threading without KVM: single (default,
+#                       one host thread for both vCPUs) or multi
 
 out=$(cd "$1" && pwd) || exit 2
 for f in allox-guest.raw vmlinuz initrd.img; do
@@ -61,15 +61,17 @@ if kvm_works; then
   boot_timeout=${ALLOX_BOOT_TIMEOUT:-120}
   echo "vm: KVM"
 else
-  # A host thread per vCPU by default. The 6.12 kernel
-  # (ALLOX_GUEST_KERNEL=backports) wants ALLOX_TCG_THREAD=single: with a
-  # thread per vCPU it died 14 s into boot in two boots of fourteen, on
-  # the int3 of a jump label the kernel had just patched back while
-  # allox-guest-bootstrap attached its tracepoint programs ("Oops: int3"
-  # in syscall_trace_enter); with one thread it did not in twenty.
-  accel=(-machine q35 -accel "tcg,thread=${ALLOX_TCG_THREAD:-multi}" -cpu qemu64)
+  # One host thread for both vCPUs. With a thread per vCPU, QEMU left the
+  # guest's live patching of its own code incoherent across them: while
+  # allox-guest-bootstrap attached its tracepoint programs, a vCPU hit the
+  # int3 of a jump label the kernel had already patched back, in
+  # syscall_trace_enter. 6.12 oopsed so in two boots of fourteen, and 6.1
+  # stalled so in the second boot of a fresh-clone run; with one thread
+  # 6.12 did not in twenty boots.
+  tcg_thread=${ALLOX_TCG_THREAD:-single}
+  accel=(-machine q35 -accel "tcg,thread=$tcg_thread" -cpu qemu64)
   boot_timeout=${ALLOX_BOOT_TIMEOUT:-300}
-  echo "vm: no usable /dev/kvm, TCG (slow, thread=${ALLOX_TCG_THREAD:-multi})"
+  echo "vm: no usable /dev/kvm, TCG (slow, thread=$tcg_thread)"
 fi
 
 port=${ALLOX_TEST_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}
