@@ -190,10 +190,14 @@ def bound_of(op):
     return max(not_met.get(op, allowed), allowed)
 
 
+def ratio(idle, loaded, op):
+    return p99(loaded.lat[op]) / p99(idle.lat[op])
+
+
 def over_bounds(idle, loaded):
     """The operations whose loaded p99 exceeds its bound against idle."""
     return [op for op, xs in loaded.lat.items()
-            if xs and p99(xs) / p99(idle.lat[op]) > bound_of(op)]
+            if xs and ratio(idle, loaded, op) > bound_of(op)]
 
 
 def figures(idle, loaded, op):
@@ -201,10 +205,6 @@ def figures(idle, loaded, op):
     return (f"p99 {p99(xs) * 1000:.0f} ms, idle {p99(base) * 1000:.0f} ms, "
             f"{p99(xs) / p99(base):.2f}x ({len(xs)} samples; p50 "
             f"{p50(xs) * 1000:.0f} ms, idle {p50(base) * 1000:.0f})")
-
-
-def ratio(idle, loaded, op):
-    return p99(loaded.lat[op]) / p99(idle.lat[op])
 
 
 def compare(phase, attempts):
@@ -250,8 +250,9 @@ def noisy_phase(phase, argv, reason, ready=None):
     p99 of the first was over its bound. The driver runs on the host and
     reaches the guest through QEMU's user network; under TCG both vCPUs
     take turns on one host thread (vm.sh), and the host's two cores also
-    serve QEMU's I/O thread and the driver, so one loop's p99 (process.start's slowest of 10, the others' second slowest
-    of 100) can be the host's. A phase is measured again, anchor and load
+    serve QEMU's I/O thread and the driver, so one loop's p99
+    (process.start's slowest of 10, the others' second slowest of 100)
+    can be the host's. A phase is measured again, anchor and load
     anew, and an operation fails only when it is over its bound in both
     attempts: a slower neighbour shows in both, a hiccup of the host in
     one (a CI run beside the spinners had file.write over in the first
