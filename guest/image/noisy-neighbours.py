@@ -13,10 +13,10 @@
 # Meanwhile session "steady" loops process.start (+ wait), then
 # checkpoint.create and a small file.write ten times. Its latencies under
 # each load are compared with the same loop on the idle VM just before
-# that load; a phase with a p99 over its bound is measured once more, and
-# an operation fails only when it is over in both attempts (noisy_phase
-# says why). Prints one PASS or FAIL line per assertion and exits 1 when
-# any failed.
+# that load, every p99 held at 3x; a phase with one over is measured once
+# more, and an operation fails only when it is over in both attempts
+# (noisy_phase says why). Prints one PASS or FAIL line per assertion and
+# exits 1 when any failed.
 #
 #   ALLOX_NOISY_ROUNDS  steady loop rounds (runs) per phase (default 10)
 #   ALLOX_NOISY_PER_RUN checkpoints and writes per round (default 10)
@@ -34,16 +34,6 @@ base, token = "", ""  # from the command line (the end of this file)
 rounds = int(os.environ.get("ALLOX_NOISY_ROUNDS", "10"))
 per_run = int(os.environ.get("ALLOX_NOISY_PER_RUN", "10"))
 allowed = float(os.environ.get("ALLOX_NOISY_RATIO", "3"))
-# Where the target is not met, the bound that holds today, so that the
-# check still catches a regression; the ratio is printed either way. Set
-# from the store's quota mode in main(): under full quotas (the image's
-# 6.1) the accounting walk at each snapshot put checkpoint.create's p99 at
-# 4.25x to 5.01x of idle beside the CPU spinners, the io.max writer or the
-# filler in some TCG boots, so it is held at 8x there; under simple quotas
-# (6.12 from bookworm-backports) it stays within 3x
-# (docs/benchmarks/history/noisy-neighbours.md).
-NOT_MET_UNDER_FULL_QUOTAS = {"checkpoint.create": 8.0}
-not_met = {}
 failed = 0
 
 NOISY = {"agent_id": "agent-2", "session_id": "noisy"}
@@ -186,10 +176,6 @@ class steady_loop:
         return self
 
 
-def bound_of(op):
-    return max(not_met.get(op, allowed), allowed)
-
-
 def ratio(idle, loaded, op):
     return p99(loaded.lat[op]) / p99(idle.lat[op])
 
@@ -197,7 +183,7 @@ def ratio(idle, loaded, op):
 def over_bounds(idle, loaded):
     """The operations whose loaded p99 exceeds its bound against idle."""
     return [op for op, xs in loaded.lat.items()
-            if xs and ratio(idle, loaded, op) > bound_of(op)]
+            if xs and ratio(idle, loaded, op) > allowed]
 
 
 def figures(idle, loaded, op):
@@ -218,17 +204,14 @@ def compare(phase, attempts):
     for op, xs in attempts[0][1].lat.items():
         if not xs:
             continue
-        bound = bound_of(op)
-        name = f"{phase}: steady {op} p99 within {bound:g}x of idle"
-        if bound != allowed:
-            name += f" (target {allowed:g}x not met yet)"
+        name = f"{phase}: steady {op} p99 within {allowed:g}x of idle"
         best = min(range(len(attempts)),
                    key=lambda n: ratio(*attempts[n], op))
         detail = figures(*attempts[best], op)
         for n, (i, l) in enumerate(attempts, 1):
             if n - 1 != best:
                 detail += f"; attempt {n}: {figures(i, l, op)}"
-        check(name, ratio(*attempts[best], op) <= bound, detail)
+        check(name, ratio(*attempts[best], op) <= allowed, detail)
 
 
 last_noisy_run = [None]
@@ -256,7 +239,13 @@ def noisy_phase(phase, argv, reason, ready=None):
     anew, and an operation fails only when it is over its bound in both
     attempts: a slower neighbour shows in both, a hiccup of the host in
     one (a CI run beside the spinners had file.write over in the first
-    attempt only, and process.start over in the second only)."""
+    attempt only, and process.start over in the second only). One such
+    hiccup is the emulator's, after the memory hogs: their reclaim frees
+    pages of program text QEMU has translated, and when the steady
+    session's kernel zeroes them for its own use seconds later, TCG
+    throws those translations away first, about a second of slow
+    checkpoints in whatever phase comes then (KVM has no such cost;
+    docs/benchmarks/history/noisy-neighbours.md, 2026-12-07T22:50Z)."""
     attempts = [attempt(phase, argv, reason, ready)]
     over = over_bounds(*attempts[0])
     if over:
@@ -302,8 +291,6 @@ def attempt(phase, argv, reason, ready):
 
 def main():
     status = must("process.status", {})
-    if status.get("store_quota_mode") == "full":
-        not_met.update(NOT_MET_UNDER_FULL_QUOTAS)
     ctl = status.get("cgroup_controllers", [])
     if not check("the cpu, memory and pids controllers reach the sessions",
                  all(c in ctl for c in ("cpu", "memory", "pids")),
