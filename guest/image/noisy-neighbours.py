@@ -13,10 +13,11 @@
 # Meanwhile session "steady" loops process.start (+ wait), then
 # checkpoint.create and a small file.write ten times. Its latencies under
 # each load are compared with the same loop on the idle VM just before
-# that load, every p99 held at 3x; a phase with one over is measured once
-# more, and an operation fails only when it is over in both attempts
-# (noisy_phase says why). Prints one PASS or FAIL line per assertion and
-# exits 1 when any failed.
+# that load (taken again when far above the calmest one: idle_loop),
+# every p99 held at 3x; a phase with one over is measured once more, and
+# an operation fails only when it is over in both attempts (noisy_phase
+# says why). Prints one PASS or FAIL line per assertion and exits 1 when
+# any failed.
 #
 #   ALLOX_NOISY_ROUNDS  steady loop rounds (runs) per phase (default 10)
 #   ALLOX_NOISY_PER_RUN checkpoints and writes per round (default 10)
@@ -35,6 +36,8 @@ rounds = int(os.environ.get("ALLOX_NOISY_ROUNDS", "10"))
 per_run = int(os.environ.get("ALLOX_NOISY_PER_RUN", "10"))
 allowed = float(os.environ.get("ALLOX_NOISY_RATIO", "3"))
 failed = 0
+# Every checkpoint the steady session was answered for, in every loop.
+acknowledged = []
 
 NOISY = {"agent_id": "agent-2", "session_id": "noisy"}
 STEADY = {"agent_id": "agent-2", "session_id": "steady"}
@@ -133,7 +136,6 @@ class steady_loop:
         self.lat = {"process.start": [], "checkpoint.create": [],
                     "file.write": []}
         self.errors = []
-        self.checkpoints = []
         self.thread = threading.Thread(target=self.loop)
 
     def timed(self, op, call):
@@ -162,7 +164,7 @@ class steady_loop:
                     "checkpoint.create",
                     STEADY | {"message": f"{self.tag}-{i}.{j}"}))
                 if cp:
-                    self.checkpoints.append(cp["checkpoint_id"])
+                    acknowledged.append(cp["checkpoint_id"])
                 self.timed("file.write", lambda: must(
                     "file.write", STEADY | {"path": f"{self.tag}.txt",
                                             "data": f"{self.tag} {i}.{j}\n"}))
@@ -217,14 +219,40 @@ def compare(phase, attempts):
 last_noisy_run = [None]
 
 
+# The lowest idle p99 of each operation in this boot so far. An anchor
+# over twice that was taken in a passing slowness (the memory hogs'
+# aftermath: noisy_phase) and would flatter the load measured against
+# it, so it is taken again (once: a second one stands).
+calmest = {}
+unsettled_by = 2.0
+
+
+def unsettled(idle):
+    """The operations whose idle p99 is over twice their calmest."""
+    return [op for op, xs in idle.lat.items()
+            if xs and op in calmest and p99(xs) > unsettled_by * calmest[op]]
+
+
 def idle_loop(phase):
     """The steady loop on the idle VM, the anchor of `phase`."""
     idle = steady_loop(f"{phase} idle").start().join()
     check(f"{phase}: the steady session saw no error on the idle VM",
           not idle.errors, "; ".join(idle.errors[:3]))
+    over = unsettled(idle)
+    if over:
+        print(f"      idle before {phase}: p99 over {unsettled_by:g}x the "
+              "calmest idle loop (" + ", ".join(
+                  f"{op} {p99(idle.lat[op]) * 1000:.0f} ms against "
+                  f"{calmest[op] * 1000:.0f}" for op in over) +
+              "); measuring it again", flush=True)
+        idle = steady_loop(f"{phase} idle again").start().join()
+        check(f"{phase}: the steady session saw no error on the idle VM "
+              "again", not idle.errors, "; ".join(idle.errors[:3]))
     for op, xs in idle.lat.items():
         print(f"      idle before {phase}: {op} p50 {p50(xs) * 1000:.0f} ms"
               f", p99 {p99(xs) * 1000:.0f} ms", flush=True)
+        if xs:
+            calmest[op] = min(calmest.get(op, p99(xs)), p99(xs))
     return idle
 
 
@@ -416,11 +444,9 @@ def main():
     check("the daemon was never restarted",
           dump["daemon"].get("pid") == pid_before, f"{pid_before}")
     kept = must("checkpoint.list", STEADY)["checkpoint_ids"]
-    acked = [c for _, attempts in phases for loops in attempts
-             for l in loops for c in l.checkpoints]
     check("every acknowledged checkpoint of the steady session is listed",
-          set(acked) <= set(kept), f"{len(acked)} acknowledged, "
-          f"{len(kept)} listed")
+          set(acknowledged) <= set(kept),
+          f"{len(acknowledged)} acknowledged, {len(kept)} listed")
 
 
 if __name__ == "__main__":

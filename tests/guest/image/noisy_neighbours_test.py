@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The verdicts of guest/image/noisy-neighbours.py on made-up latencies:
-p99 by nearest rank, the 3x bound, and a phase measured twice failing an
-operation only when it is over in both."""
+p99 by nearest rank, the 3x bound, a phase measured twice failing an
+operation only when it is over in both, and an anchor far above the
+calmest one taken again."""
 
 import contextlib
 import importlib.util
@@ -85,6 +86,67 @@ class Compare(unittest.TestCase):
         bad.errors = ["checkpoint.create: refused"]
         v, _ = verdicts([(IDLE, loop(0.3, 0.03, 0.05)), (IDLE, bad)])
         self.assertFalse(v["phase: the steady session saw no error"])
+
+
+class Anchors(unittest.TestCase):
+    """idle_loop against loops handed out in turn instead of the VM's."""
+
+    def setUp(self):
+        self.real = nn.steady_loop
+        nn.calmest.clear()
+        nn.failed = 0
+
+    def tearDown(self):
+        nn.steady_loop = self.real
+        nn.calmest.clear()
+
+    def anchors(self, *loops):
+        """idle_loop with `loops` handed out in turn: the anchor it
+        returns and the tags of the loops it ran."""
+        queue = list(loops)
+        taken = []
+
+        class handed:
+            def __init__(self, tag):
+                taken.append(tag)
+                self.loop = queue.pop(0)
+
+            def start(self):
+                return self
+
+            def join(self):
+                return self.loop
+
+        nn.steady_loop = handed
+        with contextlib.redirect_stdout(io.StringIO()):
+            return nn.idle_loop("phase"), taken
+
+    def test_unsettled_against_the_calmest(self):
+        nn.calmest.update({"process.start": 0.2, "checkpoint.create": 0.02,
+                           "file.write": 0.01})
+        self.assertEqual(nn.unsettled(loop(0.3, 0.05, 0.02)),
+                         ["checkpoint.create"])
+        self.assertEqual(nn.unsettled(IDLE), [])
+
+    def test_the_first_anchor_sets_the_calmest(self):
+        idle, taken = self.anchors(loop(0.2, 0.05, 0.01))
+        self.assertEqual(len(taken), 1)
+        self.assertEqual(nn.calmest["checkpoint.create"], 0.05)
+
+    def test_an_unsettled_anchor_is_taken_again(self):
+        self.anchors(IDLE)
+        calm = loop(0.2, 0.025, 0.01)
+        idle, taken = self.anchors(loop(0.2, 0.1, 0.01), calm)
+        self.assertIs(idle, calm)
+        self.assertEqual(taken, ["phase idle", "phase idle again"])
+        self.assertEqual(nn.calmest["checkpoint.create"], 0.02)
+
+    def test_the_second_anchor_stands(self):
+        self.anchors(IDLE)
+        second = loop(0.2, 0.09, 0.01)
+        idle, taken = self.anchors(loop(0.2, 0.1, 0.01), second)
+        self.assertIs(idle, second)
+        self.assertEqual(len(taken), 2)
 
 
 if __name__ == "__main__":
