@@ -268,12 +268,13 @@ def noisy_phase(phase, argv, reason, ready=None):
     attempts: a slower neighbour shows in both, a hiccup of the host in
     one (a CI run beside the spinners had file.write over in the first
     attempt only, and process.start over in the second only). One such
-    hiccup is the emulator's, after the memory hogs: their reclaim frees
-    pages of program text QEMU has translated, and when the steady
-    session's kernel zeroes them for its own use seconds later, TCG
-    throws those translations away first, about a second of slow
-    checkpoints in whatever phase comes then (KVM has no such cost;
-    docs/benchmarks/history/noisy-neighbours.md, 2026-12-07T22:50Z)."""
+    hiccup is the emulator's, after the memory hogs: seconds after them,
+    for about a second, the kernel's zeroing of newly allocated pages
+    for the steady session waits while TCG throws away tens of thousands
+    of translated blocks (likely of program text the hogs' reclaim
+    freed), slowing checkpoints in whatever phase comes then (KVM has no
+    such cost; docs/benchmarks/history/noisy-neighbours.md,
+    2026-12-07T22:50Z)."""
     attempts = [attempt(phase, argv, reason, ready)]
     over = over_bounds(*attempts[0])
     if over:
