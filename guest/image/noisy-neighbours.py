@@ -233,11 +233,17 @@ def unsettled(idle):
             if xs and op in calmest and p99(xs) > unsettled_by * calmest[op]]
 
 
+def idle_once(phase, again=""):
+    """One steady loop on the idle VM, checked for errors."""
+    idle = steady_loop(f"{phase} idle{again}").start().join()
+    check(f"{phase}: the steady session saw no error on the idle VM{again}",
+          not idle.errors, "; ".join(idle.errors[:3]))
+    return idle
+
+
 def idle_loop(phase):
     """The steady loop on the idle VM, the anchor of `phase`."""
-    idle = steady_loop(f"{phase} idle").start().join()
-    check(f"{phase}: the steady session saw no error on the idle VM",
-          not idle.errors, "; ".join(idle.errors[:3]))
+    idle = idle_once(phase)
     over = unsettled(idle)
     if over:
         print(f"      idle before {phase}: p99 over {unsettled_by:g}x the "
@@ -245,9 +251,7 @@ def idle_loop(phase):
                   f"{op} {p99(idle.lat[op]) * 1000:.0f} ms against "
                   f"{calmest[op] * 1000:.0f}" for op in over) +
               "); measuring it again", flush=True)
-        idle = steady_loop(f"{phase} idle again").start().join()
-        check(f"{phase}: the steady session saw no error on the idle VM "
-              "again", not idle.errors, "; ".join(idle.errors[:3]))
+        idle = idle_once(phase, " again")
     for op, xs in idle.lat.items():
         print(f"      idle before {phase}: {op} p50 {p50(xs) * 1000:.0f} ms"
               f", p99 {p99(xs) * 1000:.0f} ms", flush=True)
