@@ -9,6 +9,8 @@
 // machine's kernel has simple quotas, which the daemon turns on: there a
 // session's checkpoints count in its share, a fork has a share of its own, and
 // the group of a session from before the quotas is made at its next start.
+// Under full quotas a subvolume a run made in its workspace would be
+// outside the share: the syscall filter refuses it.
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_quota.hpp"
 #include "guest/os/fs.hpp"
@@ -284,6 +286,43 @@ TEST_CASE("disk share: a session's checkpoints count in its share, so "
   expect_ok(c.rpc("checkpoint.delete", with(s, {{"checkpoint_id", "c1"}})));
   CHECK(counted_below(d, "s", 1u << 20) < 1u << 20);
   CHECK(fill(c, "a", "s", "data", 20).at("root_exit_code") == 0);
+}
+
+TEST_CASE("disk share: under full quotas a subvolume a run made in its "
+          "workspace would be outside the share, so runs may not make one") {
+  // Full quotas (the guest image's 6.1) limit what current/ references; a
+  // subvolume made inside it is a tree of its own, which the limit does not
+  // count. (Simple quotas put a new subvolume in its parent's groups.)
+  daemon_process d{with_execution()};
+  d.start();
+  REQUIRE_FALSE(os::enable_quotas(d.root()));
+  d.stop();
+  d.set_extra_args({"--store-quotas", "--session-limits", "disk.max=8M",
+                    "--syscall-filter", "off"});
+  d.start();
+  auto& c = d.client();
+  REQUIRE(expect_ok(c.rpc("process.status")).at("store_quota_mode") == "full");
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto nested = [](http_client& cl, const std::string& s) {
+    return wait_done(cl, "a", s,
+                     run_id(sh(cl, "a", s,
+                               "btrfs -q subvolume create nested && "
+                               "dd if=/dev/zero of=nested/big bs=1M count=32 "
+                               "conv=fsync status=none")));
+  };
+  // Unfiltered, 32 MiB past an 8 MiB share.
+  CHECK(nested(c, "s").at("root_exit_code") == 0);
+  CHECK(quota_refused(c, "a", "s", fill(c, "a", "s", "big", 32)));
+  // With the filter (the default), the subvolume is refused.
+  d.stop();
+  d.set_extra_args({"--store-quotas", "--session-limits", "disk.max=8M"});
+  d.start();
+  auto& c2 = d.client();
+  expect_ok(c2.rpc("session.create", ids("a", "t")));
+  auto row = nested(c2, "t");
+  CHECK(row.at("root_exit_code") != 0);
+  CHECK(output(c2, "a", "t", run_id(row), "stderr")
+            .find("Operation not permitted") != std::string::npos);
 }
 
 TEST_CASE("disk share: a fork has a share of its own, and a session from "

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tools/sandbox-init/syscall_filter.hpp"
 
+#include <linux/btrfs.h>
 #include <seccomp.h>
 
 #include <cerrno>
@@ -29,6 +30,19 @@ constexpr const char* denied[] = {
     "kexec_load", "kexec_file_load", "init_module", "finit_module",
     "delete_module",
 };
+
+/// ioctl requests refused whatever the file.
+constexpr scmp_datum_t refused_ioctls[] = {
+    // Injecting input into a terminal or driving the console.
+    TIOCSTI, TIOCLINUX,
+    // Shaping Btrfs subvolumes, which Btrfs lets the owner of a directory
+    // do without privilege. A subvolume made inside the workspace is a
+    // tree of its own, outside every checkpoint and, under full quotas,
+    // outside the session's disk share: writing into it would escape the
+    // share. The workspace's trees are the daemon's alone.
+    BTRFS_IOC_SUBVOL_CREATE, BTRFS_IOC_SUBVOL_CREATE_V2, BTRFS_IOC_SNAP_CREATE,
+    BTRFS_IOC_SNAP_CREATE_V2, BTRFS_IOC_SNAP_DESTROY, BTRFS_IOC_SNAP_DESTROY_V2,
+    BTRFS_IOC_SUBVOL_SETFLAGS};
 
 /// Namespace flags that would give a process a fresh namespace (and with
 /// a user namespace, capabilities in it).
@@ -71,13 +85,11 @@ int install_syscall_filter() {
     if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), clone3, 0);
         rc < 0)
       return rc;
-  // Injecting input into a terminal (TIOCSTI) or driving the console
-  // (TIOCLINUX).
   int ioctl_nr = seccomp_syscall_resolve_name("ioctl");
-  for (scmp_datum_t request : {scmp_datum_t{TIOCSTI}, scmp_datum_t{TIOCLINUX}})
-    if (int rc = seccomp_rule_add(
-            ctx.get(), deny, ioctl_nr, 1,
-            SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, request));
+  for (scmp_datum_t request : refused_ioctls)
+    if (int rc =
+            seccomp_rule_add(ctx.get(), deny, ioctl_nr, 1,
+                             SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, request));
         rc < 0)
       return rc;
   return seccomp_load(ctx.get());
