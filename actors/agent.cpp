@@ -10,6 +10,7 @@
 #include "guest/os/btrfs.hpp"
 #include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
+#include "guest/store/run_output.hpp"
 #include "messages/commands/lists.hpp"
 #include "messages/ids.hpp"
 
@@ -273,9 +274,13 @@ void delete_agent_files(self_ptr self,
                                         log::warn("agent", "purging " + trash +
                                                                " failed: " +
                                                                message_of(err));
-                                      if (exec)
+                                      if (exec) {
                                         os::remove_agent_groups(exec->cgroups,
                                                                 aid);
+                                        // Its runs' logs.
+                                        os::remove_tree(store::agent_output_dir(
+                                            exec->audit_root, aid));
+                                      }
                                       return step_done{};
                                     })
                                     .then(

@@ -113,6 +113,10 @@ make_exec_config(const daemon::options& opts, const store::layout& paths) {
   cfg->store_simple_quotas =
       os::quotas_mode(paths.root) == os::quota_mode::simple;
   cfg->store_bytes = os::filesystem_bytes(paths.root);
+  // Run logs beside the store on its disk (the guest's data disk) count
+  // against the sessions' shares too (guest/store/run_output.hpp).
+  cfg->output_subvolumes =
+      cfg->store_quotas && os::same_btrfs(cfg->audit_root, paths.root);
   cfg->init_path = opts.sandbox_init;
   if (cfg->init_path.empty()) {
     char self_path[PATH_MAX];

@@ -10,10 +10,13 @@
 // subvolume in place (it joins the group or takes the share before it goes
 // live, rollback.cpp), and the daemon's default may have changed across a
 // restart: so every start of the actor checks the group and the limit, and
-// session.configure sets it.
+// session.configure sets it. The session's run logs, when they are a
+// subvolume of their own (guest/store/run_output.hpp), have the share as
+// their limit too, set at the same times.
 #include "actors/session/handlers.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs_quota.hpp"
+#include "guest/store/run_output.hpp"
 
 namespace allox::session_facets {
 
@@ -35,23 +38,35 @@ void enforce_disk_share(self_ptr self, fail_fn done) {
     return;
   }
   auto share = disk_share(self);
+  const auto& cfg = *st.runs.config;
   auto current = st.init.paths.current(st.agent_id(), st.session_id());
-  // Sysfs reads and a quota-tree search: cheap enough here, and they spare
+  auto logs = cfg.output_subvolumes
+                  ? store::session_output_dir(cfg.audit_root, st.agent_id(),
+                                              st.session_id())
+                  : std::string{};
+  // Sysfs reads and quota-tree searches: cheap enough here, and they spare
   // most starts a lane.
   auto now = os::read_share(current);
   // Without a group (nothing to read under simple quotas) the lane makes one.
-  bool simple = st.runs.config->store_simple_quotas;
-  if (now ? now->max_referenced == share : !share && !simple) {
+  bool simple = cfg.store_simple_quotas;
+  if ((now ? now->max_referenced == share : !share && !simple) &&
+      (logs.empty() || store::output_limited(logs, share))) {
     done(caf::none);
     return;
   }
   mutation_step<step_done>(
       self,
-      [current, share]() -> expected<step_done> {
+      [current, logs, share]() -> expected<step_done> {
         if (auto group = os::ensure_disk_group(current); !group)
           return group.error();
         if (auto err = os::limit_share(current, share))
           return err;
+        if (!logs.empty()) {
+          if (auto err = store::ensure_output_dir(logs, true))
+            return err;
+          if (auto err = store::limit_output(logs, share))
+            return err;
+        }
         return step_done{};
       },
       [done](step_done&) { done(caf::none); },

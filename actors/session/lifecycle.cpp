@@ -6,6 +6,7 @@
 #include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/store/layout.hpp"
+#include "guest/store/run_output.hpp"
 #include "messages/ids.hpp"
 
 #include <caf/send.hpp>
@@ -79,6 +80,12 @@ caf::result<session_deleted> handle(self_ptr self,
   mark.put_sessions.push_back(marked);
   auto trash = paths.sessions_dir(row.agent_id) + "/" +
                std::string{store::trash_prefix} + random_hex_token();
+  // Its runs' logs go with it; a crash before leaves them to a session
+  // made again under the same name, whose new runs reclaim them.
+  auto logs = st.runs.config
+                  ? store::session_output_dir(st.runs.config->audit_root,
+                                              row.agent_id, row.session_id)
+                  : std::string{};
   // The deletion is marked (and so finished by start-up recovery) only
   // once no baseline of a fork, into this session or out of its
   // checkpoints, is still being made from or into its directory.
@@ -111,11 +118,12 @@ caf::result<session_deleted> handle(self_ptr self,
                       // leaves only a trash directory for start-up to purge.
                       blocking<step_done>(
                           self,
-                          [trash]() -> expected<step_done> {
-                            if (auto err = os::remove_tree(trash))
-                              log::warn("session",
-                                        "purging " + trash +
-                                            " failed: " + message_of(err));
+                          [trash, logs]() -> expected<step_done> {
+                            for (const auto& dir : {trash, logs})
+                              if (auto err = os::remove_tree(dir))
+                                log::warn("session",
+                                          "purging " + dir +
+                                              " failed: " + message_of(err));
                             return step_done{};
                           },
                           [=](step_done&) mutable {

@@ -158,14 +158,15 @@ caf::result<run_subscription> handle(self_ptr self,
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
-  auto dir = run_dir(*st.runs.config, c.run_id);
+  auto cfg = st.runs.config;
   if (auto it = st.runs.runs.find(c.run_id); it != st.runs.runs.end()) {
     if (it->second.active && c.sink)
       it->second.sinks.push_back(c.sink);
-    return run_subscription{it->second.row, dir};
+    return run_subscription{it->second.row, logs_of(*cfg, it->second.row)};
   }
-  return answer_with_row<run_subscription>(self, c.run_id, [dir](run_row row) {
-    return run_subscription{std::move(row), dir};
+  return answer_with_row<run_subscription>(self, c.run_id, [cfg](run_row row) {
+    auto dir = logs_of(*cfg, row);
+    return run_subscription{std::move(row), std::move(dir)};
   });
 }
 
@@ -173,11 +174,12 @@ caf::result<output_slice> handle(self_ptr self, const cmd::process_output& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
-  auto path = run_dir(*st.runs.config, c.run_id) + "/" + c.stream + ".log";
   auto rp = self->make_response_promise<output_slice>();
   row_view_of(
       self, c.run_id,
-      [self, rp, path, c](const run_row& row) mutable {
+      [self, rp, c](const run_row& row) mutable {
+        auto path =
+            logs_of(*self->state.runs.config, row) + "/" + c.stream + ".log";
         auto phase = row.state;
         read_step<output_slice>(
             self,

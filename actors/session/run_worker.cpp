@@ -9,6 +9,7 @@
 #include "guest/os/ownership.hpp"
 #include "guest/sandbox/spawn.hpp"
 #include "guest/sandbox/stdio.hpp"
+#include "guest/store/run_output.hpp"
 #include "guest/store/run_recovery.hpp"
 
 #include <caf/send.hpp>
@@ -17,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -27,8 +30,16 @@ namespace allox::session_facets {
 
 // -- run rows -----------------------------------------------------------------
 
-std::string run_dir(const exec_config& cfg, const std::string& id) {
-  return cfg.audit_root + "/" + id;
+std::string run_dir(self_ptr self, const std::string& id) {
+  auto& st = self->state;
+  return store::session_output_dir(st.runs.config->audit_root, st.agent_id(),
+                                   st.session_id()) +
+         "/" + id;
+}
+
+std::string logs_of(const exec_config& cfg, const run_row& row) {
+  return row.audit_directory.empty() ? cfg.audit_root + "/" + row.run_id
+                                     : row.audit_directory;
 }
 
 void persist_run(self_ptr self, const run_row& row,
@@ -61,7 +72,7 @@ run_row new_run_row(self_ptr self, const std::string& id,
   row.session_id = st.session_id();
   row.boot_id = cfg.boot_id;
   row.created_ns = os::now_ns();
-  row.audit_directory = run_dir(cfg, id);
+  row.audit_directory = run_dir(self, id);
   row.cgroup = group;
   return row;
 }
@@ -79,24 +90,50 @@ struct prepared_run {
   os::unique_fd group_fd;
 };
 
+/// Creates the run's directory and its three files; errno on failure.
+int make_logs(const run_launch& job, prepared_run& p) {
+  if (::mkdir(job.dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return errno;
+  auto open_log = [](const std::string& path, int flags) {
+    return os::unique_fd{
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0600)};
+  };
+  p.out = open_log(job.dir + "/stdout.log", O_APPEND);
+  p.err = open_log(job.dir + "/stderr.log", O_APPEND);
+  p.status = open_log(store::exit_status_path(job.dir), O_TRUNC);
+  return p.out && p.err && p.status ? 0 : errno;
+}
+
 /// Creates the run's directory, logs and cgroup (with its limits); an
 /// error names what failed.
 expected<prepared_run> prepare(const run_launch& job) {
-  if (::mkdir(job.dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return make_error(errc::internal,
-                      "cannot create the run directory " + job.dir);
+  if (auto err = store::ensure_output_dir(job.output_dir, job.output_subvolume))
+    return make_error(errc::internal, "cannot create the session's run logs: " +
+                                          message_of(err));
+  // The session's logs are full, or nearly (as of the last commit): its
+  // finished runs' logs make room.
+  auto reclaim = [&job] {
+    auto removed =
+        store::reclaim_output(job.output_dir, job.live_runs, job.output_room);
+    if (removed && *removed > 0)
+      log::info("session", "run " + job.run_id + ": removed the logs of " +
+                               std::to_string(*removed) +
+                               " finished runs to make room");
+    return removed && *removed > 0;
+  };
+  if (job.output_room > 0 &&
+      store::output_room(job.output_dir) < job.output_room / 2)
+    reclaim();
   prepared_run p;
-  p.out =
-      os::unique_fd{::open((job.dir + "/stdout.log").c_str(),
-                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
-  p.err =
-      os::unique_fd{::open((job.dir + "/stderr.log").c_str(),
-                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)};
-  p.status =
-      os::unique_fd{::open(store::exit_status_path(job.dir).c_str(),
-                           O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)};
-  if (!p.out || !p.err || !p.status)
-    return make_error(errc::internal, "cannot open the run's logs");
+  int failed = make_logs(job, p);
+  if ((failed == EDQUOT || failed == ENOSPC) && job.output_room > 0 &&
+      reclaim())
+    failed = make_logs(job, p);
+  if (failed != 0)
+    return make_error(failed == EDQUOT || failed == ENOSPC ? errc::no_space
+                                                           : errc::internal,
+                      "cannot create the run's logs in " + job.dir + ": " +
+                          std::strerror(failed));
   if (auto e = os::prepare_group(job.group))
     return e;
   for (const auto& [file, value] : job.limits) {

@@ -101,7 +101,19 @@ caf::result<run_row> handle(self_ptr self, const cmd::process_start& c) {
   job.group = group;
   job.limits_group = session_group;
   job.tree_root = cfg.cgroups.root();
-  job.dir = run_dir(cfg, id);
+  job.dir = run_dir(self, id);
+  job.output_dir = job.dir.substr(0, job.dir.rfind('/'));
+  job.output_subvolume = cfg.output_subvolumes;
+  if (job.output_subvolume) {
+    // A quarter of the share: room for a while, without emptying the
+    // session's history for one run. (No share, no room to make.)
+    if (auto share = disk_share(self))
+      job.output_room =
+          std::max<int64_t>(static_cast<int64_t>(*share / 4), int64_t{1} << 20);
+    for (const auto& [other, r] : st.runs.runs)
+      if (r.active && other != id)
+        job.live_runs.insert(other);
+  }
   // The run's group takes the cgroup limits; disk.max is the
   // workspace's, already on its qgroup (disk_share.cpp).
   for (const auto& limit : settings.limits)

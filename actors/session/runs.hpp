@@ -113,8 +113,13 @@ void row_view_of(self_ptr self, const std::string& id,
 
 // -- run worker and run rows (run_worker.cpp) ---------------------------------
 
-/// The directory of run `id`'s logs.
-std::string run_dir(const exec_config& cfg, const std::string& id);
+/// The directory of a new run's logs, in its session's
+/// (guest/store/run_output.hpp).
+std::string run_dir(self_ptr self, const std::string& id);
+
+/// The directory of a run's logs: the one its row names (runs from before
+/// the per-session layout were directly in the audit root).
+std::string logs_of(const exec_config& cfg, const run_row& row);
 
 /// Writes a run row to the catalog (batched, not synced), with an audit
 /// record in the same write when one is given (a run's end).
@@ -136,8 +141,16 @@ struct run_launch {
   limit_list limits;
   /// The daemon's cgroup subtree (controllers are enabled from there).
   std::string tree_root;
-  /// The run's log directory.
+  /// The run's log directory, in its session's `output_dir`.
   std::string dir;
+  std::string output_dir;
+  /// The session's logs are a subvolume limited to its share: when they
+  /// are (nearly) full, the logs of its finished runs go, oldest first,
+  /// until `output_room` bytes were freed, sparing the live runs
+  /// `live_runs`. 0: no share, nothing to make room in.
+  bool output_subvolume = false;
+  int64_t output_room = 0;
+  std::set<std::string> live_runs;
   /// Trees the run's user must own (current/, shared/), handed over
   /// before the spawn when their top is not its (guest/os/ownership.hpp).
   std::vector<std::string> owned_trees;

@@ -31,6 +31,10 @@ namespace allox {
 /// Daemon-wide execution settings; absent when execution is disabled.
 struct exec_config {
   std::string audit_root;
+  /// Each session's run logs are a subvolume limited to its share: the
+  /// audit root is on the store's filesystem and its quotas are on
+  /// (guest/store/run_output.hpp).
+  bool output_subvolumes = false;
   os::cgroup_tree cgroups;
   std::string init_path;
   /// The event endpoint's socket, bound into every run at

@@ -94,7 +94,7 @@ void on_event_batch(self_ptr self, const process_event_batch& b) {
         out->run = &run;
         if (!run.events_file)
           run.events_file = std::make_shared<event_log>(event_log{
-              run_dir(*st.runs.config, c->second) + "/events.jsonl", {}});
+              logs_of(*st.runs.config, run.row) + "/events.jsonl", {}});
         out->log = run.events_file;
         out->ids = event_line_ids(c->second, st.session_id(), st.agent_id());
       }
@@ -227,11 +227,11 @@ caf::result<event_page> handle(self_ptr self, const cmd::process_events& c) {
   auto& st = self->state;
   if (!st.runs.config)
     return no_execution();
-  auto path = run_dir(*st.runs.config, c.run_id) + "/events.jsonl";
   auto rp = self->make_response_promise<event_page>();
   row_view_of(
       self, c.run_id,
-      [self, rp, path, c](const run_row& row) mutable {
+      [self, rp, c](const run_row& row) mutable {
+        auto path = logs_of(*self->state.runs.config, row) + "/events.jsonl";
         event_page page;
         page.run_id = c.run_id;
         page.next_after = c.after;

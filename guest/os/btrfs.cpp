@@ -183,6 +183,18 @@ caf::error remove_tree(const std::string& path) {
 
 namespace allox::os {
 
+bool same_btrfs(const std::string& a, const std::string& b) {
+  auto fsid = [](const std::string& path) -> std::optional<std::string> {
+    unique_fd fd{::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    btrfs_ioctl_fs_info_args fs{};
+    if (!fd || ::ioctl(fd.get(), BTRFS_IOC_FS_INFO, &fs) != 0)
+      return std::nullopt;
+    return std::string{reinterpret_cast<const char*>(fs.fsid), sizeof(fs.fsid)};
+  };
+  auto x = fsid(a);
+  return x && x == fsid(b);
+}
+
 std::vector<std::string> block_devices(const std::string& path) {
   std::vector<std::string> out;
   unique_fd fd{::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};

@@ -49,6 +49,10 @@ expected<uint64_t> subvolume_id(const std::string& path);
 /// True when `path` is the root of a subvolume.
 bool is_subvolume(const std::string& path);
 
+/// True when `a` and `b` are on the same Btrfs filesystem (perhaps in
+/// different subvolumes, mounted apart).
+bool same_btrfs(const std::string& a, const std::string& b);
+
 /// The block devices of the Btrfs filesystem holding `path`, as the
 /// "MAJ:MIN" that io.max and io.weight name (BTRFS_IOC_DEV_INFO); empty
 /// when they cannot be read.

@@ -325,6 +325,51 @@ TEST_CASE("disk share: under full quotas a subvolume a run made in its "
             .find("Operation not permitted") != std::string::npos);
 }
 
+TEST_CASE("disk share: run logs on the store's disk count against the "
+          "share: a run printing without end is stopped there, the next "
+          "run makes room, and the logs go with their session") {
+  // The guest's data disk: the store and the run logs are two subvolumes
+  // of one filesystem, so without a limit the logs could fill it.
+  auto o =
+      with_execution({"--store-quotas", "--session-limits", "disk.max=16M"});
+  o.one_disk = true;
+  daemon_process d{o};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "loud")));
+  expect_ok(c.rpc("session.create", ids("a", "quiet")));
+  auto logs = d.runs_dir() + "/sessions/a/loud";
+  auto flood = wait_done(c, "a", "loud", run_id(sh(c, "a", "loud", "yes")));
+  CHECK(flood.at("root_exit_code") != 0);
+  REQUIRE(os::is_subvolume(logs));
+  auto held = os::allocated_bytes(logs);
+  CHECK(held > 8 << 20);
+  CHECK(held <= 17 << 20);
+  // The neighbour runs and prints; the full session's next run gets room
+  // from its finished runs' logs.
+  auto quiet = run_id(sh(c, "a", "quiet", "echo hello"));
+  CHECK(wait_done(c, "a", "quiet", quiet).at("root_exit_code") == 0);
+  CHECK(output(c, "a", "quiet", quiet) == "hello\n");
+  auto next = run_id(sh(c, "a", "loud", "echo again"));
+  CHECK(wait_done(c, "a", "loud", next).at("root_exit_code") == 0);
+  CHECK(output(c, "a", "loud", next) == "again\n");
+  CHECK(os::kind_of(logs + "/" + run_id(flood)) == os::entry_kind::missing);
+  CHECK(os::allocated_bytes(logs) < 1 << 20);
+  // A restart keeps the limit; deleting the session removes its logs.
+  d.stop();
+  d.start();
+  auto& c2 = d.client();
+  auto again = wait_done(c2, "a", "loud", run_id(sh(c2, "a", "loud", "yes")));
+  CHECK(again.at("root_exit_code") != 0);
+  CHECK(os::allocated_bytes(logs) <= 17 << 20);
+  expect_ok(c2.rpc("session.delete", ids("a", "loud")));
+  CHECK(os::kind_of(logs) == os::entry_kind::missing);
+  CHECK(os::kind_of(d.runs_dir() + "/sessions/a/quiet") ==
+        os::entry_kind::directory);
+  expect_ok(c2.rpc("agent.delete", ids("a")));
+  CHECK(os::kind_of(d.runs_dir() + "/sessions/a") == os::entry_kind::missing);
+}
+
 TEST_CASE("disk share: a fork has a share of its own, and a session from "
           "before the store's quotas gets its group at its next start") {
   daemon_process d{with_execution()};

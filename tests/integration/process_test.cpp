@@ -64,9 +64,10 @@ TEST_CASE("process: the sandbox as the prototype's tests see it") {
         "/workspace\n/workspace /tmp a s /agent/shared\nproc\nnocgroup\n"
         "shared\n");
   CHECK(output(c, "a", "s", run_id(row), "stderr") == "err\n");
-  // Logs live outside the store.
-  CHECK(::access((d.runs_dir() + "/" + run_id(row) + "/stdout.log").c_str(),
-                 F_OK) == 0);
+  // Logs live outside the store, in the session's directory.
+  auto logs = d.runs_dir() + "/sessions/a/s/" + run_id(row);
+  CHECK(done.at("audit_directory") == json::value(logs));
+  CHECK(::access((logs + "/stdout.log").c_str(), F_OK) == 0);
   // The session group is gone once empty.
   CHECK(::access(done.at("cgroup").as_string().c_str(), F_OK) != 0);
   auto list = d.client().rpc("process.list", ids("a", "s"));
