@@ -6,6 +6,11 @@
 //   allox-bench subvolumes --dir D --count N
 //       the raw kernel work of a session.create (libbtrfsutil subvolume +
 //       .allox-tmp + directory fsync), same percentiles: the baseline.
+//   allox-bench run-logs --dir D --count N
+//       what a run start adds when its session's logs are a subvolume at
+//       the share (the checks of guest/store/run_output.hpp), beside the
+//       raw work of every run start: its directory and three log files.
+//       D: a directory on a scratch Btrfs filesystem (quotas are turned on).
 //   allox-bench counters --group G --count N
 //       os::read_counters of cgroup G: what session.describe's usage and
 //       each session of a scrape add.
@@ -13,14 +18,18 @@
 // Output: one JSON object per run on stdout.
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_diff.hpp"
+#include "guest/os/btrfs_quota.hpp"
 #include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
+#include "guest/store/run_output.hpp"
 #include "guest/store/workspace_ops.hpp"
 #include "tests/fixtures/http_client.hpp"
 
 #include <CLI/CLI.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -200,6 +209,53 @@ int raw_subvolumes(const std::string& dir, size_t count) {
   return 0;
 }
 
+/// The per-run checks of a session's logs at its share, then the raw
+/// directory and logs of a run, `count` times each, interleaved.
+int run_logs(const std::string& dir, size_t count) {
+  auto fail = [](const caf::error& err) {
+    std::cerr << message_of(err) << "\n";
+    return 1;
+  };
+  if (auto err = os::enable_quotas(dir, true))
+    return fail(err);
+  auto logs = dir + "/sessions/bench/s";
+  if (auto err = store::ensure_output_dir(logs, true))
+    return fail(err);
+  if (auto err = store::limit_output(logs, uint64_t{1} << 30))
+    return fail(err);
+  std::vector<double> checks, raw;
+  auto us = [](clock_type::time_point a, clock_type::time_point b) {
+    return std::chrono::duration<double, std::micro>(b - a).count();
+  };
+  auto start = clock_type::now();
+  for (size_t i = 0; i < count; ++i) {
+    auto t0 = clock_type::now();
+    if (auto err = store::ensure_output_dir(logs, true))
+      return fail(err);
+    auto room = store::output_room(logs);
+    auto t1 = clock_type::now();
+    if (room <= 0)
+      return fail(make_error(errc::no_space, "no room in " + logs));
+    auto run = logs + "/r" + std::to_string(i);
+    ::mkdir(run.c_str(), 0700);
+    for (const char* name : {"/stdout.log", "/stderr.log", "/exit"})
+      ::close(
+          ::open((run + name).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    auto t2 = clock_type::now();
+    checks.push_back(us(t0, t1));
+    raw.push_back(us(t1, t2));
+  }
+  auto seconds =
+      std::chrono::duration<double>(clock_type::now() - start).count();
+  auto a = summarize(std::move(checks), seconds);
+  a["what"] = "the logs' checks of a run start (share on)";
+  std::cout << json::serialize(a) << std::endl;
+  auto b = summarize(std::move(raw), seconds);
+  b["what"] = "raw: a run's directory and three log files";
+  std::cout << json::serialize(b) << std::endl;
+  return 0;
+}
+
 /// Times os::read_counters of `group`, `count` times.
 int read_counters(const std::string& group, size_t count) {
   std::vector<double> micros;
@@ -260,6 +316,9 @@ int main(int argc, char** argv) {
   auto* raw = app.add_subcommand("subvolumes", "raw baseline");
   raw->add_option("--dir", dir)->required();
   raw->add_option("--count", count);
+  auto* logs = app.add_subcommand("run-logs", "a run's logs at the share");
+  logs->add_option("--dir", dir)->required();
+  logs->add_option("--count", count);
   std::string group;
   auto* counters = app.add_subcommand("counters", "cgroup counter reads");
   counters->add_option("--group", group)->required();
@@ -267,6 +326,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (*counters)
     return read_counters(group, count);
+  if (*logs)
+    return run_logs(dir, count);
   if (*create)
     return create_sessions(host, port, count, std::max<size_t>(1, connections),
                            std::max<size_t>(1, agents), prefix);
