@@ -9,7 +9,8 @@
 # runs in turn a fork bomb, a memory hog past its limit, a CPU spinner on
 # every core, with io.max on the store's device a writer that rewrites
 # and fsyncs an 8 MiB file, and with disk.max 32M (the store's Btrfs
-# quotas) a filler that writes until its share is full, then holds it.
+# quotas) a filler that writes until its share is full, then holds it,
+# and a run printing without end (its logs are held to the share too).
 # Meanwhile session "steady" loops process.start (+ wait), then
 # checkpoint.create and a small file.write ten times. Its latencies under
 # each load are compared with the same loop on the idle VM just before
@@ -442,6 +443,34 @@ def main():
           "session writes again",
           freed["state"] == "completed" and freed["root_exit_code"] == 0,
           json.dumps({k: freed.get(k) for k in ("state", "root_exit_code")}))
+    # Prints without end. Its logs are on the data disk beside the store,
+    # in a subvolume of the session's limited to its share (32M now;
+    # guest/store/run_output.hpp): `yes` stops there with EDQUOT and the
+    # run holds them full. The session's next run ("stays usable") gets
+    # room by removing its finished runs' logs.
+    def logs_size(run_id):
+        return must("process.output", NOISY | {"run_id": run_id,
+                                               "limit": 1})["size"]
+    flood_sizes = {}
+
+    def flood_held(run_id):
+        """The logs stopped growing: `yes` met the limit (at io.max's 8
+        MB/s it adds 4 MB between two polls)."""
+        sizes = flood_sizes.setdefault(run_id, [])
+        sizes.append(logs_size(run_id))
+        return len(sizes) > 1 and sizes[-1] == sizes[-2] >= 16 << 20
+    phases.append(("output flood", noisy_phase(
+        "output flood", ["sh", "-c", "yes; exec sleep 600"], "requested",
+        ready=flood_held)))
+    # Read before the session's next run ("stays usable") made room.
+    held = flood_sizes[last_noisy_run[0]][-1]
+    check("output flood: the run's logs stop at the session's share",
+          16 << 20 <= held <= 32 << 20, f"{held} bytes of stdout")
+    gone = rpc("process.output", NOISY | {"run_id": last_noisy_run[0],
+                                          "limit": 1})
+    check("output flood: its logs made room for the next run",
+          gone.get("ok") is not True or gone["result"]["size"] == 0,
+          json.dumps(gone)[:300])
     for phase, attempts in phases:
         compare(phase, attempts)
 
