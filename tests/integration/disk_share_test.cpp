@@ -335,6 +335,7 @@ TEST_CASE("disk share: run logs on the store's disk count against the "
   o.one_disk = true;
   daemon_process d{o};
   d.start();
+  INFO(d.log());
   auto& c = d.client();
   expect_ok(c.rpc("session.create", ids("a", "loud")));
   expect_ok(c.rpc("session.create", ids("a", "quiet")));
