@@ -8,6 +8,7 @@
 #include "actors/dump.hpp"
 #include "guest/log.hpp"
 #include "guest/os/btrfs.hpp"
+#include "guest/os/btrfs_quota.hpp"
 #include "guest/os/cgroup.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/store/run_output.hpp"
@@ -434,6 +435,41 @@ auto serve(self_ptr self, const Command& c, Handler handler) {
 
 } // namespace
 
+namespace {
+
+/// With the store's quotas on, the agent's shared area (a subvolume of its
+/// own, ensure_agent_dirs) is held to the daemon's default share: it counts
+/// in no session's, and a run writing there would otherwise fill the
+/// store. Checked at every start, as the default may change across
+/// restarts.
+void limit_shared_area(self_ptr self) {
+  const auto& init = self->state.init;
+  if (!init.exec || !init.exec->store_quotas)
+    return;
+  std::optional<uint64_t> share;
+  for (const auto& [name, value] : init.exec->default_limits)
+    if (name == disk_limit)
+      if (auto bytes = os::parse_disk_limit(value, init.exec->store_bytes))
+        share = *bytes;
+  auto shared = init.paths.agent_shared(init.row.agent_id);
+  if (os::subvolume_limited(shared, share))
+    return;
+  auto aid = init.row.agent_id;
+  run_blocking<step_done>(self,
+                          [shared, share]() -> expected<step_done> {
+                            if (auto err = os::limit_subvolume(shared, share))
+                              return err;
+                            return step_done{};
+                          })
+      .then([](step_done&) {},
+            [aid](caf::error& err) {
+              log::warn("agent", aid + ": the shared area is not limited: " +
+                                     message_of(err));
+            });
+}
+
+} // namespace
+
 agent_actor::behavior_type agent(self_ptr self, agent_init init) {
   self->state.init = std::move(init);
   self->state.started = std::chrono::steady_clock::now();
@@ -452,6 +488,7 @@ agent_actor::behavior_type agent(self_ptr self, agent_init init) {
   supervision::supervise(self, self->state.init.parent, &agent_state::sessions,
                          "agent " + self->state.init.row.agent_id,
                          on_session_failed);
+  limit_shared_area(self);
   // Every command of the agent's list goes to its handler through serve
   // (refused while agent.delete runs); the rest are a session's news and
   // lookups.

@@ -3,6 +3,8 @@
 // sessions/) and how agent.create and agent.describe name them.
 #include "actors/agent.hpp"
 
+#include "guest/os/btrfs.hpp"
+#include "guest/os/btrfs_quota.hpp"
 #include "guest/os/fs.hpp"
 
 #include <utility>
@@ -26,9 +28,19 @@ caf::error ensure_agent_dirs(const store::layout& paths,
       {paths.agent_shared(agent_id), "agent shared directory"},
       {paths.sessions_dir(agent_id), "agent sessions directory"},
   };
-  for (const auto& [path, label] : dirs)
+  for (const auto& [path, label] : dirs) {
+    // With the store's quotas on, shared/ is a subvolume of its own, which
+    // the agent holds to the daemon's default share (limit_shared_area): a
+    // plain directory would count in no share at all.
+    if (path == paths.agent_shared(agent_id) &&
+        os::kind_of(path) == os::entry_kind::missing &&
+        os::quotas_enabled(paths.root))
+      if (auto err = os::create_subvolume(path);
+          err && os::kind_of(path) != os::entry_kind::directory)
+        return err;
     if (auto err = os::ensure_managed_dir(path, 0755, label))
       return err;
+  }
   return caf::none;
 }
 

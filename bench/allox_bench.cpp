@@ -221,7 +221,7 @@ int run_logs(const std::string& dir, size_t count) {
   auto logs = dir + "/sessions/bench/s";
   if (auto err = store::ensure_output_dir(logs, true))
     return fail(err);
-  if (auto err = store::limit_output(logs, uint64_t{1} << 30))
+  if (auto err = os::limit_subvolume(logs, uint64_t{1} << 30))
     return fail(err);
   std::vector<double> checks, raw;
   auto us = [](clock_type::time_point a, clock_type::time_point b) {

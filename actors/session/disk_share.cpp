@@ -50,7 +50,7 @@ void enforce_disk_share(self_ptr self, fail_fn done) {
   // Without a group (nothing to read under simple quotas) the lane makes one.
   bool simple = cfg.store_simple_quotas;
   if ((now ? now->max_referenced == share : !share && !simple) &&
-      (logs.empty() || store::output_limited(logs, share))) {
+      (logs.empty() || os::subvolume_limited(logs, share))) {
     done(caf::none);
     return;
   }
@@ -64,7 +64,7 @@ void enforce_disk_share(self_ptr self, fail_fn done) {
         if (!logs.empty()) {
           if (auto err = store::ensure_output_dir(logs, true))
             return err;
-          if (auto err = store::limit_output(logs, share))
+          if (auto err = os::limit_subvolume(logs, share))
             return err;
         }
         return step_done{};

@@ -182,6 +182,25 @@ std::optional<qgroup_usage> read_qgroup(const std::string& path) {
   return read_sysfs_qgroup(fd.get(), id);
 }
 
+bool subvolume_limited(const std::string& path,
+                       std::optional<uint64_t> max_bytes) {
+  if (btrfs_util_is_subvolume(path.c_str()) != BTRFS_UTIL_OK)
+    return false;
+  auto now = read_qgroup(path);
+  return now && now->max_referenced == max_bytes;
+}
+
+caf::error limit_subvolume(const std::string& path,
+                           std::optional<uint64_t> max_bytes) {
+  if (subvolume_limited(path, max_bytes))
+    return caf::none;
+  if (btrfs_util_is_subvolume(path.c_str()) != BTRFS_UTIL_OK)
+    return make_error(errc::unsupported,
+                      path + " is a plain directory (made before the store's "
+                             "quotas were on): it is not limited");
+  return limit_referenced(path, max_bytes);
+}
+
 quota_mode quotas_mode(const std::string& path) {
   auto fd = open_dir(path);
   if (!fd)

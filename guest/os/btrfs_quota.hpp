@@ -56,6 +56,17 @@ quota_mode quotas_mode(const std::string& path);
 caf::error limit_referenced(const std::string& path,
                             std::optional<uint64_t> max_bytes);
 
+/// True when `path` is a subvolume whose own qgroup is limited to
+/// `max_bytes` (nullopt: unlimited).
+bool subvolume_limited(const std::string& path,
+                       std::optional<uint64_t> max_bytes);
+
+/// limit_referenced unless the subvolume at `path` is limited so already;
+/// `unsupported` when `path` is a plain directory, whose limit would fall
+/// on the tree it is in (one made before the store's quotas were on).
+caf::error limit_subvolume(const std::string& path,
+                           std::optional<uint64_t> max_bytes);
+
 /// What the level-0 qgroup of the subvolume at `path` counts, as of the
 /// last transaction commit.
 struct qgroup_usage {

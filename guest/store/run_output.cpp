@@ -29,7 +29,7 @@ std::string session_output_dir(const std::string& audit_root,
 caf::error ensure_output_dir(const std::string& dir, bool subvolume) {
   // An existing directory stays what it is (one lstat for every run but
   // a session's first): a plain one was made before the store's quotas
-  // were on (limit_output then says so).
+  // were on (os::limit_subvolume then says so).
   if (os::kind_of(dir) == os::entry_kind::directory)
     return caf::none;
   if (!subvolume)
@@ -41,24 +41,6 @@ caf::error ensure_output_dir(const std::string& dir, bool subvolume) {
   if (err && os::is_subvolume(dir))
     return caf::none;
   return err;
-}
-
-caf::error limit_output(const std::string& dir,
-                        std::optional<uint64_t> max_bytes) {
-  if (output_limited(dir, max_bytes))
-    return caf::none;
-  if (!os::is_subvolume(dir))
-    return make_error(errc::unsupported,
-                      dir + " was made before the store's quotas were on: "
-                            "its run logs are not limited");
-  return os::limit_referenced(dir, max_bytes);
-}
-
-bool output_limited(const std::string& dir, std::optional<uint64_t> max_bytes) {
-  if (!os::is_subvolume(dir))
-    return false;
-  auto now = os::read_qgroup(dir);
-  return now && now->max_referenced == max_bytes;
 }
 
 int64_t output_room(const std::string& dir) {

@@ -37,19 +37,10 @@ std::string session_output_dir(const std::string& audit_root,
                                const std::string& session);
 
 /// Makes the session's directory `dir` and its parents when missing: a
-/// subvolume when `subvolume` (its qgroup is then what limit_output
+/// subvolume when `subvolume` (whose own qgroup os::limit_subvolume
 /// limits), else a plain directory. Made concurrently by two callers,
 /// both succeed. An existing directory is left as it is.
 caf::error ensure_output_dir(const std::string& dir, bool subvolume);
-
-/// Limits the session's logs (the subvolume `dir`) to `max_bytes`
-/// (nullopt: no limit). A no-op when the limit is already that;
-/// `unsupported` when `dir` is a plain directory.
-caf::error limit_output(const std::string& dir,
-                        std::optional<uint64_t> max_bytes);
-
-/// True when the subvolume `dir` exists and is limited to `max_bytes`.
-bool output_limited(const std::string& dir, std::optional<uint64_t> max_bytes);
 
 /// The room left under the limit of the session's logs, as of the last
 /// commit; INT64_MAX when they have no limit.

@@ -371,6 +371,39 @@ TEST_CASE("disk share: run logs on the store's disk count against the "
   CHECK(os::kind_of(d.runs_dir() + "/sessions/a") == os::entry_kind::missing);
 }
 
+TEST_CASE("disk share: the agent's shared area is held to the daemon's "
+          "default share, so no run fills the store through it") {
+  daemon_process d{
+      with_execution({"--store-quotas", "--session-limits", "disk.max=8M"})};
+  d.start();
+  auto& c = d.client();
+  expect_ok(c.rpc("session.create", ids("a", "s")));
+  auto shared = d.root() + "/agents/a/workspace/shared";
+  CHECK(os::is_subvolume(shared));
+  auto into_shared = [&](const std::string& name, int mib) {
+    return wait_done(c, "a", "s",
+                     run_id(sh(c, "a", "s",
+                               "dd if=/dev/zero of=/agent/shared/" + name +
+                                   " bs=1M count=" + std::to_string(mib) +
+                                   " conv=fsync status=none")));
+  };
+  // Within the share the area works as before; past it, it is refused.
+  CHECK(into_shared("small", 4).at("root_exit_code") == 0);
+  CHECK(quota_refused(c, "a", "s", into_shared("big", 32)));
+  // The session's own share is untouched by what the area holds.
+  CHECK(fill(c, "a", "s", "own", 4).at("root_exit_code") == 0);
+  // A restart keeps the limit; a new default share is taken at start.
+  d.stop();
+  d.set_extra_args({"--store-quotas", "--session-limits", "disk.max=64M"});
+  d.start();
+  // Set by the agent's actor as it starts, maybe just after /health.
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (!os::subvolume_limited(shared, 64u << 20) &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  CHECK(os::subvolume_limited(shared, 64u << 20));
+}
+
 TEST_CASE("disk share: a fork has a share of its own, and a session from "
           "before the store's quotas gets its group at its next start") {
   daemon_process d{with_execution()};
@@ -433,4 +466,15 @@ TEST_CASE("disk share: a store whose quotas are full keeps them, and there "
         std::optional<uint64_t>{8u << 20});
   CHECK(fill(c2, "a", "s", "small", 4).at("root_exit_code") == 0);
   CHECK(quota_refused(c2, "a", "s", fill(c2, "a", "s", "big", 32)));
+  // An agent made now has a shared area held to the default share; the
+  // older agent's, a plain directory, stays as it was.
+  expect_ok(c2.rpc("session.create", ids("b", "t")));
+  CHECK(os::is_subvolume(d.root() + "/agents/b/workspace/shared"));
+  CHECK_FALSE(os::is_subvolume(d.root() + "/agents/a/workspace/shared"));
+  auto shared =
+      wait_done(c2, "b", "t",
+                run_id(sh(c2, "b", "t",
+                          "dd if=/dev/zero of=/agent/shared/big bs=1M count=32 "
+                          "conv=fsync status=none")));
+  CHECK(quota_refused(c2, "b", "t", shared));
 }

@@ -67,10 +67,10 @@ TEST_CASE("run output: a session's logs are one subvolume at its share, "
   auto id = os::subvolume_id(logs);
   REQUIRE_FALSE(store::ensure_output_dir(logs, true));
   CHECK(os::subvolume_id(logs) == id);
-  CHECK_FALSE(store::output_limited(logs, 12u << 20));
+  CHECK_FALSE(os::subvolume_limited(logs, 12u << 20));
   CHECK(store::output_room(logs) == std::numeric_limits<int64_t>::max());
-  REQUIRE_FALSE(store::limit_output(logs, 12u << 20));
-  CHECK(store::output_limited(logs, 12u << 20));
+  REQUIRE_FALSE(os::limit_subvolume(logs, 12u << 20));
+  CHECK(os::subvolume_limited(logs, 12u << 20));
 
   // Three finished runs of 3 MiB and a live one of 2 MiB: 11 of 12.
   for (auto run : {"old", "mid", "new"})
@@ -112,7 +112,7 @@ TEST_CASE("run output: a session's logs are one subvolume at its share, "
   CHECK(os::kind_of(plain) == os::entry_kind::directory);
   REQUIRE_FALSE(store::ensure_output_dir(plain, true));
   CHECK_FALSE(os::is_subvolume(plain));
-  CHECK(store::limit_output(plain, 1u << 20));
+  CHECK(os::limit_subvolume(plain, 1u << 20));
   CHECK(os::same_btrfs(plain, logs));
   CHECK_FALSE(os::same_btrfs(plain, dir.path()));
 }
