@@ -343,6 +343,13 @@ def main():
     log = must("process.output", STEADY | {"run_id": out["run_id"]})
     check("a run starts at oom_score_adj 0", log["data"].strip() == "0",
           repr(log["data"]))
+    # A subvolume's root is inode 256: the agent's shared area has a quota
+    # group of its own, held to the default share (a plain directory
+    # would count in none).
+    out = run_to_end(STEADY, ["stat", "-c", "%i", "/agent/shared"])
+    log = must("process.output", STEADY | {"run_id": out["run_id"]})
+    check("the agent's shared area is a subvolume of its own",
+          log["data"].strip() == "256", repr(log["data"]))
 
     phases = []
     # Every shell forks without end; past pids.max a fork fails, that shell
