@@ -128,6 +128,9 @@ struct output_slice {
   bool eof = false;
   /// The run's phase when the slice was read.
   run_phase state = run_phase::running;
+  /// The run's logs are gone: removed to make room in its session's share
+  /// (or with an older daemon's run directory), so nothing can be read.
+  bool logs_removed = false;
 };
 
 /// process.input: how much of the data the run took (the rest is sent

@@ -260,10 +260,14 @@ expected<run_row> run_row_from_text(const std::string& text) {
 }
 
 json::object to_json(const output_slice& s) {
-  return {{"run_id", s.run_id}, {"stream", s.stream},
-          {"offset", s.offset}, {"next_offset", s.next_offset},
-          {"size", s.size},     {"data", valid_utf8(s.data)},
-          {"eof", s.eof},       {"state", to_string(s.state)}};
+  json::object o{{"run_id", s.run_id}, {"stream", s.stream},
+                 {"offset", s.offset}, {"next_offset", s.next_offset},
+                 {"size", s.size},     {"data", valid_utf8(s.data)},
+                 {"eof", s.eof},       {"state", to_string(s.state)}};
+  // Only when set: the prototype's answer has no such key.
+  if (s.logs_removed)
+    o["logs_removed"] = true;
+  return o;
 }
 
 json::value to_json(const run_list& l) {

@@ -355,6 +355,14 @@ TEST_CASE("disk share: run logs on the store's disk count against the "
   CHECK(wait_done(c, "a", "loud", next).at("root_exit_code") == 0);
   CHECK(output(c, "a", "loud", next) == "again\n");
   CHECK(os::kind_of(logs + "/" + run_id(flood)) == os::entry_kind::missing);
+  // Its output says it is gone, not that it printed nothing.
+  auto removed = expect_ok(c.rpc(
+      "process.output", with(ids("a", "loud"), {{"run_id", run_id(flood)}})));
+  CHECK(removed.at("logs_removed") == true);
+  CHECK(removed.at("data") == "");
+  auto kept = expect_ok(
+      c.rpc("process.output", with(ids("a", "loud"), {{"run_id", next}})));
+  CHECK_FALSE(kept.contains("logs_removed"));
   CHECK(os::allocated_bytes(logs) < 1 << 20);
   // A restart keeps the limit; deleting the session removes its logs.
   d.stop();
