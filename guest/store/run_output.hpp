@@ -14,14 +14,15 @@
 // EDQUOT, like a run filling its workspace, instead of filling the disk
 // under every session's checkpoints and the catalog. A new run of a
 // session whose logs are full makes room by removing the logs of its
-// finished runs, oldest first (reclaim_output). Elsewhere (no quotas, or
+// finished runs, oldest first (reclaim_output; process.output then says
+// `logs_removed`). Elsewhere (no quotas, or
 // the audit root on another filesystem) the directories are plain ones.
 // Runs from before this layout keep the directory their row names.
 #pragma once
 
 #include "messages/errors.hpp"
 
-#include <optional>
+#include <cstdint>
 #include <set>
 #include <string>
 
