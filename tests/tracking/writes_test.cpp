@@ -6,8 +6,7 @@
 #include "tests/tracking/tracking_fixture.hpp"
 
 #include "guest/os/btrfs.hpp"
-#include "guest/os/loop_mount.hpp"
-#include "tests/fixtures/temp_dir.hpp"
+#include "tests/fixtures/scratch_btrfs.hpp"
 #include "tests/fixtures/wait.hpp"
 
 #include <doctest/doctest.h>
@@ -27,13 +26,10 @@ using namespace allox::tracking;
 namespace {
 
 /// A Btrfs on a loop device with one subvolume, `ws`, for the files.
-class scratch_btrfs {
+class scratch_workspace {
 public:
-  scratch_btrfs() {
-    auto m = os::loop_mount::open(dir_ / "image", 256ull << 20, dir_ / "mnt");
-    REQUIRE_MESSAGE(m, (m ? "" : message_of(m.error())));
-    mount_ = std::move(*m);
-    ws_ = dir_ / "mnt/ws";
+  scratch_workspace() {
+    ws_ = disk_.root() + "/ws";
     REQUIRE_FALSE(os::create_subvolume(ws_));
     auto id = os::subvolume_id(ws_);
     REQUIRE(id);
@@ -51,8 +47,7 @@ public:
   }
 
 private:
-  temp_dir dir_{"allox-writes-"};
-  os::loop_mount mount_;
+  test::scratch_btrfs disk_{256ull << 20, "allox-writes-"};
   std::string ws_;
   uint64_t subvol_ = 0;
 };
@@ -86,7 +81,7 @@ std::string joined(const std::set<std::string>& names) {
 
 TEST_CASE("write provenance: every way of changing a file is recorded once, "
           "by inode or by name, for the process that did it") {
-  scratch_btrfs fs;
+  scratch_workspace fs;
   // The files write-all changes, made beforehand by this (untracked)
   // process: none of this is recorded.
   for (const char* name :
@@ -178,7 +173,7 @@ TEST_CASE("write provenance: every way of changing a file is recorded once, "
 
 TEST_CASE("write provenance: a loop of writes is one record per write "
           "generation") {
-  scratch_btrfs fs;
+  scratch_workspace fs;
   collector c;
   scratch_cgroup group;
   constexpr uint64_t cookie = 302;
@@ -195,7 +190,7 @@ TEST_CASE("write provenance: a loop of writes is one record per write "
 
 TEST_CASE("write provenance: a new write generation records the same "
           "process's write again") {
-  scratch_btrfs fs;
+  scratch_workspace fs;
   collector c;
   scratch_cgroup group;
   constexpr uint64_t cookie = 306;
@@ -218,7 +213,7 @@ TEST_CASE("write provenance: a new write generation records the same "
 
 TEST_CASE("write provenance: a shell's redirections, mv and rm name the "
           "process that did each, relative to its working directory") {
-  scratch_btrfs fs;
+  scratch_workspace fs;
   write_file(fs.at("doomed"), "x");
   collector c;
   scratch_cgroup group;
@@ -255,7 +250,7 @@ TEST_CASE("write provenance: a shell's redirections, mv and rm name the "
 }
 
 TEST_CASE("write provenance: outside a tracked run nothing is recorded") {
-  scratch_btrfs fs;
+  scratch_workspace fs;
   collector c;
   scratch_cgroup tracked;
   scratch_cgroup untracked;
@@ -271,7 +266,7 @@ TEST_CASE("write provenance: outside a tracked run nothing is recorded") {
 
 TEST_CASE("write provenance: a full ring counts lost write records for the "
           "run, without failing its process events' sequence") {
-  scratch_btrfs fs;
+  scratch_workspace fs;
   bpf::probe_options opts;
   opts.ring_bytes = static_cast<uint32_t>(::sysconf(_SC_PAGESIZE));
   collector c{opts, {}, false};

@@ -7,8 +7,7 @@
 // quotas, which this machine's kernel has). Needs root.
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_quota.hpp"
-#include "guest/os/loop_mount.hpp"
-#include "tests/fixtures/temp_dir.hpp"
+#include "tests/fixtures/scratch_btrfs.hpp"
 
 #include <doctest/doctest.h>
 
@@ -23,10 +22,8 @@ using namespace allox;
 
 TEST_CASE("btrfs quota: a limit on a subvolume holds, and the qgroups of "
           "deleted subvolumes are swept while live ones stay") {
-  test::temp_dir dir;
-  auto store = os::loop_mount::open(dir / "image", 256ull << 20, dir / "mnt");
-  REQUIRE(store);
-  auto root = dir / "mnt";
+  test::scratch_btrfs disk;
+  const auto& root = disk.root();
   CHECK_FALSE(os::quotas_enabled(root));
   REQUIRE_FALSE(os::enable_quotas(root));
   CHECK(os::quotas_enabled(root));
@@ -110,10 +107,8 @@ uint64_t counted(const std::string& root, const std::string& tree) {
 TEST_CASE("btrfs quota: under simple quotas a disk group holds a tree and "
           "its snapshots, its limit counts what the snapshots pin, and the "
           "sweep removes groups empty twice") {
-  test::temp_dir dir;
-  auto store = os::loop_mount::open(dir / "image", 256ull << 20, dir / "mnt");
-  REQUIRE(store);
-  auto root = dir / "mnt";
+  test::scratch_btrfs disk;
+  const auto& root = disk.root();
   REQUIRE_FALSE(os::enable_quotas(root, true));
   REQUIRE(os::quotas_mode(root) == os::quota_mode::simple);
   auto live = root + "/live";

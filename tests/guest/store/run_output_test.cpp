@@ -7,10 +7,9 @@
 #include "guest/os/btrfs.hpp"
 #include "guest/os/btrfs_quota.hpp"
 #include "guest/os/fs.hpp"
-#include "guest/os/loop_mount.hpp"
 #include "guest/os/unique_fd.hpp"
 #include "guest/store/run_output.hpp"
-#include "tests/fixtures/temp_dir.hpp"
+#include "tests/fixtures/scratch_btrfs.hpp"
 
 #include <doctest/doctest.h>
 
@@ -53,10 +52,8 @@ bool exists(const std::string& path) {
 
 TEST_CASE("run output: a session's logs are one subvolume at its share, "
           "and reclaiming frees its oldest finished runs' logs first") {
-  test::temp_dir dir;
-  auto disk = os::loop_mount::open(dir / "image", 256ull << 20, dir / "mnt");
-  REQUIRE(disk);
-  auto root = dir / "mnt";
+  test::scratch_btrfs disk;
+  const auto& root = disk.root();
   REQUIRE_FALSE(os::enable_quotas(root, true));
   auto logs = store::session_output_dir(root, "a", "s");
   CHECK(logs == root + "/sessions/a/s");
@@ -114,5 +111,5 @@ TEST_CASE("run output: a session's logs are one subvolume at its share, "
   CHECK_FALSE(os::is_subvolume(plain));
   CHECK(os::limit_subvolume(plain, 1u << 20));
   CHECK(os::same_btrfs(plain, logs));
-  CHECK_FALSE(os::same_btrfs(plain, dir.path()));
+  CHECK_FALSE(os::same_btrfs(plain, disk.outside()));
 }
