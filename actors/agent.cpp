@@ -279,8 +279,13 @@ void delete_agent_files(self_ptr self,
                                         os::remove_agent_groups(exec->cgroups,
                                                                 aid);
                                         // Its runs' logs.
-                                        os::remove_tree(store::agent_output_dir(
-                                            exec->audit_root, aid));
+                                        auto logs = store::agent_output_dir(
+                                            exec->audit_root, aid);
+                                        if (auto err = os::remove_tree(logs))
+                                          log::warn("agent",
+                                                    "purging " + logs +
+                                                        " failed: " +
+                                                        message_of(err));
                                       }
                                       return step_done{};
                                     })
@@ -446,11 +451,7 @@ void limit_shared_area(self_ptr self) {
   const auto& init = self->state.init;
   if (!init.exec || !init.exec->store_quotas)
     return;
-  std::optional<uint64_t> share;
-  for (const auto& [name, value] : init.exec->default_limits)
-    if (name == disk_limit)
-      if (auto bytes = os::parse_disk_limit(value, init.exec->store_bytes))
-        share = *bytes;
+  auto share = disk_share_of(*init.exec, init.exec->default_limits);
   auto shared = init.paths.agent_shared(init.row.agent_id);
   if (os::subvolume_limited(shared, share))
     return;

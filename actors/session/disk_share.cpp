@@ -22,13 +22,9 @@ namespace allox::session_facets {
 
 std::optional<uint64_t> disk_share(self_ptr self) {
   const auto* cfg = self->state.runs.config.get();
-  if (!cfg || !cfg->store_quotas)
+  if (!cfg)
     return std::nullopt;
-  for (const auto& [name, value] : effective_settings(self).limits)
-    if (name == disk_limit)
-      if (auto bytes = os::parse_disk_limit(value, cfg->store_bytes))
-        return *bytes;
-  return std::nullopt;
+  return disk_share_of(*cfg, effective_settings(self).limits);
 }
 
 void enforce_disk_share(self_ptr self, fail_fn done) {

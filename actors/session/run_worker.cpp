@@ -107,14 +107,15 @@ int make_logs(const run_launch& job, prepared_run& p) {
 /// Creates the run's directory, logs and cgroup (with its limits); an
 /// error names what failed.
 expected<prepared_run> prepare(const run_launch& job) {
-  if (auto err = store::ensure_output_dir(job.output_dir, job.output_subvolume))
+  auto session_logs = job.dir.substr(0, job.dir.rfind('/'));
+  if (auto err = store::ensure_output_dir(session_logs, job.output_subvolume))
     return make_error(errc::internal, "cannot create the session's run logs: " +
                                           message_of(err));
   // The session's logs are full, or nearly (as of the last commit): its
   // finished runs' logs make room.
-  auto reclaim = [&job] {
+  auto reclaim = [&job, &session_logs] {
     auto removed =
-        store::reclaim_output(job.output_dir, job.live_runs, job.output_room);
+        store::reclaim_output(session_logs, job.live_runs, job.output_room);
     if (removed && *removed > 0)
       log::info("session", "run " + job.run_id + ": removed the logs of " +
                                std::to_string(*removed) +
@@ -122,16 +123,17 @@ expected<prepared_run> prepare(const run_launch& job) {
     return removed && *removed > 0;
   };
   if (job.output_room > 0 &&
-      store::output_room(job.output_dir) < job.output_room / 2)
+      store::output_room(session_logs) < job.output_room / 2)
     reclaim();
   prepared_run p;
   int failed = make_logs(job, p);
-  if ((failed == EDQUOT || failed == ENOSPC) && job.output_room > 0 &&
-      reclaim())
+  auto full = [&failed] {
+    return failed == EDQUOT || failed == ENOSPC;
+  };
+  if (full() && job.output_room > 0 && reclaim())
     failed = make_logs(job, p);
   if (failed != 0)
-    return make_error(failed == EDQUOT || failed == ENOSPC ? errc::no_space
-                                                           : errc::internal,
+    return make_error(full() ? errc::no_space : errc::internal,
                       "cannot create the run's logs in " + job.dir + ": " +
                           std::strerror(failed));
   if (auto e = os::prepare_group(job.group))

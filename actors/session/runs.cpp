@@ -102,12 +102,11 @@ caf::result<run_row> handle(self_ptr self, const cmd::process_start& c) {
   job.limits_group = session_group;
   job.tree_root = cfg.cgroups.root();
   job.dir = run_dir(self, id);
-  job.output_dir = job.dir.substr(0, job.dir.rfind('/'));
   job.output_subvolume = cfg.output_subvolumes;
   if (job.output_subvolume) {
     // A quarter of the share: room for a while, without emptying the
     // session's history for one run. (No share, no room to make.)
-    if (auto share = disk_share(self))
+    if (auto share = disk_share_of(cfg, settings.limits))
       job.output_room =
           std::max<int64_t>(static_cast<int64_t>(*share / 4), int64_t{1} << 20);
     for (const auto& [other, r] : st.runs.runs)

@@ -141,9 +141,8 @@ struct run_launch {
   limit_list limits;
   /// The daemon's cgroup subtree (controllers are enabled from there).
   std::string tree_root;
-  /// The run's log directory, in its session's `output_dir`.
+  /// The run's log directory, in its session's (its parent).
   std::string dir;
-  std::string output_dir;
   /// The session's logs are a subvolume limited to its share: when they
   /// are (nearly) full, the logs of its finished runs go, oldest first,
   /// until `output_room` bytes were freed, sparing the live runs

@@ -45,4 +45,15 @@ caf::error check_limit(const exec_config& cfg, const std::string& name,
   return caf::none;
 }
 
+std::optional<uint64_t> disk_share_of(const exec_config& cfg,
+                                      const limit_list& limits) {
+  if (!cfg.store_quotas)
+    return std::nullopt;
+  for (const auto& [name, value] : limits)
+    if (name == disk_limit)
+      if (auto bytes = os::parse_disk_limit(value, cfg.store_bytes))
+        return *bytes;
+  return std::nullopt;
+}
+
 } // namespace allox

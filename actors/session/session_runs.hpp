@@ -118,6 +118,11 @@ inline constexpr std::string_view disk_limit = "disk.max";
 caf::error check_limit(const exec_config& cfg, const std::string& name,
                        const std::string& value);
 
+/// The bytes the disk.max of `limits` stands for (a percentage taken of
+/// the store); nullopt: none given, or the store's quotas are off.
+std::optional<uint64_t> disk_share_of(const exec_config& cfg,
+                                      const limit_list& limits);
+
 /// A tracked run's events.jsonl, opened by its first append and kept open
 /// until the run's trace is settled. Used only by jobs on the session's
 /// read lane, which run one at a time.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "guest/os/btrfs_quota.hpp"
 
+#include "guest/os/btrfs.hpp"
 #include "guest/os/fs.hpp"
 #include "guest/os/unique_fd.hpp"
 
@@ -182,22 +183,28 @@ std::optional<qgroup_usage> read_qgroup(const std::string& path) {
   return read_sysfs_qgroup(fd.get(), id);
 }
 
-bool subvolume_limited(const std::string& path,
-                       std::optional<uint64_t> max_bytes) {
-  if (btrfs_util_is_subvolume(path.c_str()) != BTRFS_UTIL_OK)
-    return false;
+namespace {
+/// What read_qgroup reads of a subvolume's own limit; for a plain
+/// directory it would read the tree the directory is in.
+bool limited(const std::string& path, std::optional<uint64_t> max_bytes) {
   auto now = read_qgroup(path);
   return now && now->max_referenced == max_bytes;
+}
+} // namespace
+
+bool subvolume_limited(const std::string& path,
+                       std::optional<uint64_t> max_bytes) {
+  return is_subvolume(path) && limited(path, max_bytes);
 }
 
 caf::error limit_subvolume(const std::string& path,
                            std::optional<uint64_t> max_bytes) {
-  if (subvolume_limited(path, max_bytes))
-    return caf::none;
-  if (btrfs_util_is_subvolume(path.c_str()) != BTRFS_UTIL_OK)
+  if (!is_subvolume(path))
     return make_error(errc::unsupported,
                       path + " is a plain directory (made before the store's "
                              "quotas were on): it is not limited");
+  if (limited(path, max_bytes))
+    return caf::none;
   return limit_referenced(path, max_bytes);
 }
 

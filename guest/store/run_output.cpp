@@ -44,8 +44,8 @@ caf::error ensure_output_dir(const std::string& dir, bool subvolume) {
 }
 
 int64_t output_room(const std::string& dir) {
-  auto now = os::read_qgroup(dir);
-  if (!now || !now->max_referenced || !os::is_subvolume(dir))
+  auto now = os::is_subvolume(dir) ? os::read_qgroup(dir) : std::nullopt;
+  if (!now || !now->max_referenced)
     return std::numeric_limits<int64_t>::max();
   auto used = std::min(now->referenced, *now->max_referenced);
   return static_cast<int64_t>(*now->max_referenced - used);
